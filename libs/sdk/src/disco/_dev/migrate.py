@@ -1,0 +1,182 @@
+"""``disco db upgrade``: bring every service's schema to its newest migration.
+
+Layout it expects (see ``migrations/README.md``): one Alembic environment per
+service under ``migrations/<service>/`` (``env.py``, ``script.py.mako``,
+``versions/``), each owning the Postgres schema named after the service.
+
+One run, as the database owner (``DISCO_DATABASE_ADMIN_URL``):
+
+1. creates the ``vector`` extension and the application role named in
+   ``DISCO_DATABASE_URL`` (LOGIN, NOSUPERUSER, NOBYPASSRLS — so row-level
+   security binds it), or aligns an existing role with those attributes;
+2. runs each service's migrations to head;
+3. grants the application role what it needs on each schema, and no more:
+   USAGE on the schema, DML on its tables, sequences, and the same for tables
+   later migrations add.
+
+Migrations are a step of their own: no service runs them on import or start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from disco._dev.errors import DevStackError, missing_dev_extra
+
+__all__ = ["SERVICES", "AppRole", "asyncpg_url", "find_migrations_dir", "upgrade"]
+
+SERVICES: tuple[str, ...] = ("registry", "memory", "tracker", "gateway")
+
+_ROLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+@dataclass(frozen=True)
+class AppRole:
+    """The non-superuser role the services connect as."""
+
+    name: str
+    password: str | None
+
+    @classmethod
+    def from_url(cls, url: str) -> AppRole:
+        parts = urlsplit(url)
+        if not parts.username:
+            raise DevStackError(f"DISCO_DATABASE_URL names no user: {_redact(url)}")
+        name = unquote(parts.username)
+        if not _ROLE_NAME.fullmatch(name):
+            raise DevStackError(
+                f"application role {name!r} must be lower-case letters, digits and '_'"
+            )
+        return cls(name=name, password=unquote(parts.password) if parts.password else None)
+
+
+def asyncpg_url(url: str) -> str:
+    """``url`` with the SQLAlchemy asyncpg driver (``postgresql+asyncpg://``)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme.split("+")[0] not in {"postgresql", "postgres"}:
+        raise DevStackError(f"not a PostgreSQL URL: {_redact(url)}")
+    return f"postgresql+asyncpg://{rest}"
+
+
+def _redact(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password:
+        return url.replace(f":{parts.password}@", ":***@")
+    return url
+
+
+def _literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def find_migrations_dir(start: Path | None = None) -> Path:
+    """The ``migrations/`` folder: ``DISCO_MIGRATIONS_DIR``, else the nearest one upward."""
+    import os
+
+    configured = os.environ.get("DISCO_MIGRATIONS_DIR")
+    if configured:
+        path = Path(configured)
+        if not path.is_dir():
+            raise DevStackError(f"DISCO_MIGRATIONS_DIR={configured} is not a folder")
+        return path.resolve()
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / "migrations"
+        if (candidate / "registry" / "env.py").exists():
+            return candidate
+    raise DevStackError(
+        "cannot find the migrations/ folder: run from the disco repository or set "
+        "DISCO_MIGRATIONS_DIR"
+    )
+
+
+async def _bootstrap(admin_url: str, role: AppRole) -> None:
+    from sqlalchemy import text
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    attributes = "LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE"
+    password = f" PASSWORD {_literal(role.password)}" if role.password else ""
+    engine = create_async_engine(asyncpg_url(admin_url))
+    try:
+        async with engine.begin() as conn:
+            # Two `disco db upgrade` runs may race on a fresh database.
+            await conn.execute(text("SELECT pg_advisory_xact_lock(hashtext('disco.bootstrap'))"))
+            await conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
+            exists = await conn.scalar(
+                text("SELECT 1 FROM pg_roles WHERE rolname = :name"), {"name": role.name}
+            )
+            verb = "ALTER" if exists else "CREATE"
+            await conn.execute(text(f'{verb} ROLE "{role.name}" {attributes}{password}'))
+            database = await conn.scalar(text("SELECT current_database()"))
+            await conn.execute(text(f'GRANT CONNECT ON DATABASE "{database}" TO "{role.name}"'))
+    finally:
+        await engine.dispose()
+
+
+async def _grant(admin_url: str, schema: str, role: AppRole) -> None:
+    from sqlalchemy import text
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    engine = create_async_engine(asyncpg_url(admin_url))
+    statements = [
+        f'GRANT USAGE ON SCHEMA "{schema}" TO "{role.name}"',
+        f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "{schema}" TO "{role.name}"',
+        f'GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA "{schema}" TO "{role.name}"',
+        f'GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA "{schema}" TO "{role.name}"',
+        f'ALTER DEFAULT PRIVILEGES IN SCHEMA "{schema}" '
+        f'GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO "{role.name}"',
+        f'ALTER DEFAULT PRIVILEGES IN SCHEMA "{schema}" '
+        f'GRANT USAGE, SELECT, UPDATE ON SEQUENCES TO "{role.name}"',
+    ]
+    try:
+        async with engine.begin() as conn:
+            for statement in statements:
+                await conn.execute(text(statement))
+    finally:
+        await engine.dispose()
+
+
+def _alembic_upgrade(migrations_dir: Path, service: str, admin_url: str, role: AppRole) -> None:
+    try:
+        from alembic import command
+        from alembic.config import Config
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise missing_dev_extra("alembic") from exc
+    location = migrations_dir / service
+    if not (location / "env.py").exists():
+        raise DevStackError(f"no Alembic environment for {service}: {location}/env.py is missing")
+    config = Config()
+    config.set_main_option("script_location", str(location))
+    config.set_main_option("sqlalchemy.url", asyncpg_url(admin_url).replace("%", "%%"))
+    # env.py reads these: the schema it owns and the role it may name in policies.
+    config.attributes["schema"] = service
+    config.attributes["app_role"] = role.name
+    command.upgrade(config, "head")
+
+
+def upgrade(
+    admin_url: str,
+    app_url: str,
+    *,
+    services: Sequence[str] = SERVICES,
+    migrations_dir: Path | None = None,
+) -> None:
+    """Migrate ``services`` to head as the owner at ``admin_url``.
+
+    ``app_url`` is the URL the services connect with; its user becomes the
+    application role. Safe to run again: every step is idempotent.
+    """
+    unknown = sorted(set(services) - set(SERVICES))
+    if unknown:
+        raise DevStackError(f"unknown service(s) {unknown}; known: {list(SERVICES)}")
+    folder = migrations_dir or find_migrations_dir()
+    role = AppRole.from_url(app_url)
+    asyncio.run(_bootstrap(admin_url, role))
+    for service in services:
+        _alembic_upgrade(folder, service, admin_url, role)
+        asyncio.run(_grant(admin_url, service, role))

