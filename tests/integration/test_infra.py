@@ -8,7 +8,9 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from tests.fixtures.infra import DatabaseUrls
 
 
-async def test_the_broker_stores_and_returns_a_record(kafka_bootstrap: str, topic_prefix: str) -> None:
+async def test_the_broker_stores_and_returns_a_record(
+    kafka_bootstrap: str, topic_prefix: str
+) -> None:
     topic = f"{topic_prefix}probe"
     producer = AIOKafkaProducer(bootstrap_servers=kafka_bootstrap)
     await producer.start()
@@ -29,7 +31,9 @@ async def test_the_broker_stores_and_returns_a_record(kafka_bootstrap: str, topi
     assert values == [b"hello"]
 
 
-async def test_the_app_role_is_not_a_superuser_and_cannot_bypass_rls(database: DatabaseUrls) -> None:
+async def test_the_app_role_is_not_a_superuser_and_cannot_bypass_rls(
+    database: DatabaseUrls,
+) -> None:
     conn = await asyncpg.connect(database.app)
     try:
         row = await conn.fetchrow(

@@ -16,6 +16,7 @@ Any Kafka client in any language can produce such a record; see
 
 from __future__ import annotations
 
+import builtins
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal, Self, TypeVar
@@ -102,8 +103,12 @@ class Envelope(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True, str_strip_whitespace=False)
 
     # CloudEvents core attributes
-    id: Id = Field(default_factory=new_id, description="Unique per source; consumers deduplicate on it.")
-    source: str = Field(min_length=1, max_length=1024, description="Who produced the event (URI-reference).")
+    id: Id = Field(
+        default_factory=new_id, description="Unique per source; consumers deduplicate on it."
+    )
+    source: str = Field(
+        min_length=1, max_length=1024, description="Who produced the event (URI-reference)."
+    )
     specversion: Literal["1.0"] = "1.0"
     type: EventType = Field(description="The event type, e.g. `calculate.requested`.")
     time: UtcDatetime = Field(default_factory=utcnow)
@@ -113,7 +118,9 @@ class Envelope(BaseModel):
 
     # disco extensions
     correlation_id: Id | None = Field(default=None, description="Ties a response to its request.")
-    causation_id: Id | None = Field(default=None, description="The id of the event that caused this one.")
+    causation_id: Id | None = Field(
+        default=None, description="The id of the event that caused this one."
+    )
     tenant_id: TenantId | None = None
     user_id: Id | None = None
     session_id: Id | None = None
@@ -190,7 +197,8 @@ class Envelope(BaseModel):
         except ValidationError as exc:
             raise EnvelopeError(_describe(exc)) from exc
 
-    def as_(self, kind: type[EnvelopeT]) -> EnvelopeT:
+    # `builtins.type`: inside this class `type` names the CloudEvents attribute.
+    def as_(self, kind: builtins.type[EnvelopeT]) -> EnvelopeT:
         """This envelope as one of the specialisations, validated by its rules."""
         return kind.from_dict(self.model_dump(exclude_none=True))
 
@@ -271,4 +279,3 @@ def headers_dict(headers: Sequence[tuple[str, bytes | None]] | None) -> dict[str
     for key, value in headers or ():
         result[key] = (value or b"").decode("utf-8", errors="replace")
     return result
-

@@ -47,7 +47,8 @@ def _configure_and_run(connection: Any, owned_schema: str) -> None:
     with context.begin_transaction():
         # Two upgrades of one schema at once (two containers starting) wait in line.
         connection.execute(
-            text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": f"disco.migrate.{owned_schema}"}
+            text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
+            {"key": f"disco.migrate.{owned_schema}"},
         )
         context.run_migrations()
 

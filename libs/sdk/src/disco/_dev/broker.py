@@ -89,12 +89,16 @@ class EmbeddedBroker:
                 code = self._process.returncode
                 self._close_log()
                 self._process = None
-                raise EmbeddedStartError("The Kafka broker (Tansu)", self.log_path, f"exit code {code}")
+                raise EmbeddedStartError(
+                    "The Kafka broker (Tansu)", self.log_path, f"exit code {code}"
+                )
             if port_accepts(self.port, self.host):
                 return
             time.sleep(0.05)
         self.stop()
-        raise EmbeddedStartError("The Kafka broker (Tansu)", self.log_path, f"not ready after {timeout}s")
+        raise EmbeddedStartError(
+            "The Kafka broker (Tansu)", self.log_path, f"not ready after {timeout}s"
+        )
 
     def is_running(self) -> bool:
         """Whether the broker process started here is alive."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import quote, urlsplit, urlunsplit
 
-__all__ = ["with_database", "with_user"]
+__all__ = ["redact", "with_database", "with_user"]
 
 
 def with_database(url: str, database: str) -> str:
@@ -26,3 +26,11 @@ def with_user(url: str, user: str, password: str | None = None) -> str:
     if parts.port:
         netloc += f":{parts.port}"
     return urlunsplit(parts._replace(netloc=netloc))
+
+
+def redact(url: str) -> str:
+    """``url`` with its password replaced by ``***``, for messages and logs."""
+    parts = urlsplit(url)
+    if parts.password:
+        return url.replace(f":{parts.password}@", ":***@")
+    return url

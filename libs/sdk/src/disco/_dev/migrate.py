@@ -6,6 +6,7 @@ service under ``migrations/<service>/`` (``env.py``, ``script.py.mako``,
 
 One run, as the database owner (``DISCO_DATABASE_ADMIN_URL``):
 
+0. creates the database when the server does not have it yet;
 1. creates the ``vector`` extension and the application role named in
    ``DISCO_DATABASE_URL`` (LOGIN, NOSUPERUSER, NOBYPASSRLS — so row-level
    security binds it), or aligns an existing role with those attributes;
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from disco._dev.dburl import redact
 from disco._dev.errors import DevStackError, missing_dev_extra
 
 __all__ = ["SERVICES", "AppRole", "asyncpg_url", "find_migrations_dir", "upgrade"]
@@ -46,7 +48,7 @@ class AppRole:
     def from_url(cls, url: str) -> AppRole:
         parts = urlsplit(url)
         if not parts.username:
-            raise DevStackError(f"DISCO_DATABASE_URL names no user: {_redact(url)}")
+            raise DevStackError(f"DISCO_DATABASE_URL names no user: {redact(url)}")
         name = unquote(parts.username)
         if not _ROLE_NAME.fullmatch(name):
             raise DevStackError(
@@ -59,15 +61,8 @@ def asyncpg_url(url: str) -> str:
     """``url`` with the SQLAlchemy asyncpg driver (``postgresql+asyncpg://``)."""
     scheme, sep, rest = url.partition("://")
     if not sep or scheme.split("+")[0] not in {"postgresql", "postgres"}:
-        raise DevStackError(f"not a PostgreSQL URL: {_redact(url)}")
+        raise DevStackError(f"not a PostgreSQL URL: {redact(url)}")
     return f"postgresql+asyncpg://{rest}"
-
-
-def _redact(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password:
-        return url.replace(f":{parts.password}@", ":***@")
-    return url
 
 
 def _literal(value: str) -> str:
@@ -95,23 +90,59 @@ def find_migrations_dir(start: Path | None = None) -> Path:
     )
 
 
+async def _ensure_database(admin_url: str) -> None:
+    """Create the database ``admin_url`` names when the server does not have it yet."""
+    from sqlalchemy import text
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    url = make_url(asyncpg_url(admin_url))
+    name = url.database
+    if not name or name == "postgres":
+        return
+    maintenance = create_async_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    try:
+        async with maintenance.connect() as conn:
+            exists = await conn.scalar(
+                text("SELECT 1 FROM pg_database WHERE datname = :name"), {"name": name}
+            )
+            if not exists:
+                await conn.execute(text(f'CREATE DATABASE "{name.replace(chr(34), "")}"'))
+    finally:
+        await maintenance.dispose()
+
+
 async def _bootstrap(admin_url: str, role: AppRole) -> None:
     from sqlalchemy import text
     from sqlalchemy.ext.asyncio import create_async_engine
 
     attributes = "LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE"
     password = f" PASSWORD {_literal(role.password)}" if role.password else ""
+    # Validated against _ROLE_NAME, so quoting it as an identifier is safe.
     engine = create_async_engine(asyncpg_url(admin_url))
     try:
         async with engine.begin() as conn:
             # Two `disco db upgrade` runs may race on a fresh database.
             await conn.execute(text("SELECT pg_advisory_xact_lock(hashtext('disco.bootstrap'))"))
             await conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
-            exists = await conn.scalar(
-                text("SELECT 1 FROM pg_roles WHERE rolname = :name"), {"name": role.name}
-            )
-            verb = "ALTER" if exists else "CREATE"
-            await conn.execute(text(f'{verb} ROLE "{role.name}" {attributes}{password}'))
+            existing = (
+                await conn.execute(
+                    text("SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = :name"),
+                    {"name": role.name},
+                )
+            ).first()
+            if existing is None:
+                await conn.execute(text(f'CREATE ROLE "{role.name}" {attributes}{password}'))
+            elif existing.rolsuper or existing.rolbypassrls:
+                # Never demote an existing superuser behind someone's back: say what to fix.
+                raise DevStackError(
+                    f"DISCO_DATABASE_URL connects as {role.name!r}, which is a superuser or "
+                    "bypasses row-level security, so tenant isolation would not hold. Point "
+                    "DISCO_DATABASE_URL at a dedicated role (e.g. disco_app; `disco db upgrade` "
+                    "creates it) and DISCO_DATABASE_ADMIN_URL at the owner."
+                )
+            elif password:
+                await conn.execute(text(f'ALTER ROLE "{role.name}" LOGIN{password}'))
             database = await conn.scalar(text("SELECT current_database()"))
             await conn.execute(text(f'GRANT CONNECT ON DATABASE "{database}" TO "{role.name}"'))
     finally:
@@ -176,6 +207,7 @@ def upgrade(
         raise DevStackError(f"unknown service(s) {unknown}; known: {list(SERVICES)}")
     folder = migrations_dir or find_migrations_dir()
     role = AppRole.from_url(app_url)
+    asyncio.run(_ensure_database(admin_url))
     asyncio.run(_bootstrap(admin_url, role))
     for service in services:
         _alembic_upgrade(folder, service, admin_url, role)

@@ -9,6 +9,7 @@ the helper listens on a Unix socket only and stops at interpreter exit.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import warnings
@@ -145,8 +146,11 @@ class EmbeddedPostgres:
         return result.stdout
 
     def create_database(self, name: str) -> None:
-        """Create database ``name`` if it does not exist yet."""
-        exists = self.psql(f"SELECT 1 FROM pg_database WHERE datname = '{name}'").strip()
+        """Create database ``name`` (lower-case letters, digits, ``_``) if it is missing."""
+        if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", name):
+            raise ValueError(f"database name {name!r}: use lower-case letters, digits and '_'")
+        # The name is checked above, so building the statement from it is safe.
+        exists = self.psql(f"SELECT 1 FROM pg_database WHERE datname = '{name}'").strip()  # noqa: S608
         if not exists:
             self.psql(f'CREATE DATABASE "{name}"')
 

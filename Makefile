@@ -1,0 +1,57 @@
+# The commands a person types. Each one installs what it needs on a fresh clone:
+# uv (into .tools/ when it is not on PATH) and the workspace virtualenv (.venv/).
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+UV := $(shell command -v uv 2>/dev/null || echo $(CURDIR)/.tools/bin/uv)
+PYTEST_ARGS ?=
+BENCH_ARGS ?=
+
+PYPROJECTS := pyproject.toml $(wildcard libs/*/pyproject.toml services/*/pyproject.toml)
+
+.PHONY: help bootstrap dev test test-unit lint format bench demo compose-up compose-down
+
+help: ## list the commands
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+$(CURDIR)/.tools/bin/uv:
+	@echo "uv is not on PATH: installing it into .tools/"
+	python3 -m venv .tools
+	.tools/bin/python -m pip install --quiet uv
+
+.venv/.synced: uv.lock $(PYPROJECTS) | $(UV)
+	$(UV) sync --locked
+	@touch $@
+
+bootstrap: .venv/.synced ## install uv and the workspace (done by every target)
+
+dev: bootstrap ## run the whole stack locally (embedded Postgres + Kafka); Ctrl-C stops it
+	$(UV) run disco dev up
+
+test: bootstrap ## run the whole test suite (unit, integration, end to end)
+	$(UV) run pytest $(PYTEST_ARGS)
+
+lint: bootstrap ## ruff (lint + format check) and mypy
+	$(UV) run ruff check .
+	$(UV) run ruff format --check .
+	$(UV) run mypy libs/common/src libs/sdk/src libs/service-kit/src services/registry/src services/memory/src services/tracker/src services/gateway/src
+
+format: bootstrap ## apply ruff's fixes and formatting
+	$(UV) run ruff check --fix .
+	$(UV) run ruff format .
+
+bench: bootstrap ## run the benchmarks and print their figures
+	@for script in bench/*.py; do \
+		echo "== $$script"; \
+		$(UV) run python $$script $(BENCH_ARGS) || exit 1; \
+	done
+
+demo: bootstrap ## run an example end to end against a running stack (`make dev` in another terminal)
+	$(UV) run python examples/demo.py
+
+compose-up: ## run the stack in Docker: Apache Kafka, pgvector Postgres, the four services
+	docker compose up --build --detach --wait
+
+compose-down: ## stop the Docker stack
+	docker compose down --volumes

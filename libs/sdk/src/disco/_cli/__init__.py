@@ -1,0 +1,1 @@
+"""The ``disco`` command line."""

@@ -1,0 +1,38 @@
+"""``disco db``: the database schema."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from disco._dev.errors import DevStackError
+from disco._dev.migrate import SERVICES
+
+app = typer.Typer(help="Manage the services' database schemas.", no_args_is_help=True)
+
+
+@app.command()
+def upgrade(
+    service: Annotated[
+        list[str] | None,
+        typer.Option("--service", "-s", help="Migrate only these services (repeatable)."),
+    ] = None,
+) -> None:
+    """Migrate every service's schema to its newest version.
+
+    Runs as the owner in DISCO_DATABASE_ADMIN_URL and creates the application
+    role named in DISCO_DATABASE_URL (without BYPASSRLS) if it is missing.
+    """
+    from disco._dev import migrate
+    from disco._dev.dburl import redact
+    from disco._dev.settings import DevSettings
+
+    settings = DevSettings()
+    services = service or list(SERVICES)
+    try:
+        migrate.upgrade(settings.admin_url(), settings.app_url(), services=services)
+    except DevStackError as exc:
+        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1) from exc
+    typer.echo(f"migrated {', '.join(services)} at {redact(settings.admin_url())}")

@@ -1,0 +1,91 @@
+"""``disco dev``: the local stack."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from disco._dev.errors import DevStackError
+from disco._dev.migrate import SERVICES
+
+app = typer.Typer(
+    help="Run the whole disco stack locally (embedded Postgres and Kafka).", no_args_is_help=True
+)
+
+
+def _services(names: list[str] | None, no_services: bool) -> list[str]:
+    if no_services:
+        return []
+    chosen = names or list(SERVICES)
+    unknown = sorted(set(chosen) - set(SERVICES))
+    if unknown:
+        raise typer.BadParameter(f"unknown service(s) {unknown}; known: {list(SERVICES)}")
+    return [s for s in SERVICES if s in chosen]
+
+
+@app.command()
+def up(
+    detach: Annotated[
+        bool, typer.Option("--detach", "-d", help="Leave the stack running and return.")
+    ] = False,
+    service: Annotated[
+        list[str] | None,
+        typer.Option("--service", "-s", help="Start only these services (repeatable)."),
+    ] = None,
+    no_services: Annotated[
+        bool, typer.Option("--no-services", help="Start Postgres and Kafka only (and migrate).")
+    ] = False,
+) -> None:
+    """Start Postgres, Kafka, migrations and the four services; Ctrl-C stops them."""
+    from disco._dev.dburl import redact
+    from disco._dev.settings import DevSettings
+    from disco._dev.stack import DevStack
+
+    settings = DevSettings()
+    stack = DevStack(settings, services=_services(service, no_services), echo=typer.echo)
+    try:
+        state = stack.up()
+    except DevStackError as exc:
+        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1) from exc
+    width = 10
+    typer.secho("\ndisco is up", fg=typer.colors.GREEN, bold=True)
+    for record in state.services:
+        extra = (
+            "  (A2A agent card: /.well-known/agent-card.json)" if record.name == "gateway" else ""
+        )
+        typer.echo(f"  {record.name:<{width}} {record.url}   docs: {record.url}/docs{extra}")
+    prefix = settings.topic_prefix or "(none)"
+    typer.echo(f"  {'kafka':<{width}} {settings.bootstrap()}   topic prefix: {prefix}")
+    typer.echo(f"  {'postgres':<{width}} {redact(settings.app_url())}")
+    typer.echo(f"  {'logs':<{width}} {stack.logs_dir}")
+    typer.echo("\nA token for the HTTP APIs:  disco token --tenant acme --user alice")
+    if detach:
+        typer.echo("Stop it with:  disco dev down")
+        return
+    typer.echo("Ctrl-C stops everything.\n")
+    raise typer.Exit(stack.wait())
+
+
+@app.command()
+def down() -> None:
+    """Stop a stack started with `disco dev up` (from its pid file)."""
+    from disco._dev.settings import DevSettings
+    from disco._dev.stack import stop_from_state
+
+    settings = DevSettings()
+    if not stop_from_state(settings.state_dir.resolve(), echo=typer.echo):
+        typer.echo("no stack is running")
+        return
+    typer.echo("stopped")
+
+
+@app.command()
+def status() -> None:
+    """Say which parts of the local stack run."""
+    from disco._dev.settings import DevSettings
+    from disco._dev.stack import status_lines
+
+    for line in status_lines(DevSettings().state_dir.resolve()):
+        typer.echo(line)

@@ -1,0 +1,25 @@
+"""Entry point of the ``disco`` command."""
+
+from __future__ import annotations
+
+import typer
+
+from disco._cli import db, dev
+
+app = typer.Typer(
+    name="disco",
+    help="disco: an event-driven platform for multi-agent systems.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+)
+app.add_typer(dev.app, name="dev")
+app.add_typer(db.app, name="db")
+
+
+def main() -> None:
+    """Run the ``disco`` command."""
+    app()
+
+
+if __name__ == "__main__":
+    main()
