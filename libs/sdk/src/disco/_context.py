@@ -1,0 +1,105 @@
+"""The handler context: what the envelope being handled is, reachable from anywhere.
+
+The bus sets it while a handler runs. ``BusClient.publish`` reads it to fill
+``causation_id`` and to inherit tenant, user, session and plan; structlog
+context variables carry the envelope's id, type and tenant, so every log line a
+handler writes says which event it was working on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+import structlog
+
+from disco_common.envelope import Envelope
+
+__all__ = [
+    "HandlerContext",
+    "NotInHandlerError",
+    "current_context",
+    "current_envelope",
+    "handler_context",
+    "maybe_current_context",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class HandlerContext:
+    """Where the envelope being handled came from, and which attempt this is."""
+
+    envelope: Envelope
+    """The envelope being handled."""
+    topic: str
+    """Its logical topic (without the environment prefix)."""
+    partition: int = 0
+    offset: int = -1
+    attempt: int = 1
+    """1 for the first delivery, then one more for each retry."""
+    group: str | None = None
+    """The consumer group handling it."""
+
+
+class NotInHandlerError(LookupError):
+    """The handler context was asked for outside a handler."""
+
+
+_current: ContextVar[HandlerContext | None] = ContextVar("disco_handler_context", default=None)
+
+
+def current_context() -> HandlerContext:
+    """The context of the handler running now.
+
+    Raises:
+        NotInHandlerError: when no handler is running in this task.
+    """
+    context = _current.get()
+    if context is None:
+        raise NotInHandlerError(
+            "no envelope is being handled here: current_envelope()/current_context() only "
+            "work inside a bus handler (or inside `with handler_context(...)` in a test)"
+        )
+    return context
+
+
+def current_envelope() -> Envelope:
+    """The envelope the running handler was called with.
+
+    Raises:
+        NotInHandlerError: when no handler is running in this task.
+    """
+    return current_context().envelope
+
+
+def maybe_current_context() -> HandlerContext | None:
+    """The running handler's context, or ``None`` outside a handler."""
+    return _current.get()
+
+
+@contextmanager
+def handler_context(context: HandlerContext | Envelope) -> Iterator[HandlerContext]:
+    """Make ``context`` the current handler context for the ``with`` block.
+
+    The bus does this around every handler call; tests can do it to call a
+    handler directly, without a broker. A bare envelope is taken as delivered on
+    its own ``topic_hint`` (or ``""``).
+    """
+    if isinstance(context, Envelope):
+        hint = context.topic_hint
+        context = HandlerContext(envelope=context, topic=hint.value if hint else "")
+    envelope = context.envelope
+    token = _current.set(context)
+    try:
+        with structlog.contextvars.bound_contextvars(
+            event_id=envelope.id,
+            event_type=envelope.type,
+            tenant_id=envelope.tenant_id,
+            correlation_id=envelope.correlation_id,
+            topic=context.topic,
+        ):
+            yield context
+    finally:
+        _current.reset(token)

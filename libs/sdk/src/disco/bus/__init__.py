@@ -1,0 +1,51 @@
+"""The bus: disco's Kafka transport.
+
+- :class:`BusClient` publishes (``publish``, ``request``, ``respond``,
+  ``announce``), provisions topics (``ensure_topics``) and answers readiness
+  probes (``ping``).
+- :class:`BusConsumer` consumes as one consumer group with handlers per
+  ``(topic, event type)``: at-least-once, retries with backoff, a dead-letter
+  topic per topic (:class:`DlqHeader` names the headers), deduplication on the
+  envelope id through a :class:`DedupStore`, graceful shutdown.
+- :class:`ReplyListener` reads a response topic without a group; ``request(...,
+  wait=seconds)`` uses one.
+
+Settings come from :class:`disco.settings.BusSettings` (``DISCO_*``).
+"""
+
+from disco.bus._client import BusClient
+from disco.bus._consumer import ANY_EVENT, BusConsumer, Handler
+from disco.bus._dedup import DedupStore, InMemoryDedupStore
+from disco.bus._errors import (
+    BusError,
+    BusNotStartedError,
+    BusUnavailableError,
+    HandlerRegistrationError,
+    MessageTooLargeError,
+    NonRetryableError,
+    PublishError,
+    RequestTimeout,
+    TopicProvisioningError,
+)
+from disco.bus._replies import ReplyListener
+from disco.bus._wire import DlqHeader
+
+__all__ = [
+    "ANY_EVENT",
+    "BusClient",
+    "BusConsumer",
+    "BusError",
+    "BusNotStartedError",
+    "BusUnavailableError",
+    "DedupStore",
+    "DlqHeader",
+    "Handler",
+    "HandlerRegistrationError",
+    "InMemoryDedupStore",
+    "MessageTooLargeError",
+    "NonRetryableError",
+    "PublishError",
+    "ReplyListener",
+    "RequestTimeout",
+    "TopicProvisioningError",
+]

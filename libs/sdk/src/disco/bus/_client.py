@@ -1,0 +1,474 @@
+"""``BusClient``: publish, request, respond, announce; provisioning and readiness."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from types import TracebackType
+from typing import Any, Self, overload
+
+import structlog
+from aiokafka import AIOKafkaClient, AIOKafkaProducer
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import KafkaError
+from pydantic import BaseModel
+
+from disco._context import maybe_current_context
+from disco.bus._errors import (
+    BusNotStartedError,
+    BusUnavailableError,
+    MessageTooLargeError,
+    PublishError,
+    RequestTimeout,
+    TopicProvisioningError,
+)
+from disco.bus._replies import ReplyListener
+from disco.bus._tracing import current_traceparent
+from disco.bus._wire import OutgoingRecord, record_for
+from disco.settings import BusSettings
+from disco_common.envelope import (
+    ActionRequest,
+    ActionResult,
+    Envelope,
+    KafkaHeaders,
+    envelope_class_for,
+)
+from disco_common.ids import new_id
+from disco_common.topics import DLQ_SUFFIX, Topic, dlq_topic, topic_name
+
+__all__ = ["BusClient"]
+
+_log = structlog.get_logger("disco.bus")
+
+# Kafka error codes that mean "already there", which provisioning accepts.
+_TOPIC_ALREADY_EXISTS = 36
+
+
+class BusClient:
+    """Publishes envelopes to the bus and waits for responses.
+
+    Every method names its topic (there is no inference); topics are the
+    logical names (``"action-requests"`` or ``Topic.ACTION_REQUESTS``) and the
+    configured ``topic_prefix`` is applied here. Inside a handler, published
+    envelopes are caused by the envelope being handled: ``causation_id`` is its
+    id and tenant, user, session and plan are inherited unless given.
+
+    Use ``async with BusClient(...) as bus:`` or call :meth:`start` and
+    :meth:`stop` (both idempotent).
+
+    Args:
+        settings: how to reach the bus; read from ``DISCO_*`` variables if omitted.
+        name: who publishes; the default ``source`` is ``disco://agent/<name>``.
+        source: the CloudEvents ``source`` of published envelopes.
+    """
+
+    def __init__(
+        self,
+        settings: BusSettings | None = None,
+        *,
+        name: str = "disco",
+        source: str | None = None,
+    ) -> None:
+        self.settings = settings if settings is not None else BusSettings()
+        self.name = name
+        self.source = source or f"disco://agent/{name}"
+        self._producer: AIOKafkaProducer | None = None
+        self._probe: AIOKafkaClient | None = None
+        self._listeners: dict[str, ReplyListener] = {}
+        self._provisioned: set[str] = set()
+        self._lock = asyncio.Lock()
+
+    # -- lifecycle -------------------------------------------------------------
+
+    @property
+    def started(self) -> bool:
+        """Whether the producer is running."""
+        return self._producer is not None
+
+    async def start(self) -> None:
+        """Connect the producer (idempotent).
+
+        Raises:
+            BusUnavailableError: the broker could not be reached.
+        """
+        async with self._lock:
+            if self._producer is not None:
+                return
+            settings = self.settings
+            producer = AIOKafkaProducer(
+                acks="all",
+                # Tansu rejects aiokafka's idempotent producer; delivery is
+                # at-least-once and consumers deduplicate on the envelope id.
+                enable_idempotence=False,
+                linger_ms=settings.kafka_linger_ms,
+                max_batch_size=settings.kafka_max_batch_bytes,
+                # Our own size check (bus_max_message_bytes) runs first with a
+                # clear message; leave aiokafka room for its record framing.
+                max_request_size=settings.bus_max_message_bytes + 4096,
+                **settings.kafka_connection_options(),
+            )
+            try:
+                await producer.start()
+            except KafkaError as exc:
+                await producer.stop()
+                raise BusUnavailableError(
+                    f"cannot reach the Kafka broker at {settings.kafka_bootstrap} "
+                    f"(DISCO_KAFKA_BOOTSTRAP): {exc}. Is it running? `disco dev up` starts "
+                    "a local one."
+                ) from exc
+            self._producer = producer
+
+    async def stop(self) -> None:
+        """Flush and close the producer, reply listeners and probes (idempotent)."""
+        async with self._lock:
+            listeners, self._listeners = list(self._listeners.values()), {}
+            for listener in listeners:
+                await listener.stop()
+            producer, self._producer = self._producer, None
+            if producer is not None:
+                await producer.stop()
+            probe, self._probe = self._probe, None
+            if probe is not None:
+                await probe.close()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    # -- topics and readiness ------------------------------------------------
+
+    def topic_name(self, topic: str | Topic) -> str:
+        """The broker's name for the logical ``topic`` (with the prefix)."""
+        return topic_name(topic, self.settings.topic_prefix)
+
+    async def ensure_topics(self, topics: Iterable[str | Topic] | None = None) -> list[str]:
+        """Create the topics (default: the five disco topics) and their ``.dlq`` topics.
+
+        Uses the configured partitions and replication factor; topics that
+        already exist are left as they are.
+
+        Returns:
+            The broker names of the topics ensured.
+
+        Raises:
+            TopicProvisioningError: the broker refused to create one.
+            BusUnavailableError: the broker could not be reached.
+        """
+        logical = list(topics) if topics is not None else list(Topic)
+        names: list[str] = []
+        for topic in logical:
+            name = self.topic_name(topic)
+            names.append(name)
+            if not name.endswith(DLQ_SUFFIX):
+                names.append(dlq_topic(name))
+        missing = [name for name in dict.fromkeys(names) if name not in self._provisioned]
+        if not missing:
+            return names
+        settings = self.settings
+        admin = AIOKafkaAdminClient(**settings.kafka_connection_options())
+        try:
+            await admin.start()
+            response = await admin.create_topics(
+                [
+                    NewTopic(name, settings.kafka_partitions, settings.kafka_replication_factor)
+                    for name in missing
+                ]
+            )
+        except KafkaError as exc:
+            raise BusUnavailableError(
+                f"cannot provision topics at {settings.kafka_bootstrap}: {exc}"
+            ) from exc
+        finally:
+            await admin.close()
+        for name, code, message, *_ in response.topic_errors:
+            if code not in (0, _TOPIC_ALREADY_EXISTS):
+                raise TopicProvisioningError(
+                    f"the broker refused to create topic {name!r} (error {code}: {message}); "
+                    "check DISCO_KAFKA_PARTITIONS and DISCO_KAFKA_REPLICATION_FACTOR against the "
+                    "cluster"
+                )
+        self._provisioned.update(missing)
+        return names
+
+    async def ping(self, timeout: float = 2.0) -> bool:  # noqa: ASYNC109 - a probe's budget
+        """Whether the broker answers a metadata request within ``timeout`` seconds.
+
+        Works whether or not the client is started, and recovers by itself when
+        a broker that was down comes back (what a ``/readyz`` needs).
+        """
+        try:
+            async with asyncio.timeout(timeout):
+                probe = self._probe
+                if probe is None:
+                    probe = AIOKafkaClient(**self.settings.kafka_connection_options())
+                    try:
+                        await probe.bootstrap()
+                    except BaseException:
+                        await probe.close()
+                        raise
+                    self._probe = probe
+                await probe.fetch_all_metadata()
+        except (KafkaError, OSError, TimeoutError):
+            return False
+        return True
+
+    # -- publishing ------------------------------------------------------------
+
+    async def publish(
+        self,
+        topic: str | Topic,
+        event_type: str,
+        data: Any = None,
+        *,
+        correlation_id: str | None = None,
+        causation_id: str | None = None,
+        response_event: str | None = None,
+        response_topic: str | None = None,
+        tenant_id: str | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        plan_id: str | None = None,
+        task_id: str | None = None,
+        subject: str | None = None,
+        payload_schema: str | None = None,
+        id: str | None = None,
+    ) -> Envelope:
+        """Publish an event to ``topic``.
+
+        Args:
+            topic: the logical topic; the prefix is applied here.
+            event_type: the envelope's ``type``, e.g. ``"order.placed"``.
+            data: JSON-able data, or a pydantic model (dumped in JSON mode).
+            correlation_id ... id: envelope attributes; omitted ones are left out,
+                or inherited from the envelope being handled (see the class doc).
+
+        Returns:
+            The envelope as sent (the specialisation of ``topic``, e.g.
+            :class:`~disco_common.envelope.ActionRequest` on ``action-requests``).
+
+        Raises:
+            EnvelopeError: the attributes do not make a valid envelope for ``topic``.
+            MessageTooLargeError: the record is over ``bus_max_message_bytes``.
+            PublishError: the broker did not accept it.
+            BusNotStartedError: the client is not started.
+        """
+        fields: dict[str, Any] = {
+            "source": self.source,
+            "type": event_type,
+            "data": data.model_dump(mode="json") if isinstance(data, BaseModel) else data,
+        }
+        optional = {
+            "id": id,
+            "correlation_id": correlation_id,
+            "causation_id": causation_id,
+            "response_event": response_event,
+            "response_topic": response_topic,
+            "tenant_id": tenant_id,
+            "user_id": user_id,
+            "session_id": session_id,
+            "plan_id": plan_id,
+            "task_id": task_id,
+            "subject": subject,
+            "payload_schema": payload_schema,
+        }
+        context = maybe_current_context()
+        if context is not None:
+            cause = context.envelope
+            optional["causation_id"] = causation_id or cause.id
+            optional["tenant_id"] = tenant_id or cause.tenant_id
+            optional["user_id"] = user_id or cause.user_id
+            optional["session_id"] = session_id or cause.session_id
+            optional["plan_id"] = plan_id or cause.plan_id
+        traceparent = current_traceparent()
+        if traceparent is None and context is not None:
+            traceparent = context.envelope.traceparent
+        optional["traceparent"] = traceparent
+        fields.update((key, value) for key, value in optional.items() if value is not None)
+        envelope = envelope_class_for(topic).from_dict(fields)
+        await self._send(self.topic_name(topic), envelope.type, record_for(envelope))
+        return envelope
+
+    async def publish_envelope(self, topic: str | Topic, envelope: Envelope) -> Envelope:
+        """Publish a ready-made envelope to ``topic`` unchanged.
+
+        Only its ``traceparent`` is replaced when a span is current. The
+        envelope is checked against the rules of ``topic`` (e.g. a request
+        must name its ``response_event``).
+
+        Returns:
+            The envelope as sent.
+        """
+        kind = envelope_class_for(topic)
+        if not isinstance(envelope, kind):
+            envelope = envelope.as_(kind)
+        traceparent = current_traceparent()
+        if traceparent is not None and traceparent != envelope.traceparent:
+            envelope = envelope.model_copy(update={"traceparent": traceparent})
+        await self._send(self.topic_name(topic), envelope.type, record_for(envelope))
+        return envelope
+
+    @overload
+    async def request(
+        self,
+        event_type: str,
+        data: Any = ...,
+        *,
+        response_event: str,
+        correlation_id: str | None = ...,
+        response_topic: str = ...,
+        wait: None = ...,
+        **attributes: Any,
+    ) -> ActionRequest: ...
+
+    @overload
+    async def request(
+        self,
+        event_type: str,
+        data: Any = ...,
+        *,
+        response_event: str,
+        correlation_id: str | None = ...,
+        response_topic: str = ...,
+        wait: float,
+        **attributes: Any,
+    ) -> ActionResult: ...
+
+    async def request(
+        self,
+        event_type: str,
+        data: Any = None,
+        *,
+        response_event: str,
+        correlation_id: str | None = None,
+        response_topic: str = Topic.ACTION_RESULTS.value,
+        wait: float | None = None,
+        **attributes: Any,
+    ) -> ActionRequest | ActionResult:
+        """Ask for work on ``action-requests``; optionally wait for the answer.
+
+        Args:
+            event_type: the request's type, e.g. ``"calculate.requested"``.
+            data: the request's data.
+            response_event: the event type the responder must answer with.
+            correlation_id: ties the answer to this request (a new id if omitted).
+            response_topic: where the responder publishes (``action-results``).
+            wait: seconds to wait for the correlated response; ``None`` returns
+                right after publishing.
+            **attributes: other envelope attributes, as for :meth:`publish`.
+
+        Returns:
+            The published request, or (with ``wait``) the response.
+
+        Raises:
+            RequestTimeout: ``wait`` passed without a correlated response.
+        """
+        correlation_id = correlation_id or new_id()
+        if wait is None:
+            sent = await self.publish(
+                Topic.ACTION_REQUESTS,
+                event_type,
+                data,
+                response_event=response_event,
+                response_topic=response_topic,
+                correlation_id=correlation_id,
+                **attributes,
+            )
+            return sent.as_(ActionRequest) if not isinstance(sent, ActionRequest) else sent
+        listener = await self._reply_listener(response_topic)
+        async with listener.expect(correlation_id) as response:
+            await self.publish(
+                Topic.ACTION_REQUESTS,
+                event_type,
+                data,
+                response_event=response_event,
+                response_topic=response_topic,
+                correlation_id=correlation_id,
+                **attributes,
+            )
+            try:
+                async with asyncio.timeout(wait):
+                    answer = await response
+            except TimeoutError:
+                raise RequestTimeout(
+                    event_type, correlation_id, response_event, response_topic, wait
+                ) from None
+        return answer if isinstance(answer, ActionResult) else answer.as_(ActionResult)
+
+    async def respond(
+        self,
+        event_type: str,
+        data: Any = None,
+        *,
+        correlation_id: str,
+        topic: str | Topic = Topic.ACTION_RESULTS,
+        **attributes: Any,
+    ) -> Envelope:
+        """Answer a request: publish ``event_type`` with its ``correlation_id``.
+
+        Use the request's ``response_event`` as ``event_type`` and its
+        ``response_topic`` as ``topic``.
+        """
+        return await self.publish(
+            topic, event_type, data, correlation_id=correlation_id, **attributes
+        )
+
+    async def announce(self, event_type: str, data: Any = None, **attributes: Any) -> Envelope:
+        """Publish a domain fact on ``business-facts`` (nobody answers)."""
+        return await self.publish(Topic.BUSINESS_FACTS, event_type, data, **attributes)
+
+    # -- internals -------------------------------------------------------------
+
+    async def _reply_listener(self, topic: str) -> ReplyListener:
+        listener = self._listeners.get(topic)
+        if listener is not None and listener.running:
+            return listener
+        self._require_producer()
+        await self.ensure_topics([topic])
+        async with self._lock:
+            listener = self._listeners.get(topic)
+            if listener is None or not listener.running:
+                if listener is not None:
+                    await listener.stop()
+                listener = ReplyListener(self.settings, topic)
+                await listener.start()
+                self._listeners[topic] = listener
+        return listener
+
+    def _require_producer(self) -> AIOKafkaProducer:
+        producer = self._producer
+        if producer is None:
+            raise BusNotStartedError(
+                "the BusClient is not started: use `async with BusClient(...)` or "
+                "`await bus.start()` before publishing"
+            )
+        return producer
+
+    async def _send(self, name: str, event_type: str, record: OutgoingRecord) -> None:
+        size = record.size
+        limit = self.settings.bus_max_message_bytes
+        if size > limit:
+            raise MessageTooLargeError(name, event_type, size, limit)
+        await self.send_record(name, record.key, record.value, record.headers)
+
+    async def send_record(
+        self, name: str, key: bytes | None, value: bytes | None, headers: KafkaHeaders
+    ) -> None:
+        """Send one record as is to the broker topic ``name`` and wait for the ack.
+
+        The bus uses it to dead-letter records byte for byte; agents publish
+        envelopes with :meth:`publish` instead.
+        """
+        producer = self._require_producer()
+        try:
+            delivery = await producer.send(name, value=value, key=key, headers=headers)
+            await delivery
+        except KafkaError as exc:
+            raise PublishError(f"the broker did not accept a record for {name!r}: {exc}") from exc

@@ -1,0 +1,665 @@
+"""``BusConsumer``: one consumer group, handlers per (topic, event type)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import random
+import re
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+import structlog
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
+from aiokafka.structs import ConsumerRecord
+
+from disco._context import HandlerContext, handler_context
+from disco.bus._client import BusClient
+from disco.bus._dedup import DedupStore, InMemoryDedupStore
+from disco.bus._errors import (
+    BusError,
+    BusNotStartedError,
+    BusUnavailableError,
+    HandlerRegistrationError,
+    NonRetryableError,
+)
+from disco.bus._tracing import consumer_span
+from disco.bus._wire import dead_letter_headers
+from disco_common.envelope import Envelope, EnvelopeError, envelope_class_for
+from disco_common.topics import DLQ_SUFFIX, Topic, dlq_topic, strip_prefix
+
+__all__ = ["ANY_EVENT", "BusConsumer", "Handler"]
+
+_log = structlog.get_logger("disco.bus")
+
+Handler = Callable[[Envelope], Awaitable[object]]
+"""A handler: an ``async def`` taking the envelope (its topic's specialisation)."""
+HandlerT = TypeVar("HandlerT", bound=Handler)
+
+ANY_EVENT = "*"
+"""Register for every event type of a topic."""
+
+_EVENT_TYPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$")
+_GROUP = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+class _Abandoned(Exception):
+    """The consumer is stopping: leave this record uncommitted for redelivery."""
+
+
+class BusConsumer:
+    """Consumes topics as one consumer group and calls handlers, at least once.
+
+    Agents of one name share one group (instances split the partitions).
+    Records are routed by their ``ce_type`` header before the value is parsed;
+    envelopes no handler wants are skipped and committed (topics are shared).
+    Partitions are handled concurrently, records of one partition in order,
+    and an offset is committed only once its handler finished. A failing
+    handler is retried with exponential backoff and jitter, then the record
+    goes to ``<topic>.dlq`` with :class:`~disco.bus.DlqHeader` headers; a value
+    that is not an envelope goes there at once. Envelope ids are deduplicated
+    through a :class:`~disco.bus.DedupStore`.
+
+    Args:
+        client: the bus client whose settings, prefix and producer (for the DLQ)
+            are used; started and stopped with the consumer if it is not yet started.
+        group: the consumer group, normally the agent's name.
+        dedup_store: where handled ids are remembered (default: an in-process
+            window of ``bus_dedup_window_size`` ids for ``bus_dedup_ttl_seconds``).
+        max_buffered_per_partition: records fetched ahead per partition before
+            fetching from it pauses.
+        rebalance_grace: seconds a revoked partition's running handler may take
+            to finish before it is cancelled (and its record redelivered).
+    """
+
+    def __init__(
+        self,
+        client: BusClient,
+        group: str,
+        *,
+        dedup_store: DedupStore | None = None,
+        max_buffered_per_partition: int = 2000,
+        rebalance_grace: float = 30.0,
+    ) -> None:
+        if not _GROUP.fullmatch(group):
+            raise ValueError(
+                f"consumer group {group!r} is not valid: use 1-100 letters, digits, '.', '_' "
+                "and '-' (an agent's name)"
+            )
+        self.client = client
+        self.group = group
+        settings = client.settings
+        self.dedup_store: DedupStore = (
+            dedup_store
+            if dedup_store is not None
+            else InMemoryDedupStore(settings.bus_dedup_window_size, settings.bus_dedup_ttl_seconds)
+        )
+        self._max_buffered = max(1, max_buffered_per_partition)
+        self._rebalance_grace = rebalance_grace
+        self._routes: dict[str, dict[str, Handler]] = {}
+        self._consumer: AIOKafkaConsumer | None = None
+        self._owns_client = False
+        self._fetcher: asyncio.Task[None] | None = None
+        self._committer: asyncio.Task[None] | None = None
+        self._workers: dict[TopicPartition, _PartitionWorker] = {}
+        self._paused: set[TopicPartition] = set()
+        self._done: dict[TopicPartition, int] = {}
+        self._committed: dict[TopicPartition, int] = {}
+        self._commit_wanted = asyncio.Event()
+        self._commit_lock = asyncio.Lock()
+        self._lifecycle = asyncio.Lock()
+        self._assigned = asyncio.Event()
+        self._stopping = False
+        self._stopped = asyncio.Event()
+        self._fatal: BaseException | None = None
+
+    # -- registration ----------------------------------------------------------
+
+    def on(self, topic: str | Topic, event_type: str = ANY_EVENT) -> Callable[[HandlerT], HandlerT]:
+        """Decorator: call the function for ``event_type`` envelopes on ``topic``.
+
+        The function is checked now (``async def``, one positional parameter,
+        no other handler for the same topic and type) and returned unchanged.
+        """
+
+        def register(handler: HandlerT) -> HandlerT:
+            self.add_handler(topic, event_type, handler)
+            return handler
+
+        return register
+
+    def add_handler(self, topic: str | Topic, event_type: str, handler: Handler) -> None:
+        """Call ``handler`` for ``event_type`` (or ``"*"`` for all) envelopes on ``topic``.
+
+        Raises:
+            HandlerRegistrationError: the handler is not ``async def`` taking one
+                envelope, the pair already has a handler, or the consumer runs.
+        """
+        if self._consumer is not None:
+            raise HandlerRegistrationError(
+                "handlers must be registered before the consumer starts (the topics "
+                "subscribed are fixed at start)"
+            )
+        logical = str(topic)
+        self.client.topic_name(logical)  # validates the name
+        if logical.endswith(DLQ_SUFFIX):
+            raise HandlerRegistrationError(
+                f"{logical!r} is a dead-letter topic: read it with a plain Kafka consumer, "
+                "a handler on it would dead-letter into '.dlq.dlq'"
+            )
+        if event_type != ANY_EVENT and not _EVENT_TYPE.fullmatch(event_type):
+            raise HandlerRegistrationError(
+                f"event type {event_type!r} is not valid: letters, digits and '._:/-', or "
+                f"{ANY_EVENT!r} for every type"
+            )
+        _check_handler(handler)
+        routes = self._routes.setdefault(logical, {})
+        existing = routes.get(event_type)
+        if existing is not None:
+            raise HandlerRegistrationError(
+                f"{_describe(existing)} already handles {event_type!r} on {logical!r}; "
+                f"one handler per topic and event type (cannot add {_describe(handler)})"
+            )
+        routes[event_type] = handler
+
+    @property
+    def topics(self) -> list[str]:
+        """The logical topics handlers are registered for."""
+        return list(self._routes)
+
+    # -- lifecycle -------------------------------------------------------------
+
+    @property
+    def assignment(self) -> set[TopicPartition]:
+        """The partitions this member owns right now."""
+        return set(self._consumer.assignment()) if self._consumer is not None else set()
+
+    async def start(self) -> None:
+        """Provision the topics, join the group and start consuming (idempotent).
+
+        Raises:
+            BusError: no handler is registered.
+            BusUnavailableError: the broker could not be reached.
+        """
+        async with self._lifecycle:
+            if self._consumer is not None:
+                return
+            if not self._routes:
+                raise BusError(
+                    f"consumer group {self.group!r} has no handlers: register some with "
+                    "@consumer.on(topic, event_type) before start()"
+                )
+            if not self.client.started:
+                await self.client.start()
+                self._owns_client = True
+            settings = self.client.settings
+            await self.client.ensure_topics(self._routes)
+            options = settings.kafka_connection_options()
+            # aiokafka insists that requests may outlive a session.
+            options["request_timeout_ms"] = max(
+                settings.kafka_request_timeout_ms, settings.kafka_session_timeout_ms + 5000
+            )
+            consumer = AIOKafkaConsumer(
+                group_id=self.group,
+                enable_auto_commit=False,
+                # A new group reads what was published before it first joined;
+                # Tansu also reports "latest" wrongly.
+                auto_offset_reset="earliest",
+                fetch_max_wait_ms=settings.kafka_fetch_max_wait_ms,
+                session_timeout_ms=settings.kafka_session_timeout_ms,
+                heartbeat_interval_ms=settings.kafka_heartbeat_interval_ms,
+                max_poll_records=settings.kafka_max_poll_records,
+                **options,
+            )
+            consumer.subscribe(
+                [self.client.topic_name(topic) for topic in self._routes],
+                listener=_Rebalance(self),
+            )
+            try:
+                await consumer.start()
+            except KafkaError as exc:
+                await consumer.stop()
+                raise BusUnavailableError(
+                    f"consumer group {self.group!r} cannot reach the broker at "
+                    f"{settings.kafka_bootstrap}: {exc}"
+                ) from exc
+            self._consumer = consumer
+            self._stopping = False
+            self._stopped.clear()
+            self._fatal = None
+            self._fetcher = asyncio.create_task(
+                self._fetch_loop(consumer), name=f"disco-fetch-{self.group}"
+            )
+            self._committer = asyncio.create_task(
+                self._commit_loop(consumer), name=f"disco-commit-{self.group}"
+            )
+
+    async def run(self) -> None:
+        """Start, then consume until :meth:`stop` is called.
+
+        Raises:
+            BaseException: the fatal error that stopped the consumer, if any.
+        """
+        await self.start()
+        try:
+            await self._stopped.wait()
+        except asyncio.CancelledError:
+            await self.stop()
+            raise
+        if self._fatal is not None:
+            raise self._fatal
+
+    async def stop(self, grace: float = 10.0) -> None:
+        """Stop fetching, let running handlers finish, commit, and leave the group.
+
+        Records fetched but not yet started are dropped (another member, or
+        this group's next run, reads them again). Handlers still running after
+        ``grace`` seconds are cancelled and their records stay uncommitted.
+        Idempotent.
+        """
+        async with self._lifecycle:
+            consumer = self._consumer
+            if consumer is None:
+                return
+            self._stopping = True
+            if self._fetcher is not None:
+                await _finish(self._fetcher, grace)
+            workers = list(self._workers.values())
+            for worker in workers:
+                worker.close()
+            pending = [worker.task for worker in workers]
+            if pending:
+                _, late = await asyncio.wait(pending, timeout=grace)
+                for task in late:
+                    task.cancel()
+                await asyncio.gather(*pending, return_exceptions=True)
+            if self._committer is not None:
+                self._committer.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._committer
+            try:
+                await self._commit_done(consumer)
+            finally:
+                self._workers.clear()
+                self._paused.clear()
+                self._consumer = None
+                self._fetcher = self._committer = None
+                await consumer.stop()  # leaves the group
+                if self._owns_client:
+                    self._owns_client = False
+                    await self.client.stop()
+                self._stopped.set()
+
+    async def wait_assigned(self, timeout: float) -> set[TopicPartition]:  # noqa: ASYNC109
+        """Wait until the group gave this member partitions; return them.
+
+        Raises:
+            TimeoutError: nothing was assigned within ``timeout`` seconds.
+        """
+        if self._consumer is None:
+            raise BusNotStartedError("start() the consumer before waiting for its assignment")
+        async with asyncio.timeout(timeout):
+            await self._assigned.wait()
+        return self.assignment
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    # -- fetching --------------------------------------------------------------
+
+    async def _fetch_loop(self, consumer: AIOKafkaConsumer) -> None:
+        try:
+            while not self._stopping:
+                batches = await consumer.getmany(timeout_ms=100)
+                for tp, records in batches.items():
+                    if self._stopping or tp not in consumer.assignment():
+                        continue
+                    worker = self._workers.get(tp)
+                    if worker is None or worker.closed:
+                        worker = self._workers[tp] = _PartitionWorker(self, tp)
+                    worker.feed(records)
+                    if worker.backlog >= self._max_buffered and tp not in self._paused:
+                        consumer.pause(tp)
+                        self._paused.add(tp)
+                self._resume_drained(consumer)
+        except Exception as exc:
+            self._fail(exc)
+
+    def _resume_drained(self, consumer: AIOKafkaConsumer) -> None:
+        if not self._paused:
+            return
+        ready = [
+            tp
+            for tp in self._paused
+            if (worker := self._workers.get(tp)) is None
+            or worker.backlog <= self._max_buffered // 2
+        ]
+        for tp in ready:
+            self._paused.discard(tp)
+            if tp in consumer.assignment():
+                consumer.resume(tp)
+
+    # -- handling --------------------------------------------------------------
+
+    async def _handle(self, record: ConsumerRecord[bytes, bytes]) -> None:
+        prefix = self.client.settings.topic_prefix
+        topic = strip_prefix(record.topic, prefix)
+        routes = self._routes.get(topic)
+        if not routes:
+            return
+        ce_type: str | None = None
+        for name, value in record.headers:
+            if name == "ce_type":
+                ce_type = value.decode("utf-8", errors="replace") if value else None
+        if ce_type is not None and ce_type not in routes and ANY_EVENT not in routes:
+            return  # someone else's event: skip without parsing
+        try:
+            envelope = envelope_class_for(topic).from_kafka_value(record.value)
+        except EnvelopeError as exc:
+            await self._dead_letter(record, "EnvelopeError", exc.reason, attempts=0)
+            return
+        if ce_type is not None and ce_type != envelope.type:
+            await self._dead_letter(
+                record,
+                "EnvelopeError",
+                f"the ce_type header {ce_type!r} does not match the envelope's type "
+                f"{envelope.type!r}",
+                attempts=0,
+            )
+            return
+        handler = routes.get(envelope.type) or routes.get(ANY_EVENT)
+        if handler is None:
+            return
+        if await self.dedup_store.seen(envelope.id):
+            _log.debug("duplicate envelope skipped", event_id=envelope.id, topic=topic)
+            return
+        traceparent = _header(record, "traceparent") or envelope.traceparent
+        settings = self.client.settings
+        attempts = settings.bus_retry_attempts
+        for attempt in range(1, attempts + 1):
+            context = HandlerContext(
+                envelope=envelope,
+                topic=topic,
+                partition=record.partition,
+                offset=record.offset,
+                attempt=attempt,
+                group=self.group,
+            )
+            try:
+                with (
+                    consumer_span(
+                        topic,
+                        envelope.type,
+                        traceparent,
+                        group=self.group,
+                        partition=record.partition,
+                        offset=record.offset,
+                        event_id=envelope.id,
+                    ),
+                    handler_context(context),
+                ):
+                    await handler(envelope)
+            except Exception as exc:
+                final = attempt >= attempts or isinstance(exc, NonRetryableError)
+                _log.warning(
+                    "handler failed",
+                    topic=topic,
+                    event_id=envelope.id,
+                    event_type=envelope.type,
+                    attempt=attempt,
+                    attempts=attempts,
+                    giving_up=final,
+                    error=repr(exc),
+                )
+                if final:
+                    await self._dead_letter(
+                        record, type(exc).__qualname__, str(exc) or repr(exc), attempt
+                    )
+                    return
+                if self._stopping:
+                    raise _Abandoned from exc
+                await asyncio.sleep(
+                    _backoff(
+                        attempt, settings.bus_retry_backoff_ms, settings.bus_retry_backoff_max_ms
+                    )
+                )
+                if self._stopping:
+                    raise _Abandoned from exc
+            else:
+                await self.dedup_store.mark(envelope.id)
+                return
+
+    async def _dead_letter(
+        self, record: ConsumerRecord[bytes, bytes], error_type: str, message: str, attempts: int
+    ) -> None:
+        headers = dead_letter_headers(
+            list(record.headers),
+            error_type=error_type,
+            error_message=message,
+            topic=record.topic,
+            partition=record.partition,
+            offset=record.offset,
+            attempts=attempts,
+            group=self.group,
+        )
+        target = dlq_topic(record.topic)
+        delay = 0.1
+        while True:
+            try:
+                await self.client.send_record(target, record.key, record.value, headers)
+            except BusError as exc:
+                # Without the DLQ copy the offset must not move; keep trying
+                # until the broker is back or we are told to stop.
+                _log.error("dead-lettering failed, retrying", dlq=target, error=repr(exc))
+                if self._stopping:
+                    raise _Abandoned from exc
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+            else:
+                _log.warning(
+                    "record dead-lettered",
+                    dlq=target,
+                    offset=record.offset,
+                    partition=record.partition,
+                    error_type=error_type,
+                    reason=message,
+                )
+                return
+
+    # -- committing ------------------------------------------------------------
+
+    def _record_done(self, tp: TopicPartition, offset: int) -> None:
+        self._done[tp] = offset + 1
+        self._commit_wanted.set()
+
+    async def _commit_loop(self, consumer: AIOKafkaConsumer) -> None:
+        try:
+            while True:
+                await self._commit_wanted.wait()
+                self._commit_wanted.clear()
+                await self._commit_done(consumer)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._fail(exc)
+
+    async def _commit_done(
+        self, consumer: AIOKafkaConsumer, only: Iterable[TopicPartition] | None = None
+    ) -> None:
+        async with self._commit_lock:
+            owned = consumer.assignment()
+            wanted = set(only) if only is not None else set(self._done)
+            offsets = {
+                tp: offset
+                for tp, offset in self._done.items()
+                if tp in wanted and tp in owned and offset > self._committed.get(tp, -1)
+            }
+            if not offsets:
+                return
+            try:
+                await consumer.commit(offsets)
+            except (CommitFailedError, IllegalStateError) as exc:
+                # The group rebalanced under us: the new owner re-reads from the
+                # last committed offset, which at-least-once allows.
+                _log.warning("commit rejected after a rebalance", error=repr(exc))
+                return
+            except KafkaError as exc:
+                _log.warning("commit failed, will retry", error=repr(exc))
+                if not self._stopping:
+                    await asyncio.sleep(0.2)
+                    self._commit_wanted.set()
+                return
+            self._committed.update(offsets)
+
+    # -- rebalancing -----------------------------------------------------------
+
+    async def _on_revoked(self, revoked: set[TopicPartition]) -> None:
+        consumer = self._consumer
+        workers = [w for tp in revoked if (w := self._workers.pop(tp, None)) is not None]
+        for worker in workers:
+            worker.close()
+        if workers:
+            _, late = await asyncio.wait([w.task for w in workers], timeout=self._rebalance_grace)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*(w.task for w in workers), return_exceptions=True)
+        if consumer is not None:
+            await self._commit_done(consumer, only=revoked)
+        for tp in revoked:
+            self._paused.discard(tp)
+            self._done.pop(tp, None)
+            self._committed.pop(tp, None)
+        self._assigned.clear()
+
+    def _on_assigned(self, assigned: set[TopicPartition]) -> None:
+        if assigned:
+            self._assigned.set()
+
+    def _fail(self, exc: BaseException) -> None:
+        if self._fatal is None and not self._stopping:
+            _log.error("consumer failed", group=self.group, error=repr(exc))
+            self._fatal = exc
+            asyncio.get_running_loop().create_task(self.stop(grace=1.0))
+
+
+class _PartitionWorker:
+    """Handles one partition's records in order, one at a time."""
+
+    def __init__(self, owner: BusConsumer, tp: TopicPartition) -> None:
+        self.owner = owner
+        self.tp = tp
+        self.closed = False
+        self._queue: deque[ConsumerRecord[bytes, bytes]] = deque()
+        self._ready = asyncio.Event()
+        self.task = asyncio.create_task(
+            self._run(), name=f"disco-{owner.group}-{tp.topic}-{tp.partition}"
+        )
+
+    @property
+    def backlog(self) -> int:
+        return len(self._queue)
+
+    def feed(self, records: Iterable[ConsumerRecord[bytes, bytes]]) -> None:
+        self._queue.extend(records)
+        self._ready.set()
+
+    def close(self) -> None:
+        """Finish the record in hand, drop the rest, and end."""
+        self.closed = True
+        self._queue.clear()
+        self._ready.set()
+
+    async def _run(self) -> None:
+        owner = self.owner
+        try:
+            while True:
+                if not self._queue:
+                    if self.closed:
+                        return
+                    self._ready.clear()
+                    await self._ready.wait()
+                    continue
+                record = self._queue.popleft()
+                await owner._handle(record)
+                owner._record_done(self.tp, record.offset)
+        except _Abandoned:
+            return
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            owner._fail(exc)
+
+
+class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
+    def __init__(self, owner: BusConsumer) -> None:
+        self.owner = owner
+
+    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        await self.owner._on_revoked(set(revoked))
+
+    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        self.owner._on_assigned(set(assigned))
+
+
+def _header(record: ConsumerRecord[bytes, bytes], name: str) -> str | None:
+    for key, value in record.headers:
+        if key == name and value:
+            text: str = value.decode("utf-8", errors="replace")
+            return text
+    return None
+
+
+def _backoff(attempt: int, base_ms: int, max_ms: int) -> float:
+    """Seconds before retry ``attempt + 1``: exponential, capped, with "equal jitter"."""
+    ceiling = min(max_ms, base_ms << (attempt - 1)) / 1000
+    jitter: float = random.uniform(0, ceiling / 2)
+    return ceiling / 2 + jitter
+
+
+async def _finish(task: asyncio.Task[None], seconds: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.shield(task), seconds)
+    if not task.done():
+        task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+def _check_handler(handler: Any) -> None:
+    target = (
+        handler.__call__
+        if not inspect.isfunction(handler) and not inspect.ismethod(handler)
+        else handler
+    )
+    if not (inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(target)):
+        raise HandlerRegistrationError(
+            f"{_describe(handler)} must be an `async def` taking one envelope"
+        )
+    try:
+        inspect.signature(handler).bind(object())
+    except TypeError:
+        raise HandlerRegistrationError(
+            f"{_describe(handler)} must accept exactly one positional argument, the envelope "
+            f"(its signature is {inspect.signature(handler)})"
+        ) from None
+    except ValueError:  # a callable without a signature: trust it
+        return
+
+
+def _describe(handler: Any) -> str:
+    name = getattr(handler, "__qualname__", None) or type(handler).__qualname__
+    module = getattr(handler, "__module__", None)
+    return f"handler {module}.{name}" if module else f"handler {name}"

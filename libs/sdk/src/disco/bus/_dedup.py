@@ -1,0 +1,81 @@
+"""Deduplication of envelopes by ``id``."""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
+
+__all__ = ["DedupStore", "InMemoryDedupStore"]
+
+
+@runtime_checkable
+class DedupStore(Protocol):
+    """Remembers which envelope ids a consumer group already handled.
+
+    One store belongs to one consumer group. The consumer asks :meth:`seen`
+    before calling a handler and calls :meth:`mark` only after the handler
+    succeeded, so a failed attempt can be retried. Both are async so that a
+    durable store (backed by the memory service, say) can replace the
+    in-process window.
+    """
+
+    async def seen(self, event_id: str) -> bool:
+        """Whether ``event_id`` was handled already (within the store's window)."""
+        ...
+
+    async def mark(self, event_id: str) -> None:
+        """Remember that ``event_id`` was handled."""
+        ...
+
+
+class InMemoryDedupStore:
+    """A bounded window of recently handled ids, kept in this process.
+
+    It forgets the oldest id beyond ``max_size`` and any id older than
+    ``ttl_seconds``; a duplicate arriving later than that is handled again,
+    which at-least-once delivery allows. ``max_size=0`` turns it off.
+    """
+
+    def __init__(
+        self,
+        max_size: int = 100_000,
+        ttl_seconds: float = 3600.0,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if max_size < 0 or ttl_seconds < 0:
+            raise ValueError("max_size and ttl_seconds must not be negative")
+        self.max_size = max_size
+        self.ttl_seconds = ttl_seconds
+        self._clock = clock
+        # id -> time it expires; oldest first, so expiry and eviction pop the front.
+        self._expires: OrderedDict[str, float] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._expires)
+
+    async def seen(self, event_id: str) -> bool:
+        """Whether ``event_id`` was marked and has not expired."""
+        expires = self._expires.get(event_id)
+        if expires is None:
+            return False
+        if expires <= self._clock():
+            del self._expires[event_id]
+            return False
+        return True
+
+    async def mark(self, event_id: str) -> None:
+        """Remember ``event_id`` for ``ttl_seconds`` (dropping the oldest beyond ``max_size``)."""
+        if self.max_size == 0:
+            return
+        now = self._clock()
+        self._expires[event_id] = now + self.ttl_seconds
+        self._expires.move_to_end(event_id)
+        while self._expires:
+            oldest, expires = next(iter(self._expires.items()))
+            if len(self._expires) > self.max_size or expires <= now:
+                del self._expires[oldest]
+            else:
+                break

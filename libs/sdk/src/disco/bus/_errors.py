@@ -1,0 +1,87 @@
+"""Errors the bus raises, each naming the likely mistake and the fix."""
+
+from __future__ import annotations
+
+__all__ = [
+    "BusError",
+    "BusNotStartedError",
+    "BusUnavailableError",
+    "HandlerRegistrationError",
+    "MessageTooLargeError",
+    "NonRetryableError",
+    "PublishError",
+    "RequestTimeout",
+    "TopicProvisioningError",
+]
+
+
+class BusError(Exception):
+    """Base class of the bus's own errors."""
+
+
+class BusNotStartedError(BusError):
+    """A client or consumer was used before ``start()`` (or after ``stop()``)."""
+
+
+class BusUnavailableError(BusError):
+    """The broker cannot be reached."""
+
+
+class PublishError(BusError):
+    """The broker did not accept a record."""
+
+
+class MessageTooLargeError(PublishError):
+    """A record is larger than ``bus_max_message_bytes``; nothing was sent."""
+
+    def __init__(self, topic: str, event_type: str, size: int, limit: int) -> None:
+        super().__init__(
+            f"the {event_type!r} envelope for topic {topic!r} is {size} bytes on the wire, "
+            f"over the limit of {limit} bytes (DISCO_BUS_MAX_MESSAGE_BYTES): put large "
+            "content in memory (or an object store) and send a reference, or raise the "
+            "limit together with the broker's message.max.bytes"
+        )
+        self.topic = topic
+        self.event_type = event_type
+        self.size = size
+        self.limit = limit
+
+
+class RequestTimeout(BusError, TimeoutError):
+    """``request(..., wait=...)`` got no correlated response in time."""
+
+    def __init__(
+        self,
+        event_type: str,
+        correlation_id: str,
+        response_event: str,
+        response_topic: str,
+        seconds: float,
+    ) -> None:
+        super().__init__(
+            f"no response to request {event_type!r} (correlation_id={correlation_id}) "
+            f"within {seconds:g} s: expected a {response_event!r} envelope on "
+            f"{response_topic!r}. Is an agent handling {event_type!r} on 'action-requests' "
+            "running, and does it answer with that correlation id?"
+        )
+        self.event_type = event_type
+        self.correlation_id = correlation_id
+        self.response_event = response_event
+        self.response_topic = response_topic
+        self.seconds = seconds
+
+
+class HandlerRegistrationError(BusError, TypeError):
+    """A handler was registered wrongly (not async, wrong signature, duplicate, too late)."""
+
+
+class TopicProvisioningError(BusError):
+    """The broker refused to create a topic."""
+
+
+class NonRetryableError(Exception):
+    """Raise it (or a subclass) from a handler to dead-letter the envelope at once.
+
+    Use it for failures a retry cannot fix, such as a payload the handler can
+    never accept; anything else is retried with backoff first.
+    """

@@ -1,0 +1,165 @@
+"""A group-less listener that resolves waiting requests by ``correlation_id``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+
+import structlog
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.errors import KafkaError
+
+from disco.bus._errors import BusError, BusNotStartedError, BusUnavailableError
+from disco.settings import BusSettings
+from disco_common.envelope import Envelope, EnvelopeError, envelope_class_for
+
+__all__ = ["ReplyListener"]
+
+_log = structlog.get_logger("disco.bus")
+
+
+class ReplyListener:
+    """Reads every partition of one response topic without joining a consumer group.
+
+    It starts at the end of the topic (positions taken with ``end_offsets``, so
+    nothing already there is replayed) and hands each envelope whose
+    ``correlation_id`` someone waits for to that waiter. Register a waiter with
+    :meth:`expect` *before* publishing the request: the listener is already
+    positioned by then, so a response cannot slip past it.
+    """
+
+    def __init__(self, settings: BusSettings, topic: str) -> None:
+        self._settings = settings
+        self.topic = topic
+        self._kind = envelope_class_for(topic)
+        self._name = f"{settings.topic_prefix}{topic}"
+        self._consumer: AIOKafkaConsumer | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._waiters: dict[str, asyncio.Future[Envelope]] = {}
+        self._failure: BaseException | None = None
+        self._lock = asyncio.Lock()
+
+    @property
+    def running(self) -> bool:
+        """Whether the listener is positioned and reading."""
+        return self._task is not None and not self._task.done()
+
+    async def start(self) -> None:
+        """Assign every partition of the topic and position at its end (idempotent)."""
+        async with self._lock:
+            if self._consumer is not None:
+                return
+            consumer = AIOKafkaConsumer(
+                group_id=None,
+                enable_auto_commit=False,
+                fetch_max_wait_ms=self._settings.kafka_fetch_max_wait_ms,
+                max_poll_records=self._settings.kafka_max_poll_records,
+                **self._settings.kafka_connection_options(),
+            )
+            try:
+                await consumer.start()
+                await consumer.topics()  # load metadata for every topic, ours included
+                partitions = consumer.partitions_for_topic(self._name)
+                if not partitions:
+                    raise BusError(
+                        f"the response topic {self._name!r} does not exist: provision it "
+                        "with BusClient.ensure_topics() before waiting for responses"
+                    )
+                assigned = [TopicPartition(self._name, p) for p in sorted(partitions)]
+                consumer.assign(assigned)
+                ends = await consumer.end_offsets(assigned)
+                for tp in assigned:
+                    consumer.seek(tp, ends[tp])
+            except KafkaError as exc:
+                await consumer.stop()
+                raise BusUnavailableError(
+                    f"cannot listen for responses on {self._name!r} at "
+                    f"{self._settings.kafka_bootstrap}: {exc}"
+                ) from exc
+            except BaseException:
+                await consumer.stop()
+                raise
+            self._consumer = consumer
+            self._failure = None
+            self._task = asyncio.create_task(
+                self._listen(consumer), name=f"disco-replies-{self.topic}"
+            )
+
+    async def stop(self) -> None:
+        """Stop reading; waiters still pending fail with :class:`BusNotStartedError`."""
+        async with self._lock:
+            task, self._task = self._task, None
+            consumer, self._consumer = self._consumer, None
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            if consumer is not None:
+                await consumer.stop()
+            self._fail_all(BusNotStartedError("the reply listener was stopped"))
+
+    @contextlib.asynccontextmanager
+    async def expect(self, correlation_id: str) -> AsyncIterator[asyncio.Future[Envelope]]:
+        """A future for the first envelope carrying ``correlation_id``.
+
+        Enter it before publishing the request; it is forgotten on exit.
+        """
+        if self._failure is not None:
+            raise BusError(f"the reply listener on {self._name!r} failed") from self._failure
+        if not self.running:
+            raise BusNotStartedError("the reply listener is not running: call start() first")
+        if correlation_id in self._waiters:
+            raise BusError(f"a request with correlation_id {correlation_id!r} is already waiting")
+        future: asyncio.Future[Envelope] = asyncio.get_running_loop().create_future()
+        self._waiters[correlation_id] = future
+        try:
+            yield future
+        finally:
+            self._waiters.pop(correlation_id, None)
+            if not future.done():
+                future.cancel()
+
+    async def _listen(self, consumer: AIOKafkaConsumer) -> None:
+        try:
+            while True:
+                batches = await consumer.getmany(timeout_ms=1000)
+                if not self._waiters:
+                    continue
+                for records in batches.values():
+                    for record in records:
+                        self._offer(record.value)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            _log.error("reply listener failed", topic=self._name, error=repr(exc))
+            self._failure = exc
+            self._fail_all(exc)
+
+    def _offer(self, value: bytes | None) -> None:
+        # Only the correlation id matters until it matches a waiter: skip the
+        # full validation of everyone else's responses.
+        try:
+            correlation_id = json.loads(value or b"null").get("correlation_id")
+        except (ValueError, AttributeError):
+            return
+        future = self._waiters.get(correlation_id) if isinstance(correlation_id, str) else None
+        if future is None or future.done():
+            return
+        try:
+            envelope = self._kind.from_kafka_value(value)
+        except EnvelopeError as exc:
+            _log.warning(
+                "malformed response ignored",
+                topic=self._name,
+                correlation_id=correlation_id,
+                reason=exc.reason,
+            )
+            return
+        future.set_result(envelope)
+
+    def _fail_all(self, exc: BaseException) -> None:
+        for future in self._waiters.values():
+            if not future.done():
+                future.set_exception(exc)

@@ -1,0 +1,157 @@
+"""Settings of the disco SDK, read from ``DISCO_*`` environment variables.
+
+Every setting has a default that works against the local stack (`disco dev up`
+or the test harness); production sets the bootstrap servers, the prefix and the
+security options.
+"""
+
+from __future__ import annotations
+
+import ssl
+from pathlib import Path
+from typing import Any, Literal, Self
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from disco_common.topics import validate_topic_prefix
+
+__all__ = ["BusSettings"]
+
+SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+
+
+class BusSettings(BaseSettings):
+    """How an agent or service reaches the bus (environment prefix ``DISCO_``)."""
+
+    model_config = SettingsConfigDict(env_prefix="DISCO_", extra="ignore", frozen=True)
+
+    kafka_bootstrap: str = Field(
+        default="127.0.0.1:9092",
+        min_length=1,
+        description="Comma-separated host:port list of Kafka brokers.",
+    )
+    topic_prefix: str = Field(
+        default="",
+        description="Put in front of every topic name so environments can share a cluster.",
+    )
+    kafka_client_id: str = Field(default="disco", min_length=1, max_length=200)
+
+    # Provisioning (ensure_topics)
+    kafka_partitions: int = Field(default=3, ge=1, le=10_000)
+    kafka_replication_factor: int = Field(default=1, ge=1, le=32)
+
+    # Consuming
+    kafka_fetch_max_wait_ms: int = Field(
+        default=20,
+        ge=0,
+        le=60_000,
+        description=(
+            "How long the broker may hold a fetch open waiting for data. Kept short on "
+            "purpose: the embedded broker (Tansu) does not long-poll, so a fetch costs "
+            "about half this wait even when data is there; real Kafka answers as soon as "
+            "data arrives, so a short wait only costs more idle polls."
+        ),
+    )
+    kafka_session_timeout_ms: int = Field(
+        default=10_000,
+        ge=500,
+        le=600_000,
+        description="Consumer-group session timeout; a group join on Tansu takes about half.",
+    )
+    kafka_heartbeat_interval_ms: int = Field(default=3_000, ge=100, le=600_000)
+    kafka_max_poll_records: int = Field(
+        default=500, ge=1, le=100_000, description="Most records one fetch hands to the bus."
+    )
+
+    # Producing
+    kafka_linger_ms: int = Field(
+        default=0,
+        ge=0,
+        le=10_000,
+        description=(
+            "How long the producer waits to fill a batch. aiokafka already batches what "
+            "queues up while a request is in flight, so 0 costs no throughput and adds "
+            "no latency to request/response."
+        ),
+    )
+    kafka_max_batch_bytes: int = Field(default=65_536, ge=1024, le=64 * 1024 * 1024)
+    kafka_request_timeout_ms: int = Field(default=30_000, ge=1000, le=600_000)
+
+    # Security (production)
+    kafka_security_protocol: SecurityProtocol = "PLAINTEXT"
+    kafka_sasl_mechanism: SaslMechanism | None = None
+    kafka_sasl_username: str | None = None
+    kafka_sasl_password: SecretStr | None = None
+    kafka_ssl_cafile: Path | None = None
+
+    # Delivery
+    bus_retry_attempts: int = Field(
+        default=3,
+        ge=1,
+        le=100,
+        description="Attempts a handler gets before the DLQ (first included).",
+    )
+    bus_retry_backoff_ms: int = Field(default=100, ge=0, le=600_000)
+    bus_retry_backoff_max_ms: int = Field(default=5_000, ge=0, le=3_600_000)
+    bus_dedup_window_size: int = Field(
+        default=100_000, ge=0, le=100_000_000, description="Envelope ids remembered per consumer."
+    )
+    bus_dedup_ttl_seconds: float = Field(default=3_600.0, ge=0, le=30 * 24 * 3600)
+    bus_max_message_bytes: int = Field(
+        default=1_048_576,
+        ge=1024,
+        le=100 * 1024 * 1024,
+        description="Largest record (value + key + headers) a publish may send.",
+    )
+
+    @field_validator("topic_prefix")
+    @classmethod
+    def _valid_prefix(cls, value: str) -> str:
+        return validate_topic_prefix(value)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        if self.kafka_heartbeat_interval_ms >= self.kafka_session_timeout_ms:
+            raise ValueError(
+                "kafka_heartbeat_interval_ms must be below kafka_session_timeout_ms "
+                "(about a third of it is usual)"
+            )
+        if self.bus_retry_backoff_max_ms < self.bus_retry_backoff_ms:
+            raise ValueError("bus_retry_backoff_max_ms must be at least bus_retry_backoff_ms")
+        if self.kafka_security_protocol.startswith("SASL_") and (
+            self.kafka_sasl_mechanism is None
+            or not self.kafka_sasl_username
+            or self.kafka_sasl_password is None
+        ):
+            raise ValueError(
+                f"kafka_security_protocol={self.kafka_security_protocol} needs "
+                "DISCO_KAFKA_SASL_MECHANISM, DISCO_KAFKA_SASL_USERNAME and "
+                "DISCO_KAFKA_SASL_PASSWORD"
+            )
+        return self
+
+    def kafka_connection_options(self) -> dict[str, Any]:
+        """Keyword arguments every aiokafka client of this bus takes."""
+        options: dict[str, Any] = {
+            "bootstrap_servers": self.kafka_bootstrap,
+            "client_id": self.kafka_client_id,
+            "request_timeout_ms": self.kafka_request_timeout_ms,
+            "security_protocol": self.kafka_security_protocol,
+        }
+        if self.kafka_security_protocol in {"SSL", "SASL_SSL"}:
+            options["ssl_context"] = self._ssl_context()
+        if self.kafka_sasl_mechanism is not None:
+            options["sasl_mechanism"] = self.kafka_sasl_mechanism
+            options["sasl_plain_username"] = self.kafka_sasl_username
+            password = self.kafka_sasl_password
+            options["sasl_plain_password"] = password.get_secret_value() if password else None
+        return options
+
+    def _ssl_context(self) -> ssl.SSLContext:
+        from aiokafka.helpers import create_ssl_context
+
+        cafile = str(self.kafka_ssl_cafile) if self.kafka_ssl_cafile is not None else None
+        context: ssl.SSLContext = create_ssl_context(cafile=cafile)
+        return context
