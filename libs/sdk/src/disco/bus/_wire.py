@@ -89,12 +89,12 @@ def dead_letter_headers(
     kept = [(name, value) for name, value in original if not name.startswith("dlq_")]
     return [
         *kept,
-        (DlqHeader.ERROR_TYPE, error_type.encode()),
-        (DlqHeader.ERROR_MESSAGE, error_message.encode()),
-        (DlqHeader.ORIGINAL_TOPIC, topic.encode()),
-        (DlqHeader.ORIGINAL_PARTITION, str(partition).encode()),
-        (DlqHeader.ORIGINAL_OFFSET, str(offset).encode()),
-        (DlqHeader.ATTEMPTS, str(attempts).encode()),
-        (DlqHeader.CONSUMER_GROUP, group.encode()),
-        (DlqHeader.FAILED_AT, when.encode()),
+        (DlqHeader.ERROR_TYPE.value, error_type.encode()),
+        (DlqHeader.ERROR_MESSAGE.value, error_message.encode()),
+        (DlqHeader.ORIGINAL_TOPIC.value, topic.encode()),
+        (DlqHeader.ORIGINAL_PARTITION.value, str(partition).encode()),
+        (DlqHeader.ORIGINAL_OFFSET.value, str(offset).encode()),
+        (DlqHeader.ATTEMPTS.value, str(attempts).encode()),
+        (DlqHeader.CONSUMER_GROUP.value, group.encode()),
+        (DlqHeader.FAILED_AT.value, when.encode()),
     ]

@@ -1,0 +1,126 @@
+"""Fixtures for the bus's integration tests: settings, a started client, helpers."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import pytest
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.structs import ConsumerRecord
+
+from disco.bus import BusClient
+from disco.settings import BusSettings
+from disco_common.envelope import Envelope
+
+# Short enough that a group join (about half the session timeout on Tansu)
+# stays around a second, long enough not to flap on a busy two-core machine.
+SESSION_TIMEOUT_MS = 2000
+
+
+@pytest.fixture
+def bus_settings(kafka_bootstrap: str, topic_prefix: str) -> BusSettings:
+    """Settings for this test: its own topic prefix, short timeouts and backoffs."""
+    return BusSettings(
+        kafka_bootstrap=kafka_bootstrap,
+        topic_prefix=topic_prefix,
+        kafka_session_timeout_ms=SESSION_TIMEOUT_MS,
+        kafka_heartbeat_interval_ms=300,
+        kafka_fetch_max_wait_ms=20,
+        bus_retry_backoff_ms=10,
+        bus_retry_backoff_max_ms=50,
+    )
+
+
+@pytest.fixture
+async def bus(bus_settings: BusSettings) -> AsyncIterator[BusClient]:
+    """A started client with the five topics (and their DLQs) provisioned."""
+    async with BusClient(bus_settings, name="tester") as client:
+        await client.ensure_topics()
+        yield client
+
+
+class Recorder:
+    """A handler that remembers what it was called with."""
+
+    def __init__(self) -> None:
+        self.envelopes: list[Envelope] = []
+        self._changed = asyncio.Event()
+
+    async def __call__(self, envelope: Envelope) -> None:
+        self.envelopes.append(envelope)
+        self._changed.set()
+
+    @property
+    def ids(self) -> list[str]:
+        return [envelope.id for envelope in self.envelopes]
+
+    async def wait_for(self, count: int, timeout: float = 20.0) -> list[Envelope]:
+        """Wait until ``count`` envelopes arrived; fail the test after ``timeout``."""
+        async with asyncio.timeout(timeout):
+            while len(self.envelopes) < count:
+                self._changed.clear()
+                await self._changed.wait()
+        return self.envelopes
+
+
+@pytest.fixture
+def recorder() -> Recorder:
+    return Recorder()
+
+
+async def read_topic(
+    bootstrap: str, name: str, count: int, timeout: float = 20.0
+) -> list[ConsumerRecord[bytes, bytes]]:
+    """Read ``name`` from the beginning, without a group, until ``count`` records came."""
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, fetch_max_wait_ms=20
+    )
+    await consumer.start()
+    records: list[ConsumerRecord[bytes, bytes]] = []
+    try:
+        await consumer.topics()
+        partitions = consumer.partitions_for_topic(name) or set()
+        consumer.assign([TopicPartition(name, p) for p in partitions])
+        await consumer.seek_to_beginning()
+        deadline = time.monotonic() + timeout
+        while len(records) < count and time.monotonic() < deadline:
+            batches = await consumer.getmany(timeout_ms=200)
+            for batch in batches.values():
+                records.extend(batch)
+    finally:
+        await consumer.stop()
+    return records
+
+
+async def committed_total(bootstrap: str, group: str, topic: str) -> int:
+    """The sum of ``group``'s committed offsets over the partitions of ``topic``."""
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False
+    )
+    await consumer.start()
+    try:
+        await consumer.topics()
+        total = 0
+        for partition in consumer.partitions_for_topic(topic) or set():
+            total += await consumer.committed(TopicPartition(topic, partition)) or 0
+        return total
+    finally:
+        await consumer.stop()
+
+
+async def eventually(
+    check: Callable[[], Awaitable[bool]] | Callable[[], bool], timeout: float = 20.0
+) -> None:
+    """Poll ``check`` until it is true; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if not isinstance(result, bool):
+            result = await result
+        if result:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s")
+        await asyncio.sleep(0.05)

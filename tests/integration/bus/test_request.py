@@ -1,0 +1,98 @@
+"""``request(..., wait=...)``: the correlated response, or a clear timeout."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from disco.bus import BusClient, BusConsumer, RequestTimeout
+from disco_common.envelope import ActionRequest, ActionResult, Envelope
+from disco_common.topics import Topic
+
+
+def _calculator(bus: BusClient) -> BusConsumer:
+    consumer = BusConsumer(bus, "calculator")
+
+    @consumer.on(Topic.ACTION_REQUESTS, "add.requested")
+    async def add(envelope: Envelope) -> None:
+        request = envelope.as_(ActionRequest)
+        assert isinstance(request.data, dict)
+        await bus.respond(
+            request.response_event,
+            {"sum": request.data["a"] + request.data["b"]},
+            correlation_id=request.correlation_id or request.id,
+            topic=request.response_topic,
+        )
+
+    return consumer
+
+
+async def test_request_with_wait_returns_the_correlated_response(bus: BusClient) -> None:
+    async with _calculator(bus):
+        answer = await bus.request(
+            "add.requested", {"a": 2, "b": 3}, response_event="add.completed", wait=20
+        )
+
+    assert isinstance(answer, ActionResult)
+    assert answer.type == "add.completed"
+    assert answer.data == {"sum": 5}
+
+
+async def test_concurrent_requests_each_get_their_own_response(bus: BusClient) -> None:
+    async with _calculator(bus):
+        answers = await asyncio.gather(
+            *(
+                bus.request(
+                    "add.requested",
+                    {"a": n, "b": 100},
+                    response_event="add.completed",
+                    correlation_id=f"corr-{n}",
+                    wait=20,
+                )
+                for n in range(8)
+            )
+        )
+
+    assert [(a.correlation_id, a.data) for a in answers] == [
+        (f"corr-{n}", {"sum": n + 100}) for n in range(8)
+    ]
+
+
+async def test_request_without_an_answer_times_out_with_a_clear_error(bus: BusClient) -> None:
+    with pytest.raises(RequestTimeout) as caught:
+        await bus.request(
+            "nobody.requested",
+            {},
+            response_event="nobody.answered",
+            correlation_id="corr-lonely",
+            wait=0.5,
+        )
+
+    message = str(caught.value)
+    assert "'nobody.requested'" in message
+    assert "corr-lonely" in message
+    assert "'nobody.answered'" in message
+    assert "0.5 s" in message
+    assert isinstance(caught.value, TimeoutError)
+
+
+async def test_the_reply_listener_starts_at_the_end_of_the_response_topic(bus: BusClient) -> None:
+    # A response already on the topic before anyone waited must not be taken
+    # for the answer: the listener positions at the end offsets first.
+    await bus.respond("late.answered", {"stale": True}, correlation_id="corr-reused")
+
+    with pytest.raises(RequestTimeout):
+        await bus.request(
+            "late.requested",
+            {},
+            response_event="late.answered",
+            correlation_id="corr-reused",
+            wait=1.0,
+        )
+
+    async with _calculator(bus):
+        answer = await bus.request(
+            "add.requested", {"a": 1, "b": 1}, response_event="add.completed", wait=20
+        )
+    assert answer.data == {"sum": 2}
