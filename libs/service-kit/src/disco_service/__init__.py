@@ -1,1 +1,77 @@
-"""disco_service."""
+"""disco_service: what every disco service shares.
+
+A service is thin: a :class:`ServiceSettings` subclass, routers whose routes
+take :data:`SessionDep` and :data:`IdentityDep`, and a ``main.py`` calling
+:func:`create_service_app` and :func:`run_service`. The kit brings the
+database (tenant-scoped transactions for row-level security), bearer-token
+auth, the stable error shape, publish-after-commit through an outbox, health,
+readiness, metrics, structured logs, the body limit and tracing.
+
+Migrations import :mod:`disco_service.migration_helpers`.
+"""
+
+from disco_service._app import BusDep, LifespanHook, create_service_app, get_bus
+from disco_service._auth import Identity, IdentityDep, TokenVerifier, get_identity, require_role
+from disco_service._db import Database, SessionDep, get_session
+from disco_service._errors import (
+    BadRequest,
+    Conflict,
+    DiscoHTTPError,
+    Forbidden,
+    NotFound,
+    PayloadTooLarge,
+    ServiceUnavailable,
+    Unauthenticated,
+    UnprocessableEntity,
+    error_response,
+    error_responses,
+    install_error_handlers,
+)
+from disco_service._health import CheckResult, Liveness, Readiness
+from disco_service._logging import configure_logging
+from disco_service._metrics import ServiceMetrics
+from disco_service._outbox import OutboxRelay, publish_after_commit
+from disco_service._run import run_service
+from disco_service._settings import DEFAULT_DATABASE_URL, ServiceSettings, settings_env_vars
+from disco_service._state import ReadinessCheck, ServiceState, get_state
+
+__all__ = [
+    "DEFAULT_DATABASE_URL",
+    "BadRequest",
+    "BusDep",
+    "CheckResult",
+    "Conflict",
+    "Database",
+    "DiscoHTTPError",
+    "Forbidden",
+    "Identity",
+    "IdentityDep",
+    "LifespanHook",
+    "Liveness",
+    "NotFound",
+    "OutboxRelay",
+    "PayloadTooLarge",
+    "Readiness",
+    "ReadinessCheck",
+    "ServiceMetrics",
+    "ServiceSettings",
+    "ServiceState",
+    "ServiceUnavailable",
+    "SessionDep",
+    "TokenVerifier",
+    "Unauthenticated",
+    "UnprocessableEntity",
+    "configure_logging",
+    "create_service_app",
+    "error_response",
+    "error_responses",
+    "get_bus",
+    "get_identity",
+    "get_session",
+    "get_state",
+    "install_error_handlers",
+    "publish_after_commit",
+    "require_role",
+    "run_service",
+    "settings_env_vars",
+]

@@ -1,0 +1,165 @@
+"""Async SQLAlchemy engine, tenant-scoped units of work and the request session.
+
+Row-level security (see :mod:`disco_service.migration_helpers`) reads the
+tenant and user from two transaction-local settings, ``disco.tenant_id`` and
+``disco.user_id``. Every transaction a session opens sets them first (an
+``after_begin`` hook), so a session can never run a query as "no tenant"
+by accident — and a session without a tenant sees no tenant-scoped row at all.
+
+A unit of work is one transaction: it commits once at its end, or rolls back
+if anything raised. Services may ``flush()``, never ``commit()`` (STYLE 7).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+from sqlalchemy import event, text
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+from sqlalchemy.orm import Session, SessionTransaction
+
+from disco_service._auth import IdentityDep
+from disco_service._settings import ServiceSettings
+from disco_service._state import get_state
+
+__all__ = ["Database", "SessionDep", "get_session"]
+
+TENANT_SETTING = "disco.tenant_id"
+USER_SETTING = "disco.user_id"
+# Keys in Session.info.
+_TENANT_KEY = "disco.tenant_id"
+_USER_KEY = "disco.user_id"
+_SCHEMA_KEY = "disco.schema"
+OUTBOX_PENDING_KEY = "disco.outbox_pending"
+
+_SET_SCOPE = text(
+    f"SELECT set_config('{TENANT_SETTING}', :tenant, true), "
+    f"set_config('{USER_SETTING}', :user, true)"
+)
+_SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+def _apply_scope(session: Session, transaction: SessionTransaction, connection: Connection) -> None:
+    # Only the outermost transaction: savepoints live inside it and share its settings.
+    if transaction.nested or transaction.parent is not None:
+        return
+    tenant = session.info.get(_TENANT_KEY)
+    user = session.info.get(_USER_KEY)
+    if tenant is None and user is None:
+        return
+    connection.execute(_SET_SCOPE, {"tenant": tenant or "", "user": user or ""})
+
+
+class _ScopedSession(Session):
+    """The sync session behind every kit session; it carries the scoping hook."""
+
+
+event.listen(_ScopedSession, "after_begin", _apply_scope)
+
+
+class Database:
+    """One service's connection pool and its units of work.
+
+    Create it in the lifespan (never at import) and :meth:`dispose` it on the
+    way out. ``schema`` is the Postgres schema the service owns (its outbox
+    lives there).
+    """
+
+    def __init__(self, settings: ServiceSettings, *, schema: str) -> None:
+        if not _SCHEMA_NAME.fullmatch(schema):
+            # It is spliced into SQL (the outbox's table name): keep it an identifier.
+            raise ValueError(f"schema {schema!r} must be a lower-case SQL identifier")
+        self.schema = schema
+        self._connect_timeout = settings.database_connect_timeout_seconds
+        self.engine: AsyncEngine = create_async_engine(
+            settings.database_url,
+            pool_size=settings.database_pool_size,
+            max_overflow=settings.database_max_overflow,
+            pool_timeout=settings.database_pool_timeout_seconds,
+            # A restarted database leaves dead connections in the pool; check
+            # each before use so the first request after a restart succeeds.
+            pool_pre_ping=True,
+            connect_args={
+                "timeout": settings.database_connect_timeout_seconds,
+                "server_settings": {"application_name": f"disco-{schema}"},
+            },
+        )
+        self.sessionmaker = async_sessionmaker(
+            self.engine, expire_on_commit=False, sync_session_class=_ScopedSession
+        )
+        self._after_outbox_commit: list[Callable[[], None]] = []
+
+    def on_outbox_commit(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` after each commit that added rows to the outbox."""
+        self._after_outbox_commit.append(callback)
+
+    def session(self, *, tenant_id: str | None = None, user_id: str | None = None) -> AsyncSession:
+        """A new session whose transactions are scoped to ``tenant_id``/``user_id``.
+
+        Prefer :meth:`unit_of_work`, which also commits and rolls back for you.
+        """
+        return self.sessionmaker(
+            info={_TENANT_KEY: tenant_id, _USER_KEY: user_id, _SCHEMA_KEY: self.schema}
+        )
+
+    @asynccontextmanager
+    async def unit_of_work(
+        self, tenant_id: str | None, user_id: str | None = None
+    ) -> AsyncIterator[AsyncSession]:
+        """One transaction for ``tenant_id``: committed at the end, rolled back on error.
+
+        For background jobs acting for one tenant (outside a request). With
+        ``tenant_id=None`` the transaction sees no tenant-scoped row: that is
+        how system jobs touch only what is theirs (the outbox, or the
+        ``SECURITY DEFINER`` functions described in ``migrations/README.md``).
+        """
+        async with self.session(tenant_id=tenant_id, user_id=user_id) as session:
+            async with session.begin():
+                yield session
+            # Reached only after the commit: a rollback re-raised out of begin().
+            if session.info.pop(OUTBOX_PENDING_KEY, False):
+                for callback in self._after_outbox_commit:
+                    callback()
+
+    async def ping(self, timeout: float) -> None:  # noqa: ASYNC109 - a probe's budget
+        """Raise unless ``SELECT 1`` succeeds within ``timeout`` seconds."""
+        async with asyncio.timeout(timeout):
+            async with self.engine.connect() as connection:
+                await connection.execute(text("SELECT 1"))
+
+    async def dispose(self) -> None:
+        """Close every pooled connection."""
+        await self.engine.dispose()
+
+
+async def get_session(request: Request, identity: IdentityDep) -> AsyncIterator[AsyncSession]:
+    """FastAPI dependency: the request's one transaction, scoped to the caller's tenant.
+
+    Committed after the route returned and its response was rendered, but
+    before it is sent — so a client never sees success for a transaction that
+    then failed — and rolled back if anything raised. Events added with
+    :func:`disco_service.publish_after_commit` are published once it committed.
+    """
+    database = get_state(request).require_database()
+    async with database.unit_of_work(identity.tenant_id, identity.user_id) as session:
+        yield session
+
+
+SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
+"""The request's session (one transaction, committed once at the end of the route)."""
+
+
+def session_info(session: AsyncSession) -> dict[str, Any]:
+    """The kit's bookkeeping on ``session`` (tenant, user, schema)."""
+    return session.info

@@ -1,0 +1,186 @@
+"""Pure ASGI middleware: request context (id, logs, metrics, last-resort 500) and body limit.
+
+Pure ASGI rather than ``BaseHTTPMiddleware``: no extra task per request, the
+request body is never buffered, and context variables set here are seen by
+the route (and the other way round).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+
+import structlog
+from opentelemetry import trace
+from starlette.datastructures import MutableHeaders
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from disco_common.errors import ErrorCode
+from disco_service._errors import error_response
+from disco_service._metrics import ServiceMetrics
+
+__all__ = ["BodySizeLimitMiddleware", "RequestContextMiddleware"]
+
+REQUEST_ID_HEADER = "X-Request-ID"
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+_UNMATCHED = "<unmatched>"
+
+log = structlog.get_logger("disco_service.http")
+
+
+def _route_template(scope: Scope) -> str:
+    # Label by template (/v1/agents/{name}), never by raw path: bounded cardinality.
+    route = scope.get("route")
+    path_format = getattr(route, "path_format", None)
+    return path_format if isinstance(path_format, str) else _UNMATCHED
+
+
+class RequestContextMiddleware:
+    """Gives each HTTP request an id, a log context, metrics and a last-resort 500.
+
+    - ``X-Request-ID``: taken from the request when well-formed, else generated;
+      echoed on the response and bound to every log line.
+    - Trace and span ids of the server span are bound to the log context.
+    - Request count and latency by route template and status.
+    - An exception nothing else handled is logged once (with the request id)
+      and answered with a 500 in the stable error shape, never with internals.
+    """
+
+    def __init__(self, app: ASGIApp, *, metrics: ServiceMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        incoming = dict(scope.get("headers", ())).get(b"x-request-id", b"").decode("latin-1")
+        request_id = incoming if _REQUEST_ID.fullmatch(incoming) else uuid.uuid4().hex
+        method = scope.get("method", "")
+        structlog.contextvars.clear_contextvars()
+        structlog.contextvars.bind_contextvars(request_id=request_id)
+        span_context = trace.get_current_span().get_span_context()
+        if span_context.is_valid:
+            structlog.contextvars.bind_contextvars(
+                trace_id=f"{span_context.trace_id:032x}", span_id=f"{span_context.span_id:016x}"
+            )
+        status = 500
+        started = False
+
+        async def send_with_context(message: Message) -> None:
+            nonlocal status, started
+            if message["type"] == "http.response.start":
+                started = True
+                status = int(message["status"])
+                MutableHeaders(scope=message)[REQUEST_ID_HEADER] = request_id
+            await send(message)
+
+        began = time.perf_counter()
+        self.metrics.http_in_flight.inc()
+        try:
+            await self.app(scope, receive, send_with_context)
+        except Exception:
+            log.exception("unhandled_error", method=method, path=scope.get("path"))
+            if started:
+                raise  # The response is half sent: only the server can end it now.
+            response = error_response(
+                500,
+                ErrorCode.INTERNAL.value,
+                "Internal error. Quote the request id when reporting it.",
+                {"request_id": request_id},
+            )
+            await response(scope, receive, send_with_context)
+        finally:
+            elapsed = time.perf_counter() - began
+            route = _route_template(scope)
+            self.metrics.http_in_flight.dec()
+            self.metrics.http_requests.labels(method=method, route=route, status=str(status)).inc()
+            self.metrics.http_latency.labels(method=method, route=route).observe(elapsed)
+            log.info(
+                "request",
+                method=method,
+                route=route,
+                path=scope.get("path"),
+                status=status,
+                duration_ms=round(elapsed * 1000, 2),
+            )
+            structlog.contextvars.clear_contextvars()
+
+
+class _BodyTooLarge(HTTPException):
+    # An HTTPException so that FastAPI's body reading lets it through unchanged
+    # (anything else it turns into a 400); the error handler renders the 413.
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"The request body is larger than the limit of {limit} bytes.")
+        self.details = {"max_bytes": limit}
+
+
+class BodySizeLimitMiddleware:
+    """Refuses request bodies over ``max_bytes`` with a 413 in the stable shape.
+
+    A declared ``Content-Length`` over the limit is refused before any body is
+    read; a chunked body (no length) is counted as it arrives and refused as
+    soon as it passes the limit.
+    """
+
+    def __init__(
+        self, app: ASGIApp, *, max_bytes: int, metrics: ServiceMetrics | None = None
+    ) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+        self.metrics = metrics
+
+    def _rejected(self) -> None:
+        if self.metrics is not None:
+            self.metrics.http_body_rejected.inc()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers", ())).get(b"content-length")
+        if declared is not None:
+            try:
+                too_long = int(declared) > self.max_bytes
+            except ValueError:
+                too_long = False
+            if too_long:
+                self._rejected()
+                await self._refuse(scope, receive, send)
+                return
+        received = 0
+        started = False
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    self._rejected()
+                    raise _BodyTooLarge(self.max_bytes)
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        except _BodyTooLarge:
+            if started:
+                raise
+            await self._refuse(scope, receive, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = error_response(
+            413,
+            ErrorCode.PAYLOAD_TOO_LARGE.value,
+            f"The request body is larger than the limit of {self.max_bytes} bytes.",
+            {"max_bytes": self.max_bytes},
+        )
+        await response(scope, receive, send)

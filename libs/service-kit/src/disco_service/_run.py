@@ -1,0 +1,48 @@
+"""``python -m disco_<service>``: serve one app with uvicorn."""
+
+from __future__ import annotations
+
+import uvicorn
+from fastapi import FastAPI
+from opentelemetry import trace
+
+from disco_service._logging import configure_logging
+from disco_service._settings import ServiceSettings
+from disco_service._state import get_state
+
+__all__ = ["run_service"]
+
+# uvicorn's own exit code for "the app did not start".
+_STARTUP_FAILURE = 3
+
+
+def run_service(app: FastAPI, settings: ServiceSettings) -> None:
+    """Serve ``app`` on ``settings.host:settings.port`` until SIGINT/SIGTERM.
+
+    No reload, one process (scale by running more). On a signal uvicorn stops
+    accepting, lets in-flight requests finish for up to
+    ``DISCO_SHUTDOWN_GRACE_SECONDS``, then runs the lifespan's shutdown (outbox
+    drained, bus flushed, pool closed).
+
+    Raises:
+        SystemExit: with code 3 when the app failed to start (e.g. the broker
+            was unreachable), so a supervisor sees the failure.
+    """
+    configure_logging(settings)
+    # In a real process the service's provider is the global one, so SDK code
+    # that traces (the bus's consumer spans) joins the service's traces.
+    trace.set_tracer_provider(get_state(app).tracer_provider)
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        lifespan="on",
+        log_config=None,
+        access_log=False,
+        server_header=False,
+        timeout_graceful_shutdown=int(settings.shutdown_grace_seconds),
+    )
+    server = uvicorn.Server(config)
+    server.run()
+    if not server.started:
+        raise SystemExit(_STARTUP_FAILURE)

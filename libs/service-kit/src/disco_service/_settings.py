@@ -1,0 +1,170 @@
+"""One settings object per service, read from ``DISCO_*`` environment variables."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal, Self
+from urllib.parse import urlsplit
+
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from disco._auth import DEV_AUTH_SECRET
+from disco.settings import BusSettings
+
+__all__ = ["DEFAULT_DATABASE_URL", "ServiceSettings", "settings_env_vars"]
+
+DEFAULT_DATABASE_URL = "postgresql+asyncpg://disco_app:disco_app@127.0.0.1:5432/disco"
+
+# Values that mean "nobody set this": refused outside dev (STYLE 11).
+_PLACEHOLDERS = frozenset(
+    {"", "changethis", "changeme", "change-me", "secret", "password", "disco", "disco_app"}
+)
+_MIN_SECRET_LENGTH = 32
+
+
+def _normalise_database_url(url: str) -> str:
+    scheme, sep, rest = url.partition("://")
+    base = scheme.split("+", 1)[0]
+    if not sep or base not in {"postgresql", "postgres"}:
+        raise ValueError("database_url must be a PostgreSQL URL (postgresql://...)")
+    # The services are async all the way: whatever driver was named, use asyncpg.
+    return f"postgresql+asyncpg://{rest}"
+
+
+class ServiceSettings(BusSettings):
+    """What every disco service is configured with (env prefix ``DISCO_``).
+
+    The Kafka fields (``DISCO_KAFKA_BOOTSTRAP``, ``DISCO_TOPIC_PREFIX``, ...) come
+    from the SDK's :class:`disco.settings.BusSettings`, so services and agents
+    read the bus configuration the same way.
+
+    Each service subclasses this, sets :attr:`service_name` and redefines
+    ``port`` with its default and its own variable: ``DISCO_<SERVICE>_PORT``
+    (e.g. ``DISCO_REGISTRY_PORT``). Everything else is shared by all services:
+    one environment can configure the whole stack.
+    """
+
+    # Merged with BusSettings' config (env prefix ``DISCO_``); ``populate_by_name``
+    # lets code pass ``port=`` although the variable is ``DISCO_<SERVICE>_PORT``.
+    model_config = SettingsConfigDict(populate_by_name=True)
+
+    service_name: ClassVar[str] = "service"
+    """The service's name: its Postgres schema, its log and trace ``service``."""
+
+    env: Literal["dev", "production"] = Field(
+        default="dev", description="`dev` allows built-in secrets; `production` refuses them."
+    )
+    host: str = Field(default="127.0.0.1", description="Interface the HTTP server binds.")
+    port: int = Field(default=8000, ge=1, le=65535, description="HTTP port.")
+
+    database_url: str = Field(
+        default=DEFAULT_DATABASE_URL,
+        description="The application role's URL (not the owner's); asyncpg is used whatever "
+        "driver it names.",
+    )
+    database_pool_size: int = Field(default=5, ge=1, le=200)
+    database_max_overflow: int = Field(default=10, ge=0, le=200)
+    database_pool_timeout_seconds: float = Field(default=10.0, gt=0)
+    database_connect_timeout_seconds: float = Field(default=5.0, gt=0)
+
+    auth_secret: SecretStr | None = Field(
+        default=None, description="HS256 secret. In dev a built-in default is used when unset."
+    )
+    auth_jwks_url: str | None = Field(
+        default=None, description="JWKS document to verify asymmetric tokens with (production)."
+    )
+    auth_audience: str | None = Field(default=None, description="Required `aud`, when set.")
+    auth_issuer: str | None = Field(default=None, description="Required `iss`, when set.")
+    auth_leeway_seconds: int = Field(default=10, ge=0, le=300)
+    auth_jwks_cache_seconds: int = Field(default=300, ge=1)
+
+    max_body_bytes: int = Field(default=1_048_576, ge=1, description="Largest request body.")
+
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
+    log_json: bool | None = Field(
+        default=None,
+        description="JSON logs; unset means JSON unless in dev on a terminal.",
+    )
+    otel_exporter_otlp_endpoint: str | None = Field(
+        default=None, description="OTLP/HTTP endpoint for traces; unset means no export."
+    )
+
+    readiness_timeout_seconds: float = Field(default=2.0, gt=0, le=30)
+    outbox_sweep_interval_seconds: float = Field(default=5.0, gt=0)
+    outbox_batch_size: int = Field(default=100, ge=1, le=10_000)
+    shutdown_grace_seconds: float = Field(default=10.0, ge=0)
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper_level(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
+
+    @field_validator("database_url")
+    @classmethod
+    def _asyncpg_url(cls, value: str) -> str:
+        return _normalise_database_url(value)
+
+    @model_validator(mode="after")
+    def _production_needs_real_secrets(self) -> Self:
+        if self.env != "production":
+            return self
+        problems: list[str] = []
+        secret = self.auth_secret.get_secret_value() if self.auth_secret else None
+        if secret is None and not self.auth_jwks_url:
+            problems.append("set DISCO_AUTH_JWKS_URL (or DISCO_AUTH_SECRET) in production")
+        if secret is not None and (
+            secret.lower() in _PLACEHOLDERS
+            or secret == DEV_AUTH_SECRET
+            or len(secret) < _MIN_SECRET_LENGTH
+        ):
+            problems.append(
+                "DISCO_AUTH_SECRET is a placeholder, the dev default or shorter than "
+                f"{_MIN_SECRET_LENGTH} characters; generate one (`openssl rand -hex 32`)"
+            )
+        password = urlsplit(self.database_url).password
+        if password is not None and password.lower() in _PLACEHOLDERS:
+            problems.append("DISCO_DATABASE_URL uses a placeholder password in production")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @property
+    def is_dev(self) -> bool:
+        """Whether this is a dev deployment."""
+        return self.env == "dev"
+
+    def hs256_secret(self) -> str | None:
+        """The HMAC secret tokens are verified with, or None when only JWKS is used."""
+        if self.auth_secret is not None:
+            return self.auth_secret.get_secret_value()
+        if self.is_dev and not self.auth_jwks_url:
+            return DEV_AUTH_SECRET
+        return None
+
+    def redacted_database_url(self) -> str:
+        """The database URL with its password masked, for logs."""
+        parts = urlsplit(self.database_url)
+        if parts.password:
+            return self.database_url.replace(f":{parts.password}@", ":***@", 1)
+        return self.database_url
+
+
+def settings_env_vars(settings_cls: type[BaseSettings]) -> dict[str, str]:
+    """The environment variables ``settings_cls`` reads, mapped to field names.
+
+    Upper-case names; a field with a validation alias is read under the alias
+    only (that is how ``port`` becomes ``DISCO_REGISTRY_PORT``).
+    """
+    prefix = str(settings_cls.model_config.get("env_prefix", ""))
+    names: dict[str, str] = {}
+    for field_name, info in settings_cls.model_fields.items():
+        alias = info.validation_alias
+        if isinstance(alias, AliasChoices):
+            for choice in alias.choices:
+                if isinstance(choice, str):
+                    names[choice.upper()] = field_name
+        elif isinstance(alias, str):
+            names[alias.upper()] = field_name
+        else:
+            names[f"{prefix}{field_name}".upper()] = field_name
+    return names

@@ -1,0 +1,265 @@
+"""Building blocks for hand-written Alembic migrations (see ``migrations/README.md``).
+
+Each helper comes in two forms: ``*_statements(...)`` returns the SQL (to read,
+test or run by other means) and the plain verb (``enable_tenant_rls``,
+``create_outbox_table``, ...) runs it with ``alembic.op.execute`` inside the
+migration's transaction.
+
+Row-level security
+------------------
+A tenant-scoped table has ``ENABLE`` and ``FORCE ROW LEVEL SECURITY`` and a
+policy comparing its tenant column with the transaction-local setting
+``disco.tenant_id`` that the kit's sessions set at the start of every
+transaction (and, for user-private rows, its user column with
+``disco.user_id``). A transaction that set no tenant sees no row and can
+write none.
+
+The migration owner (the role running ``disco db upgrade``) gets a policy of
+its own that allows everything: it owns the tables and could disable RLS
+anyway, so this adds no power, and it is what lets a ``SECURITY DEFINER``
+function owned by it run a cross-tenant system job (the registry's TTL
+sweeper, for instance) while the application role itself has no BYPASSRLS.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "create_outbox_table",
+    "create_system_function",
+    "disable_tenant_rls",
+    "drop_outbox_table",
+    "drop_system_function",
+    "enable_tenant_rls",
+    "outbox_table_statements",
+    "system_function_statements",
+    "tenant_rls_statements",
+]
+
+TENANT_SETTING = "disco.tenant_id"
+USER_SETTING = "disco.user_id"
+
+_IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_VOLATILITY = frozenset({"VOLATILE", "STABLE", "IMMUTABLE"})
+_LANGUAGES = frozenset({"sql", "plpgsql"})
+_BODY_QUOTE = "$disco$"
+
+
+def _ident(value: str, what: str) -> str:
+    if not _IDENTIFIER.fullmatch(value):
+        raise ValueError(
+            f"{what} {value!r} must be a lower-case SQL identifier "
+            "(letters, digits and '_', starting with a letter or '_')"
+        )
+    return f'"{value}"'
+
+
+def _execute(statements: list[str]) -> None:
+    from alembic import op
+
+    for statement in statements:
+        op.execute(statement)
+
+
+def _setting(name: str) -> str:
+    # NULLIF: once a setting was used in a session it reads '' after its
+    # transaction ends; '' must never match a row.
+    return f"NULLIF(current_setting('{name}', true), '')"
+
+
+# -- row-level security ------------------------------------------------------
+
+
+def tenant_rls_statements(
+    schema: str,
+    table: str,
+    *,
+    user_scoped: bool = False,
+    public_read_column: str | None = None,
+    tenant_column: str = "tenant_id",
+    user_column: str = "user_id",
+) -> list[str]:
+    """The SQL that puts ``schema.table`` under tenant row-level security.
+
+    Args:
+        schema: the service's schema.
+        table: the table (it has ``tenant_column``, and ``user_column`` when user-scoped).
+        user_scoped: rows are private to their user within the tenant.
+        public_read_column: a boolean column; rows where it is true are readable
+            (not writable) by every user of the tenant. Only with ``user_scoped``.
+        tenant_column: the column holding the tenant id.
+        user_column: the column holding the user id.
+    """
+    if public_read_column is not None and not user_scoped:
+        raise ValueError("public_read_column only makes sense with user_scoped=True")
+    qualified = f"{_ident(schema, 'schema')}.{_ident(table, 'table')}"
+    tenant_match = f"{_ident(tenant_column, 'tenant column')} = {_setting(TENANT_SETTING)}"
+    row_match = tenant_match
+    if user_scoped:
+        row_match += f" AND {_ident(user_column, 'user column')} = {_setting(USER_SETTING)}"
+    statements = [
+        f"ALTER TABLE {qualified} ENABLE ROW LEVEL SECURITY",
+        f"ALTER TABLE {qualified} FORCE ROW LEVEL SECURITY",
+        f"CREATE POLICY {_ident(table + '_tenant_isolation', 'policy')} ON {qualified} "
+        f"AS PERMISSIVE FOR ALL TO PUBLIC USING ({row_match}) WITH CHECK ({row_match})",
+        f"CREATE POLICY {_ident(table + '_owner_maintenance', 'policy')} ON {qualified} "
+        "AS PERMISSIVE FOR ALL TO CURRENT_USER USING (true) WITH CHECK (true)",
+    ]
+    if public_read_column is not None:
+        public = _ident(public_read_column, "public read column")
+        statements.append(
+            f"CREATE POLICY {_ident(table + '_public_read', 'policy')} ON {qualified} "
+            f"AS PERMISSIVE FOR SELECT TO PUBLIC USING ({tenant_match} AND {public})"
+        )
+    return statements
+
+
+def enable_tenant_rls(
+    schema: str,
+    table: str,
+    *,
+    user_scoped: bool = False,
+    public_read_column: str | None = None,
+    tenant_column: str = "tenant_id",
+    user_column: str = "user_id",
+) -> None:
+    """Put ``schema.table`` under tenant row-level security (in a migration).
+
+    See :func:`tenant_rls_statements` for the arguments.
+    """
+    _execute(
+        tenant_rls_statements(
+            schema,
+            table,
+            user_scoped=user_scoped,
+            public_read_column=public_read_column,
+            tenant_column=tenant_column,
+            user_column=user_column,
+        )
+    )
+
+
+def disable_tenant_rls(schema: str, table: str) -> None:
+    """Undo :func:`enable_tenant_rls` (for a ``downgrade``)."""
+    qualified = f"{_ident(schema, 'schema')}.{_ident(table, 'table')}"
+    _execute(
+        [
+            *(
+                f"DROP POLICY IF EXISTS {_ident(table + suffix, 'policy')} ON {qualified}"
+                for suffix in ("_tenant_isolation", "_owner_maintenance", "_public_read")
+            ),
+            f"ALTER TABLE {qualified} NO FORCE ROW LEVEL SECURITY",
+            f"ALTER TABLE {qualified} DISABLE ROW LEVEL SECURITY",
+        ]
+    )
+
+
+# -- outbox ------------------------------------------------------------------
+
+
+def outbox_table_statements(schema: str) -> list[str]:
+    """The SQL creating ``schema.outbox``, the service's transactional outbox.
+
+    No row-level security on purpose: only the kit reads it (the relay, which
+    serves every tenant), no endpoint exposes it, and each row keeps its
+    tenant inside the envelope and in ``tenant_id`` for operators.
+    """
+    owned = _ident(schema, "schema")
+    return [
+        f"CREATE TABLE {owned}.outbox ("
+        "id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
+        "topic text NOT NULL CHECK (topic <> ''), "
+        "envelope jsonb NOT NULL, "
+        "tenant_id text, "
+        "created_at timestamptz NOT NULL DEFAULT now())",
+        f"COMMENT ON TABLE {owned}.outbox IS "
+        "'Envelopes to publish after commit; drained by the disco_service outbox relay.'",
+    ]
+
+
+def create_outbox_table(schema: str) -> None:
+    """Create ``schema.outbox`` (in a migration)."""
+    _execute(outbox_table_statements(schema))
+
+
+def drop_outbox_table(schema: str) -> None:
+    """Drop ``schema.outbox`` (for a ``downgrade``)."""
+    _execute([f"DROP TABLE IF EXISTS {_ident(schema, 'schema')}.outbox"])
+
+
+# -- cross-tenant system jobs --------------------------------------------------
+
+
+def system_function_statements(
+    schema: str,
+    name: str,
+    *,
+    arguments: str = "",
+    returns: str,
+    body: str,
+    language: str = "sql",
+    volatility: str = "VOLATILE",
+) -> list[str]:
+    """The SQL creating a ``SECURITY DEFINER`` function for a cross-tenant system job.
+
+    The function runs as the migration owner, whose policy lets it see every
+    tenant's rows, so the application role (no BYPASSRLS) can run exactly
+    this job across tenants and nothing else. ``search_path`` is pinned to
+    ``pg_catalog, pg_temp``: write every table name schema-qualified in
+    ``body``. ``disco db upgrade`` grants the application role EXECUTE on it.
+
+    Args:
+        schema: the service's schema.
+        name: the function's name.
+        arguments: the argument list, e.g. ``"cutoff timestamptz"``.
+        returns: the return type, e.g. ``"integer"`` or ``"SETOF text"``.
+        body: the function body (SQL or PL/pgSQL).
+        language: ``sql`` or ``plpgsql``.
+        volatility: ``VOLATILE``, ``STABLE`` or ``IMMUTABLE``.
+    """
+    if language not in _LANGUAGES:
+        raise ValueError(f"language must be one of {sorted(_LANGUAGES)}")
+    if volatility.upper() not in _VOLATILITY:
+        raise ValueError(f"volatility must be one of {sorted(_VOLATILITY)}")
+    if _BODY_QUOTE in body:
+        raise ValueError(f"the function body must not contain {_BODY_QUOTE}")
+    qualified = f"{_ident(schema, 'schema')}.{_ident(name, 'function')}"
+    return [
+        f"CREATE OR REPLACE FUNCTION {qualified}({arguments}) RETURNS {returns} "
+        f"LANGUAGE {language} {volatility.upper()} SECURITY DEFINER "
+        "SET search_path = pg_catalog, pg_temp "
+        f"AS {_BODY_QUOTE}{body}{_BODY_QUOTE}",
+        # Functions are executable by PUBLIC by default; only the app role may run it.
+        f"REVOKE ALL ON FUNCTION {qualified}({arguments}) FROM PUBLIC",
+    ]
+
+
+def create_system_function(
+    schema: str,
+    name: str,
+    *,
+    arguments: str = "",
+    returns: str,
+    body: str,
+    language: str = "sql",
+    volatility: str = "VOLATILE",
+) -> None:
+    """Create a ``SECURITY DEFINER`` system function (see :func:`system_function_statements`)."""
+    _execute(
+        system_function_statements(
+            schema,
+            name,
+            arguments=arguments,
+            returns=returns,
+            body=body,
+            language=language,
+            volatility=volatility,
+        )
+    )
+
+
+def drop_system_function(schema: str, name: str, *, arguments: str = "") -> None:
+    """Drop a system function (for a ``downgrade``)."""
+    qualified = f"{_ident(schema, 'schema')}.{_ident(name, 'function')}"
+    _execute([f"DROP FUNCTION IF EXISTS {qualified}({arguments})"])

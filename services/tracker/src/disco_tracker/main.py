@@ -1,0 +1,30 @@
+"""The tracker service's app: the kit's wiring plus the tracker's routers."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from disco_service import create_service_app, run_service
+from disco_tracker.settings import TrackerSettings
+
+__all__ = ["create_app", "main"]
+
+DESCRIPTION = "Plan and task progress, timelines, metrics and HITL timeouts."
+
+
+def create_app(settings: TrackerSettings | None = None) -> FastAPI:
+    """The tracker app (settings from ``DISCO_*`` variables when not given).
+
+    Nothing connects here: the database and the bus start in the lifespan.
+    """
+    return create_service_app(
+        settings if settings is not None else TrackerSettings(),
+        title="disco tracker",
+        description=DESCRIPTION,
+    )
+
+
+def main() -> None:
+    """Serve the tracker service until SIGINT/SIGTERM (``python -m disco_tracker``)."""
+    settings = TrackerSettings()
+    run_service(create_app(settings), settings)
