@@ -1,0 +1,99 @@
+"""Property: any valid envelope survives the Kafka mapping (value, key, headers)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from disco.bus._wire import record_for
+from disco_common.envelope import (
+    ActionRequest,
+    ActionResult,
+    BusinessFact,
+    Envelope,
+    Notification,
+    SystemEvent,
+    envelope_class_for,
+    headers_dict,
+)
+
+ids = st.from_regex(r"\A[A-Za-z0-9][A-Za-z0-9._:@-]{0,40}\Z")
+tenants = st.from_regex(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,30}\Z")
+event_types = st.from_regex(r"\A[A-Za-z0-9][A-Za-z0-9._:/-]{0,40}\Z")
+topics = st.from_regex(r"\A[A-Za-z0-9._-]{1,40}\Z")
+traceparents = st.from_regex(r"\A00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]\Z")
+times = st.datetimes(
+    min_value=datetime(1970, 1, 2), max_value=datetime(9998, 12, 31), timezones=st.just(UTC)
+)
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**53), max_value=2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=30),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+optional_attributes = st.fixed_dictionaries(
+    {},
+    optional={
+        "subject": st.text(min_size=0, max_size=40),
+        "correlation_id": ids,
+        "causation_id": ids,
+        "tenant_id": tenants,
+        "user_id": ids,
+        "session_id": ids,
+        "plan_id": ids,
+        "task_id": ids,
+        "response_event": event_types,
+        "response_topic": topics,
+        "payload_schema": st.text(min_size=1, max_size=40),
+        "traceparent": traceparents,
+        "myextension": st.text(max_size=20),
+    },
+)
+kinds = st.sampled_from(
+    [Envelope, ActionRequest, ActionResult, BusinessFact, SystemEvent, Notification]
+)
+
+
+@st.composite
+def envelopes(draw: st.DrawFn) -> Envelope:
+    kind = draw(kinds)
+    attributes = draw(optional_attributes)
+    if kind is ActionRequest:
+        attributes.setdefault("response_event", draw(event_types))
+    if kind is ActionResult:
+        attributes.setdefault("correlation_id", draw(ids))
+    return kind(
+        id=draw(ids),
+        source=draw(st.text(min_size=1, max_size=60)),
+        type=draw(event_types),
+        time=draw(times),
+        data=draw(json_values),
+        **attributes,
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(envelopes())
+def test_any_valid_envelope_round_trips_through_the_kafka_record(envelope: Envelope) -> None:
+    record = record_for(envelope)
+    kind = type(envelope)
+    topic = kind.topic_hint.value if kind.topic_hint else "custom-topic"
+
+    parsed = envelope_class_for(topic).from_kafka_value(record.value)
+
+    assert parsed == envelope
+    assert type(parsed) is kind
+    assert record.key == (envelope.plan_id or envelope.correlation_id or envelope.id).encode()
+    headers = headers_dict(record.headers)
+    assert headers["ce_id"] == envelope.id
+    assert headers["ce_type"] == envelope.type
+    assert headers.get("tenant_id") == envelope.tenant_id
+    assert headers.get("traceparent") == envelope.traceparent
+    assert record.size >= len(record.value) + len(record.key)

@@ -1,0 +1,37 @@
+"""The handler context accessor, without a broker."""
+
+from __future__ import annotations
+
+import pytest
+import structlog
+
+import disco
+from disco_common.envelope import ActionRequest, Envelope
+
+
+def test_outside_a_handler_the_accessor_raises_a_clear_error() -> None:
+    with pytest.raises(disco.NotInHandlerError, match="inside a bus handler"):
+        disco.current_context()
+
+
+def test_inside_handler_context_the_envelope_and_its_topic_are_current() -> None:
+    envelope = ActionRequest(source="urn:t", type="a.requested", response_event="a.completed")
+
+    with disco.handler_context(envelope):
+        assert disco.current_envelope() is envelope
+        assert disco.current_context().topic == "action-requests"
+
+    with pytest.raises(disco.NotInHandlerError):
+        disco.current_envelope()
+
+
+def test_log_lines_inside_a_handler_carry_the_envelope_id_type_and_tenant() -> None:
+    envelope = Envelope(source="urn:t", type="x.happened", tenant_id="acme")
+
+    with disco.handler_context(disco.HandlerContext(envelope=envelope, topic="business-facts")):
+        bound = structlog.contextvars.get_contextvars()
+
+    assert bound["event_id"] == envelope.id
+    assert bound["event_type"] == "x.happened"
+    assert bound["tenant_id"] == "acme"
+    assert "event_id" not in structlog.contextvars.get_contextvars()

@@ -1,0 +1,82 @@
+"""Graceful stop: running handlers finish, their offsets are committed, the group is left."""
+
+from __future__ import annotations
+
+import asyncio
+
+from disco.bus import BusClient, BusConsumer
+from disco_common.envelope import Envelope
+from disco_common.topics import Topic
+from tests.integration.bus.conftest import Recorder, committed_total
+
+
+async def test_stop_lets_the_running_handler_finish_and_commits_it(
+    bus: BusClient, kafka_bootstrap: str
+) -> None:
+    started, release = asyncio.Event(), asyncio.Event()
+    finished: list[str] = []
+
+    async def slow(envelope: Envelope) -> None:
+        started.set()
+        await release.wait()
+        finished.append(envelope.id)
+
+    sent = await bus.announce("report.requested", {})
+    consumer = BusConsumer(bus, "slowpoke")
+    consumer.add_handler(Topic.BUSINESS_FACTS, "report.requested", slow)
+    await consumer.start()
+    async with asyncio.timeout(20):
+        await started.wait()
+
+    stopping = asyncio.create_task(consumer.stop(grace=10))
+    await asyncio.sleep(0.2)
+    assert not stopping.done()  # waiting for the handler in flight
+    release.set()
+    await asyncio.wait_for(stopping, 20)
+
+    assert finished == [sent.id]
+    committed = await committed_total(
+        kafka_bootstrap, "slowpoke", bus.topic_name(Topic.BUSINESS_FACTS)
+    )
+    assert committed == 1
+
+
+async def test_a_handler_still_running_after_the_grace_period_is_redelivered_later(
+    bus: BusClient, recorder: Recorder
+) -> None:
+    started = asyncio.Event()
+
+    async def stuck(envelope: Envelope) -> None:
+        started.set()
+        await asyncio.Event().wait()
+
+    sent = await bus.announce("export.requested", {})
+    first = BusConsumer(bus, "exporter")
+    first.add_handler(Topic.BUSINESS_FACTS, "export.requested", stuck)
+    await first.start()
+    async with asyncio.timeout(20):
+        await started.wait()
+    await asyncio.wait_for(first.stop(grace=0.2), 20)
+
+    second = BusConsumer(bus, "exporter")
+    second.add_handler(Topic.BUSINESS_FACTS, "export.requested", recorder)
+    async with second:
+        await recorder.wait_for(1)
+
+    assert recorder.ids == [sent.id]
+
+
+async def test_run_returns_after_stop_and_stop_twice_is_harmless(
+    bus: BusClient, recorder: Recorder
+) -> None:
+    consumer = BusConsumer(bus, "runner")
+    consumer.add_handler(Topic.BUSINESS_FACTS, "*", recorder)
+    running = asyncio.create_task(consumer.run())
+    await bus.announce("tick.happened", {})
+    await recorder.wait_for(1)
+
+    await consumer.stop()
+    await consumer.stop()
+
+    await asyncio.wait_for(running, 10)
+    assert running.exception() is None
