@@ -352,6 +352,10 @@ UI_EVENT_PAYLOADS: dict[AgentUIEventType, type[_Payload]] = {
 }
 """The payload model of each UI event type."""
 
+_UI_TYPE_OF: dict[type[_Payload], AgentUIEventType] = {
+    model: kind for kind, model in UI_EVENT_PAYLOADS.items()
+}
+
 
 class AgentUIEvent(_Payload):
     """The one stable envelope UIs receive for agent activity.
@@ -388,7 +392,7 @@ class AgentUIEvent(_Payload):
         agent_name: str | None = None,
     ) -> AgentUIEvent:
         """Wrap a typed payload, taking ``type`` from the payload's model."""
-        kind = next(kind for kind, model in UI_EVENT_PAYLOADS.items() if type(payload) is model)
+        kind = _UI_TYPE_OF[type(payload)]
         return cls(
             type=kind,
             session_id=session_id,
