@@ -325,7 +325,7 @@ class AgentListQuery(PageQuery):
 
 
 class DiscoveryQuery(Body):
-    """ "Who can do X?" — at least one criterion; all given criteria must match."""
+    """A "who can do X?" question: at least one criterion; all given ones must match."""
 
     capability: TaskName | None = Field(default=None, description="A capability (task name).")
     consumed_event: EventType | None = Field(
