@@ -146,7 +146,16 @@ class HumanInputRequest(Body):
 class HumanInputResponse(Body):
     """A human's answer (data of the envelope typed as the request's ``response_event``)."""
 
-    answer: JsonValue = Field(description="The answer (an option's value, text, or structured).")
+    answer: JsonValue = Field(
+        default=None, description="The answer (an option's value, text, or structured)."
+    )
+    timed_out: bool = Field(
+        default=False,
+        description=(
+            "True when nobody answered within timeout_seconds: the tracker then publishes this "
+            "response itself (answer null), so the asker always gets exactly one of the two."
+        ),
+    )
     request_id: Id | None = Field(default=None, description="The question's envelope id.")
     task_id: Id | None = Field(default=None, description="The task that asked.")
     plan_id: Id | None = Field(default=None, description="The plan that asked.")

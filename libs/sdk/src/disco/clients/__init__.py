@@ -1,0 +1,34 @@
+"""Typed clients of the disco services (httpx; DTOs from ``disco_common``).
+
+:class:`ServiceClient` is the shared base: bearer tokens, on-behalf-of headers
+inside a bus handler, the stable error shape as :class:`ServiceError`
+subclasses, retries for idempotent calls.
+"""
+
+from disco.clients._base import (
+    DevTokenMinter,
+    ServiceAuthError,
+    ServiceClient,
+    ServiceConflictError,
+    ServiceError,
+    ServiceNotFoundError,
+    ServiceUnavailableError,
+    ServiceValidationError,
+    StaticToken,
+    TokenProvider,
+)
+from disco.clients._settings import ServiceClientSettings
+
+__all__ = [
+    "DevTokenMinter",
+    "ServiceAuthError",
+    "ServiceClient",
+    "ServiceClientSettings",
+    "ServiceConflictError",
+    "ServiceError",
+    "ServiceNotFoundError",
+    "ServiceUnavailableError",
+    "ServiceValidationError",
+    "StaticToken",
+    "TokenProvider",
+]

@@ -1,0 +1,356 @@
+"""What every typed client of a disco HTTP service shares.
+
+- one ``httpx.AsyncClient`` per client, created in ``start()`` (idempotent) or
+  ``async with``;
+- a bearer token from a :class:`TokenProvider`: a token the operator gave
+  (``DISCO_AUTH_TOKEN``) or, in dev, one minted from ``DISCO_AUTH_SECRET``;
+- inside a bus handler, the tenant and user of the envelope being handled are
+  sent as on-behalf-of headers, so a platform agent's calls are scoped to the
+  tenant it is working for (the services honour them only for the ``service``
+  role);
+- the services' stable error shape becomes a :class:`ServiceError` subclass with
+  the same ``code``, ``message`` and ``details``;
+- connection failures and 502/503/504 are retried for idempotent requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any, Protocol, Self, TypeVar, overload
+
+import httpx
+from pydantic import BaseModel, SecretStr, TypeAdapter, ValidationError
+
+from disco._auth import DEV_AUTH_SECRET, mint_dev_token
+from disco._context import maybe_current_context
+from disco_common.auth import ON_BEHALF_OF_TENANT_HEADER, ON_BEHALF_OF_USER_HEADER, Role
+from disco_common.errors import ErrorResponse
+
+__all__ = [
+    "DevTokenMinter",
+    "ServiceAuthError",
+    "ServiceClient",
+    "ServiceConflictError",
+    "ServiceError",
+    "ServiceNotFoundError",
+    "ServiceUnavailableError",
+    "ServiceValidationError",
+    "StaticToken",
+    "TokenProvider",
+    "token_provider_from_settings",
+]
+
+ModelT = TypeVar("ModelT")
+
+_IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
+_RETRY_STATUSES = frozenset({502, 503, 504})
+
+
+class TokenProvider(Protocol):
+    """Supplies the bearer token for the next request."""
+
+    async def token(self) -> str:
+        """A token that is valid now."""
+        ...
+
+
+class StaticToken:
+    """A token given from outside (``DISCO_AUTH_TOKEN``); never refreshed."""
+
+    def __init__(self, token: str) -> None:
+        if not token:
+            raise ValueError("StaticToken needs a non-empty token")
+        self._token = token
+
+    async def token(self) -> str:
+        return self._token
+
+
+class DevTokenMinter:
+    """Mints HS256 dev tokens for one tenant/user and renews them before expiry."""
+
+    def __init__(
+        self,
+        secret: str,
+        *,
+        tenant_id: str,
+        user_id: str,
+        roles: tuple[Role, ...] = (Role.SERVICE,),
+        ttl_seconds: int = 3600,
+    ) -> None:
+        self._secret = secret
+        self._tenant_id = tenant_id
+        self._user_id = user_id
+        self._roles = roles
+        self._ttl_seconds = ttl_seconds
+        self._token: str | None = None
+        self._renew_at = 0.0
+
+    async def token(self) -> str:
+        now = time.monotonic()
+        if self._token is None or now >= self._renew_at:
+            self._token = mint_dev_token(
+                self._secret, self._tenant_id, self._user_id, self._roles, self._ttl_seconds
+            )
+            # Renew with a fifth of the lifetime left, so no request carries a stale token.
+            self._renew_at = now + self._ttl_seconds * 0.8
+        return self._token
+
+
+def token_provider_from_settings(
+    *,
+    auth_token: SecretStr | None,
+    auth_secret: SecretStr | None,
+    tenant_id: str,
+    user_id: str,
+    roles: tuple[Role, ...] = (Role.SERVICE,),
+) -> TokenProvider:
+    """The token source the settings describe: a given token, else dev minting."""
+    if auth_token is not None and auth_token.get_secret_value():
+        return StaticToken(auth_token.get_secret_value())
+    secret = auth_secret.get_secret_value() if auth_secret is not None else DEV_AUTH_SECRET
+    return DevTokenMinter(secret, tenant_id=tenant_id, user_id=user_id, roles=roles)
+
+
+class ServiceError(Exception):
+    """A disco service answered with an error (or could not be reached).
+
+    ``code``, ``message`` and ``details`` are the service's stable error shape.
+    """
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        details: Any = None,
+        *,
+        method: str = "",
+        url: str = "",
+    ) -> None:
+        super().__init__(f"{method} {url} -> {status} {code}: {message}".strip())
+        self.status = status
+        self.code = code
+        self.message = message
+        self.details = details
+        self.method = method
+        self.url = url
+
+
+class ServiceNotFoundError(ServiceError):
+    """404: what was asked for does not exist (or belongs to another tenant)."""
+
+
+class ServiceConflictError(ServiceError):
+    """409: a conflicting write, e.g. a stale version or an immutable schema."""
+
+
+class ServiceValidationError(ServiceError):
+    """400/413/422: the request was malformed; ``details`` lists the violations."""
+
+
+class ServiceAuthError(ServiceError):
+    """401/403: the token is missing, invalid or lacks a role."""
+
+
+class ServiceUnavailableError(ServiceError):
+    """The service could not be reached or is not ready (connection error, 503)."""
+
+
+def _error_class(status: int) -> type[ServiceError]:
+    if status == 404:
+        return ServiceNotFoundError
+    if status == 409:
+        return ServiceConflictError
+    if status in {400, 413, 422}:
+        return ServiceValidationError
+    if status in {401, 403}:
+        return ServiceAuthError
+    if status in _RETRY_STATUSES:
+        return ServiceUnavailableError
+    return ServiceError
+
+
+def _to_json(body: Any) -> Any:
+    if isinstance(body, BaseModel):
+        return body.model_dump(mode="json", exclude_unset=True)
+    return body
+
+
+class ServiceClient:
+    """Base of the typed service clients; subclasses add one method per endpoint."""
+
+    service_name = "service"
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        token: TokenProvider | None = None,
+        timeout_seconds: float = 10.0,
+        retries: int = 2,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._token = token
+        self._timeout = timeout_seconds
+        self._retries = retries
+        self._transport = transport
+        self._http: httpx.AsyncClient | None = None
+
+    async def start(self) -> None:
+        """Open the connection pool. Idempotent."""
+        if self._http is None:
+            self._http = httpx.AsyncClient(
+                base_url=self.base_url, timeout=self._timeout, transport=self._transport
+            )
+
+    async def stop(self) -> None:
+        """Close the connection pool. Idempotent."""
+        http, self._http = self._http, None
+        if http is not None:
+            await http.aclose()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    async def _headers(self) -> dict[str, str]:
+        headers: dict[str, str] = {}
+        if self._token is not None:
+            headers["Authorization"] = f"Bearer {await self._token.token()}"
+        context = maybe_current_context()
+        if context is not None:
+            if context.envelope.tenant_id:
+                headers[ON_BEHALF_OF_TENANT_HEADER] = context.envelope.tenant_id
+            if context.envelope.user_id:
+                headers[ON_BEHALF_OF_USER_HEADER] = context.envelope.user_id
+        return headers
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> httpx.Response:
+        """Send one request; raise a :class:`ServiceError` for any error answer."""
+        if self._http is None:
+            raise RuntimeError(
+                f"{type(self).__name__} is not started: call `await client.start()` or use "
+                "`async with client:` first"
+            )
+        method = method.upper()
+        query = {k: v for k, v in (params or {}).items() if v is not None}
+        attempts = 1 + (self._retries if method in _IDEMPOTENT else 0)
+        url = f"{self.base_url}{path}"
+        for attempt in range(1, attempts + 1):
+            request_headers = {**await self._headers(), **(headers or {})}
+            try:
+                response = await self._http.request(
+                    method, path, json=_to_json(json), params=query, headers=request_headers
+                )
+            except httpx.TransportError as exc:
+                if attempt < attempts:
+                    await asyncio.sleep(0.1 * 2 ** (attempt - 1))
+                    continue
+                raise ServiceUnavailableError(
+                    503,
+                    "unavailable",
+                    f"the {self.service_name} service at {self.base_url} could not be reached "
+                    f"({type(exc).__name__}: {exc}); is it running (`disco dev up`)?",
+                    method=method,
+                    url=url,
+                ) from exc
+            if response.status_code in _RETRY_STATUSES and attempt < attempts:
+                await asyncio.sleep(0.1 * 2 ** (attempt - 1))
+                continue
+            if response.status_code >= 400:
+                raise self._error(response, method, url)
+            return response
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _error(self, response: httpx.Response, method: str, url: str) -> ServiceError:
+        kind = _error_class(response.status_code)
+        try:
+            body = ErrorResponse.model_validate_json(response.content).error
+            return kind(
+                response.status_code, body.code, body.message, body.details, method=method, url=url
+            )
+        except ValidationError:
+            text = response.text[:500]
+            return kind(response.status_code, "http_error", text, method=method, url=url)
+
+    @overload
+    async def call(
+        self,
+        method: str,
+        path: str,
+        result: type[ModelT],
+        *,
+        json: Any = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> ModelT: ...
+
+    @overload
+    async def call(
+        self,
+        method: str,
+        path: str,
+        result: None = None,
+        *,
+        json: Any = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> None: ...
+
+    async def call(
+        self,
+        method: str,
+        path: str,
+        result: type[ModelT] | None = None,
+        *,
+        json: Any = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> ModelT | None:
+        """Send a request and parse its JSON answer as ``result`` (None: no body)."""
+        response = await self.request(method, path, json=json, params=params)
+        if result is None:
+            return None
+        return _adapter(result).validate_json(response.content)
+
+    async def call_or_none(
+        self,
+        method: str,
+        path: str,
+        result: type[ModelT],
+        *,
+        params: Mapping[str, Any] | None = None,
+    ) -> ModelT | None:
+        """Like :meth:`call`, but ``None`` when the service answers 404."""
+        try:
+            return await self.call(method, path, result, params=params)
+        except ServiceNotFoundError:
+            return None
+
+
+_ADAPTERS: dict[Any, TypeAdapter[Any]] = {}
+
+
+def _adapter(kind: type[ModelT]) -> TypeAdapter[ModelT]:
+    adapter = _ADAPTERS.get(kind)
+    if adapter is None:
+        adapter = _ADAPTERS[kind] = TypeAdapter(kind)
+    return adapter
