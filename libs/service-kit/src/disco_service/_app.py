@@ -9,7 +9,7 @@ from typing import Annotated
 
 import structlog
 from fastapi import APIRouter, Depends, FastAPI, Request
-from starlette.middleware.opentelemetry import OpenTelemetryMiddleware
+from starlette.types import Scope
 
 from disco.bus import BusClient
 from disco_service._auth import TokenVerifier
@@ -32,7 +32,12 @@ LifespanHook = Callable[[ServiceState], AbstractAsyncContextManager[None]]
 """A service's own start/stop step, entered after the kit's (database, bus, relay)
 and exited before them: ``@asynccontextmanager async def sweeper(state): ...``."""
 
-_UNTRACED = (r"/healthz$", r"/readyz$", r"/metrics$")
+_UNTRACED_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+
+
+def _untraced(scope: Scope) -> bool:
+    # Probes and scrapes every few seconds would drown the traces that matter.
+    return scope.get("path") in _UNTRACED_PATHS
 
 
 def _database_check(database: Database, timeout: float) -> ReadinessCheck:
@@ -156,19 +161,25 @@ def create_service_app(
         description=description,
         lifespan=lifespan,
         responses=error_responses(401, 422, 500),
+        # FastAPI's own OpenTelemetry: server spans continuing an incoming
+        # `traceparent`, plus spans for dependencies and the endpoint. Metrics
+        # are Prometheus' (/metrics) and logs structlog's, so those are off.
+        telemetry={
+            "tracer_provider": state.tracer_provider,
+            "metrics": False,
+            "logs": False,
+            "exclude": _untraced,
+        },
     )
     app.state.disco = state
     install_error_handlers(app)
     # add_middleware puts each new one outside the previous: the body limit runs
-    # innermost, the request context around it, the server span outermost so
-    # that logs and metrics inside it know the trace id.
+    # inside the request context, so refused bodies are counted and logged too.
+    # FastAPI's telemetry wraps the whole stack, so the server span is current here.
     app.add_middleware(
         BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes, metrics=state.metrics
     )
     app.add_middleware(RequestContextMiddleware, metrics=state.metrics)
-    app.add_middleware(
-        OpenTelemetryMiddleware, tracer_provider=state.tracer_provider, excluded_urls=_UNTRACED
-    )
     app.include_router(health_router)
     app.include_router(metrics_router)
     for router in routers:
