@@ -576,6 +576,19 @@ EXAMPLES: list[BaseModel] = [
     dc.AgentMetrics(agent_name="analyzer", tasks_started=10, tasks_completed=9, tasks_failed=1),
     dc.EventTypeMetrics(event_type="calculate.requested", topic="action-requests", count=42),
     dc.PlanProgressQuery(status=dc.PlanStatus.PAUSED),
+    dc.HumanInputWaitRecord(
+        correlation_id="corr-1",
+        response_event="document.approval.received",
+        status=dc.HumanInputWaitStatus.TIMED_OUT,
+        request_id="req-1",
+        task_id="task-1",
+        question="Approve?",
+        timeout_seconds=60,
+        asked_at=T0,
+        deadline=T1,
+        timed_out_at=T1,
+    ),
+    dc.HumanInputWaitQuery(status=dc.HumanInputWaitStatus.WAITING, task_id="task-1"),
     dc.TaskProgressQuery(plan_id="plan-1"),
 ]
 

@@ -6,6 +6,8 @@ The tracker builds these from what it consumes (``system-events``,
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from pydantic import Field, JsonValue
 
 from disco_common._base import Record
@@ -18,6 +20,9 @@ __all__ = [
     "AgentMetrics",
     "DelegationGroupProgress",
     "EventTypeMetrics",
+    "HumanInputWaitQuery",
+    "HumanInputWaitRecord",
+    "HumanInputWaitStatus",
     "PlanProgress",
     "PlanProgressQuery",
     "PlanTreeNode",
@@ -170,3 +175,43 @@ class TaskProgressQuery(PageQuery):
     plan_id: Id | None = None
     status: TaskStatus | None = None
     agent_name: AgentName | None = None
+
+
+class HumanInputWaitStatus(StrEnum):
+    """Where a question to a human stands."""
+
+    WAITING = "waiting"
+    """Asked, not answered, deadline not reached."""
+    ANSWERED = "answered"
+    """Answered in time."""
+    TIMED_OUT = "timed_out"
+    """Nobody answered by the deadline: the tracker published the timeout."""
+    ANSWERED_LATE = "answered_late"
+    """An answer came after the timeout had been published (the asker ignores it)."""
+
+
+class HumanInputWaitRecord(Record):
+    """A question to a human the tracker watches (``/v1/tracker/hitl``)."""
+
+    correlation_id: Id = Field(description="The correlation id the answer carries.")
+    response_event: EventType = Field(description="The event type the answer comes as.")
+    status: HumanInputWaitStatus
+    request_id: Id | None = Field(default=None, description="The question's envelope id.")
+    user_id: Id | None = None
+    session_id: Id | None = None
+    plan_id: Id | None = None
+    task_id: Id | None = None
+    question: str | None = None
+    timeout_seconds: int | None = Field(default=None, gt=0)
+    asked_at: UtcDatetime | None = None
+    deadline: UtcDatetime | None = None
+    answered_at: UtcDatetime | None = None
+    timed_out_at: UtcDatetime | None = None
+
+
+class HumanInputWaitQuery(PageQuery):
+    """Filters for listing questions to humans."""
+
+    status: HumanInputWaitStatus | None = None
+    task_id: Id | None = None
+    plan_id: Id | None = None

@@ -5,6 +5,8 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from disco_service import create_service_app, run_service
+from disco_tracker.hitl.consumer import hitl_watch
+from disco_tracker.hitl.endpoints import router as hitl_router
 from disco_tracker.settings import TrackerSettings
 
 __all__ = ["create_app", "main"]
@@ -21,6 +23,8 @@ def create_app(settings: TrackerSettings | None = None) -> FastAPI:
         settings if settings is not None else TrackerSettings(),
         title="disco tracker",
         description=DESCRIPTION,
+        routers=[hitl_router],
+        lifespan_hooks=[hitl_watch],
     )
 
 

@@ -23,3 +23,14 @@ class TrackerSettings(ServiceSettings):
         validation_alias=AliasChoices("DISCO_TRACKER_PORT"),
         description="HTTP port (DISCO_TRACKER_PORT).",
     )
+    hitl_sweep_interval_seconds: float = Field(
+        default=1.0,
+        gt=0,
+        le=3600,
+        description="How often unanswered questions past their deadline are timed out.",
+    )
+    hitl_consumer_group: str = Field(
+        default="disco-tracker",
+        pattern=r"^[A-Za-z0-9._-]{1,100}$",
+        description="Consumer group of the tracker's instances on notification-events.",
+    )

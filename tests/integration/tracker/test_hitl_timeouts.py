@@ -1,0 +1,262 @@
+"""The tracker times out questions to humans that nobody answers in time."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+import httpx
+import pytest
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from asgi_lifespan import LifespanManager
+
+from disco._auth import DEV_AUTH_SECRET, mint_dev_token
+from disco.bus import BusClient
+from disco.settings import BusSettings
+from disco_common.envelope import Envelope
+from disco_common.notifications import HumanInputResponse, NotificationType
+from disco_common.system_events import SystemEventType
+from disco_common.topics import Topic, dlq_topic, topic_name
+from disco_tracker.main import create_app
+from disco_tracker.settings import TrackerSettings
+from tests.fixtures.infra import DatabaseUrls
+
+RESPONSE_EVENT = "document.approval.received"
+
+
+@dataclass
+class Tracker:
+    http: httpx.AsyncClient
+    bus: BusClient
+    prefix: str
+    bootstrap: str
+
+
+@pytest.fixture
+async def tracker(
+    database: DatabaseUrls, kafka_bootstrap: str, topic_prefix: str
+) -> AsyncIterator[Tracker]:
+    settings = TrackerSettings(
+        env="dev",
+        database_url=database.app,
+        kafka_bootstrap=kafka_bootstrap,
+        topic_prefix=topic_prefix,
+        kafka_session_timeout_ms=1000,
+        kafka_heartbeat_interval_ms=300,
+        hitl_sweep_interval_seconds=0.2,
+        outbox_sweep_interval_seconds=0.5,
+    )
+    bus_settings = BusSettings(kafka_bootstrap=kafka_bootstrap, topic_prefix=topic_prefix)
+    async with BusClient(bus_settings, source="test://asker") as bus:
+        await bus.ensure_topics()
+        app = create_app(settings)
+        async with LifespanManager(app, startup_timeout=30, shutdown_timeout=30) as manager:
+            transport = httpx.ASGITransport(app=manager.app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://tracker") as http:
+                yield Tracker(http, bus, topic_prefix, kafka_bootstrap)
+
+
+def _auth(tenant: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {mint_dev_token(DEV_AUTH_SECRET, tenant, 'alice')}"}
+
+
+async def _ask(
+    tracker: Tracker,
+    *,
+    timeout_seconds: int,
+    tenant: str = "acme",
+    correlation_id: str | None = None,
+) -> Envelope:
+    correlation = correlation_id or f"corr-{uuid.uuid4().hex[:8]}"
+    return await tracker.bus.publish(
+        Topic.NOTIFICATION_EVENTS,
+        NotificationType.HUMAN_INPUT,
+        {
+            "question": "Approve the document?",
+            "response_event": RESPONSE_EVENT,
+            "timeout_seconds": timeout_seconds,
+            "task_id": f"task-{correlation}",
+        },
+        correlation_id=correlation,
+        task_id=f"task-{correlation}",
+        tenant_id=tenant,
+        user_id="alice",
+    )
+
+
+async def _answer(tracker: Tracker, question: Envelope, answer: object) -> None:
+    await tracker.bus.publish(
+        Topic.NOTIFICATION_EVENTS,
+        RESPONSE_EVENT,
+        HumanInputResponse(answer=answer, request_id=question.id).model_dump(mode="json"),
+        correlation_id=question.correlation_id,
+        tenant_id=question.tenant_id,
+        user_id="bob",
+    )
+
+
+async def _read(
+    tracker: Tracker, topic: str, keep: Callable[[Envelope], bool], *, seconds: float
+) -> list[Envelope]:
+    """Every envelope on ``topic`` (from the start) that ``keep`` accepts, read for ``seconds``."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=tracker.bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        name = topic_name(topic, tracker.prefix)
+        partitions = [TopicPartition(name, p) for p in consumer.partitions_for_topic(name) or ()]
+        consumer.assign(partitions)
+        await consumer.seek_to_beginning(*partitions)
+        found: list[Envelope] = []
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            batches = await consumer.getmany(timeout_ms=200)
+            for records in batches.values():
+                for record in records:
+                    envelope = Envelope.from_kafka_value(record.value)
+                    if keep(envelope):
+                        found.append(envelope)
+        return found
+    finally:
+        await consumer.stop()
+
+
+async def _wait_for(
+    tracker: Tracker, topic: str, keep: Callable[[Envelope], bool], *, seconds: float = 20.0
+) -> list[Envelope]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = await _read(tracker, topic, keep, seconds=0.5)
+        if found:
+            return found
+    return []
+
+
+async def _status(tracker: Tracker, correlation_id: str, tenant: str = "acme") -> str | None:
+    response = await tracker.http.get(f"/v1/tracker/hitl/{correlation_id}", headers=_auth(tenant))
+    if response.status_code == 404:
+        return None
+    response.raise_for_status()
+    return str(response.json()[0]["status"])
+
+
+async def _wait_for_status(tracker: Tracker, correlation_id: str, status: str) -> str | None:
+    deadline = time.monotonic() + 20
+    seen = None
+    while time.monotonic() < deadline:
+        seen = await _status(tracker, correlation_id)
+        if seen == status:
+            return seen
+        await asyncio.sleep(0.1)
+    return seen
+
+
+def _timeout_answer_for(question: Envelope) -> Callable[[Envelope], bool]:
+    def keep(envelope: Envelope) -> bool:
+        return (
+            envelope.type == RESPONSE_EVENT
+            and envelope.correlation_id == question.correlation_id
+            and isinstance(envelope.data, dict)
+            and envelope.data.get("timed_out") is True
+        )
+
+    return keep
+
+
+async def test_an_unanswered_question_gets_one_timeout_answer_and_a_task_timeout(
+    tracker: Tracker,
+) -> None:
+    question = await _ask(tracker, timeout_seconds=1)
+
+    answers = await _wait_for(tracker, Topic.NOTIFICATION_EVENTS, _timeout_answer_for(question))
+    timeouts = await _read(
+        tracker,
+        Topic.SYSTEM_EVENTS,
+        lambda e: (
+            e.type == SystemEventType.TASK_TIMEOUT and e.correlation_id == question.correlation_id
+        ),
+        seconds=1.0,
+    )
+
+    assert len(answers) == 1
+    answer = answers[0]
+    assert (answer.tenant_id, answer.user_id, answer.task_id) == ("acme", "alice", question.task_id)
+    assert answer.causation_id == question.id
+    assert HumanInputResponse.model_validate(answer.data).answer is None
+    assert len(timeouts) == 1
+    assert timeouts[0].data["reason"] == "hitl_timeout"  # type: ignore[index, call-overload]
+    assert timeouts[0].data["timeout_seconds"] == 1  # type: ignore[index, call-overload]
+    assert await _status(tracker, question.correlation_id or "") == "timed_out"
+
+
+async def test_a_question_answered_in_time_does_not_time_out(tracker: Tracker) -> None:
+    question = await _ask(tracker, timeout_seconds=2)
+    await _answer(tracker, question, "approved")
+    assert await _wait_for_status(tracker, question.correlation_id or "", "answered") == "answered"
+
+    # Past the deadline and several sweeps: still answered, and no timeout published.
+    await asyncio.sleep(3.0)
+    timeouts = await _read(
+        tracker, Topic.NOTIFICATION_EVENTS, _timeout_answer_for(question), seconds=1.0
+    )
+
+    assert timeouts == []
+    assert await _status(tracker, question.correlation_id or "") == "answered"
+
+
+async def test_a_question_delivered_twice_times_out_once(tracker: Tracker) -> None:
+    correlation_id = f"corr-{uuid.uuid4().hex[:8]}"
+    first = await _ask(tracker, timeout_seconds=1, correlation_id=correlation_id)
+    await _ask(tracker, timeout_seconds=1, correlation_id=correlation_id)
+
+    await _wait_for(tracker, Topic.NOTIFICATION_EVENTS, _timeout_answer_for(first))
+    await asyncio.sleep(1.5)  # room for a second, wrong, timeout to show up
+    answers = await _read(
+        tracker, Topic.NOTIFICATION_EVENTS, _timeout_answer_for(first), seconds=1.0
+    )
+
+    assert len(answers) == 1
+
+
+async def test_an_answer_after_the_timeout_is_recorded_as_late(tracker: Tracker) -> None:
+    question = await _ask(tracker, timeout_seconds=1)
+    await _wait_for(tracker, Topic.NOTIFICATION_EVENTS, _timeout_answer_for(question))
+
+    await _answer(tracker, question, "approved, but too late")
+
+    assert (
+        await _wait_for_status(tracker, question.correlation_id or "", "answered_late")
+        == "answered_late"
+    )
+
+
+async def test_a_malformed_question_is_dead_lettered_with_the_reason(tracker: Tracker) -> None:
+    bad = await tracker.bus.publish(
+        Topic.NOTIFICATION_EVENTS,
+        NotificationType.HUMAN_INPUT,
+        {"response_event": RESPONSE_EVENT, "timeout_seconds": 5},  # no question
+        correlation_id="corr-malformed",
+        tenant_id="acme",
+    )
+
+    dead = await _wait_for(tracker, dlq_topic(Topic.NOTIFICATION_EVENTS), lambda e: e.id == bad.id)
+
+    assert len(dead) == 1
+
+
+async def test_another_tenant_cannot_see_a_question(tracker: Tracker) -> None:
+    question = await _ask(tracker, timeout_seconds=60, tenant="acme")
+    assert await _wait_for_status(tracker, question.correlation_id or "", "waiting") == "waiting"
+
+    response = await tracker.http.get(
+        f"/v1/tracker/hitl/{question.correlation_id}", headers=_auth("globex")
+    )
+    listing = await tracker.http.get("/v1/tracker/hitl", headers=_auth("globex"))
+
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "not_found"
+    assert all(
+        item["correlation_id"] != question.correlation_id for item in listing.json()["items"]
+    )
