@@ -30,7 +30,10 @@ def token(
         ),
     ] = None,
 ) -> None:
-    """Print a signed dev token, e.g. `curl -H "Authorization: Bearer $(disco token -t acme -u alice)"`."""
+    """Print a signed dev token for the HTTP APIs.
+
+    Use it as `curl -H "Authorization: Bearer $(disco token -t acme -u alice)" ...`.
+    """
     try:
         value = mint_dev_token(
             secret or DEV_AUTH_SECRET,
