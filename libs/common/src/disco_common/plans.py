@@ -127,6 +127,13 @@ class StateConfig(Body):
         default=None, description="Where to go unconditionally (no event needed)."
     )
     is_terminal: bool = Field(default=False, description="Whether the plan ends here.")
+    is_failure: bool = Field(
+        default=False,
+        description=(
+            "For a terminal state: the plan ends as failed here (the goal is answered with "
+            "an error) rather than completed."
+        ),
+    )
 
     @model_validator(mode="after")
     def _terminal_is_final(self) -> Self:
@@ -134,6 +141,11 @@ class StateConfig(Body):
             raise ValueError(
                 f"terminal state {self.state_name!r} must not have an action, transitions "
                 "or default_next: a plan ends in its terminal states"
+            )
+        if self.is_failure and not self.is_terminal:
+            raise ValueError(
+                f"state {self.state_name!r} has is_failure but is not terminal: only a "
+                "terminal state can end a plan as failed"
             )
         return self
 

@@ -217,6 +217,13 @@ class TaskContextData(Body):
     human_input: HumanInputWait | None = Field(
         default=None, description="The outstanding question to a human, while awaiting input."
     )
+    outcome: ActionResultData | None = Field(
+        default=None,
+        description=(
+            "The answer once the task is final (kept until it is published, so that a "
+            "redelivery can publish the very same answer again)."
+        ),
+    )
     traceparent: TraceParent | None = None
     created_at: UtcDatetime | None = None
     updated_at: UtcDatetime | None = None
