@@ -1,0 +1,55 @@
+"""The kit's public names are deliberate: adding or removing one is an API change."""
+
+from __future__ import annotations
+
+import disco_service
+import disco_service.migration_helpers
+
+
+def test_the_kit_exports_exactly_its_public_api() -> None:
+    assert sorted(disco_service.__all__) == [
+        "BadRequest",
+        "BusDep",
+        "CheckResult",
+        "Conflict",
+        "DEFAULT_DATABASE_URL",
+        "Database",
+        "DiscoHTTPError",
+        "Forbidden",
+        "Identity",
+        "IdentityDep",
+        "LifespanHook",
+        "Liveness",
+        "NotFound",
+        "OutboxRelay",
+        "PayloadTooLarge",
+        "Readiness",
+        "ReadinessCheck",
+        "ServiceMetrics",
+        "ServiceSettings",
+        "ServiceState",
+        "ServiceUnavailable",
+        "SessionDep",
+        "TokenVerifier",
+        "Unauthenticated",
+        "UnprocessableEntity",
+        "configure_logging",
+        "create_service_app",
+        "error_response",
+        "error_responses",
+        "get_bus",
+        "get_identity",
+        "get_session",
+        "get_state",
+        "install_error_handlers",
+        "publish_after_commit",
+        "require_role",
+        "run_service",
+        "settings_env_vars",
+    ]
+
+
+def test_every_exported_name_exists() -> None:
+    for module in (disco_service, disco_service.migration_helpers):
+        missing = [name for name in module.__all__ if not hasattr(module, name)]
+        assert missing == []

@@ -1,0 +1,28 @@
+"""The gateway skeleton: its settings and an app that connects to nothing until started."""
+
+from __future__ import annotations
+
+import pytest
+
+from disco_gateway import GatewaySettings, create_app
+from disco_service import get_state, settings_env_vars
+
+
+def test_the_gateway_listens_on_8080_by_default() -> None:
+    assert GatewaySettings().port == 8080
+
+
+def test_the_gateway_port_comes_from_its_own_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DISCO_GATEWAY_PORT", "9080")
+    monkeypatch.setenv("DISCO_PORT", "1")
+    assert GatewaySettings().port == 9080
+    assert "DISCO_PORT" not in settings_env_vars(GatewaySettings)
+
+
+def test_the_gateway_app_serves_health_readiness_and_metrics_and_owns_its_schema() -> None:
+    app = create_app(GatewaySettings())
+    paths = set(app.openapi()["paths"])
+    assert {"/healthz", "/readyz", "/metrics"} <= paths
+    state = get_state(app)
+    assert state.schema == "gateway"
+    assert state.database is None  # nothing connects before the lifespan starts
