@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 
 import pytest
@@ -133,3 +134,17 @@ async def test_publishing_before_start_says_to_start_the_client(bus_settings: Bu
 
     with pytest.raises(BusNotStartedError, match="start"):
         await bus.announce("too.early", {})
+
+
+async def test_send_queues_many_events_and_each_future_resolves_once_acknowledged(
+    bus: BusClient, kafka_bootstrap: str
+) -> None:
+    acks = [await bus.send(Topic.BUSINESS_FACTS, "row.imported", {"row": n}) for n in range(50)]
+
+    sent = await asyncio.gather(*acks)
+
+    records = await read_topic(kafka_bootstrap, bus.topic_name(Topic.BUSINESS_FACTS), 50)
+    assert sorted(BusinessFact.from_kafka_value(r.value).id for r in records) == sorted(
+        e.id for e in sent
+    )
+    assert [e.data for e in sent] == [{"row": n} for n in range(50)]

@@ -13,7 +13,7 @@
 Settings come from :class:`disco.settings.BusSettings` (``DISCO_*``).
 """
 
-from disco.bus._client import BusClient
+from disco.bus._client import BusClient, ContextAttributes, EnvelopeAttributes
 from disco.bus._consumer import ANY_EVENT, BusConsumer, Handler
 from disco.bus._dedup import DedupStore, InMemoryDedupStore
 from disco.bus._errors import (
@@ -37,8 +37,10 @@ __all__ = [
     "BusError",
     "BusNotStartedError",
     "BusUnavailableError",
+    "ContextAttributes",
     "DedupStore",
     "DlqHeader",
+    "EnvelopeAttributes",
     "Handler",
     "HandlerRegistrationError",
     "InMemoryDedupStore",

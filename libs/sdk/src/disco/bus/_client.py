@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+import os
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any, Self, overload
+from typing import Any, Self, TypedDict, cast, overload
 
 import structlog
 from aiokafka import AIOKafkaClient, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError
 from pydantic import BaseModel
+from typing_extensions import Unpack
 
 from disco._context import maybe_current_context
 from disco.bus._errors import (
@@ -22,9 +27,10 @@ from disco.bus._errors import (
     RequestTimeout,
     TopicProvisioningError,
 )
+from disco.bus._partitioner import partition_for
 from disco.bus._replies import ReplyListener
 from disco.bus._tracing import current_traceparent
-from disco.bus._wire import OutgoingRecord, record_for
+from disco.bus._wire import record_for
 from disco.settings import BusSettings
 from disco_common.envelope import (
     ActionRequest,
@@ -33,10 +39,52 @@ from disco_common.envelope import (
     KafkaHeaders,
     envelope_class_for,
 )
-from disco_common.ids import new_id
 from disco_common.topics import DLQ_SUFFIX, Topic, dlq_topic, topic_name
 
-__all__ = ["BusClient"]
+__all__ = ["BusClient", "ContextAttributes", "EnvelopeAttributes"]
+
+
+class EnvelopeAttributes(TypedDict, total=False):
+    """Envelope attributes a publishing call may set (all optional)."""
+
+    correlation_id: str | None
+    causation_id: str | None
+    response_event: str | None
+    response_topic: str | None
+    tenant_id: str | None
+    user_id: str | None
+    session_id: str | None
+    plan_id: str | None
+    task_id: str | None
+    subject: str | None
+    payload_schema: str | None
+    id: str | None
+
+
+class ContextAttributes(TypedDict, total=False):
+    """Attributes ``request`` and ``respond`` take beyond their correlation arguments."""
+
+    causation_id: str | None
+    tenant_id: str | None
+    user_id: str | None
+    session_id: str | None
+    plan_id: str | None
+    task_id: str | None
+    subject: str | None
+    payload_schema: str | None
+    id: str | None
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A record waiting for its turn to enter the producer."""
+
+    name: str
+    key: bytes | None
+    value: bytes | None
+    headers: KafkaHeaders
+    delivery: asyncio.Future[asyncio.Future[Any]]
+
 
 _log = structlog.get_logger("disco.bus")
 
@@ -76,7 +124,17 @@ class BusClient:
         self._probe: AIOKafkaClient | None = None
         self._listeners: dict[str, ReplyListener] = {}
         self._provisioned: set[str] = set()
+        self._names: dict[str, str] = {}
         self._lock = asyncio.Lock()
+        # One writer into aiokafka's accumulator at a time. When a partition's
+        # batch is full, concurrent send() calls all wait for its drain and
+        # wake together, again and again (measured: ~4 wake-ups per message,
+        # a tenth of the raw rate). So a caller that finds the writer idle
+        # sends directly; otherwise it queues here and one pump task feeds
+        # the queue in order, in a tight loop, as a raw producer loop would.
+        self._writing = False
+        self._backlog: deque[_Pending] = deque()
+        self._pump: asyncio.Task[None] | None = None
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -101,6 +159,7 @@ class BusClient:
                 # at-least-once and consumers deduplicate on the envelope id.
                 enable_idempotence=False,
                 linger_ms=settings.kafka_linger_ms,
+                partitioner=partition_for,
                 max_batch_size=settings.kafka_max_batch_bytes,
                 # Our own size check (bus_max_message_bytes) runs first with a
                 # clear message; leave aiokafka room for its record framing.
@@ -125,6 +184,9 @@ class BusClient:
             for listener in listeners:
                 await listener.stop()
             producer, self._producer = self._producer, None
+            pump, self._pump = self._pump, None
+            if pump is not None:
+                await asyncio.gather(pump, return_exceptions=True)
             if producer is not None:
                 await producer.stop()
             probe, self._probe = self._probe, None
@@ -222,6 +284,29 @@ class BusClient:
 
     # -- publishing ------------------------------------------------------------
 
+    async def send(
+        self,
+        topic: str | Topic,
+        event_type: str,
+        data: Any = None,
+        **attributes: Unpack[EnvelopeAttributes],
+    ) -> asyncio.Future[Envelope]:
+        """Queue an event for ``topic`` and return a future of its acknowledgement.
+
+        The pipelining form of :meth:`publish` (as aiokafka's ``send`` is of
+        ``send_and_wait``): it returns once the record is in the producer's
+        buffer, and the future resolves to the envelope when the broker
+        acknowledged it, or fails with :class:`PublishError`. Use it to publish
+        many events without a task per event::
+
+            acks = [await bus.send("business-facts", "row.imported", row) for row in rows]
+            await asyncio.gather(*acks)
+
+        Arguments, inheritance and errors are those of :meth:`publish`.
+        """
+        envelope = self._build(topic, event_type, data, attributes)
+        return await self._enqueue(self._broker_name(topic), envelope)
+
     async def publish(
         self,
         topic: str | Topic,
@@ -241,14 +326,15 @@ class BusClient:
         payload_schema: str | None = None,
         id: str | None = None,
     ) -> Envelope:
-        """Publish an event to ``topic``.
+        """Publish an event to ``topic`` and wait until the broker acknowledged it.
 
         Args:
             topic: the logical topic; the prefix is applied here.
             event_type: the envelope's ``type``, e.g. ``"order.placed"``.
             data: JSON-able data, or a pydantic model (dumped in JSON mode).
             correlation_id ... id: envelope attributes; omitted ones are left out,
-                or inherited from the envelope being handled (see the class doc).
+                or inherited from the envelope being handled (see the class doc);
+                ``id`` defaults to a new UUID.
 
         Returns:
             The envelope as sent (the specialisation of ``topic``, e.g.
@@ -260,13 +346,7 @@ class BusClient:
             PublishError: the broker did not accept it.
             BusNotStartedError: the client is not started.
         """
-        fields: dict[str, Any] = {
-            "source": self.source,
-            "type": event_type,
-            "data": data.model_dump(mode="json") if isinstance(data, BaseModel) else data,
-        }
-        optional = {
-            "id": id,
+        attributes: EnvelopeAttributes = {
             "correlation_id": correlation_id,
             "causation_id": causation_id,
             "response_event": response_event,
@@ -278,23 +358,10 @@ class BusClient:
             "task_id": task_id,
             "subject": subject,
             "payload_schema": payload_schema,
+            "id": id,
         }
-        context = maybe_current_context()
-        if context is not None:
-            cause = context.envelope
-            optional["causation_id"] = causation_id or cause.id
-            optional["tenant_id"] = tenant_id or cause.tenant_id
-            optional["user_id"] = user_id or cause.user_id
-            optional["session_id"] = session_id or cause.session_id
-            optional["plan_id"] = plan_id or cause.plan_id
-        traceparent = current_traceparent()
-        if traceparent is None and context is not None:
-            traceparent = context.envelope.traceparent
-        optional["traceparent"] = traceparent
-        fields.update((key, value) for key, value in optional.items() if value is not None)
-        envelope = envelope_class_for(topic).from_dict(fields)
-        await self._send(self.topic_name(topic), envelope.type, record_for(envelope))
-        return envelope
+        envelope = self._build(topic, event_type, data, attributes)
+        return await self._deliver(self._broker_name(topic), envelope)
 
     async def publish_envelope(self, topic: str | Topic, envelope: Envelope) -> Envelope:
         """Publish a ready-made envelope to ``topic`` unchanged.
@@ -312,8 +379,7 @@ class BusClient:
         traceparent = current_traceparent()
         if traceparent is not None and traceparent != envelope.traceparent:
             envelope = envelope.model_copy(update={"traceparent": traceparent})
-        await self._send(self.topic_name(topic), envelope.type, record_for(envelope))
-        return envelope
+        return await self._deliver(self._broker_name(topic), envelope)
 
     @overload
     async def request(
@@ -325,7 +391,7 @@ class BusClient:
         correlation_id: str | None = ...,
         response_topic: str = ...,
         wait: None = ...,
-        **attributes: Any,
+        **attributes: Unpack[ContextAttributes],
     ) -> ActionRequest: ...
 
     @overload
@@ -338,7 +404,7 @@ class BusClient:
         correlation_id: str | None = ...,
         response_topic: str = ...,
         wait: float,
-        **attributes: Any,
+        **attributes: Unpack[ContextAttributes],
     ) -> ActionResult: ...
 
     async def request(
@@ -350,7 +416,7 @@ class BusClient:
         correlation_id: str | None = None,
         response_topic: str = Topic.ACTION_RESULTS.value,
         wait: float | None = None,
-        **attributes: Any,
+        **attributes: Unpack[ContextAttributes],
     ) -> ActionRequest | ActionResult:
         """Ask for work on ``action-requests``; optionally wait for the answer.
 
@@ -370,29 +436,23 @@ class BusClient:
         Raises:
             RequestTimeout: ``wait`` passed without a correlated response.
         """
-        correlation_id = correlation_id or new_id()
+        correlation_id = correlation_id or _fast_id()
+        fields: dict[str, Any] = {
+            **attributes,
+            "response_event": response_event,
+            "response_topic": response_topic,
+            "correlation_id": correlation_id,
+        }
+        request = self._build(Topic.ACTION_REQUESTS, event_type, data, fields)
+        name = self._broker_name(Topic.ACTION_REQUESTS)
         if wait is None:
-            sent = await self.publish(
-                Topic.ACTION_REQUESTS,
-                event_type,
-                data,
-                response_event=response_event,
-                response_topic=response_topic,
-                correlation_id=correlation_id,
-                **attributes,
-            )
-            return sent.as_(ActionRequest) if not isinstance(sent, ActionRequest) else sent
+            await self._deliver(name, request)
+            return cast(ActionRequest, request)
+        # Listener positioned and waiter registered before the request leaves:
+        # the answer cannot arrive unseen.
         listener = await self._reply_listener(response_topic)
         async with listener.expect(correlation_id) as response:
-            await self.publish(
-                Topic.ACTION_REQUESTS,
-                event_type,
-                data,
-                response_event=response_event,
-                response_topic=response_topic,
-                correlation_id=correlation_id,
-                **attributes,
-            )
+            await self._deliver(name, request)
             try:
                 async with asyncio.timeout(wait):
                     answer = await response
@@ -409,22 +469,170 @@ class BusClient:
         *,
         correlation_id: str,
         topic: str | Topic = Topic.ACTION_RESULTS,
-        **attributes: Any,
+        **attributes: Unpack[ContextAttributes],
     ) -> Envelope:
         """Answer a request: publish ``event_type`` with its ``correlation_id``.
 
         Use the request's ``response_event`` as ``event_type`` and its
         ``response_topic`` as ``topic``.
         """
-        return await self.publish(
-            topic, event_type, data, correlation_id=correlation_id, **attributes
-        )
+        fields: dict[str, Any] = {**attributes, "correlation_id": correlation_id}
+        envelope = self._build(topic, event_type, data, fields)
+        return await self._deliver(self._broker_name(topic), envelope)
 
-    async def announce(self, event_type: str, data: Any = None, **attributes: Any) -> Envelope:
+    async def announce(
+        self, event_type: str, data: Any = None, **attributes: Unpack[EnvelopeAttributes]
+    ) -> Envelope:
         """Publish a domain fact on ``business-facts`` (nobody answers)."""
-        return await self.publish(Topic.BUSINESS_FACTS, event_type, data, **attributes)
+        envelope = self._build(Topic.BUSINESS_FACTS, event_type, data, attributes)
+        return await self._deliver(self._broker_name(Topic.BUSINESS_FACTS), envelope)
+
+    async def send_record(
+        self, name: str, key: bytes | None, value: bytes | None, headers: KafkaHeaders
+    ) -> None:
+        """Send one record as is to the broker topic ``name`` and wait for the ack.
+
+        The bus uses it to dead-letter records byte for byte; agents publish
+        envelopes with :meth:`publish` instead.
+
+        Raises:
+            PublishError: the broker did not accept it.
+        """
+        delivery = await self._write(name, key, value, headers)
+        try:
+            await delivery
+        except KafkaError as exc:
+            raise PublishError(f"the broker did not accept a record for {name!r}: {exc}") from exc
 
     # -- internals -------------------------------------------------------------
+
+    def _broker_name(self, topic: str | Topic) -> str:
+        name = self._names.get(topic)
+        if name is None:
+            name = self._names[str(topic)] = self.topic_name(topic)
+        return name
+
+    def _build(
+        self, topic: str | Topic, event_type: str, data: Any, attributes: Mapping[str, Any]
+    ) -> Envelope:
+        """The envelope for ``topic``, validated, with context inherited."""
+        fields: dict[str, Any] = {
+            # Given here rather than left to the model's default factories:
+            # validation is twice as fast that way (measured).
+            "id": _fast_id(),
+            "time": datetime.now(UTC),
+            "source": self.source,
+            "type": event_type,
+            "data": data.model_dump(mode="json") if isinstance(data, BaseModel) else data,
+        }
+        for key, value in attributes.items():
+            if value is not None:
+                fields[key] = value
+        context = maybe_current_context()
+        if context is not None:
+            cause = context.envelope
+            fields.setdefault("causation_id", cause.id)
+            for inherited in _INHERITED:
+                if inherited not in fields:
+                    value = getattr(cause, inherited)
+                    if value is not None:
+                        fields[inherited] = value
+        traceparent = current_traceparent()
+        if traceparent is None and context is not None:
+            traceparent = context.envelope.traceparent
+        if traceparent is not None:
+            fields["traceparent"] = traceparent
+        return envelope_class_for(topic).from_dict(fields)
+
+    async def _enqueue(self, name: str, envelope: Envelope) -> asyncio.Future[Envelope]:
+        """Put ``envelope`` in the producer; a future resolves to it once acknowledged."""
+        delivery = await self._write_envelope(name, envelope)
+        acknowledged: asyncio.Future[Envelope] = asyncio.get_running_loop().create_future()
+
+        def settle(done: asyncio.Future[Any]) -> None:
+            if acknowledged.done():
+                return
+            if done.cancelled():
+                acknowledged.cancel()
+            elif (error := done.exception()) is not None:
+                acknowledged.set_exception(_rejected(name, envelope, error))
+            else:
+                acknowledged.set_result(envelope)
+
+        delivery.add_done_callback(settle)
+        return acknowledged
+
+    async def _deliver(self, name: str, envelope: Envelope) -> Envelope:
+        """Send ``envelope`` and wait for the broker's acknowledgement."""
+        delivery = await self._write_envelope(name, envelope)
+        try:
+            await delivery
+        except KafkaError as exc:
+            raise _rejected(name, envelope, exc) from exc
+        return envelope
+
+    async def _write_envelope(self, name: str, envelope: Envelope) -> asyncio.Future[Any]:
+        record = record_for(envelope)
+        limit = self.settings.bus_max_message_bytes
+        # Count exactly only when it could matter: headers and framing of a
+        # disco record stay far below 2 KiB.
+        if len(record.value) + len(record.key) + 2048 > limit and record.size > limit:
+            raise MessageTooLargeError(name, envelope.type, record.size, limit)
+        return await self._write(name, record.key, record.value, record.headers)
+
+    async def _write(
+        self, name: str, key: bytes | None, value: bytes | None, headers: KafkaHeaders
+    ) -> asyncio.Future[Any]:
+        """Hand a record to aiokafka, one writer at a time; return its delivery future."""
+        producer = self._require_producer()
+        try:
+            if self._writing or self._backlog:
+                queued = _Pending(
+                    name, key, value, headers, asyncio.get_running_loop().create_future()
+                )
+                self._backlog.append(queued)
+                self._start_pump(producer)
+                return await queued.delivery
+            self._writing = True
+            try:
+                delivery: asyncio.Future[Any] = await producer.send(
+                    name, value=value, key=key, headers=headers
+                )
+            finally:
+                self._writing = False
+                if self._backlog:
+                    self._start_pump(producer)
+            return delivery
+        except KafkaError as exc:
+            raise PublishError(f"the producer refused a record for {name!r}: {exc}") from exc
+
+    def _start_pump(self, producer: AIOKafkaProducer) -> None:
+        if self._pump is None or self._pump.done():
+            self._pump = asyncio.create_task(self._drain_backlog(producer), name="disco-publish")
+
+    async def _drain_backlog(self, producer: AIOKafkaProducer) -> None:
+        backlog = self._backlog
+        while backlog:
+            if self._writing:
+                return  # a direct writer is mid-send; it restarts the pump when done
+            pending = backlog.popleft()
+            if pending.delivery.cancelled():
+                continue
+            self._writing = True
+            try:
+                delivery = await producer.send(
+                    pending.name, value=pending.value, key=pending.key, headers=pending.headers
+                )
+            except BaseException as exc:
+                if not pending.delivery.done():
+                    pending.delivery.set_exception(exc)
+                if isinstance(exc, asyncio.CancelledError):
+                    raise
+            else:
+                if not pending.delivery.done():
+                    pending.delivery.set_result(delivery)
+            finally:
+                self._writing = False
 
     async def _reply_listener(self, topic: str) -> ReplyListener:
         listener = self._listeners.get(topic)
@@ -451,24 +659,22 @@ class BusClient:
             )
         return producer
 
-    async def _send(self, name: str, event_type: str, record: OutgoingRecord) -> None:
-        size = record.size
-        limit = self.settings.bus_max_message_bytes
-        if size > limit:
-            raise MessageTooLargeError(name, event_type, size, limit)
-        await self.send_record(name, record.key, record.value, record.headers)
 
-    async def send_record(
-        self, name: str, key: bytes | None, value: bytes | None, headers: KafkaHeaders
-    ) -> None:
-        """Send one record as is to the broker topic ``name`` and wait for the ack.
+_INHERITED = ("tenant_id", "user_id", "session_id", "plan_id")
 
-        The bus uses it to dead-letter records byte for byte; agents publish
-        envelopes with :meth:`publish` instead.
-        """
-        producer = self._require_producer()
-        try:
-            delivery = await producer.send(name, value=value, key=key, headers=headers)
-            await delivery
-        except KafkaError as exc:
-            raise PublishError(f"the broker did not accept a record for {name!r}: {exc}") from exc
+
+def _rejected(name: str, envelope: Envelope, error: BaseException) -> PublishError:
+    failure = PublishError(
+        f"the broker did not accept the {envelope.type!r} envelope for {name!r}: {error}"
+    )
+    failure.__cause__ = error
+    return failure
+
+
+def _fast_id() -> str:
+    """A random (version 4) UUID as text, at a third of ``str(uuid.uuid4())``'s cost."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    text = raw.hex()
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"

@@ -27,7 +27,7 @@ from disco.bus._errors import (
     HandlerRegistrationError,
     NonRetryableError,
 )
-from disco.bus._tracing import consumer_span
+from disco.bus._tracing import consumer_span, tracing_enabled
 from disco.bus._wire import dead_letter_headers
 from disco_common.envelope import Envelope, EnvelopeError, envelope_class_for
 from disco_common.topics import DLQ_SUFFIX, Topic, dlq_topic, strip_prefix
@@ -116,6 +116,7 @@ class BusConsumer:
         self._stopping = False
         self._stopped = asyncio.Event()
         self._fatal: BaseException | None = None
+        self._tracing = False
 
     # -- registration ----------------------------------------------------------
 
@@ -324,6 +325,8 @@ class BusConsumer:
         try:
             while not self._stopping:
                 batches = await consumer.getmany(timeout_ms=100)
+                # Looked up per batch, not per record (it reads os.environ).
+                self._tracing = tracing_enabled()
                 for tp, records in batches.items():
                     if self._stopping or tp not in consumer.assignment():
                         continue
@@ -355,15 +358,17 @@ class BusConsumer:
     # -- handling --------------------------------------------------------------
 
     async def _handle(self, record: ConsumerRecord[bytes, bytes]) -> None:
-        prefix = self.client.settings.topic_prefix
-        topic = strip_prefix(record.topic, prefix)
+        topic = strip_prefix(record.topic, self.client.settings.topic_prefix)
         routes = self._routes.get(topic)
         if not routes:
             return
         ce_type: str | None = None
+        traceparent: str | None = None
         for name, value in record.headers:
-            if name == "ce_type":
-                ce_type = value.decode("utf-8", errors="replace") if value else None
+            if name == "ce_type" and value:
+                ce_type = value.decode("utf-8", errors="replace")
+            elif name == "traceparent" and value:
+                traceparent = value.decode("utf-8", errors="replace")
         if ce_type is not None and ce_type not in routes and ANY_EVENT not in routes:
             return  # someone else's event: skip without parsing
         try:
@@ -386,7 +391,7 @@ class BusConsumer:
         if await self.dedup_store.seen(envelope.id):
             _log.debug("duplicate envelope skipped", event_id=envelope.id, topic=topic)
             return
-        traceparent = _header(record, "traceparent") or envelope.traceparent
+        traceparent = traceparent or envelope.traceparent
         settings = self.client.settings
         attempts = settings.bus_retry_attempts
         for attempt in range(1, attempts + 1):
@@ -399,19 +404,26 @@ class BusConsumer:
                 group=self.group,
             )
             try:
-                with (
-                    consumer_span(
-                        topic,
-                        envelope.type,
-                        traceparent,
-                        group=self.group,
-                        partition=record.partition,
-                        offset=record.offset,
-                        event_id=envelope.id,
-                    ),
-                    handler_context(context),
-                ):
-                    await handler(envelope)
+                if self._tracing:
+                    with (
+                        consumer_span(
+                            topic,
+                            envelope.type,
+                            traceparent,
+                            group=self.group,
+                            partition=record.partition,
+                            offset=record.offset,
+                            event_id=envelope.id,
+                        ),
+                        handler_context(context),
+                    ):
+                        await handler(envelope)
+                else:
+                    # No SDK, no span to record: publishing inside the handler
+                    # still carries the incoming traceparent on (BusClient
+                    # falls back to the handled envelope's).
+                    with handler_context(context):
+                        await handler(envelope)
             except Exception as exc:
                 final = attempt >= attempts or isinstance(exc, NonRetryableError)
                 _log.warning(
@@ -612,14 +624,6 @@ class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
         self.owner._on_assigned(set(assigned))
-
-
-def _header(record: ConsumerRecord[bytes, bytes], name: str) -> str | None:
-    for key, value in record.headers:
-        if key == name and value:
-            text: str = value.decode("utf-8", errors="replace")
-            return text
-    return None
 
 
 def _backoff(attempt: int, base_ms: int, max_ms: int) -> float:

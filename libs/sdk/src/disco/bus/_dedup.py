@@ -52,6 +52,7 @@ class InMemoryDedupStore:
         self._clock = clock
         # id -> time it expires; oldest first, so expiry and eviction pop the front.
         self._expires: OrderedDict[str, float] = OrderedDict()
+        self._marks = 0
 
     def __len__(self) -> int:
         return len(self._expires)
@@ -71,11 +72,16 @@ class InMemoryDedupStore:
         if self.max_size == 0:
             return
         now = self._clock()
-        self._expires[event_id] = now + self.ttl_seconds
-        self._expires.move_to_end(event_id)
-        while self._expires:
-            oldest, expires = next(iter(self._expires.items()))
-            if len(self._expires) > self.max_size or expires <= now:
-                del self._expires[oldest]
-            else:
-                break
+        expires = self._expires
+        expires[event_id] = now + self.ttl_seconds
+        expires.move_to_end(event_id)
+        if len(expires) > self.max_size:
+            expires.popitem(last=False)
+        # Expired ids sit at the front; drop them now and then, not every call.
+        self._marks += 1
+        if self._marks % 256 == 0:
+            while expires:
+                oldest, when = next(iter(expires.items()))
+                if when > now:
+                    break
+                del expires[oldest]

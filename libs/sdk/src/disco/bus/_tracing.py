@@ -13,16 +13,28 @@ from contextlib import contextmanager
 from opentelemetry import propagate, trace
 from opentelemetry.trace import Span, SpanKind
 
-__all__ = ["consumer_span", "current_traceparent"]
+__all__ = ["consumer_span", "current_traceparent", "tracing_enabled"]
 
 _tracer = trace.get_tracer("disco.bus")
 
 
 def current_traceparent() -> str | None:
-    """The ``traceparent`` of the current span, or ``None`` if there is none."""
-    carrier: dict[str, str] = {}
-    propagate.inject(carrier)
-    return carrier.get("traceparent")
+    """The W3C ``traceparent`` of the current span, or ``None`` if there is none."""
+    # What opentelemetry's TraceContext propagator writes, without building a
+    # carrier and running every configured propagator for each message.
+    span_context = trace.get_current_span().get_span_context()
+    if not span_context.is_valid:
+        return None
+    trace_id, span_id, flags = span_context.trace_id, span_context.span_id, span_context.trace_flags
+    return f"00-{trace_id:032x}-{span_id:016x}-{flags:02x}"
+
+
+def tracing_enabled() -> bool:
+    """Whether an OpenTelemetry SDK (any real tracer provider) is installed."""
+    return not isinstance(trace.get_tracer_provider(), _NO_SDK)
+
+
+_NO_SDK = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
 
 
 @contextmanager
