@@ -1,0 +1,183 @@
+"""The ``disco`` command: tail, token, and the whole local stack up and down."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import jwt
+import pytest
+from aiokafka import AIOKafkaProducer
+
+from disco._auth import DEV_AUTH_SECRET
+from disco._dev.ports import free_port
+from disco.bus import BusClient
+from disco.settings import BusSettings
+from disco_common.topics import Topic, topic_name
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _disco(
+    *args: str, env: dict[str, str], timeout: float = 180
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "disco._cli.main", *args],
+        env={**os.environ, **env, "COLUMNS": "200", "NO_COLOR": "1"},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+    )
+
+
+async def test_tail_prints_the_envelopes_on_a_topic_and_says_when_a_value_is_not_one(
+    kafka_bootstrap: str, topic_prefix: str
+) -> None:
+    settings = BusSettings(kafka_bootstrap=kafka_bootstrap, topic_prefix=topic_prefix)
+    async with BusClient(settings, source="test://tail") as bus:
+        await bus.ensure_topics()
+        await bus.announce("order.placed", {"order_id": "o-1"}, tenant_id="acme")
+        await bus.request("price.requested", {"sku": "s-1"}, response_event="price.done")
+    producer = AIOKafkaProducer(bootstrap_servers=kafka_bootstrap)
+    await producer.start()
+    try:
+        await producer.send_and_wait(topic_name(Topic.BUSINESS_FACTS, topic_prefix), b"garbage")
+    finally:
+        await producer.stop()
+
+    result = _disco(
+        "tail",
+        "business-facts",
+        "action-requests",
+        "--from-beginning",
+        "--limit",
+        "3",
+        "--seconds",
+        "30",
+        env={"DISCO_KAFKA_BOOTSTRAP": kafka_bootstrap, "DISCO_TOPIC_PREFIX": topic_prefix},
+    )
+
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 3
+    assert any("order.placed" in line and "tenant=acme" in line for line in lines)
+    assert any("price.requested" in line and "reply=price.done" in line for line in lines)
+    assert any("not an envelope" in line for line in lines)
+
+
+def test_tail_filters_by_event_type(kafka_bootstrap: str, topic_prefix: str) -> None:
+    import asyncio
+
+    async def publish() -> None:
+        settings = BusSettings(kafka_bootstrap=kafka_bootstrap, topic_prefix=topic_prefix)
+        async with BusClient(settings, source="test://tail") as bus:
+            await bus.ensure_topics()
+            for event_type in ("task.started", "plan.started", "task.completed"):
+                await bus.publish(Topic.SYSTEM_EVENTS, event_type, {})
+
+    asyncio.run(publish())
+    result = _disco(
+        "tail",
+        "system-events",
+        "-b",
+        "--type",
+        "task.*",
+        "--seconds",
+        "3",
+        env={"DISCO_KAFKA_BOOTSTRAP": kafka_bootstrap, "DISCO_TOPIC_PREFIX": topic_prefix},
+    )
+
+    assert result.returncode == 0, result.stderr
+    types = [line.split()[2] for line in result.stdout.splitlines()]
+    assert sorted(types) == ["task.completed", "task.started"]
+
+
+def test_token_prints_a_token_the_services_accept() -> None:
+    result = _disco("token", "--tenant", "acme", "--user", "alice", "--role", "admin", env={})
+
+    assert result.returncode == 0, result.stderr
+    claims = jwt.decode(result.stdout.strip(), DEV_AUTH_SECRET, algorithms=["HS256"])
+    assert (claims["tenant_id"], claims["user_id"], claims["roles"]) == ("acme", "alice", ["admin"])
+
+
+def test_token_rejects_a_malformed_tenant_with_a_short_message() -> None:
+    result = _disco("token", "--tenant", "not a tenant", "--user", "alice", env={})
+
+    assert result.returncode != 0
+    assert "tenant_id" in result.stderr
+
+
+@pytest.fixture
+def stack_env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """Ports and a state folder of the test's own, so it never meets a developer's stack."""
+    env = {
+        "DISCO_STATE_DIR": str(tmp_path / "state"),
+        "DISCO_POSTGRES_PORT": str(free_port()),
+        "DISCO_KAFKA_PORT": str(free_port()),
+        "DISCO_GATEWAY_PORT": str(free_port()),
+        "DISCO_REGISTRY_PORT": str(free_port()),
+        "DISCO_MEMORY_PORT": str(free_port()),
+        "DISCO_TRACKER_PORT": str(free_port()),
+    }
+    for name in ("DISCO_DATABASE_URL", "DISCO_DATABASE_ADMIN_URL", "DISCO_KAFKA_BOOTSTRAP"):
+        env[name] = ""
+    yield env
+    _disco("dev", "down", env=_unset_empty(env))
+
+
+def _unset_empty(env: dict[str, str]) -> dict[str, str]:
+    """The environment with the empty variables removed (pydantic reads "" as a value)."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("DISCO_")}
+    return {**base, **{k: v for k, v in env.items() if v}}
+
+
+def _run_disco(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "disco._cli.main", *args],
+        env={**_unset_empty(env), "COLUMNS": "200", "NO_COLOR": "1"},
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=REPO,
+    )
+
+
+def test_dev_up_runs_every_service_and_dev_down_stops_them(stack_env: dict[str, str]) -> None:
+    up = _run_disco("dev", "up", "--detach", env=stack_env)
+    assert up.returncode == 0, up.stdout + up.stderr
+
+    status = _run_disco("dev", "status", env=stack_env)
+    ready = {
+        service: httpx.get(f"http://127.0.0.1:{stack_env[f'DISCO_{service.upper()}_PORT']}/readyz")
+        for service in ("gateway", "registry", "memory", "tracker")
+    }
+    down = _run_disco("dev", "down", env=stack_env)
+    after = _run_disco("dev", "status", env=stack_env)
+
+    assert "disco is up" in up.stdout
+    assert all(response.status_code == 200 for response in ready.values()), ready
+    assert status.stdout.count("  up  ") == 6, status.stdout
+    assert down.returncode == 0
+    assert "no stack is running" in after.stdout
+    for service in ("gateway", "registry", "memory", "tracker"):
+        port = int(stack_env[f"DISCO_{service.upper()}_PORT"])
+        with socket.socket() as probe:
+            assert probe.connect_ex(("127.0.0.1", port)) != 0, f"{service} still listens"
+
+
+def test_dev_up_says_which_port_is_taken_and_how_to_move_it(stack_env: dict[str, str]) -> None:
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", int(stack_env["DISCO_REGISTRY_PORT"])))
+        squatter.listen()
+        up = _run_disco("dev", "up", "--detach", env=stack_env)
+
+    assert up.returncode == 1
+    assert "registry" in up.stderr
+    assert "already in use" in up.stderr
+    assert "DISCO_REGISTRY_PORT" in up.stderr
