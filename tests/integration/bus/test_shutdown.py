@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from disco.bus import BusClient, BusConsumer
 from disco_common.envelope import Envelope
 from disco_common.topics import Topic
@@ -80,3 +82,21 @@ async def test_run_returns_after_stop_and_stop_twice_is_harmless(
 
     await asyncio.wait_for(running, 10)
     assert running.exception() is None
+
+
+class Meltdown(BaseException):
+    """Not an ordinary handler failure: nothing should retry or dead-letter it."""
+
+
+async def test_run_raises_the_fatal_error_that_stopped_the_consumer(bus: BusClient) -> None:
+    async def explode(envelope: Envelope) -> None:
+        raise Meltdown("the reactor is gone")
+
+    await bus.announce("reactor.checked", {})
+    consumer = BusConsumer(bus, "doomed")
+    consumer.add_handler(Topic.BUSINESS_FACTS, "reactor.checked", explode)
+
+    with pytest.raises(Meltdown, match="the reactor is gone"):
+        await asyncio.wait_for(consumer.run(), 30)
+    assert isinstance(consumer.failure, Meltdown)
+    assert consumer.assignment == set()

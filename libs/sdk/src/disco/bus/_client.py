@@ -503,6 +503,8 @@ class BusClient:
             await delivery
         except KafkaError as exc:
             raise PublishError(f"the broker did not accept a record for {name!r}: {exc}") from exc
+        except Exception as exc:  # e.g. aiokafka's size checks raise plain errors too
+            raise PublishError(f"the record for {name!r} was not sent: {exc!r}") from exc
 
     # -- internals -------------------------------------------------------------
 

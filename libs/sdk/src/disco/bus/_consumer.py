@@ -116,6 +116,7 @@ class BusConsumer:
         self._stopping = False
         self._stopped = asyncio.Event()
         self._fatal: BaseException | None = None
+        self._fatal_stop: asyncio.Task[None] | None = None
         self._tracing = False
 
     # -- registration ----------------------------------------------------------
@@ -229,6 +230,8 @@ class BusConsumer:
                     f"{settings.kafka_bootstrap}: {exc}"
                 ) from exc
             self._consumer = consumer
+            self._done.clear()
+            self._committed.clear()
             self._stopping = False
             self._stopped.clear()
             self._fatal = None
@@ -473,6 +476,14 @@ class BusConsumer:
             try:
                 await self.client.send_record(target, record.key, record.value, headers)
             except BusError as exc:
+                cause = exc.__cause__
+                if isinstance(cause, KafkaError) and not cause.retriable:
+                    # Retrying cannot help (e.g. the record is over the broker's
+                    # size limit with the error headers): stop and say so.
+                    raise BusError(
+                        f"cannot dead-letter offset {record.offset} of {record.topic!r} "
+                        f"(partition {record.partition}) to {target!r}: {cause!r}"
+                    ) from exc
                 # Without the DLQ copy the offset must not move; keep trying
                 # until the broker is back or we are told to stop.
                 _log.error("dead-lettering failed, retrying", dlq=target, error=repr(exc))
@@ -564,7 +575,14 @@ class BusConsumer:
         if self._fatal is None and not self._stopping:
             _log.error("consumer failed", group=self.group, error=repr(exc))
             self._fatal = exc
-            asyncio.get_running_loop().create_task(self.stop(grace=1.0))
+            self._fatal_stop = asyncio.get_running_loop().create_task(
+                self.stop(grace=1.0), name=f"disco-stop-{self.group}"
+            )
+
+    @property
+    def failure(self) -> BaseException | None:
+        """The fatal error that stopped the consumer, if one did."""
+        return self._fatal
 
 
 class _PartitionWorker:
@@ -611,7 +629,7 @@ class _PartitionWorker:
             return
         except asyncio.CancelledError:
             raise
-        except Exception as exc:
+        except BaseException as exc:  # surfaced through run(), never swallowed
             owner._fail(exc)
 
 
