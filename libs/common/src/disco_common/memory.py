@@ -47,9 +47,12 @@ __all__ = [
     "AgentStateSnapshot",
     "AgentStateSnapshotPut",
     "AgentStateSnapshotSummary",
+    "DeleteResult",
+    "EmbeddingModelInfo",
     "EpisodicHit",
     "EpisodicRecentQuery",
     "EpisodicRole",
+    "EpisodicSearchMode",
     "EpisodicSearchQuery",
     "EpisodicTurn",
     "EpisodicTurnCreate",
@@ -311,6 +314,14 @@ class SemanticMemoryUpsert(Body):
     external_id: Id | None = Field(default=None, description="Your id for it (upsert key).")
     visibility: MemoryVisibility = Field(default=MemoryVisibility.PRIVATE)
     metadata: Metadata = Field(default_factory=dict, description="Filterable attributes.")
+    embedding: list[float] | None = Field(
+        default=None,
+        max_length=2000,
+        description=(
+            "Your own vector for the content (made with the deployment's model, see "
+            "`GET /v1/memory/semantic/model`); the service embeds the content when absent."
+        ),
+    )
 
 
 class SemanticMemoryRecord(Record):
@@ -328,10 +339,16 @@ class SemanticMemoryRecord(Record):
 
 
 class SemanticQuery(Body):
-    """Find memories similar to a text (``POST /v1/memory/semantic/query``)."""
+    """Find memories similar to a text (``POST /v1/memory/semantic/query``).
 
-    text: str = Field(
-        min_length=1, max_length=QUERY_TEXT_MAX_CHARS, description="What to look for."
+    Give ``text`` (embedded by the service) or ``embedding`` (your own vector).
+    """
+
+    text: str | None = Field(
+        default=None, min_length=1, max_length=QUERY_TEXT_MAX_CHARS, description="What to look for."
+    )
+    embedding: list[float] | None = Field(
+        default=None, max_length=2000, description="Look for this vector instead of a text."
     )
     limit: int = Field(default=10, ge=1, le=100)
     threshold: float | None = Field(
@@ -341,6 +358,19 @@ class SemanticQuery(Body):
     include_public: bool = Field(
         default=True, description="Also search the tenant's public memories."
     )
+
+    @model_validator(mode="after")
+    def _text_or_embedding(self) -> Self:
+        if (self.text is None) == (self.embedding is None):
+            raise ValueError("give exactly one of `text` and `embedding`")
+        return self
+
+
+class EmbeddingModelInfo(Record):
+    """The model that embeds memories in this deployment (``GET /v1/memory/semantic/model``)."""
+
+    model: str = Field(description="The model's name.")
+    dimensions: int = Field(ge=1, description="The length of its vectors.")
 
 
 class SemanticHit(Record):
@@ -403,10 +433,22 @@ class EpisodicRecentQuery(Body):
     )
 
 
+class EpisodicSearchMode(StrEnum):
+    """How episodic search scores a turn."""
+
+    SEMANTIC = "semantic"
+    """Cosine similarity of meaning."""
+    TEXT = "text"
+    """Full-text match of the words (score ``rank / (1 + rank)``, in [0, 1))."""
+    HYBRID = "hybrid"
+    """``0.7 * semantic + 0.3 * text``: meaning first, exact words break ties."""
+
+
 class EpisodicSearchQuery(Body):
     """Search turns by meaning and text."""
 
     text: str = Field(min_length=1, max_length=QUERY_TEXT_MAX_CHARS)
+    mode: EpisodicSearchMode = Field(default=EpisodicSearchMode.HYBRID)
     session_id: Id | None = Field(default=None, description="Within one session (all if absent).")
     agent_id: Id | None = None
     role: EpisodicRole | None = None
@@ -545,6 +587,15 @@ class AgentStateSnapshot(AgentStateSnapshotSummary):
     """A snapshot with its full state."""
 
     full: dict[str, JsonValue]
+
+
+# -- deletes --------------------------------------------------------------------
+
+
+class DeleteResult(Record):
+    """How many records a bulk delete removed."""
+
+    deleted: int = Field(ge=0)
 
 
 # -- erasure ----------------------------------------------------------------------
