@@ -32,7 +32,7 @@ from disco_service import (
 
 NOTE_CREATED = "note.created"
 
-router = APIRouter()
+router = APIRouter(responses=error_responses(401, 403))
 
 AdminDep = Annotated[Identity, Depends(require_role(Role.ADMIN))]
 

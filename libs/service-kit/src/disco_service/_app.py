@@ -160,7 +160,9 @@ def create_service_app(
         version=version,
         description=description,
         lifespan=lifespan,
-        responses=error_responses(401, 422, 500),
+        # Every route may answer these; authenticated routers add 401/403
+        # themselves: APIRouter(responses=error_responses(401, 403)).
+        responses=error_responses(422, 500),
         # FastAPI's own OpenTelemetry: server spans continuing an incoming
         # `traceparent`, plus spans for dependencies and the endpoint. Metrics
         # are Prometheus' (/metrics) and logs structlog's, so those are off.

@@ -16,7 +16,7 @@ import asyncio
 import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Depends, Request
 from sqlalchemy import event, text
@@ -158,8 +158,3 @@ async def get_session(request: Request, identity: IdentityDep) -> AsyncIterator[
 
 SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
 """The request's session (one transaction, committed once at the end of the route)."""
-
-
-def session_info(session: AsyncSession) -> dict[str, Any]:
-    """The kit's bookkeeping on ``session`` (tenant, user, schema)."""
-    return session.info

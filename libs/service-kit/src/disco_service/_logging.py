@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any
 
 import structlog
 from structlog.types import EventDict, Processor, WrappedLogger
@@ -86,8 +85,3 @@ def configure_logging(settings: ServiceSettings) -> None:
     # aiokafka logs every reconnect attempt at ERROR while a broker is away;
     # readiness already reports that.
     logging.getLogger("aiokafka").setLevel(max(logging.WARNING, root.level))
-
-
-def log_fields(**fields: Any) -> dict[str, Any]:
-    """``fields`` without the None values (tidier log lines)."""
-    return {key: value for key, value in fields.items() if value is not None}
