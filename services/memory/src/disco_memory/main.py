@@ -1,11 +1,19 @@
-"""The memory service's app: the kit's wiring plus the memory's routers."""
+"""The memory service's app: the kit's wiring plus the memory's routers and jobs."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 from fastapi import FastAPI
 
+from disco_memory.embeddings import EmbeddingProvider, create_provider
+from disco_memory.expiry import ttl_sweeper
+from disco_memory.runtime import MemoryRuntime
 from disco_memory.settings import MemorySettings
-from disco_service import create_service_app, run_service
+from disco_memory.startup import check_vector_columns
+from disco_memory.working.endpoints import router as working_router
+from disco_service import ServiceState, create_service_app, run_service
 
 __all__ = ["create_app", "main"]
 
@@ -14,17 +22,43 @@ DESCRIPTION = (
     "semantic/episodic/procedural memory and agent-state snapshots."
 )
 
+ROUTERS = (working_router,)
 
-def create_app(settings: MemorySettings | None = None) -> FastAPI:
+
+def create_app(
+    settings: MemorySettings | None = None, *, embedder: EmbeddingProvider | None = None
+) -> FastAPI:
     """The memory app (settings from ``DISCO_*`` variables when not given).
 
-    Nothing connects here: the database and the bus start in the lifespan.
+    Nothing connects here: the database, the bus and the embedding model start
+    in the lifespan. ``embedder`` replaces the provider the settings name.
     """
-    return create_service_app(
-        settings if settings is not None else MemorySettings(),
+    settings = settings if settings is not None else MemorySettings()
+    runtime = MemoryRuntime(settings=settings, embedder=embedder or create_provider(settings))
+
+    @asynccontextmanager
+    async def embeddings(state: ServiceState) -> AsyncIterator[None]:
+        await runtime.embedder.start()
+        try:
+            await check_vector_columns(state.require_database(), runtime.embedder)
+            yield
+        finally:
+            await runtime.embedder.stop()
+
+    @asynccontextmanager
+    async def expiry(state: ServiceState) -> AsyncIterator[None]:
+        async with ttl_sweeper(state.require_database(), settings):
+            yield
+
+    app = create_service_app(
+        settings,
         title="disco memory",
         description=DESCRIPTION,
+        routers=ROUTERS,
+        lifespan_hooks=(embeddings, expiry),
     )
+    app.state.memory = runtime
+    return app
 
 
 def main() -> None:

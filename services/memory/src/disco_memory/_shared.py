@@ -1,0 +1,157 @@
+"""What the memory domains share: JSON sizes, versions and ETags, cursors, vectors.
+
+Private to the service (each domain imports from here; nothing here imports a
+domain).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
+
+import pydantic_core
+from fastapi import Header
+from pydantic import BaseModel, ValidationError
+from starlette.responses import Response
+
+from disco_common.pagination import CursorError, decode_cursor
+from disco_service import Conflict, DiscoHTTPError, PayloadTooLarge, UnprocessableEntity
+
+__all__ = [
+    "EmbeddingUnavailable",
+    "IfMatch",
+    "InvalidCursor",
+    "VersionConflict",
+    "encoded_json",
+    "expected_version",
+    "limited_json",
+    "model_errors",
+    "read_cursor",
+    "set_etag",
+    "vector_literal",
+]
+
+CursorT = TypeVar("CursorT", bound=BaseModel)
+
+_ETAG = re.compile(r'^\s*(?:W/)?"(\d{1,9})"\s*$')
+
+
+class VersionConflict(Conflict):
+    """409: a write named a version that is no longer (or not yet) the stored one."""
+
+    code = "version_conflict"
+
+    def __init__(self, what: str, *, expected: int, current: int | None) -> None:
+        if current is None:
+            message = (
+                f"{what} does not exist, so it cannot be at version {expected}; "
+                "write with expected_version 0 (or none) to create it"
+            )
+        elif expected == 0:
+            message = f"{what} already exists (version {current}); read it and write again"
+        else:
+            message = (
+                f"{what} is at version {current}, not {expected}: someone else wrote it; "
+                "read it again and retry"
+            )
+        super().__init__(
+            message, details={"expected_version": expected, "current_version": current}
+        )
+
+
+def encoded_json(value: Any) -> str:
+    """``value`` as compact JSON text (what is stored and what the size limits measure)."""
+    return pydantic_core.to_json(value).decode()
+
+
+def limited_json(value: Any, *, limit: int, what: str) -> str:
+    """``value`` as JSON text, or 413 when it is larger than ``limit`` bytes encoded."""
+    raw = pydantic_core.to_json(value)
+    if len(raw) > limit:
+        raise PayloadTooLarge(
+            f"{what} is {len(raw)} bytes encoded; the limit is {limit} bytes",
+            details={"size_bytes": len(raw), "limit_bytes": limit},
+        )
+    return raw.decode()
+
+
+def _if_match_version(if_match: str | None) -> int | None:
+    if if_match is None:
+        return None
+    if if_match.strip() == "*":
+        raise UnprocessableEntity(
+            'If-Match: * is not supported; send the ETag you read, e.g. If-Match: "3"'
+        )
+    found = _ETAG.fullmatch(if_match)
+    if found is None:
+        raise UnprocessableEntity(
+            f'If-Match must be one ETag as this service sends it, e.g. "3"; got {if_match!r}'
+        )
+    return int(found.group(1))
+
+
+IfMatch = Header(
+    alias="If-Match",
+    description='The ETag you read (e.g. `"3"`): write only if it is still current, else 409.',
+)
+
+
+def expected_version(body_version: int | None, if_match: str | None) -> int | None:
+    """The version a write must find: from ``expected_version`` or the ``If-Match`` header.
+
+    Raises:
+        UnprocessableEntity: the header is malformed, or it and the body disagree.
+    """
+    header_version = _if_match_version(if_match)
+    if header_version is None:
+        return body_version
+    if body_version is not None and body_version != header_version:
+        raise UnprocessableEntity(
+            f"If-Match names version {header_version} but expected_version is {body_version}; "
+            "send one of them"
+        )
+    return header_version
+
+
+def set_etag(response: Response, version: int) -> None:
+    """Send the record's version as its ``ETag``."""
+    response.headers["ETag"] = f'"{version}"'
+
+
+def read_cursor(cursor: str, model: type[CursorT]) -> CursorT:
+    """The position in ``cursor``, or 422 when this list did not issue it."""
+    try:
+        return decode_cursor(cursor, model)
+    except CursorError as exc:
+        raise InvalidCursor(str(exc)) from None
+
+
+class InvalidCursor(UnprocessableEntity):
+    """422: a pagination cursor this list did not issue."""
+
+    code = "invalid_cursor"
+
+
+def vector_literal(vector: Sequence[float]) -> str:
+    """A vector as pgvector's text form (``[1,2,3]``), bound as text and cast in SQL."""
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+def model_errors(exc: ValidationError) -> list[Mapping[str, Any]]:
+    """A pydantic error as the violations list of a 422."""
+    return [
+        {
+            "location": [str(part) for part in error.get("loc", ())],
+            "message": str(error.get("msg", "")),
+            "type": str(error.get("type", "")),
+        }
+        for error in exc.errors()
+    ]
+
+
+class EmbeddingUnavailable(DiscoHTTPError):
+    """503: the embedding provider could not embed the text (nothing was written)."""
+
+    status_code = 503
+    code = "embedding_unavailable"

@@ -1,0 +1,73 @@
+"""What the memory service holds while it runs: its settings and embedding provider.
+
+Created by :func:`disco_memory.main.create_app`, started in the lifespan, and
+reached from routes through :data:`RuntimeDep`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Annotated
+
+import structlog
+from fastapi import Depends, Request
+
+from disco_memory._shared import EmbeddingUnavailable, vector_literal
+from disco_memory.embeddings import EmbeddingError, EmbeddingProvider, EmbeddingPurpose
+from disco_memory.settings import MemorySettings
+from disco_service import UnprocessableEntity
+
+__all__ = ["MemoryRuntime", "RuntimeDep", "get_runtime"]
+
+log = structlog.get_logger("disco_memory")
+
+
+@dataclass
+class MemoryRuntime:
+    """The memory service's own state (beside the kit's :class:`~disco_service.ServiceState`)."""
+
+    settings: MemorySettings
+    embedder: EmbeddingProvider
+
+    async def embed(
+        self, texts: Sequence[str], *, purpose: EmbeddingPurpose = EmbeddingPurpose.DOCUMENT
+    ) -> list[str]:
+        """The texts' vectors as pgvector literals (503 when the provider fails)."""
+        try:
+            vectors = await self.embedder.embed(texts, purpose=purpose)
+        except EmbeddingError as exc:
+            log.warning("embedding_failed", error=str(exc), model=self.embedder.model_name)
+            raise EmbeddingUnavailable(
+                f"the embedding model could not embed the text, nothing was written: {exc}"
+            ) from exc
+        return [vector_literal(vector) for vector in vectors]
+
+    async def embed_one(
+        self, text: str, *, purpose: EmbeddingPurpose = EmbeddingPurpose.DOCUMENT
+    ) -> str:
+        """One text's vector as a pgvector literal."""
+        return (await self.embed([text], purpose=purpose))[0]
+
+    def given_vector(self, vector: Sequence[float], *, field: str) -> str:
+        """A caller's own vector as a literal, or 422 when its dimension is not the deployment's."""
+        if len(vector) != self.embedder.dimensions:
+            raise UnprocessableEntity(
+                f"{field} has {len(vector)} dimensions; this deployment stores "
+                f"{self.embedder.dimensions} ({self.embedder.model_name}); see "
+                "GET /v1/memory/semantic/model",
+                details={"dimensions": len(vector), "expected": self.embedder.dimensions},
+            )
+        return vector_literal(vector)
+
+
+def get_runtime(request: Request) -> MemoryRuntime:
+    """FastAPI dependency: the memory runtime of the app serving ``request``."""
+    runtime = getattr(request.app.state, "memory", None)
+    if not isinstance(runtime, MemoryRuntime):
+        raise RuntimeError("not the memory app: build it with disco_memory.create_app()")
+    return runtime
+
+
+RuntimeDep = Annotated[MemoryRuntime, Depends(get_runtime)]
+"""The memory service's runtime (settings, embedding provider)."""

@@ -1,0 +1,1 @@
+"""Working memory: plan-scoped key/value with TTL and optimistic concurrency."""
