@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
@@ -86,6 +86,9 @@ class _Pending:
     delivery: asyncio.Future[asyncio.Future[Any]]
 
 
+RequestValidator = Callable[[str, Any], Awaitable[None]]
+"""Checks an ``action-requests`` payload: ``await validator(event_type, data)`` raises to refuse."""
+
 _log = structlog.get_logger("disco.bus")
 
 # Kafka error codes that mean "already there", which provisioning accepts.
@@ -135,6 +138,18 @@ class BusClient:
         self._writing = False
         self._backlog: deque[_Pending] = deque()
         self._pump: asyncio.Task[None] | None = None
+        self._request_validator: RequestValidator | None = None
+
+    def set_request_validator(self, validator: RequestValidator | None) -> None:
+        """Check every ``action-requests`` payload with ``validator`` before it is published.
+
+        ``validator(event_type, data)`` raises (e.g. ``PayloadValidationError``) to
+        refuse the request; nothing is published then. Agents install the
+        registry's schema check here, so ``request``, ``publish`` and
+        ``publish_envelope`` to ``action-requests`` all fail fast on a payload
+        that breaks the registered schema. ``None`` removes it.
+        """
+        self._request_validator = validator
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -574,6 +589,8 @@ class BusClient:
         return envelope
 
     async def _write_envelope(self, name: str, envelope: Envelope) -> asyncio.Future[Any]:
+        if self._request_validator is not None and isinstance(envelope, ActionRequest):
+            await self._request_validator(envelope.type, envelope.data)
         record = record_for(envelope)
         limit = self.settings.bus_max_message_bytes
         # Count exactly only when it could matter: headers and framing of a
