@@ -271,6 +271,11 @@ class AgentRecord(Record):
     updated_at: UtcDatetime = Field(description="Last registration update.")
     last_heartbeat_at: UtcDatetime = Field(description="Last registration or heartbeat.")
     expires_at: UtcDatetime = Field(description="When it expires unless heard from again.")
+    live_instances: int = Field(
+        default=0,
+        ge=0,
+        description="How many processes behind this registration are live (heard from in TTL).",
+    )
 
 
 AgentDefinition = AgentRecord
@@ -328,6 +333,11 @@ class DiscoveryQuery(Body):
     """A "who can do X?" question: at least one criterion; all given ones must match."""
 
     capability: TaskName | None = Field(default=None, description="A capability (task name).")
+    capabilities: list[TaskName] = Field(
+        default_factory=list,
+        max_length=20,
+        description="Agents that have every one of these capabilities (seed 004 `requirements`).",
+    )
     consumed_event: EventType | None = Field(
         default=None, description="Agents that consume this event type."
     )
@@ -346,12 +356,14 @@ class DiscoveryQuery(Body):
     def _needs_a_criterion(self) -> Self:
         if (
             self.capability is None
+            and not self.capabilities
             and self.consumed_event is None
             and self.produced_event is None
             and self.text is None
         ):
             raise ValueError(
-                "give at least one of capability, consumed_event, produced_event or text "
+                "give at least one of capability, capabilities, consumed_event, produced_event "
+                "or text "
                 "(to list every agent, use GET /v1/agents)"
             )
         return self

@@ -1,26 +1,38 @@
-"""The registry service's app: the kit's wiring plus the registry's routers."""
+"""The registry service's app: the kit's wiring plus the registry's routers and sweeper."""
 
 from __future__ import annotations
 
 from fastapi import FastAPI
 
+from disco_registry.agents.endpoints import router as agents_router
+from disco_registry.cards.endpoints import router as cards_router
+from disco_registry.discovery.endpoints import router as discovery_router
+from disco_registry.events.endpoints import router as events_router
+from disco_registry.liveness.lifespan import sweeper_lifespan
+from disco_registry.payload_schemas.endpoints import router as schemas_router
 from disco_registry.settings import RegistrySettings
 from disco_service import create_service_app, run_service
 
 __all__ = ["create_app", "main"]
 
-DESCRIPTION = "Agents, capabilities, event definitions, payload schemas and liveness."
+DESCRIPTION = (
+    "Agents, capabilities, event definitions, payload schemas and liveness: how agents "
+    "find each other, and how callers learn what an agent consumes and produces."
+)
 
 
 def create_app(settings: RegistrySettings | None = None) -> FastAPI:
     """The registry app (settings from ``DISCO_*`` variables when not given).
 
-    Nothing connects here: the database and the bus start in the lifespan.
+    Nothing connects here: the database, the bus, the outbox relay and the
+    TTL sweeper start in the lifespan.
     """
     return create_service_app(
         settings if settings is not None else RegistrySettings(),
         title="disco registry",
         description=DESCRIPTION,
+        routers=[agents_router, cards_router, discovery_router, events_router, schemas_router],
+        lifespan_hooks=[sweeper_lifespan],
     )
 
 

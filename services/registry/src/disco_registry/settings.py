@@ -6,13 +6,18 @@ from typing import ClassVar
 
 from pydantic import AliasChoices, Field
 
+from disco_common.registry import AGENT_TTL_MAX_SECONDS, AGENT_TTL_MIN_SECONDS
 from disco_service import ServiceSettings
 
 __all__ = ["RegistrySettings"]
 
 
 class RegistrySettings(ServiceSettings):
-    """Settings of the registry service: the shared ``DISCO_*`` ones, and its port."""
+    """Settings of the registry service: the shared ``DISCO_*`` ones, and its own.
+
+    Its own variables carry ``REGISTRY`` in their name (``DISCO_REGISTRY_*``) so
+    that one environment can configure the whole stack without collisions.
+    """
 
     service_name: ClassVar[str] = "registry"
 
@@ -22,4 +27,42 @@ class RegistrySettings(ServiceSettings):
         le=65535,
         validation_alias=AliasChoices("DISCO_REGISTRY_PORT"),
         description="HTTP port (DISCO_REGISTRY_PORT).",
+    )
+    default_ttl_seconds: int = Field(
+        default=30,
+        ge=AGENT_TTL_MIN_SECONDS,
+        le=AGENT_TTL_MAX_SECONDS,
+        validation_alias=AliasChoices("DISCO_REGISTRY_DEFAULT_TTL_SECONDS"),
+        description="TTL of a registration that names none (DISCO_REGISTRY_DEFAULT_TTL_SECONDS).",
+    )
+    sweep_interval_seconds: float = Field(
+        default=1.0,
+        gt=0,
+        le=3600,
+        validation_alias=AliasChoices("DISCO_REGISTRY_SWEEP_INTERVAL_SECONDS"),
+        description="How often the TTL sweeper looks for expired agents.",
+    )
+    sweep_batch_size: int = Field(
+        default=500,
+        ge=1,
+        le=100_000,
+        validation_alias=AliasChoices("DISCO_REGISTRY_SWEEP_BATCH_SIZE"),
+        description="Instances expired per sweeper transaction.",
+    )
+    expired_retention_seconds: int = Field(
+        default=7 * 86_400,
+        ge=60,
+        validation_alias=AliasChoices("DISCO_REGISTRY_EXPIRED_RETENTION_SECONDS"),
+        description=(
+            "How long an expired agent stays listed (include_expired) before it and the "
+            "events it owns are purged."
+        ),
+    )
+    gateway_url: str = Field(
+        default="http://127.0.0.1:8080",
+        validation_alias=AliasChoices("DISCO_GATEWAY_URL"),
+        description=(
+            "The gateway's public base URL: agent cards name it as the A2A interface "
+            "(DISCO_GATEWAY_URL)."
+        ),
     )

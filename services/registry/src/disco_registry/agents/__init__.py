@@ -1,0 +1,1 @@
+"""Agents: registration, liveness (heartbeats), listing and deregistration (``/v1/agents``)."""

@@ -1,0 +1,137 @@
+"""``/v1/agents``: register (upsert), read, list, heartbeat and deregister agents."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Query, Response, status
+
+from disco_common.ids import Id
+from disco_common.pagination import Page
+from disco_common.registry import (
+    AgentListQuery,
+    AgentRecord,
+    AgentRegistration,
+    Heartbeat,
+    HeartbeatAck,
+)
+from disco_registry.agents import service
+from disco_registry.deps import AgentIdPath, SettingsDep
+from disco_registry.errors import AgentNotFound
+from disco_service import IdentityDep, SessionDep, error_responses
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/v1/agents", tags=["agents"])
+
+
+@router.post(
+    "",
+    response_model=AgentRecord,
+    status_code=status.HTTP_201_CREATED,
+    responses={
+        200: {"model": AgentRecord, "description": "An existing registration was updated"},
+        **error_responses(413, 422),
+    },
+    summary="Register or update an agent",
+)
+async def register_agent(
+    registration: AgentRegistration,
+    session: SessionDep,
+    identity: IdentityDep,
+    settings: SettingsDep,
+    response: Response,
+) -> AgentRecord:
+    """Upsert by ``agent_id`` (201 new, 200 updated), with its capabilities and events, in
+    one transaction; announces ``agent.registered``. Schema references must name
+    registered versions (422 ``unknown_schema_ref`` otherwise)."""
+    record, created = await service.register(
+        session,
+        tenant_id=identity.tenant_id,
+        registration=registration,
+        default_ttl_seconds=settings.default_ttl_seconds,
+    )
+    if not created:
+        response.status_code = status.HTTP_200_OK
+    return record
+
+
+@router.get(
+    "",
+    response_model=Page[AgentRecord],
+    responses=error_responses(400),
+    summary="List agents",
+)
+async def list_agents(
+    query: Annotated[AgentListQuery, Query()], session: SessionDep, identity: IdentityDep
+) -> Page[AgentRecord]:
+    """The caller's tenant's agents and public ones, filtered, by name; live ones only
+    unless ``include_expired``."""
+    return await service.list_agents(session, tenant_id=identity.tenant_id, query=query)
+
+
+@router.get(
+    "/{agent_id}",
+    response_model=AgentRecord,
+    responses=error_responses(404),
+    summary="Get an agent",
+)
+async def get_agent(
+    agent_id: AgentIdPath, session: SessionDep, identity: IdentityDep
+) -> AgentRecord:
+    """The caller's tenant's agent of that id, else a public one (live or expired)."""
+    found = await service.get_agent(session, tenant_id=identity.tenant_id, agent_id=agent_id)
+    if found is None:
+        raise AgentNotFound(f"no agent {agent_id!r} is visible to you")
+    return found
+
+
+@router.post(
+    "/{agent_id}/heartbeat",
+    response_model=HeartbeatAck,
+    responses=error_responses(404),
+    summary="Heartbeat",
+)
+async def heartbeat(
+    agent_id: AgentIdPath,
+    session: SessionDep,
+    identity: IdentityDep,
+    beat: Annotated[Heartbeat | None, Body()] = None,
+) -> HeartbeatAck:
+    """Keep an instance live for another TTL. 404 means the registry does not know the
+    agent (it was deregistered, purged, or the registry was reset): register again."""
+    ack = await service.heartbeat(
+        session, tenant_id=identity.tenant_id, agent_id=agent_id, beat=beat or Heartbeat()
+    )
+    if ack is None:
+        raise AgentNotFound(f"your tenant has no agent {agent_id!r}; register it again")
+    return ack
+
+
+@router.delete(
+    "/{agent_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses=error_responses(404),
+    summary="Deregister an agent or one of its instances",
+)
+async def deregister_agent(
+    agent_id: AgentIdPath,
+    session: SessionDep,
+    identity: IdentityDep,
+    instance_id: Annotated[
+        Id | None,
+        Query(description="Only this instance leaves; the agent goes with its last live one."),
+    ] = None,
+    remove_events: Annotated[
+        bool, Query(description="Also remove the event definitions the agent owns.")
+    ] = True,
+) -> Response:
+    """Remove the agent (or one instance) and announce ``agent.deregistered``."""
+    await service.deregister(
+        session,
+        tenant_id=identity.tenant_id,
+        agent_id=agent_id,
+        instance_id=instance_id,
+        remove_events=remove_events,
+    )
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,437 @@
+"""SQL for ``registry.agents`` and ``registry.agent_instances``.
+
+An agent's liveness is the liveness of its instances: it is live while at
+least one instance row has ``expires_at`` in the future. Heartbeats touch
+only the narrow instance table; the agent row (wide, with GIN indexes) is
+written on registration, expiry and deregistration only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Row, text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from disco_common.canonical import canonical_json
+from disco_common.registry import AgentRecord, AgentStatus
+
+__all__ = ["AgentFilters", "AgentRepository", "AgentRow", "HeartbeatRow", "LockedAgent"]
+
+_RECORD_SELECT = """
+SELECT a.tenant_id, a.agent_id, a.name, a.version, a.description, a.tags, a.instance_id,
+       a.visibility, a.capabilities, a.events, a.ttl_seconds, a.metadata,
+       a.registered_at, a.updated_at,
+       greatest(a.last_heartbeat_at, li.last_heartbeat_at) AS last_heartbeat_at,
+       coalesce(li.expires_at,
+                a.last_heartbeat_at + make_interval(secs => a.ttl_seconds)) AS expires_at,
+       li.live_instances
+FROM registry.agents a
+CROSS JOIN LATERAL (
+    SELECT max(i.last_heartbeat_at) AS last_heartbeat_at,
+           max(i.expires_at) AS expires_at,
+           count(*) FILTER (WHERE i.expires_at > now()) AS live_instances
+    FROM registry.agent_instances i
+    WHERE i.tenant_id = a.tenant_id AND i.agent_id = a.agent_id
+) li
+"""
+
+_GET_VISIBLE = text(
+    _RECORD_SELECT
+    + "WHERE a.agent_id = :agent AND (a.tenant_id = :tenant OR a.visibility = 'public') "
+    # An id registered by the caller's own tenant wins over a public one of another.
+    "ORDER BY (a.tenant_id = :tenant) DESC, a.tenant_id LIMIT 1"
+)
+
+_LOCK = text(
+    "SELECT definition_hash, visibility, status, name FROM registry.agents "
+    "WHERE tenant_id = :tenant AND agent_id = :agent FOR UPDATE"
+)
+
+_UPSERT = text(
+    """
+INSERT INTO registry.agents (
+    tenant_id, agent_id, name, version, description, tags, instance_id, visibility,
+    ttl_seconds, metadata, capabilities, events, discovery, capability_names,
+    consumed_events, produced_events, search_text, definition_hash, status,
+    last_heartbeat_at, expired_at)
+VALUES (
+    :tenant, :agent, :name, :version, :description, :tags, :instance_id, :visibility,
+    :ttl, CAST(:metadata AS jsonb), CAST(:capabilities AS jsonb), CAST(:events AS jsonb),
+    CAST(:discovery AS jsonb), :capability_names, :consumed_events, :produced_events,
+    :search_text, :definition_hash, 'live', now(), NULL)
+ON CONFLICT (tenant_id, agent_id) DO UPDATE SET
+    name = excluded.name,
+    version = excluded.version,
+    description = excluded.description,
+    tags = excluded.tags,
+    instance_id = excluded.instance_id,
+    visibility = excluded.visibility,
+    ttl_seconds = excluded.ttl_seconds,
+    metadata = excluded.metadata,
+    capabilities = excluded.capabilities,
+    events = excluded.events,
+    discovery = excluded.discovery,
+    capability_names = excluded.capability_names,
+    consumed_events = excluded.consumed_events,
+    produced_events = excluded.produced_events,
+    search_text = excluded.search_text,
+    definition_hash = excluded.definition_hash,
+    status = 'live',
+    last_heartbeat_at = now(),
+    expired_at = NULL,
+    updated_at = now()
+RETURNING (xmax = 0) AS created
+"""
+)
+
+_UPSERT_INSTANCE = text(
+    """
+INSERT INTO registry.agent_instances (
+    tenant_id, agent_id, instance_key, instance_id, visibility, last_heartbeat_at, expires_at)
+VALUES (:tenant, :agent, :key, :instance_id, :visibility, now(),
+        now() + make_interval(secs => CAST(:ttl AS double precision)))
+ON CONFLICT (tenant_id, agent_id, instance_key) DO UPDATE SET
+    instance_id = excluded.instance_id,
+    visibility = excluded.visibility,
+    last_heartbeat_at = excluded.last_heartbeat_at,
+    expires_at = excluded.expires_at
+"""
+)
+
+_SET_INSTANCES_VISIBILITY = text(
+    "UPDATE registry.agent_instances SET visibility = :visibility "
+    "WHERE tenant_id = :tenant AND agent_id = :agent AND visibility <> :visibility"
+)
+
+# One statement, one round trip: the hot path of the service.
+_HEARTBEAT = text(
+    """
+WITH a AS (
+    SELECT tenant_id, agent_id, name, status, visibility, ttl_seconds
+    FROM registry.agents
+    WHERE tenant_id = :tenant AND agent_id = :agent
+), i AS (
+    INSERT INTO registry.agent_instances (
+        tenant_id, agent_id, instance_key, instance_id, visibility, last_heartbeat_at, expires_at)
+    SELECT a.tenant_id, a.agent_id, :key, :instance_id, a.visibility, now(),
+           now() + make_interval(
+               secs => coalesce(CAST(:ttl AS double precision), a.ttl_seconds))
+    FROM a
+    ON CONFLICT (tenant_id, agent_id, instance_key) DO UPDATE SET
+        instance_id = excluded.instance_id,
+        last_heartbeat_at = excluded.last_heartbeat_at,
+        expires_at = excluded.expires_at
+    RETURNING last_heartbeat_at, expires_at
+)
+SELECT a.name, a.status, a.ttl_seconds, i.last_heartbeat_at, i.expires_at
+FROM a CROSS JOIN i
+"""
+)
+
+_SET_TTL = text(
+    "UPDATE registry.agents SET ttl_seconds = :ttl, updated_at = now() "
+    "WHERE tenant_id = :tenant AND agent_id = :agent AND ttl_seconds <> :ttl"
+)
+
+_REVIVE = text(
+    "UPDATE registry.agents SET status = 'live', expired_at = NULL, last_heartbeat_at = now() "
+    "WHERE tenant_id = :tenant AND agent_id = :agent AND status = 'expired' "
+    "RETURNING name, version, instance_id, capability_names"
+)
+
+_DELETE_INSTANCE = text(
+    "DELETE FROM registry.agent_instances "
+    "WHERE tenant_id = :tenant AND agent_id = :agent AND instance_key = :key"
+)
+
+_LIVE_INSTANCES = text(
+    "SELECT count(*) FROM registry.agent_instances "
+    "WHERE tenant_id = :tenant AND agent_id = :agent AND expires_at > now()"
+)
+
+_DELETE_AGENT = text(
+    "DELETE FROM registry.agents WHERE tenant_id = :tenant AND agent_id = :agent "
+    "RETURNING name, instance_id"
+)
+
+
+def instance_key(instance_id: str | None) -> str:
+    """The key of an instance row: its id, or '' for a registration that names none."""
+    return instance_id or ""
+
+
+@dataclass(frozen=True)
+class AgentRow:
+    """What :meth:`AgentRepository.upsert` writes."""
+
+    tenant_id: str
+    agent_id: str
+    name: str
+    version: str
+    description: str
+    tags: list[str]
+    instance_id: str | None
+    visibility: str
+    ttl_seconds: int
+    metadata: dict[str, Any]
+    capabilities: list[Any]
+    events: list[Any]
+    discovery: list[Any]
+    capability_names: list[str]
+    consumed_events: list[str]
+    produced_events: list[str]
+    search_text: str
+    definition_hash: str
+
+
+@dataclass(frozen=True)
+class LockedAgent:
+    """An agent row locked for update in this transaction."""
+
+    definition_hash: str
+    visibility: str
+    status: str
+    name: str
+
+
+@dataclass(frozen=True)
+class HeartbeatRow:
+    """The outcome of a heartbeat."""
+
+    name: str
+    status: str
+    ttl_seconds: int
+    last_heartbeat_at: datetime
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
+class AgentFilters:
+    """Filters of a list query (all given must match)."""
+
+    name: str | None = None
+    capability: str | None = None
+    consumed_event: str | None = None
+    produced_event: str | None = None
+    tag: str | None = None
+    text: str | None = None
+    include_expired: bool = False
+
+
+def _json(value: Any) -> str:
+    return canonical_json(value).decode()
+
+
+def like_pattern(value: str) -> str:
+    """``%value%`` for ILIKE with the wildcard characters of ``value`` escaped."""
+    escaped = value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def record_from_row(row: Row[Any]) -> AgentRecord:
+    """An :class:`AgentRecord` from a row of the record select."""
+    values = dict(row._mapping)
+    live = int(values.pop("live_instances") or 0)
+    return AgentRecord.model_validate(
+        {
+            **values,
+            "live_instances": live,
+            "status": AgentStatus.LIVE if live > 0 else AgentStatus.EXPIRED,
+        }
+    )
+
+
+class AgentRepository:
+    """Reads and writes agents and their instances for the session's tenant."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def get_visible(self, *, tenant_id: str, agent_id: str) -> AgentRecord | None:
+        """The agent ``agent_id`` of the caller's tenant, else a public one; or None."""
+        row = (
+            await self._session.execute(_GET_VISIBLE, {"tenant": tenant_id, "agent": agent_id})
+        ).first()
+        return record_from_row(row) if row is not None else None
+
+    async def lock(self, *, tenant_id: str, agent_id: str) -> LockedAgent | None:
+        """Lock the tenant's agent row until the transaction ends; None if absent.
+
+        Concurrent registrations of one agent queue here (or, for a new agent,
+        on the primary key in :meth:`upsert`), so the agent row, its instances
+        and its events are always written by one transaction at a time.
+        """
+        row = (await self._session.execute(_LOCK, {"tenant": tenant_id, "agent": agent_id})).first()
+        if row is None:
+            return None
+        return LockedAgent(
+            definition_hash=row.definition_hash,
+            visibility=row.visibility,
+            status=row.status,
+            name=row.name,
+        )
+
+    async def upsert(self, agent: AgentRow) -> bool:
+        """Insert or update the agent row; whether it was inserted."""
+        row = (
+            await self._session.execute(
+                _UPSERT,
+                {
+                    "tenant": agent.tenant_id,
+                    "agent": agent.agent_id,
+                    "name": agent.name,
+                    "version": agent.version,
+                    "description": agent.description,
+                    "tags": agent.tags,
+                    "instance_id": agent.instance_id,
+                    "visibility": agent.visibility,
+                    "ttl": agent.ttl_seconds,
+                    "metadata": _json(agent.metadata),
+                    "capabilities": _json(agent.capabilities),
+                    "events": _json(agent.events),
+                    "discovery": _json(agent.discovery),
+                    "capability_names": agent.capability_names,
+                    "consumed_events": agent.consumed_events,
+                    "produced_events": agent.produced_events,
+                    "search_text": agent.search_text,
+                    "definition_hash": agent.definition_hash,
+                },
+            )
+        ).one()
+        return bool(row.created)
+
+    async def touch_instance(
+        self,
+        *,
+        tenant_id: str,
+        agent_id: str,
+        instance_id: str | None,
+        visibility: str,
+        ttl_seconds: int,
+    ) -> None:
+        """Create or refresh an instance row: heard from now, expires after ``ttl_seconds``."""
+        await self._session.execute(
+            _UPSERT_INSTANCE,
+            {
+                "tenant": tenant_id,
+                "agent": agent_id,
+                "key": instance_key(instance_id),
+                "instance_id": instance_id,
+                "visibility": visibility,
+                "ttl": ttl_seconds,
+            },
+        )
+
+    async def set_instances_visibility(
+        self, *, tenant_id: str, agent_id: str, visibility: str
+    ) -> None:
+        """Align the instances' copy of the agent's visibility (it drives their RLS read)."""
+        await self._session.execute(
+            _SET_INSTANCES_VISIBILITY,
+            {"tenant": tenant_id, "agent": agent_id, "visibility": visibility},
+        )
+
+    async def heartbeat(
+        self, *, tenant_id: str, agent_id: str, instance_id: str | None, ttl_seconds: int | None
+    ) -> HeartbeatRow | None:
+        """Refresh (or add) the instance; None when the tenant has no such agent."""
+        row = (
+            await self._session.execute(
+                _HEARTBEAT,
+                {
+                    "tenant": tenant_id,
+                    "agent": agent_id,
+                    "key": instance_key(instance_id),
+                    "instance_id": instance_id,
+                    "ttl": ttl_seconds,
+                },
+            )
+        ).first()
+        if row is None:
+            return None
+        return HeartbeatRow(
+            name=row.name,
+            status=row.status,
+            ttl_seconds=row.ttl_seconds,
+            last_heartbeat_at=row.last_heartbeat_at,
+            expires_at=row.expires_at,
+        )
+
+    async def set_ttl(self, *, tenant_id: str, agent_id: str, ttl_seconds: int) -> None:
+        """Change the agent's TTL (a heartbeat asked for another one)."""
+        await self._session.execute(
+            _SET_TTL, {"tenant": tenant_id, "agent": agent_id, "ttl": ttl_seconds}
+        )
+
+    async def revive(self, *, tenant_id: str, agent_id: str) -> Row[Any] | None:
+        """Mark an agent announced as expired live again; its row if it was expired."""
+        return (
+            await self._session.execute(_REVIVE, {"tenant": tenant_id, "agent": agent_id})
+        ).first()
+
+    async def delete_instance(
+        self, *, tenant_id: str, agent_id: str, instance_id: str | None
+    ) -> int:
+        """Remove one instance; how many live instances the agent has left."""
+        params = {"tenant": tenant_id, "agent": agent_id}
+        await self._session.execute(_DELETE_INSTANCE, {**params, "key": instance_key(instance_id)})
+        return int((await self._session.execute(_LIVE_INSTANCES, params)).scalar_one())
+
+    async def delete(self, *, tenant_id: str, agent_id: str) -> bool:
+        """Remove the agent and its instances; whether it existed."""
+        row = (
+            await self._session.execute(_DELETE_AGENT, {"tenant": tenant_id, "agent": agent_id})
+        ).first()
+        return row is not None
+
+    async def list(
+        self,
+        *,
+        tenant_id: str,
+        filters: AgentFilters,
+        after: tuple[str, str, str] | None,
+        limit: int,
+    ) -> list[AgentRecord]:
+        """Visible agents matching ``filters`` in (name, tenant, agent id) order after ``after``."""
+        clauses = ["(a.tenant_id = :tenant OR a.visibility = 'public')"]
+        params: dict[str, Any] = {"tenant": tenant_id, "limit": limit}
+        if filters.name is not None:
+            clauses.append("a.name = :name")
+            params["name"] = filters.name
+        if filters.capability is not None:
+            clauses.append("a.capability_names @> ARRAY[CAST(:capability AS text)]")
+            params["capability"] = filters.capability
+        if filters.consumed_event is not None:
+            clauses.append("a.consumed_events @> ARRAY[CAST(:consumed AS text)]")
+            params["consumed"] = filters.consumed_event
+        if filters.produced_event is not None:
+            clauses.append("a.produced_events @> ARRAY[CAST(:produced AS text)]")
+            params["produced"] = filters.produced_event
+        if filters.tag is not None:
+            clauses.append("a.tags @> ARRAY[CAST(:tag AS text)]")
+            params["tag"] = filters.tag
+        if filters.text is not None:
+            clauses.append(
+                "(a.search_vector @@ websearch_to_tsquery('english', :text) "
+                "OR a.search_text ILIKE :like)"
+            )
+            params["text"] = filters.text
+            params["like"] = like_pattern(filters.text)
+        if not filters.include_expired:
+            clauses.append("li.live_instances > 0")
+        if after is not None:
+            clauses.append(
+                "(a.name, a.tenant_id, a.agent_id) > (:after_name, :after_tenant, :after_id)"
+            )
+            params.update(after_name=after[0], after_tenant=after[1], after_id=after[2])
+        statement = text(
+            _RECORD_SELECT
+            + "WHERE "
+            + " AND ".join(clauses)
+            + " ORDER BY a.name, a.tenant_id, a.agent_id LIMIT :limit"
+        )
+        rows = (await self._session.execute(statement, params)).all()
+        return [record_from_row(row) for row in rows]

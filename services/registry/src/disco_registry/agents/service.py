@@ -1,0 +1,412 @@
+"""Agents: registration (one transaction with capabilities and owned events),
+heartbeats, lookups, lists and deregistration."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import JsonValue
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from disco_common.canonical import canonical_json, json_hash
+from disco_common.pagination import Page
+from disco_common.registry import (
+    AgentListQuery,
+    AgentRecord,
+    AgentRegistration,
+    AgentStatus,
+    DiscoveredCapability,
+    DiscoveredEvent,
+    EventDefinition,
+    Heartbeat,
+    HeartbeatAck,
+    PayloadSchema,
+)
+from disco_registry.agents import events as announce
+from disco_registry.agents.repository import AgentFilters, AgentRepository, AgentRow
+from disco_registry.errors import AgentNotFound, ConflictingEventDefinition, InvalidCursor
+from disco_registry.events.repository import EventRepository, OwnedEvent
+from disco_registry.pagination import CursorPosition, read_cursor, write_cursor
+from disco_registry.payload_schemas.service import resolve_refs
+
+__all__ = [
+    "CompiledRegistration",
+    "compile_registration",
+    "deregister",
+    "get_agent",
+    "heartbeat",
+    "list_agents",
+    "register",
+]
+
+_WORD_SEPARATORS = re.compile(r"[._:/\-]+")
+
+
+@dataclass
+class CompiledRegistration:
+    """What a registration becomes once its schemas are resolved."""
+
+    discovery: list[dict[str, JsonValue]] = field(default_factory=list)
+    events: list[OwnedEvent] = field(default_factory=list)
+    capability_names: list[str] = field(default_factory=list)
+    consumed_events: list[str] = field(default_factory=list)
+    produced_events: list[str] = field(default_factory=list)
+    search_text: str = ""
+    definition_hash: str = ""
+
+
+def _resolve(
+    definition: EventDefinition, schemas: dict[tuple[str, str], PayloadSchema]
+) -> DiscoveredEvent:
+    json_schema = definition.json_schema
+    if definition.schema_ref is not None:
+        json_schema = schemas[
+            (definition.schema_ref.name, definition.schema_ref.version)
+        ].json_schema
+    return DiscoveredEvent(
+        event_type=definition.event_type,
+        topic=definition.topic,
+        description=definition.description,
+        json_schema=json_schema,
+        schema_ref=definition.schema_ref,
+    )
+
+
+def _search_text(registration: AgentRegistration) -> str:
+    parts: list[str] = [registration.name, registration.description, *registration.tags]
+    for capability in registration.capabilities:
+        parts += [capability.task_name, capability.description]
+        for event in (capability.consumed_event, *capability.produced_events):
+            parts += [event.event_type, event.description]
+    for event in registration.events:
+        parts += [event.event_type, event.description]
+    words = [part for part in parts if part]
+    # Dotted names also as words, so `calc.add` is found by "calc" and by "add".
+    split = [_WORD_SEPARATORS.sub(" ", word) for word in words if _WORD_SEPARATORS.search(word)]
+    return " ".join([*words, *split])
+
+
+def compile_registration(
+    registration: AgentRegistration, schemas: dict[tuple[str, str], PayloadSchema]
+) -> CompiledRegistration:
+    """Resolve every schema and derive what discovery filters on and answers with.
+
+    Raises:
+        ConflictingEventDefinition: one event type is defined twice with a different
+            topic or schema (every conflict is listed).
+    """
+    compiled = CompiledRegistration()
+    owned: dict[str, OwnedEvent] = {}
+    conflicts: list[JsonValue] = []
+
+    def own(event: DiscoveredEvent) -> None:
+        candidate = OwnedEvent(
+            event_type=event.event_type,
+            topic=event.topic,
+            description=event.description,
+            json_schema=event.json_schema,
+            schema_name=event.schema_ref.name if event.schema_ref else None,
+            schema_version=event.schema_ref.version if event.schema_ref else None,
+        )
+        existing = owned.get(event.event_type)
+        if existing is None:
+            owned[event.event_type] = candidate
+            return
+        same = (
+            existing.topic == candidate.topic
+            and canonical_json(existing.json_schema) == canonical_json(candidate.json_schema)
+            and (existing.schema_name, existing.schema_version)
+            == (candidate.schema_name, candidate.schema_version)
+        )
+        if not same:
+            conflicts.append(
+                {"event_type": event.event_type, "topics": [existing.topic, candidate.topic]}
+            )
+        elif not existing.description and candidate.description:
+            owned[event.event_type] = candidate
+
+    for capability in registration.capabilities:
+        consumed = _resolve(capability.consumed_event, schemas)
+        produced = [_resolve(event, schemas) for event in capability.produced_events]
+        compiled.discovery.append(
+            DiscoveredCapability(
+                task_name=capability.task_name,
+                description=capability.description,
+                consumed_event=consumed,
+                produced_events=produced,
+            ).model_dump(mode="json")
+        )
+        compiled.capability_names.append(capability.task_name)
+        compiled.consumed_events.append(consumed.event_type)
+        compiled.produced_events.extend(event.event_type for event in produced)
+        own(consumed)
+        for event in produced:
+            own(event)
+    for definition in registration.events:
+        own(_resolve(definition, schemas))
+    if conflicts:
+        raise ConflictingEventDefinition(
+            "an event type is defined more than once with a different topic or schema; "
+            "give each event type one definition",
+            details=conflicts,
+        )
+    compiled.events = sorted(owned.values(), key=lambda event: event.event_type)
+    compiled.consumed_events = sorted(set(compiled.consumed_events))
+    compiled.produced_events = sorted(set(compiled.produced_events))
+    compiled.search_text = _search_text(registration)
+    compiled.definition_hash = json_hash(
+        {
+            "visibility": registration.visibility.value,
+            "events": [
+                [
+                    e.event_type,
+                    e.topic,
+                    e.description,
+                    e.json_schema,
+                    e.schema_name,
+                    e.schema_version,
+                ]
+                for e in compiled.events
+            ],
+        }
+    )
+    return compiled
+
+
+def _schema_refs(registration: AgentRegistration) -> list[Any]:
+    refs = []
+    for capability in registration.capabilities:
+        for event in (capability.consumed_event, *capability.produced_events):
+            if event.schema_ref is not None:
+                refs.append(event.schema_ref)
+    refs += [event.schema_ref for event in registration.events if event.schema_ref is not None]
+    return refs
+
+
+async def register(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    registration: AgentRegistration,
+    default_ttl_seconds: int,
+) -> tuple[AgentRecord, bool]:
+    """Register or update an agent instance; ``(record, created)``.
+
+    One transaction: the agent row, its instance, its owned events and the
+    ``agent.registered`` announcement commit together or not at all.
+    Concurrent registrations of one ``agent_id`` queue on its row, so the last
+    one wins whole (never a mix of two definitions).
+
+    Raises:
+        UnknownSchemaReference: a ``schema_ref`` names no registered version.
+        ConflictingEventDefinition: one event type is defined twice, differently.
+    """
+    schemas = await resolve_refs(session, tenant_id=tenant_id, refs=_schema_refs(registration))
+    compiled = compile_registration(registration, schemas)
+    ttl = registration.ttl_seconds or default_ttl_seconds
+    visibility = registration.visibility.value
+    agents = AgentRepository(session)
+    previous = await agents.lock(tenant_id=tenant_id, agent_id=registration.agent_id)
+    created = await agents.upsert(
+        AgentRow(
+            tenant_id=tenant_id,
+            agent_id=registration.agent_id,
+            name=registration.name,
+            version=registration.version,
+            description=registration.description,
+            tags=list(dict.fromkeys(registration.tags)),
+            instance_id=registration.instance_id,
+            visibility=visibility,
+            ttl_seconds=ttl,
+            metadata=registration.metadata,
+            capabilities=[cap.model_dump(mode="json") for cap in registration.capabilities],
+            events=[event.model_dump(mode="json") for event in registration.events],
+            discovery=compiled.discovery,
+            capability_names=compiled.capability_names,
+            consumed_events=compiled.consumed_events,
+            produced_events=compiled.produced_events,
+            search_text=compiled.search_text,
+            definition_hash=compiled.definition_hash,
+        )
+    )
+    if previous is not None and previous.visibility != visibility:
+        await agents.set_instances_visibility(
+            tenant_id=tenant_id, agent_id=registration.agent_id, visibility=visibility
+        )
+    await agents.touch_instance(
+        tenant_id=tenant_id,
+        agent_id=registration.agent_id,
+        instance_id=registration.instance_id,
+        visibility=visibility,
+        ttl_seconds=ttl,
+    )
+    # Re-registering an unchanged definition (every restart does) skips the events.
+    if previous is None or previous.definition_hash != compiled.definition_hash:
+        await EventRepository(session).replace_owned(
+            tenant_id=tenant_id,
+            owner_agent_id=registration.agent_id,
+            visibility=visibility,
+            events=compiled.events,
+        )
+    record = await agents.get_visible(tenant_id=tenant_id, agent_id=registration.agent_id)
+    if record is None:  # pragma: no cover - written above in this transaction
+        raise AgentNotFound(f"agent {registration.agent_id!r} vanished while registering")
+    await announce.announce_registered(
+        session,
+        tenant_id=tenant_id,
+        agent_id=record.agent_id,
+        name=record.name,
+        instance_id=registration.instance_id,
+        version=record.version,
+        capabilities=compiled.capability_names,
+        expires_at=record.expires_at,
+    )
+    return record, created
+
+
+async def heartbeat(
+    session: AsyncSession, *, tenant_id: str, agent_id: str, beat: Heartbeat
+) -> HeartbeatAck | None:
+    """Refresh an instance of the tenant's agent; None when there is no such agent.
+
+    An agent announced as expired is live again and announced as registered.
+    """
+    agents = AgentRepository(session)
+    row = await agents.heartbeat(
+        tenant_id=tenant_id,
+        agent_id=agent_id,
+        instance_id=beat.instance_id,
+        ttl_seconds=beat.ttl_seconds,
+    )
+    if row is None:
+        return None
+    if beat.ttl_seconds is not None and beat.ttl_seconds != row.ttl_seconds:
+        await agents.set_ttl(tenant_id=tenant_id, agent_id=agent_id, ttl_seconds=beat.ttl_seconds)
+    if row.status == AgentStatus.EXPIRED.value:
+        revived = await agents.revive(tenant_id=tenant_id, agent_id=agent_id)
+        if revived is not None:
+            await announce.announce_registered(
+                session,
+                tenant_id=tenant_id,
+                agent_id=agent_id,
+                name=revived.name,
+                instance_id=beat.instance_id,
+                version=revived.version,
+                capabilities=list(revived.capability_names),
+                expires_at=row.expires_at,
+            )
+    return HeartbeatAck(
+        agent_id=agent_id,
+        status=AgentStatus.LIVE,
+        last_heartbeat_at=row.last_heartbeat_at,
+        expires_at=row.expires_at,
+    )
+
+
+async def get_agent(session: AsyncSession, *, tenant_id: str, agent_id: str) -> AgentRecord | None:
+    """The tenant's agent ``agent_id``, else a public one of that id; or None."""
+    return await AgentRepository(session).get_visible(tenant_id=tenant_id, agent_id=agent_id)
+
+
+class _AgentCursor(CursorPosition):
+    name: str
+    tenant_id: str
+    agent_id: str
+    filters: str
+
+
+def _filter_key(query: AgentListQuery) -> str:
+    return json_hash(query.model_dump(mode="json", exclude={"cursor", "limit"}))[:16]
+
+
+async def list_agents(
+    session: AsyncSession, *, tenant_id: str, query: AgentListQuery
+) -> Page[AgentRecord]:
+    """A page of the agents visible to the tenant, in (name, tenant, agent id) order.
+
+    Raises:
+        InvalidCursor: the cursor was not issued for this list and these filters.
+    """
+    position = read_cursor(query.cursor, _AgentCursor, "agents")
+    if position is not None and position.filters != _filter_key(query):
+        raise InvalidCursor("invalid cursor: it was issued for other filters")
+    rows = await AgentRepository(session).list(
+        tenant_id=tenant_id,
+        filters=AgentFilters(
+            name=query.name,
+            capability=query.capability,
+            consumed_event=query.consumed_event,
+            produced_event=query.produced_event,
+            tag=query.tag,
+            text=query.q,
+            include_expired=query.include_expired,
+        ),
+        after=(position.name, position.tenant_id, position.agent_id) if position else None,
+        limit=query.limit + 1,
+    )
+    next_cursor = None
+    if len(rows) > query.limit:
+        last = rows[query.limit - 1]
+        next_cursor = write_cursor(
+            _AgentCursor(
+                kind="agents",
+                name=last.name,
+                tenant_id=last.tenant_id,
+                agent_id=last.agent_id,
+                filters=_filter_key(query),
+            )
+        )
+    return Page[AgentRecord](items=rows[: query.limit], next_cursor=next_cursor)
+
+
+async def deregister(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    agent_id: str,
+    instance_id: str | None,
+    remove_events: bool,
+) -> None:
+    """Remove an instance, or the whole agent, and announce ``agent.deregistered``.
+
+    With ``instance_id`` only that instance leaves; the agent goes with its last
+    live instance. Without it the agent and every instance go. The events the
+    agent owns are removed with it unless ``remove_events`` is False.
+
+    Raises:
+        AgentNotFound: the tenant has no such agent.
+    """
+    agents = AgentRepository(session)
+    locked = await agents.lock(tenant_id=tenant_id, agent_id=agent_id)
+    if locked is None:
+        raise AgentNotFound(f"your tenant has no agent {agent_id!r}")
+    if instance_id is not None:
+        remaining = await agents.delete_instance(
+            tenant_id=tenant_id, agent_id=agent_id, instance_id=instance_id
+        )
+        if remaining > 0:
+            await announce.announce_deregistered(
+                session,
+                tenant_id=tenant_id,
+                agent_id=agent_id,
+                name=locked.name,
+                instance_id=instance_id,
+                events_removed=0,
+            )
+            return
+    await agents.delete(tenant_id=tenant_id, agent_id=agent_id)
+    removed = 0
+    if remove_events:
+        removed = await EventRepository(session).delete_owned(
+            tenant_id=tenant_id, owner_agent_id=agent_id
+        )
+    await announce.announce_deregistered(
+        session,
+        tenant_id=tenant_id,
+        agent_id=agent_id,
+        name=locked.name,
+        instance_id=instance_id,
+        events_removed=removed,
+    )

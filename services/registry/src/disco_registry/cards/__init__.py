@@ -1,0 +1,1 @@
+"""A2A agent cards built from registrations (``GET /v1/agents/{agent_id}/card``)."""

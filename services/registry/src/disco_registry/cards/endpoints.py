@@ -1,0 +1,37 @@
+"""``GET /v1/agents/{agent_id}/card``: an A2A v1.0 AgentCard for a registered agent."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from disco_registry.cards import service
+from disco_registry.cards.schemas import A2AAgentCard
+from disco_registry.deps import AgentIdPath, SettingsDep
+from disco_registry.errors import AgentNotFound
+from disco_service import IdentityDep, SessionDep, error_responses
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/v1/agents", tags=["cards"])
+
+
+@router.get(
+    "/{agent_id}/card",
+    response_model=A2AAgentCard,
+    response_model_by_alias=True,
+    response_model_exclude_none=True,
+    responses=error_responses(404),
+    summary="The agent's A2A AgentCard",
+)
+async def get_card(
+    agent_id: AgentIdPath, session: SessionDep, identity: IdentityDep, settings: SettingsDep
+) -> A2AAgentCard:
+    """A2A v1.0 card: skills from capabilities, the gateway as its interfaces, and each
+    skill's event contracts (full JSON Schemas) in the
+    ``urn:disco:a2a:extension:event-contracts:v1`` extension's params."""
+    card = await service.card_for(
+        session, tenant_id=identity.tenant_id, agent_id=agent_id, gateway_url=settings.gateway_url
+    )
+    if card is None:
+        raise AgentNotFound(f"no agent {agent_id!r} is visible to you")
+    return card

@@ -1,0 +1,47 @@
+"""``/v1/discover``: who can do X (by capability, consumed or produced event, or text)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from disco_common.registry import DiscoveredAgent, DiscoveryQuery
+from disco_registry.discovery import service
+from disco_service import IdentityDep, SessionDep, error_responses
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/v1/discover", tags=["discovery"])
+
+_DESCRIPTION = (
+    "Live agents visible to the caller that match every given criterion, one entry per "
+    "agent name with its instance count and the full request and response schema of each "
+    "capability: enough to build a valid request from the answer alone."
+)
+
+
+@router.get(
+    "",
+    response_model=list[DiscoveredAgent],
+    responses=error_responses(422),
+    summary="Discover agents (query parameters)",
+    description=_DESCRIPTION,
+)
+async def discover_get(
+    query: Annotated[DiscoveryQuery, Query()], session: SessionDep, identity: IdentityDep
+) -> list[DiscoveredAgent]:
+    return await service.discover(session, tenant_id=identity.tenant_id, query=query)
+
+
+@router.post(
+    "",
+    response_model=list[DiscoveredAgent],
+    responses=error_responses(413, 422),
+    summary="Discover agents (JSON body)",
+    description=_DESCRIPTION,
+)
+async def discover_post(
+    query: DiscoveryQuery, session: SessionDep, identity: IdentityDep
+) -> list[DiscoveredAgent]:
+    return await service.discover(session, tenant_id=identity.tenant_id, query=query)

@@ -1,0 +1,1 @@
+"""The event registry: event definitions owned by the agents that registered them."""

@@ -1,0 +1,1 @@
+"""Liveness: the TTL sweeper that expires agents not heard from in time."""

@@ -1,0 +1,1 @@
+"""Payload schemas: immutable, semver-versioned JSON Schemas (``/v1/schemas``)."""

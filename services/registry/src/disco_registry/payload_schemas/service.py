@@ -1,0 +1,188 @@
+"""Payload schema versions: immutable per version, ordered by semver precedence."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from pydantic import JsonValue
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from disco_common.canonical import json_hash
+from disco_common.pagination import Page
+from disco_common.registry import (
+    PayloadSchema,
+    PayloadSchemaCreate,
+    SchemaRef,
+    SchemaValidationResult,
+    validate_payload,
+)
+from disco_registry.errors import (
+    InvalidCursor,
+    SchemaNotFound,
+    SchemaVersionConflict,
+    UnknownSchemaReference,
+)
+from disco_registry.pagination import CursorPosition, read_cursor, write_cursor
+from disco_registry.payload_schemas.repository import PayloadSchemaRepository
+
+__all__ = [
+    "create_schema",
+    "get_latest",
+    "get_version",
+    "list_versions",
+    "resolve_refs",
+    "semver_sort_key",
+    "validate_against",
+]
+
+_SEMVER = re.compile(
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$"
+)
+# Below every character an identifier may hold ([0-9A-Za-z-]) and below "~",
+# so that a shorter pre-release sorts first and a release after its pre-releases.
+_SEPARATOR = "!"
+_RELEASE = "~"
+
+
+def semver_sort_key(version: str) -> str:
+    """A text key whose byte order (``COLLATE "C"``) is semver precedence.
+
+    Numeric parts are zero-padded; a release sorts after its pre-releases;
+    pre-release identifiers compare numerically when numeric (and lower than
+    alphanumerics), lexically otherwise, and a shorter set sorts first. Build
+    metadata does not count (semver §10).
+    """
+    match = _SEMVER.fullmatch(version)
+    if match is None:
+        raise ValueError(f"{version!r} is not a semantic version")
+    major, minor, patch, pre = match.groups()
+    key = f"{int(major):020d}.{int(minor):020d}.{int(patch):020d}"
+    if pre is None:
+        return key + _RELEASE
+    parts = [f"0{int(part):020d}" if part.isdigit() else f"1{part}" for part in pre.split(".")]
+    return key + _SEPARATOR + _SEPARATOR.join(parts)
+
+
+class _VersionCursor(CursorPosition):
+    name: str
+    sort_key: str
+    version: str
+
+
+async def create_schema(
+    session: AsyncSession, *, tenant_id: str, schema: PayloadSchemaCreate
+) -> tuple[PayloadSchema, bool]:
+    """Store a version; ``(schema, created)``.
+
+    Re-posting a version with the same ``json_schema`` returns the stored one
+    (``created`` False; its description is kept). Concurrent posts of one
+    version are safe: the primary key decides who was first.
+
+    Raises:
+        SchemaVersionConflict: the version exists with a different ``json_schema``.
+    """
+    repository = PayloadSchemaRepository(session)
+    content_hash = json_hash(schema.json_schema)
+    inserted = await repository.insert_if_absent(
+        tenant_id=tenant_id,
+        name=schema.name,
+        version=schema.version,
+        sort_key=semver_sort_key(schema.version),
+        json_schema=schema.json_schema,
+        description=schema.description,
+        content_hash=content_hash,
+    )
+    if inserted is not None:
+        return inserted, True
+    existing = await repository.get(tenant_id=tenant_id, name=schema.name, version=schema.version)
+    if existing is None:  # pragma: no cover - a version is never deleted
+        raise SchemaNotFound(f"schema {schema.name}@{schema.version} vanished; retry")
+    if existing.content_hash != content_hash:
+        raise SchemaVersionConflict(
+            f"schema {schema.name}@{schema.version} already exists with different content; "
+            "versions are immutable: publish the change under a new version",
+            details={
+                "name": schema.name,
+                "version": schema.version,
+                "existing_content_hash": existing.content_hash,
+                "content_hash": content_hash,
+            },
+        )
+    return existing, False
+
+
+async def get_version(
+    session: AsyncSession, *, tenant_id: str, name: str, version: str
+) -> PayloadSchema | None:
+    """One version, or None."""
+    return await PayloadSchemaRepository(session).get(
+        tenant_id=tenant_id, name=name, version=version
+    )
+
+
+async def get_latest(session: AsyncSession, *, tenant_id: str, name: str) -> PayloadSchema | None:
+    """The version with the highest precedence, or None."""
+    return await PayloadSchemaRepository(session).latest(tenant_id=tenant_id, name=name)
+
+
+async def list_versions(
+    session: AsyncSession, *, tenant_id: str, name: str, cursor: str | None, limit: int
+) -> Page[PayloadSchema]:
+    """A page of ``name``'s versions, newest (highest precedence) first.
+
+    Raises:
+        InvalidCursor: ``cursor`` was not issued for this list.
+    """
+    position = read_cursor(cursor, _VersionCursor, "schema_versions")
+    if position is not None and position.name != name:
+        raise InvalidCursor("invalid cursor: it belongs to another schema's version list")
+    rows = await PayloadSchemaRepository(session).list_versions(
+        tenant_id=tenant_id,
+        name=name,
+        after=(position.sort_key, position.version) if position else None,
+        limit=limit + 1,
+    )
+    items = [schema for schema, _ in rows[:limit]]
+    next_cursor = None
+    if len(rows) > limit:
+        last, key = rows[limit - 1]
+        next_cursor = write_cursor(
+            _VersionCursor(kind="schema_versions", name=name, sort_key=key, version=last.version)
+        )
+    return Page[PayloadSchema](items=items, next_cursor=next_cursor)
+
+
+async def validate_against(
+    session: AsyncSession, *, tenant_id: str, name: str, version: str, payload: JsonValue
+) -> SchemaValidationResult:
+    """Check ``payload`` against a stored version; every violation is listed.
+
+    Raises:
+        SchemaNotFound: no such version.
+    """
+    schema = await get_version(session, tenant_id=tenant_id, name=name, version=version)
+    if schema is None:
+        raise SchemaNotFound(f"no payload schema {name}@{version}")
+    return validate_payload(schema.json_schema, payload, schema_ref=schema.ref)
+
+
+async def resolve_refs(
+    session: AsyncSession, *, tenant_id: str, refs: Iterable[SchemaRef]
+) -> dict[tuple[str, str], PayloadSchema]:
+    """The stored versions ``refs`` name, keyed by ``(name, version)``.
+
+    Raises:
+        UnknownSchemaReference: one or more are not registered (all are listed).
+    """
+    wanted = {(ref.name, ref.version) for ref in refs}
+    found = await PayloadSchemaRepository(session).find_many(tenant_id=tenant_id, refs=wanted)
+    missing = sorted(wanted - found.keys())
+    if missing:
+        names = ", ".join(f"{name}@{version}" for name, version in missing)
+        raise UnknownSchemaReference(
+            f"unknown payload schema reference(s): {names}; register them first with "
+            "POST /v1/schemas, or give the schema inline (json_schema)",
+            details=[{"name": name, "version": version} for name, version in missing],
+        )
+    return found
