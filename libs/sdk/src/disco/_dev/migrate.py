@@ -125,6 +125,15 @@ async def _bootstrap(admin_url: str, role: AppRole) -> None:
             # Two `disco db upgrade` runs may race on a fresh database.
             await conn.execute(text("SELECT pg_advisory_xact_lock(hashtext('disco.bootstrap'))"))
             await conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
+            owner = await conn.scalar(text("SELECT current_user"))
+            if owner == role.name:
+                # The owner has an allow-all policy (for migrations and system
+                # functions): services connecting as the owner would see every tenant.
+                raise DevStackError(
+                    f"DISCO_DATABASE_URL and DISCO_DATABASE_ADMIN_URL both connect as "
+                    f"{role.name!r}: the services must use a role of their own (e.g. disco_app; "
+                    "`disco db upgrade` creates it) so that row-level security binds them"
+                )
             existing = (
                 await conn.execute(
                     text("SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = :name"),
