@@ -18,9 +18,11 @@ from disco.clients._base import (
     TokenProvider,
 )
 from disco.clients._settings import ServiceClientSettings
+from disco.clients.registry import RegistryClient
 
 __all__ = [
     "DevTokenMinter",
+    "RegistryClient",
     "ServiceAuthError",
     "ServiceClient",
     "ServiceClientSettings",

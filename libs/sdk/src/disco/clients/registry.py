@@ -1,0 +1,261 @@
+"""The registry's typed client: agents, discovery, the event registry, payload schemas, cards."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+from urllib.parse import quote
+
+from pydantic import JsonValue
+
+from disco.clients._base import ServiceClient, ServiceNotFoundError
+from disco.clients._settings import ServiceClientSettings
+from disco_common.pagination import Page
+from disco_common.registry import (
+    AgentListQuery,
+    AgentRecord,
+    AgentRegistration,
+    DiscoveredAgent,
+    DiscoveryQuery,
+    EventListQuery,
+    EventRecord,
+    Heartbeat,
+    HeartbeatAck,
+    PayloadSchema,
+    PayloadSchemaCreate,
+    SchemaValidationRequest,
+    SchemaValidationResult,
+)
+
+__all__ = ["RegistryClient"]
+
+
+def _segment(value: str) -> str:
+    # Ids and names are URL-safe by contract; quoting keeps a bad one from
+    # changing the path. Event types may hold "/" (the route takes the rest of the path).
+    return quote(value, safe="")
+
+
+def _query_params(query: Any) -> dict[str, Any]:
+    params: dict[str, Any] = query.model_dump(mode="json", exclude_none=True)
+    return params
+
+
+class RegistryClient(ServiceClient):
+    """Every registry endpoint, typed with the ``disco_common.registry`` DTOs.
+
+    Build it with :meth:`from_settings` (``DISCO_REGISTRY_URL`` and the auth
+    settings) or directly with a base URL and a token provider; use it as
+    ``async with`` or call :meth:`start`/:meth:`stop`. Errors are
+    :class:`~disco.clients.ServiceError` subclasses carrying the registry's
+    ``code`` (e.g. ``schema_version_conflict``, ``unknown_schema_ref``).
+    Lookups of one thing return None when it does not exist.
+    """
+
+    service_name = "registry"
+
+    @classmethod
+    def from_settings(cls, settings: ServiceClientSettings | None = None) -> RegistryClient:
+        """A client for ``settings.registry_url`` (settings from ``DISCO_*`` when not given)."""
+        settings = settings if settings is not None else ServiceClientSettings()
+        return cls(
+            settings.registry_url,
+            token=settings.token_provider(),
+            timeout_seconds=settings.http_timeout_seconds,
+            retries=settings.http_retries,
+        )
+
+    # -- agents -------------------------------------------------------------------
+
+    async def register(self, registration: AgentRegistration) -> AgentRecord:
+        """Register or update an agent (upsert by ``agent_id``) with its capabilities.
+
+        Raises:
+            ServiceValidationError: the registration is invalid, names an unknown schema
+                version (``unknown_schema_ref``) or defines one event twice differently.
+        """
+        return await self.call("POST", "/v1/agents", AgentRecord, json=registration)
+
+    async def get_agent(self, agent_id: str) -> AgentRecord | None:
+        """The agent ``agent_id`` (own tenant first, else a public one), or None."""
+        return await self.call_or_none("GET", f"/v1/agents/{_segment(agent_id)}", AgentRecord)
+
+    async def list_agents(
+        self, query: AgentListQuery | None = None, **filters: Any
+    ) -> Page[AgentRecord]:
+        """One page of agents; filters as :class:`AgentListQuery` fields (or the model).
+
+        Raises:
+            ServiceValidationError: a filter or the cursor is invalid.
+        """
+        query = query if query is not None else AgentListQuery(**filters)
+        return await self.call("GET", "/v1/agents", Page[AgentRecord], params=_query_params(query))
+
+    async def iter_agents(
+        self, query: AgentListQuery | None = None, **filters: Any
+    ) -> AsyncIterator[AgentRecord]:
+        """Every agent matching the filters, fetching page after page."""
+        query = query if query is not None else AgentListQuery(**filters)
+        while True:
+            page = await self.list_agents(query)
+            for item in page.items:
+                yield item
+            if page.next_cursor is None:
+                return
+            query = query.model_copy(update={"cursor": page.next_cursor})
+
+    async def heartbeat(
+        self, agent_id: str, *, instance_id: str | None = None, ttl_seconds: int | None = None
+    ) -> HeartbeatAck:
+        """Tell the registry an instance is alive.
+
+        Raises:
+            ServiceNotFoundError: the registry does not know the agent: register again.
+        """
+        beat = Heartbeat(instance_id=instance_id, ttl_seconds=ttl_seconds)
+        return await self.call(
+            "POST", f"/v1/agents/{_segment(agent_id)}/heartbeat", HeartbeatAck, json=beat
+        )
+
+    async def deregister(
+        self, agent_id: str, *, instance_id: str | None = None, remove_events: bool = True
+    ) -> bool:
+        """Remove the agent (or only ``instance_id``); False when it was not registered."""
+        try:
+            await self.call(
+                "DELETE",
+                f"/v1/agents/{_segment(agent_id)}",
+                params={
+                    "instance_id": instance_id,
+                    "remove_events": "true" if remove_events else "false",
+                },
+            )
+        except ServiceNotFoundError:
+            return False
+        return True
+
+    async def get_card(self, agent_id: str) -> dict[str, JsonValue] | None:
+        """The agent's A2A v1.0 AgentCard as JSON (camelCase), or None."""
+        return await self.call_or_none(
+            "GET", f"/v1/agents/{_segment(agent_id)}/card", dict[str, JsonValue]
+        )
+
+    # -- discovery ----------------------------------------------------------------
+
+    async def discover(
+        self,
+        requirements: Sequence[str] | DiscoveryQuery | None = None,
+        *,
+        capability: str | None = None,
+        consumed_event: str | None = None,
+        produced_event: str | None = None,
+        text: str | None = None,
+        limit: int = 20,
+    ) -> list[DiscoveredAgent]:
+        """Live agents that can do what is asked, each with its full request/response schemas.
+
+        ``requirements`` is a list of capability names the agent must all have
+        (seed 004's ``discover(requirements)``), or a whole :class:`DiscoveryQuery`.
+
+        Raises:
+            ServiceValidationError: no criterion was given.
+        """
+        if isinstance(requirements, DiscoveryQuery):
+            query = requirements
+        else:
+            query = DiscoveryQuery(
+                capabilities=list(requirements or []),
+                capability=capability,
+                consumed_event=consumed_event,
+                produced_event=produced_event,
+                text=text,
+                limit=limit,
+            )
+        return await self.call("POST", "/v1/discover", list[DiscoveredAgent], json=query)
+
+    async def find(self, capability: str) -> list[DiscoveredAgent]:
+        """Live agents offering ``capability`` (seed 004's ``registry.find``)."""
+        return await self.discover(capability=capability)
+
+    # -- event registry -----------------------------------------------------------
+
+    async def list_events(
+        self, query: EventListQuery | None = None, **filters: Any
+    ) -> Page[EventRecord]:
+        """One page of event definitions (filter by ``topic``, ``owner_agent_id``, ``event_type``)."""
+        query = query if query is not None else EventListQuery(**filters)
+        return await self.call("GET", "/v1/events", Page[EventRecord], params=_query_params(query))
+
+    async def iter_events(
+        self, query: EventListQuery | None = None, **filters: Any
+    ) -> AsyncIterator[EventRecord]:
+        """Every event definition matching the filters, page after page."""
+        query = query if query is not None else EventListQuery(**filters)
+        while True:
+            page = await self.list_events(query)
+            for item in page.items:
+                yield item
+            if page.next_cursor is None:
+                return
+            query = query.model_copy(update={"cursor": page.next_cursor})
+
+    async def get_event(self, event_type: str) -> EventRecord | None:
+        """The definition of ``event_type`` that counts (schema resolved inline), or None."""
+        return await self.call_or_none(
+            "GET", f"/v1/events/{quote(event_type, safe='/:')}", EventRecord
+        )
+
+    # -- payload schemas ----------------------------------------------------------
+
+    async def create_schema(self, schema: PayloadSchemaCreate) -> PayloadSchema:
+        """Publish a schema version (idempotent for the same content).
+
+        Raises:
+            ServiceConflictError: the version exists with other content
+                (``schema_version_conflict``): publish a new version.
+        """
+        return await self.call("POST", "/v1/schemas", PayloadSchema, json=schema)
+
+    async def get_schema(self, name: str, version: str | None = None) -> PayloadSchema | None:
+        """A version of ``name`` (the latest when ``version`` is None), or None."""
+        path = f"/v1/schemas/{_segment(name)}"
+        if version is not None:
+            path += f"/versions/{_segment(version)}"
+        return await self.call_or_none("GET", path, PayloadSchema)
+
+    async def list_schema_versions(
+        self, name: str, *, cursor: str | None = None, limit: int = 50
+    ) -> Page[PayloadSchema]:
+        """One page of ``name``'s versions, highest precedence first."""
+        return await self.call(
+            "GET",
+            f"/v1/schemas/{_segment(name)}/versions",
+            Page[PayloadSchema],
+            params={"cursor": cursor, "limit": limit},
+        )
+
+    async def iter_schema_versions(self, name: str) -> AsyncIterator[PayloadSchema]:
+        """Every version of ``name``, highest precedence first."""
+        cursor: str | None = None
+        while True:
+            page = await self.list_schema_versions(name, cursor=cursor)
+            for item in page.items:
+                yield item
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    async def validate_payload(
+        self, name: str, version: str, payload: JsonValue
+    ) -> SchemaValidationResult:
+        """Check ``payload`` against a stored version; every violation is listed.
+
+        Raises:
+            ServiceNotFoundError: no such schema version.
+        """
+        return await self.call(
+            "POST",
+            f"/v1/schemas/{_segment(name)}/versions/{_segment(version)}/validate",
+            SchemaValidationResult,
+            json=SchemaValidationRequest(payload=payload),
+        )
