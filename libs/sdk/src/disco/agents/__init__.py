@@ -1,0 +1,49 @@
+"""The agent layers, from raw envelopes to autonomous plans.
+
+====== =========== ===================================== ==========================================
+layer  class       decorators                            what the handler does
+====== =========== ===================================== ==========================================
+1      Agent       ``on_event(topic, event_type)``       handles raw envelopes; explicit topics only
+2      Tool        ``on_invoke(event_type)``             returns the answer (exceptions: errors)
+3      Worker      ``on_task``, ``on_result``,           saves, delegates, fans out/in, asks humans,
+                   ``on_human_input``                    completes later
+4      Planner     ``on_goal``, ``on_transition``,       runs goals as event-driven state
+                   ``add_plan``                          machines
+====== =========== ===================================== ==========================================
+"""
+
+from disco.agents._agent import Agent, AgentIdentity, PlatformContext
+from disco.agents._errors import (
+    AgentDefinitionError,
+    AgentError,
+    HandlerSignatureError,
+    PlanError,
+    StaleResultError,
+    TaskConflictError,
+    TaskStateError,
+)
+from disco.agents._planner import GoalContext, PlanContext, Planner, TransitionContext
+from disco.agents._tool import InvocationContext, Tool
+from disco.agents._worker import ResultContext, TaskContext, Worker
+
+__all__ = [
+    "Agent",
+    "AgentDefinitionError",
+    "AgentError",
+    "AgentIdentity",
+    "GoalContext",
+    "HandlerSignatureError",
+    "InvocationContext",
+    "PlanContext",
+    "PlanError",
+    "Planner",
+    "PlatformContext",
+    "ResultContext",
+    "StaleResultError",
+    "TaskConflictError",
+    "TaskContext",
+    "TaskStateError",
+    "Tool",
+    "TransitionContext",
+    "Worker",
+]

@@ -1,0 +1,33 @@
+"""LLM reasoning for Planners, behind one small interface.
+
+- :class:`LLMDriver`: ``await driver.complete(messages, ...)`` → :class:`Completion`.
+- :class:`OpenAICompatibleDriver`: any ``/v1/chat/completions`` server (OpenAI,
+  vLLM, llama.cpp, Ollama, LiteLLM...), over httpx.
+- :class:`ScriptedDriver`: answers from a script, for tests and demos; it
+  records what it was asked.
+
+:func:`plan_from_llm` and :func:`next_step_from_llm` are what
+``Planner.create_plan`` and ``Planner.reason_next_action`` use.
+"""
+
+from disco.llm._drivers import (
+    ChatMessage,
+    Completion,
+    LLMDriver,
+    LLMError,
+    OpenAICompatibleDriver,
+    ScriptedDriver,
+)
+from disco.llm._reasoning import NextStep, next_step_from_llm, plan_from_llm
+
+__all__ = [
+    "ChatMessage",
+    "Completion",
+    "LLMDriver",
+    "LLMError",
+    "NextStep",
+    "OpenAICompatibleDriver",
+    "ScriptedDriver",
+    "next_step_from_llm",
+    "plan_from_llm",
+]
