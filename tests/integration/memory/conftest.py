@@ -106,3 +106,19 @@ def error_code(response: httpx.Response) -> str:
     assert set(body) == {"error"}, body
     assert {"code", "message"} <= set(body["error"]), body
     return str(body["error"]["code"])
+
+
+@pytest.fixture
+def memory_client_for(memory_app: FastAPI) -> Callable[..., Any]:
+    """Build a started-on-enter :class:`MemoryClient` talking to the app in-process."""
+    from disco.clients import MemoryClient, StaticToken
+
+    def make(tenant: str, user: str = "alice", roles: Iterable[Role] = (Role.USER,)) -> Any:
+        token = mint_dev_token(DEV_AUTH_SECRET, tenant, user, roles, 600)
+        return MemoryClient(
+            "http://memory.test",
+            token=StaticToken(token),
+            transport=httpx.ASGITransport(app=memory_app, raise_app_exceptions=False),
+        )
+
+    return make

@@ -26,6 +26,7 @@ __all__ = [
     "encoded_json",
     "expected_version",
     "limited_json",
+    "limited_model_json",
     "model_errors",
     "read_cursor",
     "set_etag",
@@ -68,6 +69,17 @@ def encoded_json(value: Any) -> str:
 def limited_json(value: Any, *, limit: int, what: str) -> str:
     """``value`` as JSON text, or 413 when it is larger than ``limit`` bytes encoded."""
     raw = pydantic_core.to_json(value)
+    if len(raw) > limit:
+        raise PayloadTooLarge(
+            f"{what} is {len(raw)} bytes encoded; the limit is {limit} bytes",
+            details={"size_bytes": len(raw), "limit_bytes": limit},
+        )
+    return raw.decode()
+
+
+def limited_model_json(model: BaseModel, *, limit: int, what: str) -> str:
+    """``model`` as JSON text, or 413 when it is larger than ``limit`` bytes encoded."""
+    raw = model.__pydantic_serializer__.to_json(model)
     if len(raw) > limit:
         raise PayloadTooLarge(
             f"{what} is {len(raw)} bytes encoded; the limit is {limit} bytes",

@@ -12,6 +12,10 @@ from disco_memory.expiry import ttl_sweeper
 from disco_memory.runtime import MemoryRuntime
 from disco_memory.settings import MemorySettings
 from disco_memory.startup import check_vector_columns
+from disco_memory.plan_context.endpoints import router as plan_context_router
+from disco_memory.plans.endpoints import router as plans_router
+from disco_memory.sessions.endpoints import router as sessions_router
+from disco_memory.task_context.endpoints import router as task_context_router
 from disco_memory.working.endpoints import router as working_router
 from disco_service import ServiceState, create_service_app, run_service
 
@@ -22,7 +26,13 @@ DESCRIPTION = (
     "semantic/episodic/procedural memory and agent-state snapshots."
 )
 
-ROUTERS = (working_router,)
+ROUTERS = (
+    working_router,
+    task_context_router,
+    plan_context_router,
+    plans_router,
+    sessions_router,
+)
 
 
 def create_app(

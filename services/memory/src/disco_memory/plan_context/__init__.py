@@ -1,0 +1,1 @@
+"""Plan context: a Planner's saved PlanContext, found again by plan id or correlation id."""

@@ -1,0 +1,1 @@
+"""Plans: records of the plans Planners run, by status, session and parent."""

@@ -1,0 +1,1 @@
+"""Sessions: conversations grouping plans and turns, with their activity."""

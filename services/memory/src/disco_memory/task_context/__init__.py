@@ -1,0 +1,1 @@
+"""Task context: a Worker's saved TaskContext, found again by task id or sub-task id."""

@@ -1,0 +1,131 @@
+"""Task context: save, restore (by task or sub-task id), list by plan, delete."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from pydantic import BaseModel, JsonValue
+from sqlalchemy import RowMapping
+
+from disco_common.ids import utcnow
+from disco_common.memory import CONTEXT_MAX_BYTES, TaskContextRecord, TaskContextStore
+from disco_common.pagination import Page, encode_cursor
+from disco_memory._shared import VersionConflict, limited_model_json, read_cursor
+from disco_memory.task_context.repository import TaskContextRepository
+from disco_service import Conflict, UnprocessableEntity
+
+__all__ = [
+    "SubTaskClaimed",
+    "delete_context",
+    "find_by_sub_task",
+    "get_context",
+    "list_for_plan",
+    "store_context",
+]
+
+
+class SubTaskClaimed(Conflict):
+    """409: a sub-task id of this context already belongs to another live task."""
+
+    code = "sub_task_claimed"
+
+
+class _Cursor(BaseModel):
+    created_at: datetime
+    task_id: str
+
+
+def _record(row: RowMapping) -> TaskContextRecord:
+    return TaskContextRecord.model_validate(dict(row))
+
+
+async def store_context(
+    repository: TaskContextRepository,
+    task_id: str,
+    body: TaskContextStore,
+    *,
+    user_id: str,
+    expected: int | None,
+) -> TaskContextRecord:
+    """Save a task context and make it findable by each of its sub-task ids, atomically.
+
+    Also findable by the correlation id of its outstanding question to a human
+    (``context.human_input``), so the answer restores the task the same way.
+
+    Raises:
+        UnprocessableEntity: ``context.task_id`` is not ``task_id``.
+        PayloadTooLarge: the context is over 4 MiB encoded.
+        SubTaskClaimed: another live task already waits for one of the ids.
+        VersionConflict: ``expected`` is not the stored version.
+    """
+    context = body.context
+    if context.task_id != task_id:
+        raise UnprocessableEntity(
+            f"context.task_id is {context.task_id!r} but the URL names task {task_id!r}; "
+            "they must be the same"
+        )
+    context_json = limited_model_json(context, limit=CONTEXT_MAX_BYTES, what="the task context")
+    ref_ids = list(context.sub_task_ids)
+    if context.human_input is not None and context.human_input.correlation_id not in ref_ids:
+        ref_ids.append(context.human_input.correlation_id)
+    claimed = await repository.claimed_elsewhere(task_id, ref_ids)
+    if claimed:
+        raise SubTaskClaimed(
+            "these sub-task ids already belong to other tasks: "
+            + ", ".join(f"{ref} (task {owner})" for ref, owner in sorted(claimed.items())),
+            details={"claimed": dict[str, JsonValue](claimed)},
+        )
+    expires_at = (
+        utcnow() + timedelta(seconds=body.ttl_seconds) if body.ttl_seconds is not None else None
+    )
+    row = await repository.put(
+        task_id,
+        plan_id=context.plan_id,
+        user_id=user_id,
+        sub_task_ids=context.sub_task_ids,
+        context_json=context_json,
+        expires_at=expires_at,
+        expected=expected,
+    )
+    if row is None:
+        assert expected is not None
+        current = await repository.current_version(task_id)
+        raise VersionConflict(f"task context {task_id!r}", expected=expected, current=current)
+    await repository.replace_refs(task_id, ref_ids)
+    return _record(row)
+
+
+async def get_context(repository: TaskContextRepository, task_id: str) -> TaskContextRecord | None:
+    """The live context of ``task_id``, or None."""
+    row = await repository.get(task_id)
+    return _record(row) if row is not None else None
+
+
+async def find_by_sub_task(
+    repository: TaskContextRepository, sub_task_id: str
+) -> TaskContextRecord | None:
+    """The live context of the task waiting for ``sub_task_id``, or None."""
+    row = await repository.by_ref(sub_task_id)
+    return _record(row) if row is not None else None
+
+
+async def delete_context(repository: TaskContextRepository, task_id: str) -> bool:
+    """Delete a task's context; whether it was there."""
+    return await repository.delete(task_id)
+
+
+async def list_for_plan(
+    repository: TaskContextRepository, plan_id: str, *, cursor: str | None, limit: int
+) -> Page[TaskContextRecord]:
+    """One page of a plan's live task contexts, oldest first."""
+    after = None
+    if cursor is not None:
+        position = read_cursor(cursor, _Cursor)
+        after = (position.created_at, position.task_id)
+    rows = await repository.list_by_plan(plan_id, after=after, limit=limit + 1)
+    items = [_record(row) for row in rows[:limit]]
+    next_cursor = None
+    if len(rows) > limit:
+        last = items[-1]
+        next_cursor = encode_cursor(_Cursor(created_at=last.created_at, task_id=last.task_id))
+    return Page[TaskContextRecord](items=items, next_cursor=next_cursor)
