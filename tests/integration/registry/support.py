@@ -110,7 +110,9 @@ async def register(
 ) -> dict[str, Any]:
     """Register an agent and return the record (the call must succeed)."""
     response = await http.post(
-        "/v1/agents", json=body if body is not None else registration(**kwargs), headers=bearer(tenant)
+        "/v1/agents",
+        json=body if body is not None else registration(**kwargs),
+        headers=bearer(tenant),
     )
     assert response.status_code in (200, 201), response.text
     result: dict[str, Any] = response.json()
@@ -134,7 +136,9 @@ async def serve(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
     """Run ``app``'s lifespan and hand out a client talking to it in-process."""
     async with LifespanManager(app, startup_timeout=30, shutdown_timeout=30) as manager:
         transport = httpx.ASGITransport(app=manager.app, raise_app_exceptions=False)
-        async with httpx.AsyncClient(transport=transport, base_url="http://registry.test") as client:
+        async with httpx.AsyncClient(
+            transport=transport, base_url="http://registry.test"
+        ) as client:
             yield client
 
 
@@ -183,10 +187,21 @@ async def read_envelopes(
             partitions = consumer.partitions_for_topic(topic) or set()
             consumer.assign([TopicPartition(topic, p) for p in sorted(partitions)])
             await consumer.seek_to_beginning()
-            while not until(envelopes):
+            assigned = [TopicPartition(topic, p) for p in sorted(partitions)]
+
+            async def fetch() -> None:
                 batches = await consumer.getmany(timeout_ms=200)
                 for records in batches.values():
                     envelopes.extend(Envelope.from_kafka_value(r.value) for r in records)
+
+            while not until(envelopes):
+                await fetch()
+            # Partitions are read independently: read on to the end of each as it is
+            # now, so that nothing published before the condition held is missed.
+            ends = await consumer.end_offsets(assigned)
+            for partition, end in ends.items():
+                while await consumer.position(partition) < end:
+                    await fetch()
     finally:
         await consumer.stop()
     return envelopes

@@ -1,0 +1,131 @@
+"""Tenant isolation: row-level security under the application role, and public agents."""
+
+from __future__ import annotations
+
+import asyncpg
+import httpx
+import pytest
+
+from tests.fixtures.infra import DatabaseUrls
+from tests.integration.registry.support import (
+    assert_error,
+    bearer,
+    new_tenant,
+    register,
+    registration,
+)
+
+
+async def app_role(database: DatabaseUrls, tenant: str) -> asyncpg.Connection:
+    """A raw connection as the application role, in a transaction acting for ``tenant``."""
+    conn = await asyncpg.connect(database.app)
+    await conn.execute("BEGIN")
+    await conn.execute("SELECT set_config('disco.tenant_id', $1, true)", tenant)
+    return conn
+
+
+async def test_the_application_role_cannot_read_another_tenants_agent(
+    http: httpx.AsyncClient, database: DatabaseUrls
+) -> None:
+    owner, other = new_tenant(), new_tenant()
+    record = await register(http, owner)
+
+    conn = await app_role(database, other)
+    try:
+        agents = await conn.fetch(
+            "SELECT agent_id FROM registry.agents WHERE agent_id = $1", record["agent_id"]
+        )
+        events = await conn.fetch(
+            "SELECT event_type FROM registry.events WHERE owner_agent_id = $1", record["agent_id"]
+        )
+    finally:
+        await conn.close()
+
+    assert agents == []
+    assert events == []
+
+
+async def test_the_application_role_cannot_write_another_tenants_agent(
+    http: httpx.AsyncClient, database: DatabaseUrls
+) -> None:
+    owner, other = new_tenant(), new_tenant()
+    record = await register(http, owner)
+
+    conn = await app_role(database, other)
+    try:
+        updated = await conn.execute(
+            "UPDATE registry.agents SET description = 'hijacked' WHERE agent_id = $1",
+            record["agent_id"],
+        )
+        deleted = await conn.execute(
+            "DELETE FROM registry.agents WHERE agent_id = $1", record["agent_id"]
+        )
+        with pytest.raises(asyncpg.InsufficientPrivilegeError, match="row-level security"):
+            await conn.execute(
+                "INSERT INTO registry.payload_schemas (tenant_id, name, version, sort_key, "
+                "json_schema, content_hash) VALUES ($1, 'x', '1.0.0', 'k', '{}', 'h')",
+                owner,
+            )
+    finally:
+        await conn.close()
+
+    assert (updated, deleted) == ("UPDATE 0", "DELETE 0")
+    still = await http.get(f"/v1/agents/{record['agent_id']}", headers=bearer(owner))
+    assert still.json()["description"] == record["description"]
+
+
+async def test_a_tenant_cannot_see_heartbeat_or_deregister_another_tenants_agent(
+    http: httpx.AsyncClient,
+) -> None:
+    owner, other = new_tenant(), new_tenant()
+    record = await register(http, owner)
+    agent_id = record["agent_id"]
+
+    assert_error(await http.get(f"/v1/agents/{agent_id}", headers=bearer(other)), 404)
+    assert_error(
+        await http.post(f"/v1/agents/{agent_id}/heartbeat", json={}, headers=bearer(other)), 404
+    )
+    assert_error(await http.delete(f"/v1/agents/{agent_id}", headers=bearer(other)), 404)
+    assert (await http.get("/v1/agents", headers=bearer(other))).json()["items"] == []
+    assert (
+        await http.get("/v1/discover", params={"capability": "add"}, headers=bearer(other))
+    ).json() == []
+    assert (await http.get(f"/v1/agents/{agent_id}", headers=bearer(owner))).status_code == 200
+
+
+async def test_a_public_agent_is_visible_to_every_tenant_but_writable_only_by_its_own(
+    http: httpx.AsyncClient,
+) -> None:
+    owner, other = new_tenant(), new_tenant()
+    record = await register(http, owner, registration(visibility="public"))
+    agent_id = record["agent_id"]
+
+    seen = await http.get(f"/v1/agents/{agent_id}", headers=bearer(other))
+    discovered = await http.get("/v1/discover", params={"capability": "add"}, headers=bearer(other))
+    event = await http.get("/v1/events/add.requested", headers=bearer(other))
+    beat = await http.post(f"/v1/agents/{agent_id}/heartbeat", json={}, headers=bearer(other))
+    gone = await http.delete(f"/v1/agents/{agent_id}", headers=bearer(other))
+
+    assert seen.status_code == 200
+    assert seen.json()["tenant_id"] == owner
+    assert [a["name"] for a in discovered.json()] == [record["name"]]
+    assert discovered.json()[0]["visibility"] == "public"
+    assert discovered.json()[0]["instance_count"] == 1
+    assert event.status_code == 200
+    assert event.json()["tenant_id"] == owner
+    assert_error(beat, 404)
+    assert_error(gone, 404)
+
+
+async def test_a_tenants_own_agent_comes_before_a_public_one_with_the_same_id(
+    http: httpx.AsyncClient,
+) -> None:
+    owner, other = new_tenant(), new_tenant()
+    body = registration(visibility="public")
+    await register(http, owner, body)
+    mine = await register(http, other, {**body, "visibility": "tenant", "description": "mine"})
+
+    seen = await http.get(f"/v1/agents/{body['agent_id']}", headers=bearer(other))
+
+    assert seen.json()["tenant_id"] == other
+    assert seen.json()["description"] == mine["description"] == "mine"
