@@ -137,7 +137,8 @@ class Agent:
         register: register with the registry on start (default true).
         validate_requests: check ``action-requests`` payloads against registered
             schemas before publishing (default true; needs the registry).
-        heartbeat_interval_seconds: how often to heartbeat the registry.
+        heartbeat_interval_seconds: how often to heartbeat the registry (default:
+            a third of the TTL).
         ttl_seconds: registry TTL of this agent (registry default if ``None``).
         memory: a memory client to use instead of one built from the settings.
         registry: a registry client to use instead of one built from the settings.
@@ -159,7 +160,7 @@ class Agent:
         client_settings: ServiceClientSettings | None = None,
         register: bool = True,
         validate_requests: bool = True,
-        heartbeat_interval_seconds: float = 10.0,
+        heartbeat_interval_seconds: float | None = None,
         ttl_seconds: int | None = None,
         memory: Any = None,
         registry: Any = None,
@@ -289,6 +290,18 @@ class Agent:
                 f"{self.name!r}; one handler per topic and event type (cannot add {origin})"
             )
         self._routes[(topic, event_type)] = _Route(topic, event_type, dispatch, origin, internal)
+
+    def _attach(self, context: PlatformContext) -> None:
+        """Run handlers with ``context`` without a broker (what :mod:`disco.testing` does)."""
+        self._check_ready_to_start()
+        self._context = context
+
+    def _detach(self) -> None:
+        self._context = None
+
+    def _dispatcher(self, topic: str, event_type: str) -> Dispatch | None:
+        route = self._routes.get((topic, event_type)) or self._routes.get((topic, ANY_EVENT))
+        return route.dispatch if route is not None else None
 
     def _derive_capability(self, capability: AgentCapability) -> None:
         self._derived.append(capability)
@@ -430,24 +443,14 @@ class Agent:
     def _build_memory_client(self, settings: ServiceClientSettings) -> Any:
         from disco.clients import MemoryClient
 
-        client = MemoryClient(
-            settings.memory_url,
-            token=settings.token_provider(),
-            timeout_seconds=settings.http_timeout_seconds,
-            retries=settings.http_retries,
-        )
+        client = MemoryClient.from_settings(settings)
         self._owned.append(client)
         return client
 
     def _build_registry_client(self, settings: ServiceClientSettings) -> Any:
         from disco.clients import RegistryClient
 
-        client = RegistryClient(
-            settings.registry_url,
-            token=settings.token_provider(),
-            timeout_seconds=settings.http_timeout_seconds,
-            retries=settings.http_retries,
-        )
+        client = RegistryClient.from_settings(settings)
         self._owned.append(client)
         return client
 

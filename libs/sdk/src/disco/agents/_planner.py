@@ -383,6 +383,29 @@ class PlanContext:
         self._check_open("start")
         self._data.status = PlanStatus.RUNNING
         await self._enter(self._data.initial_state, None, announce_start=True)
+        data = self._data
+        await self._record_plan(
+            "create_plan",
+            data.goal_event,
+            data.response_event,
+            goal_data=data.goal_data,
+            plan_id=data.plan_id,
+            plan_type=data.plan_type,
+            session_id=data.session_id,
+            parent_plan_id=data.parent_plan_id,
+            status=data.status,
+        )
+
+    async def _record_plan(self, method: str, *args: Any, **kwargs: Any) -> None:
+        # The plans listing (by session and status) is a convenience for
+        # people and UIs; the plan itself lives in its context. Best effort.
+        call = getattr(self._platform.memory, method, None)
+        if call is None:
+            return
+        try:
+            await call(*args, **kwargs)
+        except Exception as exc:
+            _log.info("plan record not updated", plan_id=self.plan_id, call=method, error=repr(exc))
 
     async def execute_next(self, trigger: TransitionContext | None = None) -> None:
         """Move the plan on.
@@ -631,6 +654,7 @@ class PlanContext:
         self._data.status = PlanStatus.RUNNING
         self._data.pause_reason = None
         self._dirty = True
+        await self._record_plan("update_plan_status", self.plan_id, PlanStatus.RUNNING)
         await publish_system_event(
             self._platform.bus,
             SystemEventType.PLAN_RESUMED,
@@ -658,6 +682,9 @@ class PlanContext:
         self._dirty = True
         await self._store()
         await self._announce_paused()
+        await self._record_plan(
+            "update_plan_status", self.plan_id, PlanStatus.PAUSED, reason=reason
+        )
 
     async def resume(
         self, input_data: Mapping[str, Any] | None = None, *, to_state: str | None = None
@@ -734,6 +761,12 @@ class PlanContext:
             topic=data.response_topic,
             id=derived_id(data.plan_id, "answer"),
             **{**self._scope(), "plan_id": data.parent_plan_id or data.plan_id},
+        )
+        await self._record_plan(
+            "update_plan_status",
+            data.plan_id,
+            status,
+            reason=outcome.error.message[:1000] if outcome.error else None,
         )
         if outcome.success:
             await publish_system_event(

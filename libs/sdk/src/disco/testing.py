@@ -1,0 +1,552 @@
+"""Unit-test agents without a broker or services.
+
+:class:`AgentTestKit` runs one or more agents in-process: what a handler
+publishes is recorded and, by default, delivered to every agent in the kit
+that handles it (each agent as its own consumer group, envelope ids
+deduplicated), until nothing is left to deliver. Task and plan contexts live in
+an :class:`InMemoryMemory` with the memory service's optimistic-concurrency
+rules. So a Worker delegating to a Tool, a Planner driving both, or a HITL
+question answered by the test all run in a plain ``pytest`` test::
+
+    async def test_the_calculator_adds() -> None:
+        async with AgentTestKit(calculator) as kit:
+            request = await kit.request("calculate.requested", {"expression": "1+2"},
+                                        response_event="calculated")
+            assert kit.result_of(request).result == {"value": 3}
+
+Requests for work no agent in the kit does stay unanswered until the test
+answers them (:meth:`AgentTestKit.reply`); questions to humans until
+:meth:`AgentTestKit.answer_human`. Our own integration tests still use the
+real broker and services; this kit is for agent authors' unit tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any, Self
+
+from disco._context import HandlerContext, handler_context
+from disco.agents import Agent, PlatformContext
+from disco.agents._ports import RequestValidator
+from disco.bus import BusClient
+from disco.clients import ServiceConflictError
+from disco.settings import BusSettings
+from disco_common.envelope import ActionRequest, ActionResult, Envelope
+from disco_common.memory import PlanContextRecord, TaskContextRecord
+from disco_common.notifications import HumanInputRequest, HumanInputResponse, NotificationType
+from disco_common.plans import PlanContextData, PlanStatus
+from disco_common.tasks import ActionResultData, ErrorInfo, TaskContextData
+from disco_common.topics import Topic
+
+__all__ = ["AgentTestKit", "HandlerFailedError", "InMemoryMemory", "Published"]
+
+_TEST = "test"
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class InMemoryMemory:
+    """Task and plan contexts in a dict, with the memory service's rules.
+
+    Versions start at 1 and grow by one per write; ``expected_version`` (0:
+    only if absent) raises :class:`~disco.clients.ServiceConflictError` on a
+    mismatch, as the service answers 409. A sub-task id or correlation id
+    belongs to one task or plan. Values are copied in and out.
+    """
+
+    def __init__(self) -> None:
+        self.tasks: dict[str, TaskContextRecord] = {}
+        self.plans: dict[str, PlanContextRecord] = {}
+        self.plan_records: dict[str, dict[str, Any]] = {}
+        self._by_subtask: dict[str, str] = {}
+        self._by_correlation: dict[str, str] = {}
+        self.writes = 0
+
+    @staticmethod
+    def _check_version(kind: str, key: str, current: int | None, expected: int | None) -> None:
+        if expected is None:
+            return
+        if (current or 0) != expected:
+            raise ServiceConflictError(
+                409,
+                "version_conflict",
+                f"{kind} {key!r} is at version {current or 0}, not {expected}",
+            )
+
+    async def store_task_context(
+        self,
+        task_id: str,
+        context: TaskContextData,
+        *,
+        plan_id: str | None = None,
+        ttl_seconds: int | None = None,
+        expected_version: int | None = None,
+    ) -> TaskContextRecord:
+        await asyncio.sleep(0)  # a real service call yields: let other handlers interleave
+        existing = self.tasks.get(task_id)
+        self._check_version(
+            "task", task_id, existing.version if existing else None, expected_version
+        )
+        for sub_task_id in context.sub_tasks:
+            owner = self._by_subtask.get(sub_task_id)
+            if owner is not None and owner != task_id:
+                raise ServiceConflictError(
+                    409, "sub_task_claimed", f"sub-task {sub_task_id!r} belongs to task {owner!r}"
+                )
+        now = _now()
+        record = TaskContextRecord(
+            version=(existing.version if existing else 0) + 1,
+            task_id=task_id,
+            plan_id=plan_id or context.plan_id,
+            sub_task_ids=list(context.sub_tasks),
+            context=context.model_copy(deep=True),
+            created_at=existing.created_at if existing else now,
+            updated_at=now,
+        )
+        self.tasks[task_id] = record
+        for sub_task_id in context.sub_tasks:
+            self._by_subtask[sub_task_id] = task_id
+        self.writes += 1
+        return record.model_copy(deep=True)
+
+    async def get_task_context(self, task_id: str) -> TaskContextRecord | None:
+        await asyncio.sleep(0)  # a real service call yields: let other handlers interleave
+        record = self.tasks.get(task_id)
+        return record.model_copy(deep=True) if record else None
+
+    async def delete_task_context(self, task_id: str) -> bool:
+        await asyncio.sleep(0)  # a real service call yields: let other handlers interleave
+        record = self.tasks.pop(task_id, None)
+        if record is None:
+            return False
+        for sub_task_id in record.sub_task_ids:
+            self._by_subtask.pop(sub_task_id, None)
+        return True
+
+    async def get_task_by_subtask(self, sub_task_id: str) -> TaskContextRecord | None:
+        await asyncio.sleep(0)  # a real service call yields: let other handlers interleave
+        task_id = self._by_subtask.get(sub_task_id)
+        return await self.get_task_context(task_id) if task_id else None
+
+    async def store_plan_context(
+        self,
+        plan_id: str,
+        context: PlanContextData,
+        *,
+        session_id: str | None = None,
+        expected_version: int | None = None,
+    ) -> PlanContextRecord:
+        await asyncio.sleep(0)  # a real service call yields: let other handlers interleave
+        existing = self.plans.get(plan_id)
+        self._check_version(
+            "plan", plan_id, existing.version if existing else None, expected_version
+        )
+        for correlation_id in context.correlation_ids:
+            owner = self._by_correlation.get(correlation_id)
+            if owner is not None and owner != plan_id:
+                raise ServiceConflictError(
+                    409,
+                    "correlation_claimed",
+                    f"correlation id {correlation_id!r} belongs to plan {owner!r}",
+                )
+        now = _now()
+        record = PlanContextRecord(
+            version=(existing.version if existing else 0) + 1,
+            plan_id=plan_id,
+            session_id=session_id or context.session_id,
+            correlation_ids=list(context.correlation_ids),
+            context=context.model_copy(deep=True),
+            created_at=existing.created_at if existing else now,
+            updated_at=now,
+        )
+        if existing is not None:
+            for correlation_id in existing.correlation_ids:
+                self._by_correlation.pop(correlation_id, None)
+        self.plans[plan_id] = record
+        for correlation_id in context.correlation_ids:
+            self._by_correlation[correlation_id] = plan_id
+        self.writes += 1
+        return record.model_copy(deep=True)
+
+    async def get_plan_context(self, plan_id: str) -> PlanContextRecord | None:
+        await asyncio.sleep(0)  # a real service call yields: let other handlers interleave
+        record = self.plans.get(plan_id)
+        return record.model_copy(deep=True) if record else None
+
+    async def get_plan_by_correlation(self, correlation_id: str) -> PlanContextRecord | None:
+        await asyncio.sleep(0)  # a real service call yields: let other handlers interleave
+        plan_id = self._by_correlation.get(correlation_id)
+        return await self.get_plan_context(plan_id) if plan_id else None
+
+    async def create_plan(
+        self, goal_event: str, response_event: str, *, plan_id: str | None = None, **fields: Any
+    ) -> dict[str, Any]:
+        await asyncio.sleep(0)  # a real service call yields: let other handlers interleave
+        key = plan_id or f"plan-{len(self.plan_records) + 1}"
+        record = {"plan_id": key, "goal_event": goal_event, "response_event": response_event}
+        record.update(fields)
+        self.plan_records[key] = record
+        return record
+
+    async def update_plan_status(
+        self, plan_id: str, status: PlanStatus, *, reason: str | None = None, **_: Any
+    ) -> dict[str, Any]:
+        await asyncio.sleep(0)  # a real service call yields: let other handlers interleave
+        record = self.plan_records.setdefault(plan_id, {"plan_id": plan_id})
+        record["status"] = status
+        record["status_reason"] = reason
+        return record
+
+
+@dataclass(frozen=True, slots=True)
+class Published:
+    """One envelope a handler (or the test) published."""
+
+    topic: str
+    envelope: Envelope
+    publisher: str
+
+
+class _KitBus(BusClient):
+    """A BusClient that hands envelopes to the kit instead of a broker."""
+
+    def __init__(self, kit: AgentTestKit, name: str) -> None:
+        super().__init__(BusSettings(topic_prefix=""), name=name)
+        self._kit = kit
+
+    @property
+    def started(self) -> bool:
+        return True
+
+    async def start(self) -> None:
+        return None
+
+    async def stop(self) -> None:
+        return None
+
+    async def ensure_topics(self, topics: Iterable[Any] | None = None) -> list[str]:
+        return [str(topic) for topic in topics or Topic]
+
+    async def _write_envelope(self, name: str, envelope: Envelope) -> asyncio.Future[Any]:
+        if self._request_validator is not None and isinstance(envelope, ActionRequest):
+            await self._request_validator(envelope.type, envelope.data)
+        self._kit._published(name, envelope, self.name)
+        done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        done.set_result(None)
+        return done
+
+    async def _reply_listener(self, topic: str) -> Any:
+        raise NotImplementedError(
+            "request(..., wait=...) needs a broker; in an AgentTestKit publish with "
+            "kit.request(...) and read kit.result_of(request)"
+        )
+
+
+@dataclass
+class _Member:
+    agent: Agent
+    bus: _KitBus
+    seen: set[str] = field(default_factory=set)
+
+
+class HandlerFailedError(AssertionError):
+    """A handler raised while the kit delivered an envelope (the bus would retry, then DLQ)."""
+
+
+class AgentTestKit:
+    """Runs agents in-process, with an in-memory bus and memory (see the module docs).
+
+    Args:
+        *agents: the agents under test (each keeps its own handlers and name).
+        memory: the memory to use (a fresh :class:`InMemoryMemory` by default).
+        validator: checks ``action-requests`` payloads, as the registry would.
+        loopback: deliver what handlers publish to the kit's agents (default true);
+            with false, only what the test publishes is delivered (and :meth:`deliver`).
+        tenant_id, user_id: put on envelopes the test publishes.
+        raise_errors: re-raise a handler's exception from :meth:`settle`
+            (default true), instead of only recording it in :attr:`errors`.
+    """
+
+    def __init__(
+        self,
+        *agents: Agent,
+        memory: InMemoryMemory | None = None,
+        validator: RequestValidator | None = None,
+        loopback: bool = True,
+        tenant_id: str | None = "test",
+        user_id: str | None = "tester",
+        raise_errors: bool = True,
+    ) -> None:
+        if not agents:
+            raise ValueError("AgentTestKit needs at least one agent")
+        self.memory = memory if memory is not None else InMemoryMemory()
+        self.validator = validator
+        self.loopback = loopback
+        self.tenant_id = tenant_id
+        self.user_id = user_id
+        self.raise_errors = raise_errors
+        self.published: list[Published] = []
+        self.errors: list[tuple[str, Envelope, BaseException]] = []
+        self._queue: deque[Published] = deque()
+        self._members = [_Member(agent, _KitBus(self, agent.name)) for agent in agents]
+        self._outside = _KitBus(self, _TEST)
+        self._started = False
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Attach the agents (no broker, no services). Idempotent."""
+        if self._started:
+            return
+        for member in self._members:
+            if self.validator is not None:
+                member.bus.set_request_validator(self.validator.validate)
+            member.agent._attach(
+                PlatformContext(
+                    bus=member.bus,
+                    memory=self.memory,
+                    registry=None,
+                    agent=member.agent.identity,
+                    validator=self.validator,
+                )
+            )
+        self._started = True
+
+    async def stop(self) -> None:
+        """Detach the agents. Idempotent."""
+        for member in self._members:
+            member.agent._detach()
+        self._started = False
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    # -- publishing as the test -----------------------------------------------------------
+
+    def _scope(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
+        scope = dict(attributes)
+        if self.tenant_id is not None:
+            scope.setdefault("tenant_id", self.tenant_id)
+        if self.user_id is not None:
+            scope.setdefault("user_id", self.user_id)
+        return scope
+
+    async def request(
+        self,
+        event_type: str,
+        data: Any = None,
+        *,
+        response_event: str,
+        settle: bool = True,
+        **attributes: Any,
+    ) -> ActionRequest:
+        """Publish a request on ``action-requests`` as an outside caller; then :meth:`settle`."""
+        request: ActionRequest = await self._outside.request(
+            event_type, data, response_event=response_event, **self._scope(attributes)
+        )
+        if settle:
+            await self.settle()
+        return request
+
+    async def publish(
+        self,
+        topic: str | Topic,
+        event_type: str,
+        data: Any = None,
+        *,
+        settle: bool = True,
+        **attrs: Any,
+    ) -> Envelope:
+        """Publish any event as the test; then :meth:`settle`."""
+        envelope = await self._outside.publish(topic, event_type, data, **self._scope(attrs))
+        if settle:
+            await self.settle()
+        return envelope
+
+    async def reply(
+        self,
+        request: ActionRequest,
+        result: Any = None,
+        *,
+        error: ErrorInfo | BaseException | str | None = None,
+        settle: bool = True,
+    ) -> ActionResult:
+        """Answer ``request`` as the agent it was meant for would (success, or ``error``)."""
+        if error is None:
+            outcome = ActionResultData(success=True, result=result)
+        else:
+            info = (
+                error
+                if isinstance(error, ErrorInfo)
+                else ErrorInfo.from_exception(error)
+                if isinstance(error, BaseException)
+                else ErrorInfo(type="Error", message=error)
+            )
+            outcome = ActionResultData(success=False, error=info)
+        envelope = await self._outside.respond(
+            request.response_event,
+            outcome,
+            correlation_id=request.correlation_id or request.id,
+            topic=request.response_topic,
+            **self._scope({"plan_id": request.plan_id, "session_id": request.session_id}),
+        )
+        if settle:
+            await self.settle()
+        return envelope.as_(ActionResult) if not isinstance(envelope, ActionResult) else envelope
+
+    async def answer_human(
+        self,
+        question: Envelope | None = None,
+        answer: Any = None,
+        *,
+        timed_out: bool = False,
+        settle: bool = True,
+    ) -> Envelope:
+        """Answer a ``notification.human_input`` question (the latest one by default).
+
+        ``timed_out=True`` answers as the tracker does when nobody answered.
+        """
+        if question is None:
+            asked = self.questions()
+            if not asked:
+                raise AssertionError("no question to a human was published")
+            question = asked[-1]
+        body = HumanInputRequest.model_validate(question.data)
+        response = HumanInputResponse(
+            answer=None if timed_out else answer,
+            timed_out=timed_out,
+            request_id=question.id,
+            task_id=body.task_id,
+            plan_id=body.plan_id,
+            answered_by=None if timed_out else self.user_id,
+        )
+        envelope = await self._outside.publish(
+            Topic.NOTIFICATION_EVENTS,
+            body.response_event,
+            response,
+            **self._scope(
+                {
+                    "correlation_id": question.correlation_id,
+                    "plan_id": question.plan_id,
+                    "task_id": question.task_id,
+                    "session_id": question.session_id,
+                }
+            ),
+        )
+        if settle:
+            await self.settle()
+        return envelope
+
+    # -- delivering -------------------------------------------------------------------------
+
+    def _published(self, name: str, envelope: Envelope, publisher: str) -> None:
+        item = Published(name, envelope, publisher)
+        self.published.append(item)
+        if self.loopback or publisher == _TEST:
+            self._queue.append(item)
+
+    async def deliver(
+        self, topic: str | Topic, envelope: Envelope, *, to: Agent | None = None
+    ) -> None:
+        """Hand ``envelope`` to every agent that handles it on ``topic`` (as the bus would).
+
+        ``to`` hands it to that agent only (e.g. one of two instances of a Worker).
+        """
+        logical = str(topic)
+        for member in self._members:
+            if to is not None and member.agent is not to:
+                continue
+            dispatch = member.agent._dispatcher(logical, envelope.type)
+            if dispatch is None or envelope.id in member.seen:
+                continue
+            member.seen.add(envelope.id)
+            context = HandlerContext(envelope=envelope, topic=logical, group=member.agent.name)
+            try:
+                with handler_context(context):
+                    await dispatch(envelope)
+            except Exception as exc:
+                self.errors.append((member.agent.name, envelope, exc))
+                if self.raise_errors:
+                    raise HandlerFailedError(
+                        f"agent {member.agent.name!r} failed on {envelope.type!r} ({logical}): "
+                        f"{exc!r}"
+                    ) from exc
+
+    async def settle(self, max_deliveries: int = 10_000) -> None:
+        """Deliver queued envelopes until none is left.
+
+        Raises:
+            HandlerFailedError: a handler raised (with ``raise_errors``).
+            AssertionError: more than ``max_deliveries`` (a loop of events).
+        """
+        for _ in range(max_deliveries):
+            if not self._queue:
+                return
+            item = self._queue.popleft()
+            await self.deliver(item.topic, item.envelope)
+        raise AssertionError(f"still delivering after {max_deliveries} envelopes: a loop?")
+
+    # -- reading what happened ------------------------------------------------------------------
+
+    def events(self, topic: str | Topic, event_type: str | None = None) -> list[Envelope]:
+        """Envelopes published on ``topic`` (of ``event_type``), oldest first."""
+        return [
+            item.envelope
+            for item in self.published
+            if item.topic == str(topic) and (event_type is None or item.envelope.type == event_type)
+        ]
+
+    def requests(self, event_type: str | None = None) -> list[ActionRequest]:
+        """Requests published on ``action-requests`` (of ``event_type``)."""
+        return [
+            e
+            for e in self.events(Topic.ACTION_REQUESTS, event_type)
+            if isinstance(e, ActionRequest)
+        ]
+
+    def answers(self, correlation_id: str | None = None) -> list[ActionResult]:
+        """Answers published on ``action-results`` (for ``correlation_id``)."""
+        return [
+            e
+            for e in self.events(Topic.ACTION_RESULTS)
+            if isinstance(e, ActionResult)
+            and (correlation_id is None or e.correlation_id == correlation_id)
+        ]
+
+    def result_of(self, request: ActionRequest) -> ActionResultData:
+        """The one answer to ``request``, read as :class:`ActionResultData`.
+
+        Raises:
+            AssertionError: no answer, or more than one.
+        """
+        answers = self.answers(request.correlation_id or request.id)
+        if len(answers) != 1:
+            raise AssertionError(
+                f"expected one answer to {request.type!r}, got {len(answers)}: "
+                f"{[a.data for a in answers]}"
+            )
+        return ActionResultData.model_validate(answers[0].data)
+
+    def system_events(self, event_type: str | None = None) -> list[Envelope]:
+        """Lifecycle events on ``system-events`` (of ``event_type``)."""
+        return self.events(Topic.SYSTEM_EVENTS, event_type)
+
+    def questions(self) -> list[Envelope]:
+        """Questions to humans (``notification.human_input``) published so far."""
+        return self.events(Topic.NOTIFICATION_EVENTS, NotificationType.HUMAN_INPUT.value)
