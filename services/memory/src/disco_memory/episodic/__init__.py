@@ -1,0 +1,1 @@
+"""Episodic memory: conversation turns per session and agent; recent and search."""

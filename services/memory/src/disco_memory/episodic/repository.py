@@ -1,0 +1,149 @@
+"""SQL of episodic turns (``memory.episodic_turns``), private to their user."""
+
+from __future__ import annotations
+
+from sqlalchemy import RowMapping, text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+__all__ = ["EpisodicRepository"]
+
+_COLUMNS = (
+    "e.turn_id, e.session_id, e.agent_id, e.role, e.content, e.plan_id, e.task_id, "
+    "e.metadata, e.user_id, e.sequence, e.created_at"
+)
+_FILTERS = (
+    "e.tenant_id = :tenant_id AND e.user_id = :user_id "
+    "AND (CAST(:session_id AS text) IS NULL OR e.session_id = :session_id) "
+    "AND (CAST(:agent_id AS text) IS NULL OR e.agent_id = :agent_id) "
+    "AND (CAST(:role AS text) IS NULL OR e.role = :role)"
+)
+
+_APPEND = text(
+    "INSERT INTO memory.episodic_turns AS e (turn_id, tenant_id, user_id, session_id, agent_id, "
+    "role, content, plan_id, task_id, metadata, embedding, embedding_model) "
+    "VALUES (:turn_id, :tenant_id, :user_id, :session_id, :agent_id, :role, :content, "
+    ":plan_id, :task_id, CAST(CAST(:metadata AS text) AS jsonb), "
+    f"CAST(CAST(:embedding AS text) AS vector), :model) RETURNING {_COLUMNS}"
+)
+_RECENT = text(
+    f"SELECT {_COLUMNS} FROM memory.episodic_turns e WHERE {_FILTERS} "  # noqa: S608
+    "AND (CAST(:before AS bigint) IS NULL OR e.sequence < :before) "
+    "ORDER BY e.sequence DESC LIMIT :limit"
+)
+# Candidates come from both the nearest vectors and the best word matches; each
+# candidate gets both scores, and the service combines them per search mode.
+_SEARCH = text(
+    f"""
+    WITH q AS (
+        SELECT CAST(CAST(:embedding AS text) AS vector) AS v,
+               websearch_to_tsquery('simple', :text) AS tsq
+    ),
+    by_meaning AS MATERIALIZED (
+        SELECT e.sequence FROM memory.episodic_turns e, q WHERE {_FILTERS}
+        ORDER BY e.embedding <=> q.v LIMIT :meaning_candidates
+    ),
+    by_words AS MATERIALIZED (
+        SELECT e.sequence FROM memory.episodic_turns e, q
+        WHERE {_FILTERS} AND e.search_text @@ q.tsq
+        ORDER BY ts_rank_cd(e.search_text, q.tsq) DESC LIMIT :word_candidates
+    )
+    SELECT {_COLUMNS},
+           1 - (e.embedding <=> q.v) AS semantic,
+           CASE WHEN e.search_text @@ q.tsq THEN ts_rank_cd(e.search_text, q.tsq) ELSE 0 END
+               AS word_rank
+    FROM memory.episodic_turns e
+    JOIN (SELECT sequence FROM by_meaning UNION SELECT sequence FROM by_words) c
+        USING (sequence), q
+    WHERE e.tenant_id = :tenant_id AND e.user_id = :user_id
+    """  # noqa: S608
+)
+
+
+class EpisodicRepository:
+    """Reads and appends one user's conversation turns."""
+
+    def __init__(self, session: AsyncSession, tenant_id: str, user_id: str) -> None:
+        self._session = session
+        self._scope = {"tenant_id": tenant_id, "user_id": user_id}
+
+    @property
+    def session(self) -> AsyncSession:
+        """The session it runs in."""
+        return self._session
+
+    async def append(
+        self,
+        turn_id: str,
+        *,
+        session_id: str,
+        agent_id: str,
+        role: str,
+        content: str,
+        plan_id: str | None,
+        task_id: str | None,
+        metadata_json: str,
+        embedding: str,
+        model: str,
+    ) -> RowMapping:
+        """Append one turn."""
+        result = await self._session.execute(
+            _APPEND,
+            {
+                **self._scope,
+                "turn_id": turn_id,
+                "session_id": session_id,
+                "agent_id": agent_id,
+                "role": role,
+                "content": content,
+                "plan_id": plan_id,
+                "task_id": task_id,
+                "metadata": metadata_json,
+                "embedding": embedding,
+                "model": model,
+            },
+        )
+        return result.mappings().one()
+
+    async def recent(
+        self, *, session_id: str, agent_id: str | None, before: int | None, limit: int
+    ) -> list[RowMapping]:
+        """The last ``limit`` turns (newest first)."""
+        result = await self._session.execute(
+            _RECENT,
+            {
+                **self._scope,
+                "session_id": session_id,
+                "agent_id": agent_id,
+                "role": None,
+                "before": before,
+                "limit": limit,
+            },
+        )
+        return list(result.mappings().all())
+
+    async def search(
+        self,
+        *,
+        text_query: str,
+        embedding: str | None,
+        session_id: str | None,
+        agent_id: str | None,
+        role: str | None,
+        meaning_candidates: int,
+        word_candidates: int,
+    ) -> list[RowMapping]:
+        """Candidate turns with their ``semantic`` similarity and ``word_rank``."""
+        result = await self._session.execute(
+            _SEARCH,
+            {
+                **self._scope,
+                "text": text_query,
+                "embedding": embedding,
+                "session_id": session_id,
+                "agent_id": agent_id,
+                "role": role,
+                "meaning_candidates": meaning_candidates if embedding is not None else 0,
+                "word_candidates": word_candidates,
+            },
+        )
+        return list(result.mappings().all())

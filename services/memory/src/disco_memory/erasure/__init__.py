@@ -1,0 +1,1 @@
+"""Erasure: everything of one user, or of one tenant, in one transaction."""

@@ -1,0 +1,1 @@
+"""Procedural memory: how-tos (name, trigger situation, steps), found by relevance."""

@@ -1,0 +1,1 @@
+"""Semantic memory: facts stored with their embedding, found by similarity."""

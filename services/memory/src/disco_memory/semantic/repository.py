@@ -1,0 +1,193 @@
+"""SQL of semantic memories (``memory.semantic_memories``, pgvector + HNSW)."""
+
+from __future__ import annotations
+
+from sqlalchemy import RowMapping, text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+__all__ = ["SemanticRepository", "set_search_options"]
+
+_COLUMNS = (
+    "m.memory_id, m.external_id, m.content, m.content_hash, "
+    "CASE WHEN m.is_public THEN 'public' ELSE 'private' END AS visibility, "
+    "m.metadata, m.user_id, m.created_at, m.updated_at"
+)
+
+_FIND_BY_EXTERNAL_ID = text(
+    "SELECT memory_id, content_hash FROM memory.semantic_memories "
+    "WHERE tenant_id = :tenant_id AND user_id = :user_id AND external_id = :external_id"
+)
+_FIND_BY_HASH = text(
+    "SELECT memory_id, content_hash FROM memory.semantic_memories "
+    "WHERE tenant_id = :tenant_id AND user_id = :user_id AND external_id IS NULL "
+    "AND content_hash = :content_hash"
+)
+_INSERT = text(
+    "INSERT INTO memory.semantic_memories AS m (memory_id, tenant_id, user_id, external_id, "
+    "content, content_hash, is_public, metadata, embedding, embedding_model) "
+    "VALUES (:memory_id, :tenant_id, :user_id, :external_id, :content, :content_hash, "
+    ":is_public, CAST(CAST(:metadata AS text) AS jsonb), CAST(CAST(:embedding AS text) AS vector), "
+    f":model) RETURNING {_COLUMNS}"
+)
+_UPDATE = text(
+    "UPDATE memory.semantic_memories AS m SET content = :content, content_hash = :content_hash, "
+    "is_public = :is_public, metadata = CAST(CAST(:metadata AS text) AS jsonb), "
+    "embedding = COALESCE(CAST(CAST(:embedding AS text) AS vector), m.embedding), "
+    "embedding_model = COALESCE(:model, m.embedding_model), updated_at = now() "
+    "WHERE m.tenant_id = :tenant_id AND m.user_id = :user_id AND m.memory_id = :memory_id "
+    f"RETURNING {_COLUMNS}"
+)
+_GET = text(
+    f"SELECT {_COLUMNS} FROM memory.semantic_memories m "  # noqa: S608
+    "WHERE m.tenant_id = :tenant_id AND m.memory_id = :memory_id "
+    "AND (m.user_id = :user_id OR m.is_public)"
+)
+_DELETE = text(
+    "DELETE FROM memory.semantic_memories WHERE tenant_id = :tenant_id AND user_id = :user_id "
+    "AND memory_id = :memory_id RETURNING memory_id"
+)
+_SEARCH_OPTIONS = text(
+    "SELECT set_config('hnsw.ef_search', :ef_search, true), "
+    "set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+)
+# The inner query walks the HNSW index (filters applied as it goes, iterative
+# scan keeps going until `limit` rows pass them); the outer one restores exact
+# order, which relaxed_order may have loosened, and applies the threshold.
+_QUERY = text(
+    f"""
+    WITH hits AS MATERIALIZED (
+        SELECT {_COLUMNS}, m.embedding <=> CAST(CAST(:embedding AS text) AS vector) AS distance
+        FROM memory.semantic_memories m
+        WHERE m.tenant_id = :tenant_id
+          AND (m.user_id = :user_id OR (CAST(:include_public AS boolean) AND m.is_public))
+          AND m.metadata @> CAST(CAST(:filter AS text) AS jsonb)
+        ORDER BY distance
+        LIMIT :limit
+    )
+    SELECT *, 1 - distance AS score FROM hits
+    WHERE CAST(:threshold AS double precision) IS NULL
+       OR 1 - distance >= CAST(:threshold AS double precision)
+    ORDER BY distance
+    """  # noqa: S608
+)
+
+
+async def set_search_options(session: AsyncSession, *, ef_search: int) -> None:
+    """Tune the HNSW search of this transaction (candidate list, iterative scan)."""
+    await session.execute(_SEARCH_OPTIONS, {"ef_search": str(ef_search)})
+
+
+class SemanticRepository:
+    """Reads and writes semantic memories for one user (and the tenant's public ones)."""
+
+    def __init__(self, session: AsyncSession, tenant_id: str, user_id: str) -> None:
+        self._session = session
+        self._scope = {"tenant_id": tenant_id, "user_id": user_id}
+
+    @property
+    def session(self) -> AsyncSession:
+        """The session it runs in (search options are set on its transaction)."""
+        return self._session
+
+    async def find_existing(
+        self, *, external_id: str | None, content_hash: str
+    ) -> RowMapping | None:
+        """The caller's memory this upsert would update (``memory_id``, ``content_hash``)."""
+        if external_id is not None:
+            result = await self._session.execute(
+                _FIND_BY_EXTERNAL_ID, {**self._scope, "external_id": external_id}
+            )
+        else:
+            result = await self._session.execute(
+                _FIND_BY_HASH, {**self._scope, "content_hash": content_hash}
+            )
+        return result.mappings().first()
+
+    async def insert(
+        self,
+        memory_id: str,
+        *,
+        external_id: str | None,
+        content: str,
+        content_hash: str,
+        is_public: bool,
+        metadata_json: str,
+        embedding: str,
+        model: str,
+    ) -> RowMapping:
+        """Store a new memory."""
+        result = await self._session.execute(
+            _INSERT,
+            {
+                **self._scope,
+                "memory_id": memory_id,
+                "external_id": external_id,
+                "content": content,
+                "content_hash": content_hash,
+                "is_public": is_public,
+                "metadata": metadata_json,
+                "embedding": embedding,
+                "model": model,
+            },
+        )
+        return result.mappings().one()
+
+    async def update(
+        self,
+        memory_id: str,
+        *,
+        content: str,
+        content_hash: str,
+        is_public: bool,
+        metadata_json: str,
+        embedding: str | None,
+        model: str | None,
+    ) -> RowMapping:
+        """Rewrite one of the caller's memories (the vector only when given)."""
+        result = await self._session.execute(
+            _UPDATE,
+            {
+                **self._scope,
+                "memory_id": memory_id,
+                "content": content,
+                "content_hash": content_hash,
+                "is_public": is_public,
+                "metadata": metadata_json,
+                "embedding": embedding,
+                "model": model,
+            },
+        )
+        return result.mappings().one()
+
+    async def get(self, memory_id: str) -> RowMapping | None:
+        """A memory the caller may read, or None."""
+        result = await self._session.execute(_GET, {**self._scope, "memory_id": memory_id})
+        return result.mappings().first()
+
+    async def delete(self, memory_id: str) -> bool:
+        """Delete one of the caller's memories; whether it was there."""
+        result = await self._session.execute(_DELETE, {**self._scope, "memory_id": memory_id})
+        return result.first() is not None
+
+    async def query(
+        self,
+        *,
+        embedding: str,
+        limit: int,
+        threshold: float | None,
+        filter_json: str,
+        include_public: bool,
+    ) -> list[RowMapping]:
+        """The nearest memories to ``embedding`` (with ``distance`` and ``score``)."""
+        result = await self._session.execute(
+            _QUERY,
+            {
+                **self._scope,
+                "embedding": embedding,
+                "limit": limit,
+                "threshold": threshold,
+                "filter": filter_json,
+                "include_public": include_public,
+            },
+        )
+        return list(result.mappings().all())

@@ -1,0 +1,1 @@
+"""Agent-state snapshots: the latest full and slim state of each agent in a session."""
