@@ -1,13 +1,14 @@
 """Benchmark: disco's bus against plain aiokafka on the same broker, in one run.
 
-    uv run python bench/bus.py [--messages 100000] [--round-trips 300]
+    uv run python bench/bus.py [--messages 100000] [--round-trips 300] [--repeats 3]
 
 Starts an embedded Tansu broker on a free loopback port unless
 DISCO_KAFKA_BOOTSTRAP names one. Prints one table:
 
-- produce rate: raw ``producer.send`` of N pre-serialised envelopes (futures
-  gathered) vs ``BusClient.publish`` of N envelopes (building, validating and
-  serialising each one);
+- produce rate: raw ``producer.send`` of N pre-serialised envelopes vs
+  ``BusClient.send`` of N envelopes (building, validating and serialising each
+  one), both gathering acks per window of 2000 records; plus ``publish()``
+  awaited in one task per message, the way concurrent handlers publish;
 - produce -> consume rate: the same, with a consumer group reading while the
   producer writes (raw: ``getmany`` + commit per batch; disco: ``BusConsumer``
   calling a handler per envelope, commits after each);
@@ -16,7 +17,8 @@ DISCO_KAFKA_BOOTSTRAP names one. Prints one table:
   consumes and produces to action-results; the requester reads action-results
   without a group) vs ``BusClient.request(wait=...)`` answered by a handler.
 
-Both sides use the same fetch, linger and batch settings (BusSettings). The
+Rates are the best of ``--repeats`` alternating runs (the machine may be
+shared). Both sides use the same fetch, linger and batch settings. The
 raw side sends the very bytes disco would (a ~400-byte envelope with a 200-byte
 payload and its headers, keyed by UUIDs made up front), so the difference is
 disco's own work: building and validating each envelope, serialising it,
@@ -48,6 +50,7 @@ from disco_common.envelope import ActionRequest, BusinessFact, Envelope
 from disco_common.topics import Topic
 
 PAYLOAD = {"blob": "x" * 189}  # 200 bytes as JSON
+WINDOW = 2000  # records in flight before waiting for their acks (both sides)
 assert len(json.dumps(PAYLOAD, separators=(",", ":"))) == 200
 
 
@@ -104,10 +107,12 @@ async def raw_produce(settings: BusSettings, topic: str, n: int) -> float:
     try:
         await producer.send_and_wait(topic, value, key=b"warm-up", headers=headers)
         started = time.perf_counter()
-        deliveries = []
-        for i in range(n):
-            deliveries.append(await producer.send(topic, value, key=keys[i], headers=headers))
-        await asyncio.gather(*deliveries)
+        for start in range(0, n, WINDOW):
+            deliveries = [
+                await producer.send(topic, value, key=keys[i], headers=headers)
+                for i in range(start, min(n, start + WINDOW))
+            ]
+            await asyncio.gather(*deliveries)
         return time.perf_counter() - started
     finally:
         await producer.stop()
@@ -137,10 +142,12 @@ async def raw_produce_consume(settings: BusSettings, topic: str, n: int) -> floa
 
         started = time.perf_counter()
         reader = asyncio.create_task(consume())
-        deliveries = []
-        for i in range(n):
-            deliveries.append(await producer.send(topic, value, key=keys[i], headers=headers))
-        await asyncio.gather(*deliveries)
+        for start in range(0, n, WINDOW):
+            deliveries = [
+                await producer.send(topic, value, key=keys[i], headers=headers)
+                for i in range(start, min(n, start + WINDOW))
+            ]
+            await asyncio.gather(*deliveries)
         await asyncio.wait_for(reader, 300)
         return time.perf_counter() - started
     finally:
@@ -238,13 +245,17 @@ async def raw_round_trips(settings: BusSettings, rounds: int) -> list[float]:
 
 
 async def _publish_all(bus: BusClient, topic: str, n: int) -> None:
-    # send() is publish() without waiting for the ack: the acks are gathered
-    # at the end, exactly as the raw side gathers its delivery futures.
-    acks = [await bus.send(topic, "bench.happened", PAYLOAD) for _ in range(n)]
-    await asyncio.gather(*acks)
+    # send() is publish() without waiting for the ack; the acks of each window
+    # are gathered, exactly as the raw side gathers its delivery futures.
+    for start in range(0, n, WINDOW):
+        acks = [
+            await bus.send(topic, "bench.happened", PAYLOAD)
+            for _ in range(start, min(n, start + WINDOW))
+        ]
+        await asyncio.gather(*acks)
 
 
-async def _publish_all_tasks(bus: BusClient, topic: str, n: int, window: int = 2000) -> None:
+async def _publish_all_tasks(bus: BusClient, topic: str, n: int, window: int = WINDOW) -> None:
     # One awaited publish() per task, a window of tasks in flight.
     for start in range(0, n, window):
         await asyncio.gather(

@@ -8,10 +8,11 @@ envelope, so every log line a handler writes says which event it was on.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
+from typing import Any
 
 import structlog
 
@@ -22,6 +23,8 @@ __all__ = [
     "NotInHandlerError",
     "current_context",
     "current_envelope",
+    "enter_handler",
+    "exit_handler",
     "handler_context",
     "maybe_current_context",
 ]
@@ -90,15 +93,33 @@ def handler_context(context: HandlerContext | Envelope) -> Iterator[HandlerConte
     if isinstance(context, Envelope):
         hint = context.topic_hint
         context = HandlerContext(envelope=context, topic=hint.value if hint else "")
-    envelope = context.envelope
-    token = _current.set(context)
-    # bind/reset rather than bound_contextvars(): the latter snapshots every
-    # bound variable on each call, which the bus pays once per message.
-    log_tokens = structlog.contextvars.bind_contextvars(
-        event_id=envelope.id, event_type=envelope.type, tenant_id=envelope.tenant_id
-    )
+    entered = enter_handler(context)
     try:
         yield context
     finally:
-        structlog.contextvars.reset_contextvars(**log_tokens)
-        _current.reset(token)
+        exit_handler(entered)
+
+
+_Entered = tuple[Token[HandlerContext | None], Mapping[str, Token[Any]]]
+
+
+def enter_handler(context: HandlerContext) -> _Entered:
+    """Set ``context`` and bind its log fields; undo with :func:`exit_handler`.
+
+    The bus's per-message path, without a generator-based context manager.
+    """
+    envelope = context.envelope
+    token = _current.set(context)
+    # bind/reset rather than bound_contextvars(): the latter snapshots every
+    # bound variable on each call, which the bus would pay once per message.
+    log_tokens = structlog.contextvars.bind_contextvars(
+        event_id=envelope.id, event_type=envelope.type, tenant_id=envelope.tenant_id
+    )
+    return token, log_tokens
+
+
+def exit_handler(entered: _Entered) -> None:
+    """Undo :func:`enter_handler`."""
+    token, log_tokens = entered
+    structlog.contextvars.reset_contextvars(**log_tokens)
+    _current.reset(token)

@@ -17,7 +17,7 @@ from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 from aiokafka.structs import ConsumerRecord
 
-from disco._context import HandlerContext, handler_context
+from disco._context import HandlerContext, enter_handler, exit_handler, handler_context
 from disco.bus._client import BusClient
 from disco.bus._dedup import DedupStore, InMemoryDedupStore
 from disco.bus._errors import (
@@ -117,6 +117,7 @@ class BusConsumer:
         self._stopped = asyncio.Event()
         self._fatal: BaseException | None = None
         self._fatal_stop: asyncio.Task[None] | None = None
+        self._prefix = settings.topic_prefix
         self._tracing = False
 
     # -- registration ----------------------------------------------------------
@@ -361,7 +362,7 @@ class BusConsumer:
     # -- handling --------------------------------------------------------------
 
     async def _handle(self, record: ConsumerRecord[bytes, bytes]) -> None:
-        topic = strip_prefix(record.topic, self.client.settings.topic_prefix)
+        topic = strip_prefix(record.topic, self._prefix)
         routes = self._routes.get(topic)
         if not routes:
             return
@@ -425,8 +426,11 @@ class BusConsumer:
                     # No SDK, no span to record: publishing inside the handler
                     # still carries the incoming traceparent on (BusClient
                     # falls back to the handled envelope's).
-                    with handler_context(context):
+                    entered = enter_handler(context)
+                    try:
                         await handler(envelope)
+                    finally:
+                        exit_handler(entered)
             except Exception as exc:
                 final = attempt >= attempts or isinstance(exc, NonRetryableError)
                 _log.warning(
