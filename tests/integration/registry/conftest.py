@@ -8,10 +8,16 @@ from typing import Any
 
 import httpx
 import pytest
+from asgi_lifespan import LifespanManager
+from starlette.types import ASGIApp
 
+from disco._auth import DEV_AUTH_SECRET, mint_dev_token
+from disco.clients import RegistryClient, StaticToken
+from disco_common.auth import Role
 from disco_registry import RegistrySettings, create_app
 from tests.fixtures.infra import DatabaseUrls
-from tests.integration.registry.support import serve
+
+BASE_URL = "http://registry.test"
 
 
 @pytest.fixture
@@ -37,7 +43,31 @@ def make_settings(
 
 
 @pytest.fixture
-async def http(make_settings: Callable[..., RegistrySettings]) -> AsyncIterator[httpx.AsyncClient]:
-    """A client of a started registry (database, bus, outbox relay, sweeper)."""
-    async with serve(create_app(make_settings())) as client:
+async def registry_app(make_settings: Callable[..., RegistrySettings]) -> AsyncIterator[ASGIApp]:
+    """A started registry (database, bus, outbox relay, sweeper), as an ASGI app."""
+    app = create_app(make_settings())
+    async with LifespanManager(app, startup_timeout=30, shutdown_timeout=30) as manager:
+        yield manager.app
+
+
+@pytest.fixture
+async def http(registry_app: ASGIApp) -> AsyncIterator[httpx.AsyncClient]:
+    """A raw HTTP client of the started registry."""
+    transport = httpx.ASGITransport(app=registry_app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url=BASE_URL) as client:
         yield client
+
+
+@pytest.fixture
+def make_client(registry_app: ASGIApp) -> Callable[..., RegistryClient]:
+    """``make_client(tenant)``: a :class:`RegistryClient` (not started) acting for ``tenant``."""
+
+    def make(tenant: str, *, roles: tuple[Role, ...] = (Role.USER,)) -> RegistryClient:
+        token = mint_dev_token(DEV_AUTH_SECRET, tenant, "agent", roles, 600)
+        return RegistryClient(
+            BASE_URL,
+            token=StaticToken(token),
+            transport=httpx.ASGITransport(app=registry_app, raise_app_exceptions=False),
+        )
+
+    return make

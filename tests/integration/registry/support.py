@@ -10,8 +10,8 @@ from typing import Any
 
 import asyncpg
 import httpx
+import uvicorn
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from asgi_lifespan import LifespanManager
 from fastapi import FastAPI
 
 from disco._auth import DEV_AUTH_SECRET, mint_dev_token
@@ -132,14 +132,22 @@ def assert_error(response: httpx.Response, status: int, code: str | None = None)
 
 
 @asynccontextmanager
-async def serve(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
-    """Run ``app``'s lifespan and hand out a client talking to it in-process."""
-    async with LifespanManager(app, startup_timeout=30, shutdown_timeout=30) as manager:
-        transport = httpx.ASGITransport(app=manager.app, raise_app_exceptions=False)
-        async with httpx.AsyncClient(
-            transport=transport, base_url="http://registry.test"
-        ) as client:
-            yield client
+async def uvicorn_server(app: FastAPI, port: int) -> AsyncIterator[None]:
+    """Serve ``app`` on a real loopback port (lifespan included) until the block ends."""
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="on", log_level="warning")
+    )
+    task = asyncio.create_task(server.serve())
+    try:
+        async with asyncio.timeout(30):
+            while not server.started:
+                if task.done():
+                    task.result()
+                await asyncio.sleep(0.05)
+        yield
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, timeout=30)
 
 
 async def sql(admin_url: str, statement: str, *args: Any) -> list[asyncpg.Record]:

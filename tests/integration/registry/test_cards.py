@@ -50,9 +50,7 @@ async def test_a_card_carries_each_skills_schemas_exactly_in_its_extension(
     tenant = new_tenant()
     record = await register(http, tenant)
 
-    card = (
-        await http.get(f"/v1/agents/{record['agent_id']}/card", headers=bearer(tenant))
-    ).json()
+    card = (await http.get(f"/v1/agents/{record['agent_id']}/card", headers=bearer(tenant))).json()
 
     [extension] = card["capabilities"]["extensions"]
     assert extension["uri"] == EXTENSION
