@@ -1,0 +1,183 @@
+"""Semantic memory: upsert, similarity query with scores, filters, visibility, bad input."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.integration.memory.conftest import error_code, new_id
+
+FACTS = [
+    "To reset your password, open Settings and choose 'Forgot password'.",
+    "Our refund policy allows returns within 30 days of purchase.",
+    "The Eiffel Tower is located in Paris, France.",
+    "Photosynthesis converts sunlight into chemical energy in plants.",
+    "Quarterly revenue grew 12 percent thanks to strong cloud sales.",
+    "The cat sat on the mat and purred quietly.",
+]
+
+
+async def store(
+    client: httpx.AsyncClient, headers: dict[str, str], content: str, **fields: object
+) -> dict:
+    response = await client.put(
+        "/v1/memory/semantic", json={"content": content, **fields}, headers=headers
+    )
+    assert response.status_code == 200, response.text
+    return dict(response.json())
+
+
+async def query(client: httpx.AsyncClient, headers: dict[str, str], **body: object) -> list[dict]:
+    response = await client.post("/v1/memory/semantic/query", json=body, headers=headers)
+    assert response.status_code == 200, response.text
+    return list(response.json())
+
+
+async def test_a_paraphrased_question_ranks_the_matching_memory_first(
+    client: httpx.AsyncClient, alice: dict[str, str]
+) -> None:
+    for fact in FACTS:
+        await store(client, alice, fact)
+
+    login = await query(client, alice, text="How can I change my login credentials?", limit=3)
+    money = await query(client, alice, text="Can I get my money back if I return an item?", limit=3)
+    plants = await query(client, alice, text="How do plants make food from light?", limit=3)
+
+    assert login[0]["record"]["content"] == FACTS[0]
+    assert money[0]["record"]["content"] == FACTS[1]
+    assert plants[0]["record"]["content"] == FACTS[3]
+    assert login[0]["score"] > login[1]["score"]
+    assert all(-1.0 <= hit["score"] <= 1.0 for hit in login)
+
+
+async def test_the_same_text_stored_twice_is_one_memory(
+    client: httpx.AsyncClient, alice: dict[str, str]
+) -> None:
+    first = await store(client, alice, "Alice prefers tea.", metadata={"v": 1})
+    second = await store(client, alice, "Alice prefers tea.", metadata={"v": 2})
+
+    hits = await query(client, alice, text="What does Alice drink?")
+
+    assert first["memory_id"] == second["memory_id"]
+    assert [hit["record"]["metadata"] for hit in hits] == [{"v": 2}]
+
+
+async def test_an_external_id_upsert_replaces_the_content_and_its_meaning(
+    client: httpx.AsyncClient, alice: dict[str, str]
+) -> None:
+    first = await store(client, alice, "The meeting is on Monday.", external_id="meeting")
+    second = await store(
+        client, alice, "The office is closed for renovation.", external_id="meeting"
+    )
+
+    hits = await query(client, alice, text="Is the office open?", limit=5)
+
+    assert first["memory_id"] == second["memory_id"]
+    assert [hit["record"]["content"] for hit in hits] == ["The office is closed for renovation."]
+
+
+async def test_metadata_filters_and_threshold_narrow_the_hits(
+    client: httpx.AsyncClient, alice: dict[str, str]
+) -> None:
+    await store(client, alice, "Paris is the capital of France.", metadata={"source": "wiki"})
+    await store(client, alice, "Paris has many museums.", metadata={"source": "blog"})
+    await store(client, alice, "Bananas are yellow.", metadata={"source": "wiki"})
+
+    wiki = await query(client, alice, text="Tell me about Paris", filter={"source": "wiki"})
+    close = await query(client, alice, text="Tell me about Paris", threshold=0.99)
+
+    assert {hit["record"]["metadata"]["source"] for hit in wiki} == {"wiki"}
+    assert wiki[0]["record"]["content"] == "Paris is the capital of France."
+    assert close == []
+
+
+async def test_a_callers_own_vector_is_stored_and_searched(
+    client: httpx.AsyncClient, alice: dict[str, str]
+) -> None:
+    model = (await client.get("/v1/memory/semantic/model", headers=alice)).json()
+    near = [1.0] + [0.0] * (model["dimensions"] - 1)
+    far = [0.0, 1.0] + [0.0] * (model["dimensions"] - 2)
+    await store(client, alice, "near", embedding=near)
+    await store(client, alice, "far", embedding=far)
+
+    hits = await query(client, alice, embedding=near, limit=2)
+
+    assert [hit["record"]["content"] for hit in hits] == ["near", "far"]
+    assert hits[0]["score"] == 1.0
+
+
+async def test_a_vector_of_the_wrong_dimension_is_refused_and_nothing_is_written(
+    client: httpx.AsyncClient, alice: dict[str, str]
+) -> None:
+    stored = await client.put(
+        "/v1/memory/semantic",
+        json={"content": "short vector", "embedding": [0.1, 0.2]},
+        headers=alice,
+    )
+    searched = await client.post(
+        "/v1/memory/semantic/query", json={"embedding": [0.1, 0.2]}, headers=alice
+    )
+
+    assert [stored.status_code, searched.status_code] == [422, 422]
+    assert error_code(stored) == "validation_failed"
+    assert await query(client, alice, text="short vector") == []
+
+
+async def test_bad_queries_are_validation_errors(
+    client: httpx.AsyncClient, alice: dict[str, str]
+) -> None:
+    neither = await client.post("/v1/memory/semantic/query", json={"limit": 3}, headers=alice)
+    bad_filter = await client.post(
+        "/v1/memory/semantic/query",
+        json={"text": "x", "filter": {"nested": {"no": "objects"}}},
+        headers=alice,
+    )
+    bad_limit = await client.post(
+        "/v1/memory/semantic/query", json={"text": "x", "limit": 0}, headers=alice
+    )
+
+    assert [neither.status_code, bad_filter.status_code, bad_limit.status_code] == [422, 422, 422]
+
+
+async def test_private_memories_stay_private_and_public_ones_are_shared_read_only(
+    client: httpx.AsyncClient, alice: dict[str, str], bob: dict[str, str]
+) -> None:
+    private = await store(client, alice, "Alice's locker code is 4711.")
+    public = await store(client, alice, "The cafeteria opens at 8am.", visibility="public")
+
+    bob_hits = await query(client, bob, text="When does the cafeteria open? locker code", limit=10)
+    bob_private = await client.get(f"/v1/memory/semantic/{private['memory_id']}", headers=bob)
+    bob_public = await client.get(f"/v1/memory/semantic/{public['memory_id']}", headers=bob)
+    bob_delete = await client.delete(f"/v1/memory/semantic/{public['memory_id']}", headers=bob)
+    no_public = await query(client, bob, text="cafeteria", include_public=False)
+
+    assert [hit["record"]["memory_id"] for hit in bob_hits] == [public["memory_id"]]
+    assert bob_private.status_code == 404
+    assert bob_public.status_code == 200
+    assert bob_delete.status_code == 404
+    assert no_public == []
+    assert (
+        await client.get(f"/v1/memory/semantic/{public['memory_id']}", headers=alice)
+    ).status_code == 200
+
+
+async def test_another_tenant_sees_no_memory_even_public_ones(
+    client: httpx.AsyncClient, alice: dict[str, str], stranger: dict[str, str]
+) -> None:
+    public = await store(client, alice, "Acme's wifi password is hunter2.", visibility="public")
+
+    hits = await query(client, stranger, text="wifi password")
+    read = await client.get(f"/v1/memory/semantic/{public['memory_id']}", headers=stranger)
+
+    assert hits == []
+    assert read.status_code == 404
+
+
+async def test_a_deleted_memory_is_no_longer_found(
+    client: httpx.AsyncClient, alice: dict[str, str]
+) -> None:
+    memory = await store(client, alice, "Temporary fact about zebras.")
+
+    deleted = await client.delete(f"/v1/memory/semantic/{memory['memory_id']}", headers=alice)
+
+    assert deleted.status_code == 204
+    assert await query(client, alice, text="zebras") == []
