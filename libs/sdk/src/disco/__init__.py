@@ -1,8 +1,29 @@
 """disco: the agent SDK.
 
+Agents, from raw envelopes to autonomous plans (:mod:`disco.agents`)::
+
+    from disco import Tool
+
+    tool = Tool("calculator")
+
+    @tool.on_invoke("add.requested")
+    async def add(request: Addition) -> Total:
+        return Total(total=request.a + request.b)
+
+    if __name__ == "__main__":
+        tool.serve()
+
+:class:`Agent` (raw envelopes on explicit topics), :class:`Tool` (the return
+value is the answer), :class:`Worker` (tasks that delegate, fan out/in and ask
+humans), :class:`Planner` (goals as event-driven state machines). The contracts
+they speak (:class:`DelegationSpec`, :class:`StateConfig`...) come from
+``disco_common`` and are re-exported here. :mod:`disco.testing` runs agents in a
+unit test without a broker.
+
 The handler context is reachable from anywhere a handler runs:
 :func:`current_envelope` and :func:`current_context` (they raise
-:class:`NotInHandlerError` elsewhere). The bus lives in :mod:`disco.bus`.
+:class:`NotInHandlerError` elsewhere). The bus lives in :mod:`disco.bus`, the
+service clients in :mod:`disco.clients`, LLM drivers in :mod:`disco.llm`.
 """
 
 from disco._context import (
@@ -12,10 +33,64 @@ from disco._context import (
     current_envelope,
     handler_context,
 )
+from disco.agents import (
+    Agent,
+    AgentDefinitionError,
+    AgentError,
+    AgentIdentity,
+    GoalContext,
+    HandlerSignatureError,
+    InvocationContext,
+    PlanContext,
+    PlanError,
+    Planner,
+    PlatformContext,
+    ResultContext,
+    StaleResultError,
+    TaskConflictError,
+    TaskContext,
+    TaskStateError,
+    Tool,
+    TransitionContext,
+    Worker,
+)
+from disco_common.plans import PlanDefinition, StateAction, StateConfig, StateTransition
+from disco_common.registry import AgentCapability, EventDefinition
+from disco_common.tasks import ActionResultData, DelegationSpec, ErrorInfo
+from disco_common.topics import Topic
 
 __all__ = [
+    "ActionResultData",
+    "Agent",
+    "AgentCapability",
+    "AgentDefinitionError",
+    "AgentError",
+    "AgentIdentity",
+    "DelegationSpec",
+    "ErrorInfo",
+    "EventDefinition",
+    "GoalContext",
     "HandlerContext",
+    "HandlerSignatureError",
+    "InvocationContext",
     "NotInHandlerError",
+    "PlanContext",
+    "PlanDefinition",
+    "PlanError",
+    "Planner",
+    "PlatformContext",
+    "ResultContext",
+    "StaleResultError",
+    "StateAction",
+    "StateConfig",
+    "StateTransition",
+    "TaskConflictError",
+    "TaskContext",
+    "TaskStateError",
+    "Tool",
+    "Topic",
+    "TransitionContext",
+    "Worker",
     "current_context",
     "current_envelope",
     "handler_context",

@@ -54,6 +54,18 @@ CONDITION_VARIABLES = frozenset(
 )
 """The names a condition may use."""
 
+_CEL_FUNCTIONS = frozenset(
+    {
+        "size", "contains", "startsWith", "endsWith", "matches", "int", "uint", "double",
+        "string", "bytes", "bool", "type", "dyn", "duration", "timestamp", "has", "all",
+        "exists", "exists_one", "map", "filter", "max", "min", "getFullYear", "getMonth",
+        "getDate", "getDayOfMonth", "getDayOfWeek", "getDayOfYear", "getHours", "getMinutes",
+        "getSeconds", "getMilliseconds", "lowerAscii", "upperAscii", "trim", "split", "join",
+        "replace", "indexOf", "lastIndexOf", "substring", "charAt",
+    }
+)  # fmt: skip
+"""CEL's standard functions and macros (what a condition may call)."""
+
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_\-]*(?:\.[A-Za-z0-9_\-]+)*)\}")
 
 
@@ -79,6 +91,17 @@ def check_condition(expression: str) -> None:
     Called when a plan is built, so a typo fails before the plan runs.
     """
     program = _compiled(expression)
+    functions = sorted(
+        name
+        for name in program.functions()
+        # Operators (`_&&_`, `_[_]`, `!_`, `@in`...) contain a non-identifier character.
+        if name.replace("_", "a").isalnum() and name not in _CEL_FUNCTIONS
+    )
+    if functions:
+        raise ConditionError(
+            f"condition {expression!r} calls unknown function(s) {functions}; CEL's standard "
+            f"functions are {sorted(_CEL_FUNCTIONS)}"
+        )
     unknown = sorted(set(program.variables()) - CONDITION_VARIABLES)
     if unknown:
         raise ConditionError(

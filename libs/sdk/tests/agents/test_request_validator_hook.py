@@ -22,7 +22,7 @@ async def test_a_request_refused_by_the_validator_fails_before_anything_is_sent(
     bus = BusClient(BusSettings(kafka_bootstrap="127.0.0.1:1"))
     bus.set_request_validator(refuse)
 
-    with pytest.raises(Refused, match="calc.requested"):
+    with pytest.raises(Refused, match=r"calc\.requested"):
         await bus.request("calc.requested", {"x": 1}, response_event="calc.done")
 
 

@@ -299,7 +299,8 @@ async def test_completing_a_task_twice_is_refused() -> None:
         request = await kit.request("eager.requested", {}, response_event="done")
 
     assert kit.result_of(request).result == 1
-    assert refused and "already completed" in refused[0]
+    assert len(refused) == 1
+    assert "already completed" in refused[0]
 
 
 def approver() -> Worker:

@@ -91,7 +91,10 @@ def _definition(states: States, initial_state: str | None, plan_type: str | None
         definition = states
         if initial_state is not None and initial_state != definition.initial_state:
             definition = definition.model_copy(update={"initial_state": initial_state})
+        try:
             check_state_machine(definition.initial_state, definition.states)
+        except ValueError as exc:
+            raise PlanError(f"the plan's state machine is not valid: {exc}") from None
     else:
         listed = list(states.values()) if isinstance(states, Mapping) else list(states)
         try:
@@ -1156,8 +1159,8 @@ class Planner(Agent):
     def _answer_dispatcher(self, topic: str) -> Callable[[Envelope], Awaitable[None]]:
         async def dispatch(envelope: Envelope) -> None:
             plan_id = self._plan_id_of(envelope.correlation_id)
-            if plan_id is None:
-                return  # not an answer to one of this planner's actions
+            if plan_id is None or envelope.type == NotificationType.HUMAN_INPUT.value:
+                return  # not an answer to one of this planner's actions (or its own question)
             await self._move(plan_id, envelope, topic)
 
         return dispatch

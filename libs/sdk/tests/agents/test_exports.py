@@ -1,0 +1,104 @@
+"""The public names of `disco`, `disco.agents`, `disco.llm` and `disco.testing` are pinned."""
+
+from __future__ import annotations
+
+import disco
+import disco.agents
+import disco.conditions
+import disco.llm
+import disco.testing
+
+
+def test_disco_exports_exactly_its_public_api() -> None:
+    assert sorted(disco.__all__) == [
+        "ActionResultData",
+        "Agent",
+        "AgentCapability",
+        "AgentDefinitionError",
+        "AgentError",
+        "AgentIdentity",
+        "DelegationSpec",
+        "ErrorInfo",
+        "EventDefinition",
+        "GoalContext",
+        "HandlerContext",
+        "HandlerSignatureError",
+        "InvocationContext",
+        "NotInHandlerError",
+        "PlanContext",
+        "PlanDefinition",
+        "PlanError",
+        "Planner",
+        "PlatformContext",
+        "ResultContext",
+        "StaleResultError",
+        "StateAction",
+        "StateConfig",
+        "StateTransition",
+        "TaskConflictError",
+        "TaskContext",
+        "TaskStateError",
+        "Tool",
+        "Topic",
+        "TransitionContext",
+        "Worker",
+        "current_context",
+        "current_envelope",
+        "handler_context",
+    ]
+    assert all(hasattr(disco, name) for name in disco.__all__)
+
+
+def test_disco_agents_exports_the_four_layers_their_contexts_and_errors() -> None:
+    assert sorted(disco.agents.__all__) == [
+        "Agent",
+        "AgentDefinitionError",
+        "AgentError",
+        "AgentIdentity",
+        "GoalContext",
+        "HandlerSignatureError",
+        "InvocationContext",
+        "PlanContext",
+        "PlanError",
+        "Planner",
+        "PlatformContext",
+        "ResultContext",
+        "StaleResultError",
+        "TaskConflictError",
+        "TaskContext",
+        "TaskStateError",
+        "Tool",
+        "TransitionContext",
+        "Worker",
+    ]
+    assert all(hasattr(disco.agents, name) for name in disco.agents.__all__)
+
+
+def test_disco_llm_conditions_and_testing_export_their_public_api() -> None:
+    assert sorted(disco.llm.__all__) == [
+        "ChatMessage",
+        "Completion",
+        "LLMDriver",
+        "LLMError",
+        "NextStep",
+        "OpenAICompatibleDriver",
+        "ScriptedDriver",
+        "next_step_from_llm",
+        "plan_from_llm",
+    ]
+    assert sorted(disco.conditions.__all__) == [
+        "CONDITION_VARIABLES",
+        "ConditionError",
+        "TemplateError",
+        "check_condition",
+        "evaluate_condition",
+        "render_template",
+    ]
+    assert sorted(disco.testing.__all__) == [
+        "AgentTestKit",
+        "HandlerFailedError",
+        "InMemoryMemory",
+        "Published",
+    ]
+    for module in (disco.llm, disco.conditions, disco.testing):
+        assert all(hasattr(module, name) for name in module.__all__)
