@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from tests.integration.memory.conftest import error_code, new_id
+from tests.integration.memory.conftest import error_code
 
 FACTS = [
     "To reset your password, open Settings and choose 'Forgot password'.",
