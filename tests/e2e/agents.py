@@ -1,0 +1,284 @@
+"""The agents the end-to-end tests run, grouped by the process ("role") that hosts them.
+
+Every event type starts with ``e2e.`` so the tests' own traffic is easy to tell.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+from pydantic import BaseModel
+
+from disco import (
+    Agent,
+    DelegationSpec,
+    GoalContext,
+    PlanDefinition,
+    Planner,
+    ResultContext,
+    StateAction,
+    StateConfig,
+    StateTransition,
+    TaskContext,
+    Tool,
+    Worker,
+)
+from disco_common.envelope import Envelope
+
+
+class Addition(BaseModel):
+    a: int
+    b: int
+
+
+class Total(BaseModel):
+    total: int
+
+
+class Delayed(BaseModel):
+    value: int
+    delay_ms: int = 0
+
+
+# -- tools ---------------------------------------------------------------------------
+
+
+def tools() -> list[Agent]:
+    tool = Tool("e2e-tools", description="Arithmetic and test helpers for the e2e suite.")
+
+    @tool.on_invoke("e2e.add.requested")
+    async def add(request: Addition) -> Total:
+        """Adds two integers."""
+        return Total(total=request.a + request.b)
+
+    @tool.on_invoke("e2e.fail.requested")
+    async def fail(request: Any) -> None:
+        """Always fails."""
+        raise RuntimeError(f"the tool refuses: {request.data.get('why', 'no reason')}")
+
+    @tool.on_invoke("e2e.delayed.requested")
+    async def delayed(request: Delayed) -> dict[str, int]:
+        """Answers with ``value`` after ``delay_ms`` (to shuffle answer order)."""
+        await asyncio.sleep(request.delay_ms / 1000)
+        return {"value": request.value}
+
+    @tool.on_invoke("e2e.search.requested")
+    async def search(request: Any) -> dict[str, Any]:
+        """Finds ``hits`` results; fails for the query "boom"."""
+        query = request.data["query"]
+        if query == "boom":
+            raise RuntimeError("search backend down")
+        return {"query": query, "count": int(request.data.get("hits", 0))}
+
+    return [tool]
+
+
+# -- workers --------------------------------------------------------------------------
+
+
+def workers() -> list[Agent]:
+    outer = Worker("e2e-outer")
+
+    @outer.on_task("e2e.outer.requested")
+    async def outer_start(task: TaskContext[Any]) -> None:
+        await task.delegate(
+            "e2e.inner.requested", {"n": task.data["n"]}, response_event="e2e.outer.step"
+        )
+
+    @outer.on_result("e2e.outer.step")
+    async def outer_finish(result: ResultContext) -> None:
+        task = await result.restore_task()
+        await task.complete({"outer": result.result})
+
+    inner = Worker("e2e-inner")
+
+    @inner.on_task("e2e.inner.requested")
+    async def inner_start(task: TaskContext[Any]) -> None:
+        n = task.data["n"]
+        await task.delegate("e2e.add.requested", {"a": n, "b": n}, response_event="e2e.inner.step")
+
+    @inner.on_result("e2e.inner.step")
+    async def inner_finish(result: ResultContext) -> None:
+        task = await result.restore_task()
+        await task.complete({"inner": result.result})
+
+    fanout = Worker("e2e-fanout")
+
+    @fanout.on_task("e2e.fanout.requested")
+    async def fan_out(task: TaskContext[Any]) -> None:
+        await task.delegate_parallel(
+            [
+                DelegationSpec(
+                    event_type="e2e.delayed.requested",
+                    data={"value": value, "delay_ms": delay},
+                    response_event="e2e.fanout.part",
+                )
+                for value, delay in zip(task.data["values"], task.data["delays_ms"], strict=True)
+            ]
+        )
+
+    @fanout.on_result("e2e.fanout.part")
+    async def fan_in(result: ResultContext) -> None:
+        task = await result.restore_task()
+        parts = task.aggregate_parallel_results(task.parallel_groups[0])
+        if parts is not None:
+            order = [info.sub_task_id for info in task.sub_tasks.values()]
+            arrival = sorted(
+                task.sub_tasks.values(), key=lambda info: info.finished_at or info.delegated_at
+            )
+            await task.complete(
+                {
+                    "values": [parts[sid]["value"] for sid in order],  # type: ignore[index,call-overload]
+                    "arrival": [order.index(info.sub_task_id) for info in arrival],
+                }
+            )
+
+    reviewer = Worker("e2e-reviewer")
+
+    @reviewer.on_task("e2e.review.requested")
+    async def ask(task: TaskContext[Any]) -> None:
+        await task.request_human_input(
+            f"Approve {task.data['title']!r}?",
+            response_event="e2e.review.answer",
+            timeout_seconds=int(task.data["timeout_seconds"]),
+            options=["yes", "no"],
+        )
+
+    @reviewer.on_human_input("e2e.review.answer")
+    async def decide(result: ResultContext) -> None:
+        task = await result.restore_task()
+        if result.timed_out:
+            await task.fail("nobody answered in time")
+        else:
+            await task.complete({"approved": result.answer == "yes"})
+
+    return [outer, inner, fanout, reviewer]
+
+
+def survivor() -> list[Agent]:
+    """One instance of a worker that waits for an external answer (killed in a test)."""
+    worker = Worker("e2e-survivor")
+
+    @worker.on_task("e2e.survive.requested")
+    async def start(task: TaskContext[Any]) -> None:
+        await task.delegate(
+            "e2e.external.requested", {"job": task.data["job"]}, response_event="e2e.survive.step"
+        )
+
+    @worker.on_result("e2e.survive.step")
+    async def finish(result: ResultContext) -> None:
+        task = await result.restore_task()
+        await task.complete({"answer": result.result, "completed_by": os.getpid()})
+
+    return [worker]
+
+
+# -- planners --------------------------------------------------------------------------
+
+TRIP = PlanDefinition(
+    plan_type="e2e.trip",
+    description="Search; book through a sub-plan when found, else ask a human.",
+    states=[
+        StateConfig(state_name="start", default_next="searching"),
+        StateConfig(
+            state_name="searching",
+            action=StateAction(
+                event_type="e2e.search.requested",
+                response_event="e2e.trip.searched",
+                data={"query": "{goal_data.city}", "hits": "{goal_data.hits}"},
+            ),
+            transitions=[
+                StateTransition(
+                    on_event="e2e.trip.searched", to_state="failed", condition="!success"
+                ),
+                StateTransition(
+                    on_event="e2e.trip.searched", to_state="booking", condition="result.count > 0"
+                ),
+                StateTransition(on_event="e2e.trip.searched", to_state="asking"),
+            ],
+        ),
+        StateConfig(
+            state_name="booking",
+            action=StateAction(
+                event_type="e2e.booking.goal",
+                response_event="e2e.trip.booked",
+                data={"city": "{goal_data.city}"},
+            ),
+            transitions=[
+                StateTransition(on_event="e2e.trip.booked", to_state="done", condition="success"),
+                StateTransition(on_event="e2e.trip.booked", to_state="failed"),
+            ],
+        ),
+        StateConfig(
+            state_name="asking",
+            action=StateAction(
+                event_type="notification.human_input",
+                topic="notification-events",
+                response_event="e2e.trip.clarified",
+                data={"question": "Nothing found in {goal_data.city}. Go anyway?"},
+            ),
+            transitions=[
+                StateTransition(
+                    on_event="e2e.trip.clarified", to_state="done", condition="result == 'yes'"
+                ),
+                StateTransition(on_event="e2e.trip.clarified", to_state="failed"),
+            ],
+        ),
+        StateConfig(state_name="done", is_terminal=True),
+        StateConfig(state_name="failed", is_terminal=True, is_failure=True),
+    ],
+)
+
+BOOKING = PlanDefinition(
+    plan_type="e2e.booking",
+    states=[
+        StateConfig(state_name="start", default_next="adding"),
+        StateConfig(
+            state_name="adding",
+            action=StateAction(
+                event_type="e2e.add.requested",
+                response_event="e2e.booking.priced",
+                data={"a": 100, "b": 20},
+            ),
+            transitions=[StateTransition(on_event="e2e.booking.priced", to_state="done")],
+        ),
+        StateConfig(state_name="done", is_terminal=True),
+    ],
+)
+
+GATED = [
+    StateConfig(state_name="start", default_next="pricing"),
+    StateConfig(
+        state_name="pricing",
+        action=StateAction(
+            event_type="e2e.add.requested", response_event="e2e.gated.priced", data={"a": 1, "b": 2}
+        ),
+        transitions=[StateTransition(on_event="e2e.gated.priced", to_state="done")],
+    ),
+    StateConfig(state_name="done", is_terminal=True),
+]
+
+
+def planners() -> list[Agent]:
+    trip = Planner("e2e-trip-planner")
+    trip.add_plan("e2e.trip.goal", TRIP)
+
+    @trip.on_goal("e2e.gated.goal")
+    async def gated(goal: GoalContext[Any]) -> None:
+        plan = await goal.start_plan(GATED)
+        await plan.pause("waiting for the gate")
+
+    @trip.on_event(topic="business-facts", event_type="e2e.gate.opened")
+    async def open_gate(event: Envelope) -> None:
+        plan = await trip.restore_plan(event.data["plan_id"])  # type: ignore[index,call-overload]
+        if plan is not None and plan.status == "paused":
+            await plan.resume({"opened_by": event.data["by"]})  # type: ignore[index,call-overload]
+
+    booking = Planner("e2e-booking-planner")
+    booking.add_plan("e2e.booking.goal", BOOKING)
+    return [trip, booking]
+
+
+ROLES = {"tools": tools, "workers": workers, "planners": planners, "survivor": survivor}

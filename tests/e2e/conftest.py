@@ -1,0 +1,331 @@
+"""End-to-end fixtures: the real services and agent processes, shared by the whole e2e session.
+
+- :func:`e2e_stack`: registry, memory and tracker as ``python -m disco_<svc>``
+  processes on free loopback ports, against the session's database and broker,
+  under one topic prefix.
+- :func:`fleet`: three agent processes (tools, workers, planners) from
+  :mod:`tests.e2e.agents`, registered with the registry, ready to consume.
+- :func:`caller`: a started :class:`BusClient` in the test's loop, and
+  :class:`Watcher`: reads topics group-less to see what the agents published.
+
+Tests tell their traffic apart by event types and correlation ids, so the
+processes are started once per session (the suite stays lean on two cores).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+import pytest
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from disco._dev.ports import free_port
+from disco.bus import BusClient
+from disco.settings import BusSettings
+from disco_common.envelope import Envelope
+from tests.fixtures.infra import DatabaseUrls
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVICES = ("registry", "memory", "tracker")
+TENANT = "acme"
+USER = "alice"
+
+
+@dataclass
+class Stack:
+    """Where the e2e services are, and the environment an agent process needs."""
+
+    bootstrap: str
+    prefix: str
+    urls: dict[str, str]
+    env: dict[str, str]
+    logs: Path
+    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    def bus_settings(self) -> BusSettings:
+        return BusSettings(
+            kafka_bootstrap=self.bootstrap,
+            topic_prefix=self.prefix,
+            kafka_session_timeout_ms=2000,
+            kafka_heartbeat_interval_ms=300,
+        )
+
+    def log_tail(self, name: str, lines: int = 40) -> str:
+        path = self.logs / f"{name}.log"
+        if not path.exists():
+            return ""
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def _wait_ready(url: str, process: subprocess.Popen[bytes], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    last = "no answer"
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{url} exited with {process.returncode} before it was ready")
+        try:
+            response = httpx.get(f"{url}/readyz", timeout=2.0)
+        except httpx.TransportError as exc:
+            last = repr(exc)
+        else:
+            if response.status_code == 200:
+                return
+            last = f"{response.status_code} {response.text[:200]}"
+        time.sleep(0.2)
+    raise RuntimeError(f"{url} was not ready within {timeout}s: {last}")
+
+
+def _provision(settings: BusSettings) -> None:
+    async def provision() -> None:
+        async with BusClient(settings) as bus:
+            await bus.ensure_topics()
+
+    asyncio.run(provision())
+
+
+@pytest.fixture(scope="session")
+def e2e_stack(
+    database: DatabaseUrls,
+    kafka_bootstrap: str,
+    session_topic_prefix: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Stack]:
+    """Registry, memory and tracker running as real processes."""
+    logs = tmp_path_factory.mktemp("e2e-logs")
+    prefix = f"{session_topic_prefix}e2e."
+    ports = {name: free_port() for name in SERVICES}
+    urls = {name: f"http://127.0.0.1:{port}" for name, port in ports.items()}
+    base = {
+        **os.environ,
+        "DISCO_ENV": "dev",
+        "DISCO_HOST": "127.0.0.1",
+        "DISCO_KAFKA_BOOTSTRAP": kafka_bootstrap,
+        "DISCO_TOPIC_PREFIX": prefix,
+        "DISCO_KAFKA_SESSION_TIMEOUT_MS": "2000",
+        "DISCO_KAFKA_HEARTBEAT_INTERVAL_MS": "300",
+        "DISCO_BUS_RETRY_BACKOFF_MS": "50",
+        "DISCO_BUS_RETRY_BACKOFF_MAX_MS": "500",
+        "DISCO_LOG_JSON": "true",
+        "PYTHONPATH": str(ROOT),
+    }
+    stack = Stack(
+        bootstrap=kafka_bootstrap,
+        prefix=prefix,
+        urls=urls,
+        env={
+            **base,
+            "DISCO_REGISTRY_URL": urls["registry"],
+            "DISCO_MEMORY_URL": urls["memory"],
+            "DISCO_TRACKER_URL": urls["tracker"],
+            # Agents register (and act) for the tests' tenant.
+            "DISCO_TENANT_ID": TENANT,
+        },
+        logs=logs,
+    )
+    _provision(stack.bus_settings())
+    try:
+        for name in SERVICES:
+            env = {
+                **base,
+                "DISCO_DATABASE_URL": database.app,
+                f"DISCO_{name.upper()}_PORT": str(ports[name]),
+            }
+            with (logs / f"{name}.log").open("wb") as log:
+                stack.processes[name] = subprocess.Popen(
+                    [sys.executable, "-m", f"disco_{name}"],
+                    env=env,
+                    cwd=ROOT,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                )
+        for name in SERVICES:
+            try:
+                _wait_ready(urls[name], stack.processes[name], timeout=120)
+            except RuntimeError as exc:
+                raise RuntimeError(f"{exc}\n--- {name} log ---\n{stack.log_tail(name)}") from None
+        yield stack
+    finally:
+        _stop_all(stack.processes)
+
+
+def _stop_all(processes: dict[str, subprocess.Popen[bytes]]) -> None:
+    for process in processes.values():
+        if process.poll() is None:
+            process.terminate()
+    for process in processes.values():
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
+
+
+@dataclass
+class AgentProcess:
+    """One agent process started from :mod:`tests.e2e.fleet`."""
+
+    role: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+
+def start_agents(stack: Stack, role: str, *, timeout: float = 90.0) -> AgentProcess:
+    """Start ``python -m tests.e2e.fleet ROLE`` and wait for its ``ready`` line."""
+    log = stack.logs / f"agents-{role}-{time.monotonic_ns()}.log"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.e2e.fleet", role],
+        env=stack.env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=log.open("wb"),
+        stdin=subprocess.DEVNULL,
+    )
+    ready = threading.Event()
+    assert process.stdout is not None
+    stdout: IO[bytes] = process.stdout
+
+    def read() -> None:
+        for line in stdout:
+            if line.strip() == b"ready":
+                ready.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    if not ready.wait(timeout):
+        process.kill()
+        process.wait(5)
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:])
+        raise RuntimeError(f"agents {role!r} were not ready within {timeout}s:\n{tail}")
+    return AgentProcess(role, process, log)
+
+
+def stop_agents(agent: AgentProcess) -> None:
+    if agent.process.poll() is None:
+        agent.process.terminate()
+        try:
+            agent.process.wait(20)
+        except subprocess.TimeoutExpired:
+            agent.process.kill()
+            agent.process.wait(5)
+
+
+@pytest.fixture(scope="session")
+def fleet(e2e_stack: Stack) -> Iterator[dict[str, AgentProcess]]:
+    """The tools, workers and planners processes."""
+    started: dict[str, AgentProcess] = {}
+    try:
+        for role in ("tools", "workers", "planners"):
+            started[role] = start_agents(e2e_stack, role)
+        yield started
+    finally:
+        for agent in started.values():
+            stop_agents(agent)
+
+
+@pytest.fixture
+async def caller(e2e_stack: Stack) -> AsyncIterator[BusClient]:
+    """A started bus client in the test's loop (publishes as tenant ``acme``)."""
+    async with BusClient(e2e_stack.bus_settings(), name="e2e-caller") as bus:
+        yield bus
+
+
+class Watcher:
+    """Reads topics from the beginning without a group; collects envelopes."""
+
+    def __init__(self, stack: Stack, topics: list[str]) -> None:
+        self._stack = stack
+        self._names = {f"{stack.prefix}{topic}": topic for topic in topics}
+        self.seen: list[tuple[str, Envelope]] = []
+        self._changed = asyncio.Event()
+        self._consumer: AIOKafkaConsumer | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=self._stack.bootstrap, enable_auto_commit=False, fetch_max_wait_ms=20
+        )
+        await consumer.start()
+        await consumer.topics()
+        partitions = [
+            TopicPartition(name, p)
+            for name in self._names
+            for p in consumer.partitions_for_topic(name) or ()
+        ]
+        consumer.assign(partitions)
+        await consumer.seek_to_beginning()
+        self._consumer = consumer
+        self._task = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        assert self._consumer is not None
+        while True:
+            batches = await self._consumer.getmany(timeout_ms=100)
+            for tp, records in batches.items():
+                topic = self._names[tp.topic]
+                for record in records:
+                    with contextlib.suppress(Exception):
+                        self.seen.append((topic, Envelope.model_validate(json.loads(record.value))))
+            if batches:
+                self._changed.set()
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self._consumer is not None:
+            await self._consumer.stop()
+
+    def matching(self, predicate: Callable[[str, Envelope], bool]) -> list[Envelope]:
+        return [envelope for topic, envelope in self.seen if predicate(topic, envelope)]
+
+    async def wait_for(
+        self, predicate: Callable[[str, Envelope], bool], count: int = 1, timeout: float = 30.0
+    ) -> list[Envelope]:
+        """Wait until ``count`` envelopes match ``predicate``; fail the test after ``timeout``."""
+        try:
+            async with asyncio.timeout(timeout):
+                while len(found := self.matching(predicate)) < count:
+                    self._changed.clear()
+                    await self._changed.wait()
+        except TimeoutError:
+            raise AssertionError(
+                f"only {len(self.matching(predicate))} of {count} expected envelopes within "
+                f"{timeout}s"
+            ) from None
+        return found
+
+
+@pytest.fixture
+async def watcher(e2e_stack: Stack) -> AsyncIterator[Watcher]:
+    """A :class:`Watcher` of every disco topic."""
+    watcher = Watcher(
+        e2e_stack,
+        ["action-requests", "action-results", "system-events", "notification-events"],
+    )
+    await watcher.start()
+    try:
+        yield watcher
+    finally:
+        await watcher.stop()
+
+
+def data_of(envelope: Envelope) -> Any:
+    """An envelope's data (typed loosely for assertions)."""
+    return envelope.data
