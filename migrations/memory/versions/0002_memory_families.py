@@ -298,7 +298,7 @@ BEGIN
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN removed + n;
 END
-""",
+""",  # noqa: S608
     )
 
     def erase_body(user_filter: str) -> str:
@@ -317,7 +317,7 @@ END
             if user_filter and table.endswith("_refs"):
                 continue
             lines += [
-                f"    DELETE FROM {s}.{table} WHERE tenant_id = tenant{user_filter};",
+                f"    DELETE FROM {s}.{table} WHERE tenant_id = tenant{user_filter};",  # noqa: S608
                 "    GET DIAGNOSTICS n = ROW_COUNT;",
                 f"    table_name := '{table}'; deleted := n; RETURN NEXT;",
             ]

@@ -1,4 +1,4 @@
-"""Fixtures for the memory service's tests: the real service in-process, real Postgres and broker."""
+"""Fixtures for the memory tests: the real service in-process, real Postgres and broker."""
 
 from __future__ import annotations
 

@@ -8,18 +8,18 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from disco_memory.embeddings import EmbeddingProvider, create_provider
-from disco_memory.expiry import ttl_sweeper
-from disco_memory.runtime import MemoryRuntime
-from disco_memory.settings import MemorySettings
-from disco_memory.startup import check_vector_columns
 from disco_memory.episodic.endpoints import router as episodic_router
 from disco_memory.erasure.endpoints import router as erasure_router
+from disco_memory.expiry import ttl_sweeper
 from disco_memory.plan_context.endpoints import router as plan_context_router
 from disco_memory.plans.endpoints import router as plans_router
 from disco_memory.procedural.endpoints import router as procedural_router
+from disco_memory.runtime import MemoryRuntime
 from disco_memory.semantic.endpoints import router as semantic_router
 from disco_memory.sessions.endpoints import router as sessions_router
+from disco_memory.settings import MemorySettings
 from disco_memory.snapshots.endpoints import router as snapshots_router
+from disco_memory.startup import check_vector_columns
 from disco_memory.task_context.endpoints import router as task_context_router
 from disco_memory.working.endpoints import router as working_router
 from disco_service import ServiceState, create_service_app, run_service

@@ -19,7 +19,7 @@ _FILTERS = (
 )
 
 _APPEND = text(
-    "INSERT INTO memory.episodic_turns AS e (turn_id, tenant_id, user_id, session_id, agent_id, "
+    "INSERT INTO memory.episodic_turns AS e (turn_id, tenant_id, user_id, session_id, agent_id, "  # noqa: S608
     "role, content, plan_id, task_id, metadata, embedding, embedding_model) "
     "VALUES (:turn_id, :tenant_id, :user_id, :session_id, :agent_id, :role, :content, "
     ":plan_id, :task_id, CAST(CAST(:metadata AS text) AS jsonb), "

@@ -106,7 +106,7 @@ async def search_turns(
             score = _SEMANTIC_WEIGHT * semantic + (1 - _SEMANTIC_WEIGHT) * words
         if query.threshold is not None and score < query.threshold:
             continue
-        turn = EpisodicTurn.model_validate({k: v for k, v in row.items()})
+        turn = EpisodicTurn.model_validate(dict(row))
         hits.append(EpisodicHit(turn=turn, score=score))
     hits.sort(key=lambda hit: (-hit.score, -hit.turn.sequence))
     return hits[: query.limit]

@@ -15,7 +15,7 @@ _COLUMNS = (
 )
 
 _INSERT = text(
-    "INSERT INTO memory.plans (tenant_id, plan_id, user_id, goal_event, goal_data, "
+    "INSERT INTO memory.plans (tenant_id, plan_id, user_id, goal_event, goal_data, "  # noqa: S608
     "response_event, plan_type, status, session_id, parent_plan_id, version, completed_at) "
     "VALUES (:tenant_id, :plan_id, :user_id, :goal_event, "
     "CAST(CAST(:goal_data AS text) AS jsonb), :response_event, :plan_type, :status, "
@@ -32,7 +32,7 @@ _GET_FOR_UPDATE = text(
     "WHERE tenant_id = :tenant_id AND plan_id = :plan_id FOR UPDATE"
 )
 _UPDATE_STATUS = text(
-    "UPDATE memory.plans SET status = :status, status_reason = :reason, "
+    "UPDATE memory.plans SET status = :status, status_reason = :reason, "  # noqa: S608
     "version = version + 1, updated_at = now(), "
     "completed_at = CASE WHEN CAST(:final AS boolean) THEN now() END "
     "WHERE tenant_id = :tenant_id AND plan_id = :plan_id "
@@ -44,7 +44,8 @@ _LIST = text(
     "AND (CAST(:status AS text) IS NULL OR status = :status) "
     "AND (CAST(:session_id AS text) IS NULL OR session_id = :session_id) "
     "AND (CAST(:parent_plan_id AS text) IS NULL OR parent_plan_id = :parent_plan_id) "
-    "AND (CAST(:after_at AS timestamptz) IS NULL OR (created_at, plan_id) < (:after_at, :after_id)) "
+    "AND (CAST(:after_at AS timestamptz) IS NULL "
+    "     OR (created_at, plan_id) < (:after_at, :after_id)) "
     "ORDER BY created_at DESC, plan_id DESC LIMIT :limit"
 )
 

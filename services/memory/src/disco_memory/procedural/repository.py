@@ -18,7 +18,7 @@ _COLUMNS = (
 _READABLE = "p.tenant_id = :tenant_id AND (p.user_id = :user_id OR p.is_public)"
 
 _INSERT = text(
-    "INSERT INTO memory.procedures AS p (procedure_id, tenant_id, user_id, name, trigger, steps, "
+    "INSERT INTO memory.procedures AS p (procedure_id, tenant_id, user_id, name, trigger, steps, "  # noqa: S608
     "instructions, agent_id, is_public, metadata, embedding, embedding_model, version) "
     "VALUES (:procedure_id, :tenant_id, :user_id, :name, :trigger, "
     "CAST(CAST(:steps AS text) AS jsonb), :instructions, :agent_id, :is_public, "
@@ -35,7 +35,7 @@ _GET_OWN_FOR_UPDATE = text(
     "AND p.procedure_id = :procedure_id FOR UPDATE"
 )
 _UPDATE = text(
-    "UPDATE memory.procedures AS p SET name = :name, trigger = :trigger, "
+    "UPDATE memory.procedures AS p SET name = :name, trigger = :trigger, "  # noqa: S608
     "steps = CAST(CAST(:steps AS text) AS jsonb), instructions = :instructions, "
     "agent_id = :agent_id, is_public = :is_public, "
     "metadata = CAST(CAST(:metadata AS text) AS jsonb), "

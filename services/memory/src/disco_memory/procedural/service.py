@@ -133,7 +133,9 @@ async def list_procedures(
     if query.cursor is not None:
         position = read_cursor(query.cursor, _Cursor)
         after = (position.created_at, position.procedure_id)
-    rows = await repository.list_readable(agent_id=query.agent_id, after=after, limit=query.limit + 1)
+    rows = await repository.list_readable(
+        agent_id=query.agent_id, after=after, limit=query.limit + 1
+    )
     items = [Procedure.model_validate(dict(row)) for row in rows[: query.limit]]
     next_cursor = None
     if len(rows) > query.limit:

@@ -23,14 +23,14 @@ _FIND_BY_HASH = text(
     "AND content_hash = :content_hash"
 )
 _INSERT = text(
-    "INSERT INTO memory.semantic_memories AS m (memory_id, tenant_id, user_id, external_id, "
+    "INSERT INTO memory.semantic_memories AS m (memory_id, tenant_id, user_id, external_id, "  # noqa: S608
     "content, content_hash, is_public, metadata, embedding, embedding_model) "
     "VALUES (:memory_id, :tenant_id, :user_id, :external_id, :content, :content_hash, "
     ":is_public, CAST(CAST(:metadata AS text) AS jsonb), CAST(CAST(:embedding AS text) AS vector), "
     f":model) RETURNING {_COLUMNS}"
 )
 _UPDATE = text(
-    "UPDATE memory.semantic_memories AS m SET content = :content, content_hash = :content_hash, "
+    "UPDATE memory.semantic_memories AS m SET content = :content, content_hash = :content_hash, "  # noqa: S608
     "is_public = :is_public, metadata = CAST(CAST(:metadata AS text) AS jsonb), "
     "embedding = COALESCE(CAST(CAST(:embedding AS text) AS vector), m.embedding), "
     "embedding_model = COALESCE(:model, m.embedding_model), updated_at = now() "

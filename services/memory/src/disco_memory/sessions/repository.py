@@ -12,7 +12,7 @@ __all__ = ["SessionRepository"]
 _COLUMNS = "session_id, name, metadata, user_id, plan_count, created_at, last_activity_at"
 
 _CREATE = text(
-    "INSERT INTO memory.sessions (tenant_id, user_id, session_id, name, metadata) "
+    "INSERT INTO memory.sessions (tenant_id, user_id, session_id, name, metadata) "  # noqa: S608
     "VALUES (:tenant_id, :user_id, :session_id, :name, CAST(CAST(:metadata AS text) AS jsonb)) "
     f"ON CONFLICT DO NOTHING RETURNING {_COLUMNS}"
 )

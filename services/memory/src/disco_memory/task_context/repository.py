@@ -71,17 +71,17 @@ _VERSION = text(
 )
 
 _CLAIMED_ELSEWHERE = text(
-    "SELECT r.ref_id, r.task_id FROM memory.task_context_refs r "
+    "SELECT r.ref_id, r.task_id FROM memory.task_context_refs r "  # noqa: S608
     "JOIN memory.task_contexts t ON t.tenant_id = r.tenant_id AND t.task_id = r.task_id "
     "WHERE r.tenant_id = :tenant_id AND r.ref_id = ANY(:ref_ids) AND r.task_id <> :task_id "
-    f"AND {_LIVE}"  # noqa: S608
+    f"AND {_LIVE}"
 )
 # Refs of expired contexts no longer count: the new owner takes them over.
 _RELEASE_EXPIRED = text(
-    "DELETE FROM memory.task_context_refs r USING memory.task_contexts t "
+    "DELETE FROM memory.task_context_refs r USING memory.task_contexts t "  # noqa: S608
     "WHERE t.tenant_id = r.tenant_id AND t.task_id = r.task_id "
     "AND r.tenant_id = :tenant_id AND r.ref_id = ANY(:ref_ids) AND r.task_id <> :task_id "
-    f"AND {_EXPIRED}"  # noqa: S608
+    f"AND {_EXPIRED}"
 )
 _CLEAR_REFS = text(
     "DELETE FROM memory.task_context_refs WHERE tenant_id = :tenant_id AND task_id = :task_id"

@@ -19,7 +19,7 @@ _LIVE = "(expires_at IS NULL OR expires_at > now())"
 _EXPIRED = "(w.expires_at IS NOT NULL AND w.expires_at <= now())"
 
 _GET = text(
-    f"SELECT {_COLUMNS} FROM memory.working_memory "
+    f"SELECT {_COLUMNS} FROM memory.working_memory "  # noqa: S608
     f"WHERE tenant_id = :tenant_id AND plan_id = :plan_id AND key = :key AND {_LIVE}"
 )
 
@@ -37,7 +37,7 @@ _UPSERT = f"""
         updated_at = now()
     {{condition}}
     RETURNING {_COLUMNS}
-"""
+"""  # noqa: S608
 _PUT_ANY = text(_UPSERT.format(condition=""))
 # expected_version 0: write only over nothing (or over an expired key).
 _PUT_IF_ABSENT = text(_UPSERT.format(condition=f"WHERE {_EXPIRED}"))
@@ -50,28 +50,28 @@ _PUT_IF_VERSION = text(
     WHERE tenant_id = :tenant_id AND plan_id = :plan_id AND key = :key
       AND version = :expected AND {_LIVE}
     RETURNING {_COLUMNS}
-    """
+    """  # noqa: S608
 )
 
 _VERSION = text(
-    "SELECT version FROM memory.working_memory "
+    "SELECT version FROM memory.working_memory "  # noqa: S608
     f"WHERE tenant_id = :tenant_id AND plan_id = :plan_id AND key = :key AND {_LIVE}"
 )
 
 _DELETE = text(
-    "DELETE FROM memory.working_memory "
+    "DELETE FROM memory.working_memory "  # noqa: S608
     "WHERE tenant_id = :tenant_id AND plan_id = :plan_id AND key = :key "
     f"RETURNING {_LIVE} AS live"
 )
 
 _CLEAR = text(
-    "WITH gone AS (DELETE FROM memory.working_memory "
+    "WITH gone AS (DELETE FROM memory.working_memory "  # noqa: S608
     "WHERE tenant_id = :tenant_id AND plan_id = :plan_id "
     f"RETURNING {_LIVE} AS live) SELECT count(*) FILTER (WHERE live) FROM gone"
 )
 
 _LIST = text(
-    f"SELECT {_COLUMNS} FROM memory.working_memory "
+    f"SELECT {_COLUMNS} FROM memory.working_memory "  # noqa: S608
     f"WHERE tenant_id = :tenant_id AND plan_id = :plan_id AND {_LIVE} "
     "AND (CAST(:after AS text) IS NULL OR key > :after) ORDER BY key LIMIT :limit"
 )

@@ -1,0 +1,461 @@
+"""Benchmark: the memory service — semantic query at 100,000 memories, working memory rates.
+
+    uv run python bench/memory.py [--memories 100000] [--queries 300] [--seconds 5]
+                                  [--concurrency 16] [--ef-search 64] [--m 16]
+                                  [--ef-construction 64]
+
+Starts an embedded PostgreSQL (pgvector) and Tansu broker on free loopback
+ports unless ``DISCO_DATABASE_ADMIN_URL`` / ``DISCO_KAFKA_BOOTSTRAP`` name
+existing ones (a fresh database is created and migrated either way), then
+runs the memory service as a real ``python -m disco_memory`` subprocess
+(uvicorn, one process, the bundled embedding model) and drives it over
+loopback with keep-alive connections. Everything shares the machine's cores.
+
+Seeding: ``--memories`` semantic memories of one user (one tenant: every row
+passes the tenant filter, the worst case for the index walk), inserted with
+COPY. Their vectors are synthetic but shaped like real embeddings: 384
+dimensions, unit length, clustered around 2,000 topics (real sentence
+embeddings cluster; uniform random vectors would be an unrealistically hard
+case for any ANN index). The HNSW index is built after the load
+(``--m``/``--ef-construction``) and the build time printed.
+
+Figures (one request at a time unless said otherwise):
+
+- query embedding: the bundled model embedding a short question (in this
+  process, one thread, as the service does);
+- raw SQL: the service's own similarity query, sent with asyncpg as the
+  application role inside a transaction with the same tenant settings and HNSW
+  options (what the service does, minus HTTP, auth and JSON);
+- API by vector: ``POST /v1/memory/semantic/query`` with ``embedding`` given —
+  the API overhead over the raw query;
+- API by text: the same with ``text`` (embedding + query + API);
+- recall@10 of the HNSW walk against an exact scan, for the same queries;
+- working memory ``PUT`` and ``GET`` requests/s with ``--concurrency`` in flight.
+
+Targets (issue 4): API p99 < 50 ms at 100k memories; API overhead within 2x
+of the raw query.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import os
+import random
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import asyncpg
+import httpx
+import numpy as np
+
+from disco._auth import DEV_AUTH_SECRET, mint_dev_token
+from disco._dev.broker import EmbeddedBroker
+from disco._dev.dburl import with_database, with_user
+from disco._dev.migrate import upgrade
+from disco._dev.ports import free_port
+from disco._dev.postgres import EmbeddedPostgres
+from disco_common.auth import Role
+from disco_memory.embeddings import EmbeddingPurpose, LocalEmbeddingProvider
+from disco_memory.semantic.repository import _QUERY
+
+TENANT = "bench"
+USER = "bench"
+DIMENSIONS = 384
+TOPICS = 2000
+QUESTIONS = [
+    "How do I reset my password?",
+    "What is our refund policy for damaged goods?",
+    "When does the Berlin office open on Mondays?",
+    "Which customers asked about invoices last week?",
+    "What did the user say about the shipping delay?",
+    "How should I escalate a production outage?",
+    "What are the side effects of the new medication?",
+    "Summarise the discussion about quarterly revenue.",
+]
+
+
+def percentile(samples: list[float], fraction: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))]
+
+
+def line(label: str, samples: list[float], extra: str = "") -> None:
+    print(
+        f"{label:<40} p50 {percentile(samples, 0.50) * 1000:7.2f} ms   "
+        f"p99 {percentile(samples, 0.99) * 1000:7.2f} ms   "
+        f"mean {statistics.fmean(samples) * 1000:7.2f} ms   ({len(samples)} samples){extra}"
+    )
+
+
+def clustered_vectors(count: int, rng: np.random.Generator, centers: np.ndarray) -> np.ndarray:
+    topics = rng.integers(0, len(centers), size=count)
+    vectors = centers[topics] + rng.normal(0, 0.045, size=(count, DIMENSIONS)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors.astype(np.float32)
+
+
+def literal(vector: np.ndarray) -> str:
+    return "[" + ",".join(f"{x:.6f}" for x in vector) + "]"
+
+
+async def seed(
+    admin_url: str,
+    count: int,
+    m: int,
+    ef_construction: int,
+    rng: np.random.Generator,
+    centers: np.ndarray,
+) -> None:
+    conn = await asyncpg.connect(admin_url)
+    try:
+        await conn.execute("DROP INDEX IF EXISTS memory.semantic_embedding")
+        started = time.perf_counter()
+        batch = 20_000
+        for offset in range(0, count, batch):
+            n = min(batch, count - offset)
+            vectors = clustered_vectors(n, rng, centers)
+            buffer = io.StringIO()
+            for i, vector in enumerate(vectors):
+                index = offset + i
+                content = f"synthetic memory {index} about topic {index % TOPICS}"
+                buffer.write(
+                    f"{uuid.uuid4()}\t{TENANT}\t{USER}\t{content}\t{index:064x}\tf\t"
+                    f'{{"topic": {index % TOPICS}}}\t{literal(vector)}\tsynthetic\n'
+                )
+            await conn.copy_to_table(
+                "semantic_memories",
+                schema_name="memory",
+                source=io.BytesIO(buffer.getvalue().encode()),
+                columns=[
+                    "memory_id", "tenant_id", "user_id", "content", "content_hash",
+                    "is_public", "metadata", "embedding", "embedding_model",
+                ],
+                format="text",
+            )  # fmt: skip
+        loaded = time.perf_counter() - started
+        print(f"loaded {count:,} memories with COPY in {loaded:.1f} s ({count / loaded:,.0f}/s)")
+        await conn.execute("SET maintenance_work_mem = '1GB'")
+        await conn.execute("SET max_parallel_maintenance_workers = 1")
+        started = time.perf_counter()
+        await conn.execute(
+            "CREATE INDEX semantic_embedding ON memory.semantic_memories "
+            "USING hnsw (embedding vector_cosine_ops) "
+            f"WITH (m = {m}, ef_construction = {ef_construction})"
+        )
+        print(
+            f"built the HNSW index (m={m}, ef_construction={ef_construction}) in "
+            f"{time.perf_counter() - started:.1f} s"
+        )
+        await conn.execute("ANALYZE memory.semantic_memories")
+        await conn.execute("CHECKPOINT")
+    finally:
+        await conn.close()
+
+
+def asyncpg_sql(sql: str) -> tuple[str, list[str]]:
+    """SQLAlchemy ``:name`` parameters as asyncpg ``$n`` (same SQL the service runs)."""
+    names: list[str] = []
+
+    def number(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in names:
+            names.append(name)
+        return f"${names.index(name) + 1}"
+
+    return re.sub(r"(?<!:):([a-z_]+)", number, sql), names
+
+
+async def raw_queries(
+    app_url: str, vectors: list[str], ef_search: int, limit: int
+) -> tuple[list[float], list[float], list[list[str]], list[list[str]]]:
+    sql, names = asyncpg_sql(_QUERY.text)
+    conn = await asyncpg.connect(app_url)
+    query_times: list[float] = []
+    transaction_times: list[float] = []
+    approximate: list[list[str]] = []
+    exact: list[list[str]] = []
+    try:
+        statement = await conn.prepare(sql)
+        for vector in vectors:
+            values = {
+                "tenant_id": TENANT, "user_id": USER, "embedding": vector, "limit": limit,
+                "threshold": None, "filter": "{}", "include_public": True,
+            }  # fmt: skip
+            args = [values[name] for name in names]
+            started = time.perf_counter()
+            async with conn.transaction():
+                await conn.execute(
+                    "SELECT set_config('disco.tenant_id', $1, true), "
+                    "set_config('disco.user_id', $2, true), "
+                    "set_config('hnsw.ef_search', $3, true), "
+                    "set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+                    TENANT, USER, str(ef_search),
+                )  # fmt: skip
+                query_started = time.perf_counter()
+                rows = await statement.fetch(*args)
+                query_times.append(time.perf_counter() - query_started)
+            transaction_times.append(time.perf_counter() - started)
+            approximate.append([row["memory_id"] for row in rows])
+        # Exact answers for recall: the same query without the index.
+        for vector in vectors[:50]:
+            values = {
+                "tenant_id": TENANT, "user_id": USER, "embedding": vector, "limit": limit,
+                "threshold": None, "filter": "{}", "include_public": True,
+            }  # fmt: skip
+            async with conn.transaction():
+                await conn.execute(
+                    "SELECT set_config('disco.tenant_id', $1, true), "
+                    "set_config('disco.user_id', $2, true), "
+                    "set_config('enable_indexscan', 'off', true)",
+                    TENANT, USER,
+                )  # fmt: skip
+                rows = await statement.fetch(*[values[name] for name in names])
+            exact.append([row["memory_id"] for row in rows])
+    finally:
+        await conn.close()
+    return query_times, transaction_times, approximate, exact
+
+
+async def timed(calls: int, make_call: Callable[[int], Awaitable[httpx.Response]]) -> list[float]:
+    samples: list[float] = []
+    for index in range(calls):
+        started = time.perf_counter()
+        response = await make_call(index)
+        samples.append(time.perf_counter() - started)
+        if response.status_code >= 400:
+            raise RuntimeError(f"{response.status_code}: {response.text[:300]}")
+    return samples
+
+
+async def rate(
+    label: str, seconds: float, concurrency: int, make_call: Callable[[], Awaitable[httpx.Response]]
+) -> None:
+    latencies: list[float] = []
+    errors = 0
+    deadline = time.perf_counter() + seconds
+
+    async def worker() -> None:
+        nonlocal errors
+        while time.perf_counter() < deadline:
+            started = time.perf_counter()
+            response = await make_call()
+            latencies.append(time.perf_counter() - started)
+            errors += response.status_code >= 400
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    elapsed = time.perf_counter() - started
+    print(
+        f"{label:<40} {len(latencies) / elapsed:>7,.0f} req/s   "
+        f"p50 {percentile(latencies, 0.5) * 1000:6.2f} ms   "
+        f"p99 {percentile(latencies, 0.99) * 1000:6.2f} ms   ({len(latencies):,} requests, "
+        f"{errors} errors, {concurrency} in flight)"
+    )
+
+
+async def wait_ready(base_url: str, process: subprocess.Popen[bytes], limit_seconds: float) -> None:
+    async with httpx.AsyncClient(base_url=base_url) as client:
+        deadline = time.monotonic() + limit_seconds
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise RuntimeError(f"the memory service exited with {process.returncode}")
+            try:
+                if (await client.get("/readyz")).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            await asyncio.sleep(0.2)
+    raise TimeoutError("the memory service did not become ready")
+
+
+async def bench(args: argparse.Namespace, admin_url: str, app_url: str, bootstrap: str) -> None:
+    rng = np.random.default_rng(11)
+    centers = rng.normal(size=(TOPICS, DIMENSIONS)).astype(np.float32)
+    centers /= np.linalg.norm(centers, axis=1, keepdims=True)
+    await seed(admin_url, args.memories, args.m, args.ef_construction, rng, centers)
+    query_vectors = [literal(v) for v in clustered_vectors(args.queries, rng, centers)]
+
+    # -- query embedding -------------------------------------------------------------
+    provider = LocalEmbeddingProvider(threads=1)
+    await provider.start()
+    embed_times: list[float] = []
+    for index in range(args.queries):
+        started = time.perf_counter()
+        await provider.embed([QUESTIONS[index % len(QUESTIONS)]], purpose=EmbeddingPurpose.QUERY)
+        embed_times.append(time.perf_counter() - started)
+    await provider.stop()
+
+    # -- raw SQL ----------------------------------------------------------------------
+    query_times, transaction_times, approximate, exact = await raw_queries(
+        app_url, query_vectors, args.ef_search, 10
+    )
+    recall = statistics.fmean(
+        len(set(a) & set(e)) / max(1, len(e)) for a, e in zip(approximate, exact, strict=False)
+    )
+
+    # -- the service --------------------------------------------------------------------
+    port = free_port()
+    env = {
+        **os.environ,
+        "DISCO_DATABASE_URL": app_url,
+        "DISCO_KAFKA_BOOTSTRAP": bootstrap,
+        "DISCO_TOPIC_PREFIX": f"bench{uuid.uuid4().hex[:6]}.",
+        "DISCO_MEMORY_PORT": str(port),
+        "DISCO_LOG_LEVEL": "WARNING",
+        "DISCO_MEMORY_HNSW_EF_SEARCH": str(args.ef_search),
+        "DISCO_DATABASE_POOL_SIZE": str(args.concurrency),
+    }
+    log_path = Path(tempfile.gettempdir()) / f"disco-bench-memory-{port}.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(  # noqa: ASYNC220 - started once, before timing
+            [sys.executable, "-m", "disco_memory"], env=env, stdout=log, stderr=log
+        )
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        await wait_ready(base_url, process, limit_seconds=90)
+        token = mint_dev_token(DEV_AUTH_SECRET, TENANT, USER, (Role.USER,), 3600)
+        limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
+        async with httpx.AsyncClient(
+            base_url=base_url,
+            headers={"Authorization": f"Bearer {token}"},
+            limits=limits,
+            timeout=30,
+        ) as client:
+            vectors_json = [[float(x) for x in v.strip("[]").split(",")] for v in query_vectors]
+            warm = [
+                client.post("/v1/memory/semantic/query", json={"embedding": vectors_json[0]})
+                for _ in range(20)
+            ]
+            for call in warm:
+                await call
+            by_vector = await timed(
+                args.queries,
+                lambda i: client.post(
+                    "/v1/memory/semantic/query", json={"embedding": vectors_json[i], "limit": 10}
+                ),
+            )
+            by_text = await timed(
+                args.queries,
+                lambda i: client.post(
+                    "/v1/memory/semantic/query",
+                    json={"text": QUESTIONS[i % len(QUESTIONS)], "limit": 10},
+                ),
+            )
+
+            print()
+            print(
+                f"semantic query at {args.memories:,} memories "
+                f"(one at a time, limit 10, ef_search {args.ef_search})"
+            )
+            line("query embedding (bundled e5-small)", embed_times)
+            line("raw SQL: the query alone", query_times)
+            line("raw SQL: transaction with settings", transaction_times)
+            line("API by vector (HTTP, auth, RLS, JSON)", by_vector)
+            line("API by text (embedding + query + API)", by_text)
+            print(f"{'recall@10 of HNSW vs exact scan':<40} {recall:.3f} (50 queries)")
+            overhead = percentile(by_vector, 0.99) / percentile(transaction_times, 0.99)
+            print(
+                f"{'API p99 / raw transaction p99':<40} {overhead:.2f}x   "
+                f"(p50 {percentile(by_vector, 0.5) / percentile(transaction_times, 0.5):.2f}x)"
+            )
+
+            print()
+            vector_index = iter(range(10**9))
+            await rate(
+                "API by vector, concurrent",
+                args.seconds,
+                8,
+                lambda: client.post(
+                    "/v1/memory/semantic/query",
+                    json={"embedding": vectors_json[next(vector_index) % len(vectors_json)]},
+                ),
+            )
+
+            plan = f"plan-{uuid.uuid4().hex[:8]}"
+            keys = [f"key-{n}" for n in range(1000)]
+            random_key = random.Random(3)
+            value = {"draft": "x" * 200, "step": 3}
+            await rate(
+                "working memory PUT",
+                args.seconds,
+                args.concurrency,
+                lambda: client.put(
+                    f"/v1/memory/working/{plan}/{random_key.choice(keys)}", json={"value": value}
+                ),
+            )
+            await rate(
+                "working memory GET",
+                args.seconds,
+                args.concurrency,
+                lambda: client.get(f"/v1/memory/working/{plan}/{random_key.choice(keys)}"),
+            )
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+async def create_database(admin_url: str, name: str) -> None:
+    conn = await asyncpg.connect(with_database(admin_url, "postgres"))
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--memories", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--ef-search", type=int, default=64)
+    parser.add_argument("--m", type=int, default=16)
+    parser.add_argument("--ef-construction", type=int, default=64)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="disco-bench-memory-") as folder:
+        postgres: EmbeddedPostgres | None = None
+        broker: EmbeddedBroker | None = None
+        try:
+            server_url = os.environ.get("DISCO_DATABASE_ADMIN_URL")
+            if not server_url:
+                postgres = EmbeddedPostgres(
+                    data_dir=Path(folder) / "pg",
+                    port=free_port(),
+                    log_path=Path(folder) / "postgres.log",
+                    durable=False,
+                )
+                postgres.start()
+                server_url = postgres.dsn("postgres")
+            bootstrap = os.environ.get("DISCO_KAFKA_BOOTSTRAP")
+            if not bootstrap:
+                broker = EmbeddedBroker(port=free_port(), log_path=Path(folder) / "broker.log")
+                broker.start()
+                bootstrap = broker.bootstrap
+            name = f"disco_bench_{uuid.uuid4().hex[:8]}"
+            asyncio.run(create_database(server_url, name))
+            admin_url = with_database(server_url, name)
+            app_url = with_user(admin_url, "disco_app", "disco_app")
+            upgrade(admin_url, app_url, services=("memory",))
+            asyncio.run(bench(args, admin_url, app_url, bootstrap))
+        finally:
+            if broker is not None:
+                broker.stop()
+            if postgres is not None:
+                postgres.destroy()
+
+
+if __name__ == "__main__":
+    main()
