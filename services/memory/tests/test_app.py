@@ -26,3 +26,32 @@ def test_the_memory_app_serves_health_readiness_and_metrics_and_owns_its_schema(
     state = get_state(app)
     assert state.schema == "memory"
     assert state.database is None  # nothing connects before the lifespan starts
+
+
+def test_the_memory_api_has_every_family_with_declared_errors() -> None:
+    spec = create_app(MemorySettings()).openapi()
+    families = {path.split("/")[3] for path in spec["paths"] if path.startswith("/v1/memory/")}
+
+    assert families == {
+        "working",
+        "task-context",
+        "plan-context",
+        "plans",
+        "sessions",
+        "semantic",
+        "episodic",
+        "procedural",
+        "snapshots",
+        "erasure",
+    }
+    working_put = spec["paths"]["/v1/memory/working/{plan_id}/{key}"]["put"]["responses"]
+    assert {"409", "413"} <= set(working_put)
+    assert working_put["409"]["content"]["application/json"]["schema"]["$ref"].endswith(
+        "ErrorResponse"
+    )
+    by_subtask = spec["paths"]["/v1/memory/task-context/by-subtask/{sub_task_id}"]["get"]
+    assert "404" in by_subtask["responses"]
+
+
+def test_the_memory_accepts_bodies_big_enough_for_a_full_snapshot() -> None:
+    assert MemorySettings().max_body_bytes >= 9 * 1024 * 1024
