@@ -7,10 +7,17 @@ from typing import Annotated
 from fastapi import Depends, Path, Request
 
 from disco_common.ids import Id
+from disco_registry.liveness.batcher import HeartbeatBatcher
 from disco_registry.settings import RegistrySettings
 from disco_service import get_state
 
-__all__ = ["AgentIdPath", "SettingsDep", "get_registry_settings"]
+__all__ = [
+    "AgentIdPath",
+    "HeartbeatsDep",
+    "SettingsDep",
+    "get_heartbeats",
+    "get_registry_settings",
+]
 
 
 def get_registry_settings(request: Request) -> RegistrySettings:
@@ -26,3 +33,15 @@ SettingsDep = Annotated[RegistrySettings, Depends(get_registry_settings)]
 
 AgentIdPath = Annotated[Id, Path(description="The agent's registration id.")]
 """An ``agent_id`` path parameter."""
+
+
+def get_heartbeats(request: Request) -> HeartbeatBatcher:
+    """The app's heartbeat batcher (made by :func:`disco_registry.create_app`)."""
+    batcher = getattr(request.app.state, "heartbeats", None)
+    if not isinstance(batcher, HeartbeatBatcher):  # pragma: no cover - wiring mistake
+        raise TypeError("the registry app has no heartbeat batcher: build it with create_app")
+    return batcher
+
+
+HeartbeatsDep = Annotated[HeartbeatBatcher, Depends(get_heartbeats)]
+"""The heartbeat batcher."""

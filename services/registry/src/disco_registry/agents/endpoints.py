@@ -16,13 +16,13 @@ from disco_common.registry import (
     HeartbeatAck,
 )
 from disco_registry.agents import service
-from disco_registry.deps import AgentIdPath, SettingsDep
+from disco_registry.deps import AgentIdPath, HeartbeatsDep, SettingsDep
 from disco_registry.errors import AgentNotFound
 from disco_service import IdentityDep, SessionDep, error_responses
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1/agents", tags=["agents"])
+router = APIRouter(prefix="/v1/agents", tags=["agents"], responses=error_responses(401, 403))
 
 
 @router.post(
@@ -94,14 +94,19 @@ async def get_agent(
 )
 async def heartbeat(
     agent_id: AgentIdPath,
-    session: SessionDep,
     identity: IdentityDep,
+    heartbeats: HeartbeatsDep,
     beat: Annotated[Heartbeat | None, Body()] = None,
 ) -> HeartbeatAck:
     """Keep an instance live for another TTL. 404 means the registry does not know the
-    agent (it was deregistered, purged, or the registry was reset): register again."""
-    ack = await service.heartbeat(
-        session, tenant_id=identity.tenant_id, agent_id=agent_id, beat=beat or Heartbeat()
+    agent (it was deregistered, purged, or the registry was reset): register again.
+
+    Concurrent heartbeats of a tenant are committed together (group commit);
+    the answer comes once this one's transaction committed."""
+    beat = beat or Heartbeat()
+    ack = await heartbeats.beat(
+        identity.tenant_id,
+        service.Beat(agent_id=agent_id, instance_id=beat.instance_id, ttl_seconds=beat.ttl_seconds),
     )
     if ack is None:
         raise AgentNotFound(f"your tenant has no agent {agent_id!r}; register it again")

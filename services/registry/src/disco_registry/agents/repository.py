@@ -106,28 +106,37 @@ _SET_INSTANCES_VISIBILITY = text(
     "WHERE tenant_id = :tenant AND agent_id = :agent AND visibility <> :visibility"
 )
 
-# One statement, one round trip: the hot path of the service.
-_HEARTBEAT = text(
+# One statement for a whole batch of heartbeats of one tenant (the service's hot
+# path): unknown agents simply produce no row. Rows are written in key order so
+# that two registry instances writing overlapping batches cannot deadlock.
+_HEARTBEAT_MANY = text(
     """
-WITH a AS (
-    SELECT tenant_id, agent_id, name, status, visibility, ttl_seconds
-    FROM registry.agents
-    WHERE tenant_id = :tenant AND agent_id = :agent
+WITH beat AS (
+    SELECT * FROM unnest(
+        CAST(:agents AS text[]), CAST(:keys AS text[]), CAST(:instances AS text[]),
+        CAST(:ttls AS double precision[])
+    ) AS b(agent_id, instance_key, instance_id, ttl)
+), a AS (
+    SELECT b.agent_id, b.instance_key, b.instance_id, b.ttl,
+           ag.name, ag.status, ag.visibility, ag.ttl_seconds
+    FROM beat b
+    JOIN registry.agents ag ON ag.tenant_id = :tenant AND ag.agent_id = b.agent_id
 ), i AS (
-    INSERT INTO registry.agent_instances (
+    INSERT INTO registry.agent_instances AS x (
         tenant_id, agent_id, instance_key, instance_id, visibility, last_heartbeat_at, expires_at)
-    SELECT a.tenant_id, a.agent_id, :key, :instance_id, a.visibility, now(),
-           now() + make_interval(
-               secs => coalesce(CAST(:ttl AS double precision), a.ttl_seconds))
+    SELECT :tenant, a.agent_id, a.instance_key, a.instance_id, a.visibility, now(),
+           now() + make_interval(secs => coalesce(a.ttl, a.ttl_seconds))
     FROM a
+    ORDER BY a.agent_id, a.instance_key
     ON CONFLICT (tenant_id, agent_id, instance_key) DO UPDATE SET
         instance_id = excluded.instance_id,
         last_heartbeat_at = excluded.last_heartbeat_at,
         expires_at = excluded.expires_at
-    RETURNING last_heartbeat_at, expires_at
+    RETURNING x.agent_id, x.instance_key, x.last_heartbeat_at, x.expires_at
 )
-SELECT a.name, a.status, a.ttl_seconds, i.last_heartbeat_at, i.expires_at
-FROM a CROSS JOIN i
+SELECT a.agent_id, a.instance_key, a.name, a.status, a.ttl_seconds,
+       i.last_heartbeat_at, i.expires_at
+FROM a JOIN i ON i.agent_id = a.agent_id AND i.instance_key = a.instance_key
 """
 )
 
@@ -334,31 +343,37 @@ class AgentRepository:
             {"tenant": tenant_id, "agent": agent_id, "visibility": visibility},
         )
 
-    async def heartbeat(
-        self, *, tenant_id: str, agent_id: str, instance_id: str | None, ttl_seconds: int | None
-    ) -> HeartbeatRow | None:
-        """Refresh (or add) the instance; None when the tenant has no such agent."""
-        row = (
+    async def heartbeat_many(
+        self, *, tenant_id: str, beats: list[tuple[str, str | None, int | None]]
+    ) -> dict[tuple[str, str], HeartbeatRow]:
+        """Refresh (or add) the instances of ``(agent_id, instance_id, ttl_seconds)`` beats.
+
+        Each ``(agent_id, instance_key)`` must appear once. Returns the outcome
+        by ``(agent_id, instance_key)``; a beat for an agent the tenant does not
+        have is absent from the answer.
+        """
+        rows = (
             await self._session.execute(
-                _HEARTBEAT,
+                _HEARTBEAT_MANY,
                 {
                     "tenant": tenant_id,
-                    "agent": agent_id,
-                    "key": instance_key(instance_id),
-                    "instance_id": instance_id,
-                    "ttl": ttl_seconds,
+                    "agents": [agent_id for agent_id, _, _ in beats],
+                    "keys": [instance_key(instance_id) for _, instance_id, _ in beats],
+                    "instances": [instance_id for _, instance_id, _ in beats],
+                    "ttls": [float(ttl) if ttl is not None else None for _, _, ttl in beats],
                 },
             )
-        ).first()
-        if row is None:
-            return None
-        return HeartbeatRow(
-            name=row.name,
-            status=row.status,
-            ttl_seconds=row.ttl_seconds,
-            last_heartbeat_at=row.last_heartbeat_at,
-            expires_at=row.expires_at,
-        )
+        ).all()
+        return {
+            (row.agent_id, row.instance_key): HeartbeatRow(
+                name=row.name,
+                status=row.status,
+                ttl_seconds=row.ttl_seconds,
+                last_heartbeat_at=row.last_heartbeat_at,
+                expires_at=row.expires_at,
+            )
+            for row in rows
+        }
 
     async def set_ttl(self, *, tenant_id: str, agent_id: str, ttl_seconds: int) -> None:
         """Change the agent's TTL (a heartbeat asked for another one)."""

@@ -20,7 +20,6 @@ from disco_common.registry import (
     DiscoveredCapability,
     DiscoveredEvent,
     EventDefinition,
-    Heartbeat,
     HeartbeatAck,
     PayloadSchema,
 )
@@ -32,11 +31,12 @@ from disco_registry.pagination import CursorPosition, read_cursor, write_cursor
 from disco_registry.payload_schemas.service import resolve_refs
 
 __all__ = [
+    "Beat",
     "CompiledRegistration",
     "compile_registration",
     "deregister",
     "get_agent",
-    "heartbeat",
+    "heartbeat_batch",
     "list_agents",
     "register",
 ]
@@ -266,43 +266,69 @@ async def register(
     return record, created
 
 
-async def heartbeat(
-    session: AsyncSession, *, tenant_id: str, agent_id: str, beat: Heartbeat
-) -> HeartbeatAck | None:
-    """Refresh an instance of the tenant's agent; None when there is no such agent.
+@dataclass(frozen=True)
+class Beat:
+    """One heartbeat: which registration, which process, and an optional new TTL."""
 
-    An agent announced as expired is live again and announced as registered.
+    agent_id: str
+    instance_id: str | None = None
+    ttl_seconds: int | None = None
+
+
+async def heartbeat_batch(
+    session: AsyncSession, *, tenant_id: str, beats: list[Beat]
+) -> list[HeartbeatAck | None]:
+    """Refresh instances of the tenant's agents; per beat its ack, or None for an unknown
+    agent (answered 404: the agent should register again).
+
+    One statement for the whole batch. An agent announced as expired is live
+    again and announced as registered; a beat asking for another TTL changes
+    the agent's TTL. Beats for the same instance in one batch share one write.
     """
+    unique: dict[tuple[str, str], Beat] = {}
+    for beat in beats:
+        # The last beat of an instance in the batch wins (its TTL, if it names one).
+        unique[(beat.agent_id, beat.instance_id or "")] = beat
     agents = AgentRepository(session)
-    row = await agents.heartbeat(
+    rows = await agents.heartbeat_many(
         tenant_id=tenant_id,
-        agent_id=agent_id,
-        instance_id=beat.instance_id,
-        ttl_seconds=beat.ttl_seconds,
+        beats=[(b.agent_id, b.instance_id, b.ttl_seconds) for b in unique.values()],
     )
-    if row is None:
-        return None
-    if beat.ttl_seconds is not None and beat.ttl_seconds != row.ttl_seconds:
-        await agents.set_ttl(tenant_id=tenant_id, agent_id=agent_id, ttl_seconds=beat.ttl_seconds)
-    if row.status == AgentStatus.EXPIRED.value:
-        revived = await agents.revive(tenant_id=tenant_id, agent_id=agent_id)
-        if revived is not None:
-            await announce.announce_registered(
-                session,
-                tenant_id=tenant_id,
-                agent_id=agent_id,
-                name=revived.name,
-                instance_id=beat.instance_id,
-                version=revived.version,
-                capabilities=list(revived.capability_names),
+    for key, beat in unique.items():
+        row = rows.get(key)
+        if row is None:
+            continue
+        if beat.ttl_seconds is not None and beat.ttl_seconds != row.ttl_seconds:
+            await agents.set_ttl(
+                tenant_id=tenant_id, agent_id=beat.agent_id, ttl_seconds=beat.ttl_seconds
+            )
+        if row.status == AgentStatus.EXPIRED.value:
+            revived = await agents.revive(tenant_id=tenant_id, agent_id=beat.agent_id)
+            if revived is not None:
+                await announce.announce_registered(
+                    session,
+                    tenant_id=tenant_id,
+                    agent_id=beat.agent_id,
+                    name=revived.name,
+                    instance_id=beat.instance_id,
+                    version=revived.version,
+                    capabilities=list(revived.capability_names),
+                    expires_at=row.expires_at,
+                )
+    acks: list[HeartbeatAck | None] = []
+    for beat in beats:
+        row = rows.get((beat.agent_id, beat.instance_id or ""))
+        acks.append(
+            None
+            if row is None
+            else HeartbeatAck(
+                agent_id=beat.agent_id,
+                status=AgentStatus.LIVE,
+                last_heartbeat_at=row.last_heartbeat_at,
                 expires_at=row.expires_at,
             )
-    return HeartbeatAck(
-        agent_id=agent_id,
-        status=AgentStatus.LIVE,
-        last_heartbeat_at=row.last_heartbeat_at,
-        expires_at=row.expires_at,
-    )
+        )
+    return acks
 
 
 async def get_agent(session: AsyncSession, *, tenant_id: str, agent_id: str) -> AgentRecord | None:

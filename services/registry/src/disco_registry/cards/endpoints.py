@@ -12,7 +12,7 @@ from disco_service import IdentityDep, SessionDep, error_responses
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1/agents", tags=["cards"])
+router = APIRouter(prefix="/v1/agents", tags=["cards"], responses=error_responses(401, 403))
 
 
 @router.get(

@@ -12,7 +12,7 @@ from disco_service import IdentityDep, SessionDep, error_responses
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1/discover", tags=["discovery"])
+router = APIRouter(prefix="/v1/discover", tags=["discovery"], responses=error_responses(401, 403))
 
 _DESCRIPTION = (
     "Live agents visible to the caller that match every given criterion, one entry per "

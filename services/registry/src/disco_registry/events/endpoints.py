@@ -15,7 +15,7 @@ from disco_service import IdentityDep, SessionDep, error_responses
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1/events", tags=["events"])
+router = APIRouter(prefix="/v1/events", tags=["events"], responses=error_responses(401, 403))
 
 
 @router.get(

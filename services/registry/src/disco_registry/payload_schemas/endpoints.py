@@ -21,7 +21,7 @@ from disco_service import IdentityDep, SessionDep, error_responses
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1/schemas", tags=["schemas"])
+router = APIRouter(prefix="/v1/schemas", tags=["schemas"], responses=error_responses(401, 403))
 
 NamePath = Annotated[SchemaName, Path(description="The schema's name.")]
 VersionPath = Annotated[SemVer, Path(description="The exact semantic version.")]

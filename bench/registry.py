@@ -1,0 +1,295 @@
+"""Benchmark: the registry with 10,000 registered agents — discovery and heartbeats.
+
+    uv run python bench/registry.py [--agents 10000] [--seconds 10] [--concurrency 16]
+
+Starts an embedded PostgreSQL and Tansu broker on free loopback ports unless
+``DISCO_DATABASE_ADMIN_URL`` / ``DISCO_KAFKA_BOOTSTRAP`` name existing ones
+(a fresh database is created and migrated either way), then runs the registry
+as a real ``python -m disco_registry`` subprocess (uvicorn, one process) and
+drives it from a concurrent ``httpx.AsyncClient`` in this process, over
+loopback with keep-alive connections. Both share the machine's cores with
+PostgreSQL and the broker, so the figures are for the whole stack on one box.
+
+Seeding: ``--agents`` registrations through the API (one tenant: the worst case
+for a tenant-scoped query), 2,000 agent names with ``agents/2000`` instances
+each, three capabilities per agent out of a pool of 500, descriptions drawn
+from a small vocabulary, so that a capability matches ~60 registrations and a
+word ~10 % of them.
+
+Phases, each ``--seconds`` long, ``--concurrency`` requests in flight:
+
+- discovery by capability (``GET /v1/discover?capability=...``),
+- discovery by free text (``GET /v1/discover?text=...``),
+- heartbeats (``POST /v1/agents/{id}/heartbeat``) of random registrations.
+
+Prints requests/s and client-side p50/p99 latency for each (and the seeding
+rate). Targets (issue 3): discovery p99 < 20 ms, heartbeats >= 1,000/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+
+from disco._auth import DEV_AUTH_SECRET, mint_dev_token
+from disco._dev.broker import EmbeddedBroker
+from disco._dev.dburl import with_database, with_user
+from disco._dev.migrate import upgrade
+from disco._dev.ports import free_port
+from disco._dev.postgres import EmbeddedPostgres
+from disco_common.auth import Role
+
+TENANT = "bench"
+NAMES = 2000
+CAPABILITY_POOL = 500
+WORDS = [
+    "weather", "invoice", "translate", "summarise", "forecast", "payment", "shipping",
+    "search", "calendar", "email", "inventory", "pricing", "support", "review", "image",
+    "audio", "report", "billing", "fraud", "routing",
+]  # fmt: skip
+REQUEST_SCHEMA = {
+    "type": "object",
+    "properties": {"text": {"type": "string", "maxLength": 1000}, "n": {"type": "integer"}},
+    "required": ["text"],
+}
+RESULT_SCHEMA = {"type": "object", "properties": {"result": {"type": "string"}}}
+
+
+def registration(index: int, rng: random.Random) -> dict[str, Any]:
+    name = f"agent-{index % NAMES:04d}"
+    tasks = rng.sample(range(CAPABILITY_POOL), 3)
+    words = rng.sample(WORDS, 2)
+    return {
+        "agent_id": f"{name}-{index // NAMES}",
+        "name": name,
+        "version": "1.0.0",
+        "description": f"{words[0]} and {words[1]} for the bench",
+        "tags": [words[0]],
+        "instance_id": f"host-{index}:1",
+        "ttl_seconds": 3600,
+        "capabilities": [
+            {
+                "task_name": f"task-{task:03d}",
+                "description": f"does task {task}",
+                "consumed_event": {
+                    "event_type": f"task-{task:03d}.requested",
+                    "topic": "action-requests",
+                    "json_schema": REQUEST_SCHEMA,
+                },
+                "produced_events": [
+                    {
+                        "event_type": f"task-{task:03d}.completed",
+                        "topic": "action-results",
+                        "json_schema": RESULT_SCHEMA,
+                    }
+                ],
+            }
+            for task in tasks
+        ],
+    }
+
+
+def percentile(samples: list[float], fraction: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))]
+
+
+async def run_phase(
+    concurrency: int, seconds: float, make_call: Callable[[], Awaitable[httpx.Response]]
+) -> tuple[int, float, list[float], int]:
+    """Run calls from ``concurrency`` workers for ``seconds``; (count, elapsed, latencies, errors)."""
+    latencies: list[float] = []
+    errors = 0
+    deadline = time.perf_counter() + seconds
+
+    async def worker() -> None:
+        nonlocal errors
+        while time.perf_counter() < deadline:
+            started = time.perf_counter()
+            response = await make_call()
+            latencies.append(time.perf_counter() - started)
+            if response.status_code >= 400:
+                errors += 1
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return len(latencies), time.perf_counter() - started, latencies, errors
+
+
+def report(label: str, count: int, elapsed: float, latencies: list[float], errors: int) -> None:
+    print(
+        f"{label:<34} {count / elapsed:>9,.0f} req/s   "
+        f"p50 {percentile(latencies, 0.50) * 1000:6.2f} ms   "
+        f"p99 {percentile(latencies, 0.99) * 1000:6.2f} ms   "
+        f"mean {statistics.fmean(latencies) * 1000:6.2f} ms   "
+        f"({count:,} requests, {errors} errors)"
+    )
+
+
+async def create_database(admin_url: str, name: str) -> None:
+    conn = await asyncpg.connect(with_database(admin_url, "postgres"))
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+
+
+async def wait_ready(base_url: str, process: subprocess.Popen[bytes], timeout: float) -> None:
+    async with httpx.AsyncClient(base_url=base_url) as client:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise RuntimeError(f"the registry exited with {process.returncode}")
+            try:
+                if (await client.get("/readyz")).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            await asyncio.sleep(0.2)
+    raise TimeoutError("the registry did not become ready")
+
+
+async def bench(args: argparse.Namespace, database_app_url: str, bootstrap: str) -> None:
+    port = free_port()
+    env = {
+        **os.environ,
+        "DISCO_DATABASE_URL": database_app_url,
+        "DISCO_KAFKA_BOOTSTRAP": bootstrap,
+        "DISCO_TOPIC_PREFIX": f"bench{uuid.uuid4().hex[:6]}.",
+        "DISCO_REGISTRY_PORT": str(port),
+        "DISCO_LOG_LEVEL": "WARNING",
+        "DISCO_DATABASE_POOL_SIZE": str(args.pool_size),
+    }
+    log_path = Path(tempfile.gettempdir()) / f"disco-bench-registry-{port}.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "disco_registry"], env=env, stdout=log, stderr=log
+        )
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        await wait_ready(base_url, process, timeout=60)
+        token = mint_dev_token(DEV_AUTH_SECRET, TENANT, "bench", (Role.SERVICE,), 3600)
+        limits = httpx.Limits(max_connections=args.concurrency, max_keepalive_connections=64)
+        async with httpx.AsyncClient(
+            base_url=base_url,
+            headers={"Authorization": f"Bearer {token}"},
+            limits=limits,
+            timeout=30,
+        ) as client:
+            rng = random.Random(7)
+            bodies = [registration(i, rng) for i in range(args.agents)]
+            queue = iter(bodies)
+            seeded = 0
+            started = time.perf_counter()
+
+            async def seeder() -> None:
+                nonlocal seeded
+                for body in queue:
+                    response = await client.post("/v1/agents", json=body)
+                    response.raise_for_status()
+                    seeded += 1
+
+            await asyncio.gather(*(seeder() for _ in range(args.concurrency)))
+            elapsed = time.perf_counter() - started
+            print(
+                f"seeded {seeded:,} registrations in {elapsed:.1f} s "
+                f"({seeded / elapsed:,.0f} registrations/s, 3 capabilities each)"
+            )
+            # Warm up connections, caches and plans.
+            for _ in range(200):
+                await client.get("/v1/discover", params={"capability": "task-001"})
+
+            def by_capability() -> Awaitable[httpx.Response]:
+                task = f"task-{rng.randrange(CAPABILITY_POOL):03d}"
+                return client.get("/v1/discover", params={"capability": task})
+
+            def by_text() -> Awaitable[httpx.Response]:
+                return client.get("/v1/discover", params={"text": rng.choice(WORDS), "limit": 10})
+
+            def heartbeat() -> Awaitable[httpx.Response]:
+                body = bodies[rng.randrange(len(bodies))]
+                return client.post(
+                    f"/v1/agents/{body['agent_id']}/heartbeat",
+                    json={"instance_id": body["instance_id"]},
+                )
+
+            sample = (await by_capability()).json()
+            print(
+                f"a capability query answers {len(sample)} agent names "
+                f"({sum(a['instance_count'] for a in sample)} instances)"
+            )
+            print(f"concurrency {args.concurrency}, {args.seconds:.0f} s per phase")
+            for label, call in (
+                ("discovery by capability", by_capability),
+                ("discovery by text (limit 10)", by_text),
+                ("heartbeats", heartbeat),
+            ):
+                count, elapsed, latencies, errors = await run_phase(
+                    args.concurrency, args.seconds, call
+                )
+                report(label, count, elapsed, latencies, errors)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--agents", type=int, default=10_000)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--pool-size", type=int, default=10)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="disco-bench-registry-") as scratch:
+        folder = Path(scratch)
+        server: EmbeddedPostgres | None = None
+        broker: EmbeddedBroker | None = None
+        try:
+            admin_root = os.environ.get("DISCO_DATABASE_ADMIN_URL")
+            if admin_root is None:
+                server = EmbeddedPostgres(
+                    data_dir=folder / "pg",
+                    port=free_port(),
+                    log_path=folder / "postgres.log",
+                    durable=False,
+                )
+                server.start()
+                admin_root = server.dsn("postgres")
+            bootstrap = os.environ.get("DISCO_KAFKA_BOOTSTRAP")
+            if bootstrap is None:
+                broker = EmbeddedBroker(port=free_port(), log_path=folder / "broker.log")
+                broker.start()
+                bootstrap = broker.bootstrap
+            name = f"disco_bench_{uuid.uuid4().hex[:8]}"
+            asyncio.run(create_database(admin_root, name))
+            admin = with_database(admin_root, name)
+            app = with_user(admin, "disco_app", "disco_app")
+            upgrade(admin, app, migrations_dir=Path(__file__).resolve().parents[1] / "migrations")
+            asyncio.run(bench(args, app, bootstrap))
+        finally:
+            if broker is not None:
+                broker.stop()
+            if server is not None:
+                server.destroy()
+
+
+if __name__ == "__main__":
+    main()
