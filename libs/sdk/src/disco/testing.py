@@ -28,7 +28,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
+
+from pydantic import BaseModel
 
 from disco._context import HandlerContext, handler_context
 from disco.agents import Agent, PlatformContext
@@ -50,6 +52,15 @@ _TEST = "test"
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def _over_the_wire(model: ModelT) -> ModelT:
+    # What the service stores is what the client sends: the JSON dump with
+    # exclude_unset, read back. Doing the same here keeps the kit honest.
+    return type(model).model_validate(model.model_dump(mode="json", exclude_unset=True))
 
 
 class InMemoryMemory:
@@ -105,8 +116,8 @@ class InMemoryMemory:
             version=(existing.version if existing else 0) + 1,
             task_id=task_id,
             plan_id=plan_id or context.plan_id,
-            sub_task_ids=list(context.sub_tasks),
-            context=context.model_copy(deep=True),
+            sub_task_ids=list(context.sub_task_ids),
+            context=_over_the_wire(context),
             created_at=existing.created_at if existing else now,
             updated_at=now,
         )
@@ -162,7 +173,7 @@ class InMemoryMemory:
             plan_id=plan_id,
             session_id=session_id or context.session_id,
             correlation_ids=list(context.correlation_ids),
-            context=context.model_copy(deep=True),
+            context=_over_the_wire(context),
             created_at=existing.created_at if existing else now,
             updated_at=now,
         )

@@ -29,7 +29,12 @@ import structlog
 from pydantic import JsonValue, ValidationError
 
 from disco.agents._agent import Agent, PlatformContext
-from disco.agents._common import capability_for, derived_id, publish_system_event
+from disco.agents._common import (
+    capability_for,
+    derived_id,
+    mark_all_set,
+    publish_system_event,
+)
 from disco.agents._errors import AgentError, PlanError, TaskConflictError
 from disco.agents._handlers import describe, error_info, inspect_handler, to_json
 from disco.bus import ANY_EVENT, BusError
@@ -313,6 +318,7 @@ class PlanContext:
         memory = self._platform.context_memory
         expected = self._version if self._version is not None else 0
         self._data.updated_at = _now()
+        mark_all_set(self._data)
         try:
             record = await memory.store_plan_context(
                 self.plan_id,

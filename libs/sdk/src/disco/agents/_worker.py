@@ -30,7 +30,12 @@ import structlog
 from pydantic import BaseModel, JsonValue, ValidationError
 
 from disco.agents._agent import Agent, PlatformContext
-from disco.agents._common import capability_for, derived_id, publish_system_event
+from disco.agents._common import (
+    capability_for,
+    derived_id,
+    mark_all_set,
+    publish_system_event,
+)
 from disco.agents._errors import (
     AgentDefinitionError,
     StaleResultError,
@@ -319,6 +324,7 @@ class TaskContext(Generic[InputT]):
         memory = self._platform.context_memory
         expected = self._version if self._version is not None else 0
         self._data.updated_at = _now()
+        mark_all_set(self._data)
         try:
             record = await memory.store_task_context(
                 self.task_id,

@@ -1,0 +1,250 @@
+"""Workers end to end: delegation chains, fan-out/fan-in, a killed instance, duplicates, HITL."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+
+import pytest
+
+from disco.bus import BusClient
+from disco_common.envelope import ActionRequest, Envelope
+from disco_common.notifications import HumanInputResponse
+from disco_common.tasks import ActionResultData
+from disco_common.topics import Topic
+from tests.e2e.conftest import (
+    TENANT,
+    AgentProcess,
+    Stack,
+    Watcher,
+    data_of,
+    start_agents,
+    stop_agents,
+)
+
+pytestmark = pytest.mark.e2e
+
+
+async def test_a_chain_worker_to_worker_to_tool_completes_the_original_task(
+    fleet: dict[str, AgentProcess], caller: BusClient
+) -> None:
+    answer = await caller.request(
+        "e2e.outer.requested", {"n": 21}, response_event="e2e.outer.done", tenant_id=TENANT, wait=60
+    )
+
+    result = ActionResultData.model_validate(answer.data)
+    assert result.success, result.error
+    assert result.result == {"outer": {"inner": {"total": 42}}}
+
+
+async def test_a_fan_out_of_three_answered_in_shuffled_order_fans_in_exactly_once(
+    fleet: dict[str, AgentProcess], caller: BusClient, watcher: Watcher
+) -> None:
+    # The first sub-task answers last, the second first.
+    request = await caller.request(
+        "e2e.fanout.requested",
+        {"values": [10, 20, 30], "delays_ms": [1200, 0, 600]},
+        response_event="e2e.fanout.done",
+        tenant_id=TENANT,
+    )
+    task_id = request.id
+
+    (answer,) = await watcher.wait_for(
+        lambda topic, e: topic == "action-results" and e.correlation_id == request.correlation_id,
+        timeout=60,
+    )
+    await asyncio.sleep(1.0)  # room for a second, wrong completion to show up
+
+    result = ActionResultData.model_validate(answer.data)
+    assert result.success, result.error
+    assert result.result == {"values": [10, 20, 30], "arrival": [1, 2, 0]}
+    answers = watcher.matching(
+        lambda topic, e: topic == "action-results" and e.correlation_id == request.correlation_id
+    )
+    completions = watcher.matching(
+        lambda topic, e: e.type == "task.completed" and data_of(e)["task_id"] == task_id
+    )
+    assert len(answers) == 1
+    assert len(completions) == 1
+
+
+async def test_a_duplicated_result_envelope_does_not_complete_a_task_twice(
+    fleet: dict[str, AgentProcess], caller: BusClient, watcher: Watcher
+) -> None:
+    request = await caller.request(
+        "e2e.fanout.requested",
+        {"values": [1, 2, 3], "delays_ms": [0, 0, 0]},
+        response_event="e2e.fanout.done",
+        tenant_id=TENANT,
+    )
+    (answer,) = await watcher.wait_for(
+        lambda topic, e: topic == "action-results" and e.correlation_id == request.correlation_id,
+        timeout=60,
+    )
+    parts = watcher.matching(
+        lambda topic, e: (
+            topic == "action-results"
+            and e.type == "e2e.fanout.part"
+            and e.causation_id is not None
+            and any(
+                r.id == e.causation_id and r.plan_id is None and r.task_id is not None
+                for r in watcher.matching(lambda t, x: t == "action-requests")
+            )
+        )
+    )
+    assert parts
+
+    # Every sub-task answer of this task again, as new envelopes, then the last one byte for byte.
+    subs = watcher.matching(
+        lambda topic, e: (
+            topic == "action-requests"
+            and e.type == "e2e.delayed.requested"
+            and e.causation_id == request.id
+        )
+    )
+    assert len(subs) == 3
+    for sub in subs:
+        assert isinstance(sub, Envelope)
+        await caller.respond(
+            "e2e.fanout.part",
+            ActionResultData.ok({"value": 999}),
+            correlation_id=sub.correlation_id or "",
+            tenant_id=TENANT,
+        )
+    original = watcher.matching(
+        lambda topic, e: (
+            topic == "action-results"
+            and e.type == "e2e.fanout.part"
+            and e.correlation_id == subs[0].correlation_id
+        )
+    )[0]
+    await caller.publish_envelope(Topic.ACTION_RESULTS, original)
+    await asyncio.sleep(2.0)  # the worker reads them all (a wrong answer would show up)
+
+    answers = watcher.matching(
+        lambda topic, e: topic == "action-results" and e.correlation_id == request.correlation_id
+    )
+    assert len(answers) == 1
+    assert ActionResultData.model_validate(answer.data).result["values"] == [1, 2, 3]  # type: ignore[index,call-overload]
+
+
+async def test_a_worker_killed_between_delegate_and_result_is_finished_by_another_instance(
+    e2e_stack: Stack, caller: BusClient, watcher: Watcher
+) -> None:
+    first = start_agents(e2e_stack, "survivor")
+    second: AgentProcess | None = None
+    try:
+        request = await caller.request(
+            "e2e.survive.requested",
+            {"job": "j-1"},
+            response_event="e2e.survive.done",
+            tenant_id=TENANT,
+        )
+        (sub,) = await watcher.wait_for(
+            lambda topic, e: e.type == "e2e.external.requested" and e.causation_id == request.id,
+            timeout=60,
+        )
+        first.process.send_signal(signal.SIGKILL)
+        await asyncio.to_thread(first.process.wait, 10)
+
+        second = await asyncio.to_thread(start_agents, e2e_stack, "survivor")
+        assert isinstance(sub, ActionRequest) or sub.response_event is not None
+        await caller.respond(
+            sub.response_event or "",
+            ActionResultData.ok({"external": "done"}),
+            correlation_id=sub.correlation_id or "",
+            tenant_id=TENANT,
+        )
+        (answer,) = await watcher.wait_for(
+            lambda topic, e: (
+                topic == "action-results" and e.correlation_id == request.correlation_id
+            ),
+            timeout=60,
+        )
+    finally:
+        stop_agents(first)
+        if second is not None:
+            stop_agents(second)
+
+    result = ActionResultData.model_validate(answer.data)
+    assert result.success, result.error
+    assert result.result == {"answer": {"external": "done"}, "completed_by": second.pid}
+    assert second.pid != first.pid
+
+
+async def _question_for(watcher: Watcher, request: ActionRequest) -> Envelope:
+    (question,) = await watcher.wait_for(
+        lambda topic, e: (
+            topic == "notification-events"
+            and e.type == "notification.human_input"
+            and data_of(e)["task_id"] == request.id
+        ),
+        timeout=60,
+    )
+    return question
+
+
+async def test_a_human_answer_in_time_continues_the_task_and_a_second_answer_is_ignored(
+    fleet: dict[str, AgentProcess], caller: BusClient, watcher: Watcher
+) -> None:
+    request = await caller.request(
+        "e2e.review.requested",
+        {"title": "Q3 report", "timeout_seconds": 60},
+        response_event="e2e.review.done",
+        tenant_id=TENANT,
+    )
+    question = await _question_for(watcher, request)
+    for answer in ("yes", "no"):
+        await caller.publish(
+            Topic.NOTIFICATION_EVENTS,
+            "e2e.review.answer",
+            HumanInputResponse(answer=answer, request_id=question.id, answered_by="alice"),
+            correlation_id=question.correlation_id,
+            tenant_id=TENANT,
+        )
+
+    (done,) = await watcher.wait_for(
+        lambda topic, e: topic == "action-results" and e.correlation_id == request.correlation_id,
+        timeout=60,
+    )
+    await asyncio.sleep(1.0)
+
+    assert data_of(question)["question"] == "Approve 'Q3 report'?"
+    assert ActionResultData.model_validate(done.data).result == {"approved": True}
+    assert (
+        len(
+            watcher.matching(
+                lambda topic, e: (
+                    topic == "action-results" and e.correlation_id == request.correlation_id
+                )
+            )
+        )
+        == 1
+    )
+
+
+async def test_an_unanswered_question_past_its_timeout_ends_in_the_timeout_path(
+    fleet: dict[str, AgentProcess], caller: BusClient, watcher: Watcher
+) -> None:
+    request = await caller.request(
+        "e2e.review.requested",
+        {"title": "nobody reads this", "timeout_seconds": 2},
+        response_event="e2e.review.done",
+        tenant_id=TENANT,
+    )
+    await _question_for(watcher, request)
+
+    (done,) = await watcher.wait_for(
+        lambda topic, e: topic == "action-results" and e.correlation_id == request.correlation_id,
+        timeout=60,
+    )
+    timeouts = await watcher.wait_for(
+        lambda topic, e: e.type == "task.timeout" and data_of(e)["task_id"] == request.id,
+        timeout=30,
+    )
+
+    result = ActionResultData.model_validate(done.data)
+    assert result.success is False
+    assert result.error is not None
+    assert result.error.message == "nobody answered in time"
+    assert len(timeouts) == 1
