@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-import httpx
+from collections.abc import Callable
 
+import httpx
+from asgi_lifespan import LifespanManager
+from sqlalchemy import text
+
+from disco_memory import MemorySettings, create_app
+from disco_service import get_state
 from tests.integration.memory.conftest import error_code
 
 FACTS = [
@@ -181,3 +187,24 @@ async def test_a_deleted_memory_is_no_longer_found(
 
     assert deleted.status_code == 204
     assert await query(client, alice, text="zebras") == []
+
+
+async def test_every_pooled_connection_searches_with_the_configured_hnsw_options(
+    memory_settings: Callable[..., MemorySettings],
+) -> None:
+    app = create_app(memory_settings(hnsw_ef_search=77))
+    async with LifespanManager(app, startup_timeout=60):
+        database = get_state(app).require_database()
+        async with database.unit_of_work("t") as first, database.unit_of_work("t") as second:
+            values = [
+                (
+                    await session.execute(text("SHOW hnsw.ef_search")),
+                    await session.execute(text("SHOW hnsw.iterative_scan")),
+                )
+                for session in (first, second)
+            ]
+
+    assert [(ef.scalar(), scan.scalar()) for ef, scan in values] == [
+        ("77", "relaxed_order"),
+        ("77", "relaxed_order"),
+    ]

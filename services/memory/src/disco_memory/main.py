@@ -16,6 +16,7 @@ from disco_memory.plans.endpoints import router as plans_router
 from disco_memory.procedural.endpoints import router as procedural_router
 from disco_memory.runtime import MemoryRuntime
 from disco_memory.semantic.endpoints import router as semantic_router
+from disco_memory.semantic.repository import configure_search
 from disco_memory.sessions.endpoints import router as sessions_router
 from disco_memory.settings import MemorySettings
 from disco_memory.snapshots.endpoints import router as snapshots_router
@@ -60,7 +61,9 @@ def create_app(
     async def embeddings(state: ServiceState) -> AsyncIterator[None]:
         await runtime.embedder.start()
         try:
-            await check_vector_columns(state.require_database(), runtime.embedder)
+            database = state.require_database()
+            configure_search(database.engine, ef_search=settings.hnsw_ef_search)
+            await check_vector_columns(database, runtime.embedder)
             yield
         finally:
             await runtime.embedder.stop()

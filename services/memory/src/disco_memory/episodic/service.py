@@ -82,9 +82,8 @@ async def search_turns(
     if query.mode is not EpisodicSearchMode.TEXT:
         embedding = await runtime.embed_one(query.text, purpose=EmbeddingPurpose.QUERY)
     candidates = query.limit * _CANDIDATE_FACTOR
-    await set_search_options(
-        repository.session, ef_search=max(runtime.settings.hnsw_ef_search, candidates)
-    )
+    if candidates > runtime.settings.hnsw_ef_search:
+        await set_search_options(repository.session, ef_search=candidates)
     rows = await repository.search(
         text_query=query.text,
         embedding=embedding,

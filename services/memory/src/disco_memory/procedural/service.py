@@ -151,9 +151,8 @@ async def search_procedures(
 ) -> list[ProcedureHit]:
     """The procedures most relevant to a situation, best first (cosine similarity)."""
     embedding = await runtime.embed_one(query.situation, purpose=EmbeddingPurpose.QUERY)
-    await set_search_options(
-        repository.session, ef_search=max(runtime.settings.hnsw_ef_search, query.limit)
-    )
+    if query.limit > runtime.settings.hnsw_ef_search:
+        await set_search_options(repository.session, ef_search=query.limit)
     rows = await repository.search(
         embedding=embedding, agent_id=query.agent_id, limit=query.limit, threshold=query.threshold
     )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from sqlalchemy import RowMapping, text
-from sqlalchemy.ext.asyncio import AsyncSession
+from typing import Any
 
-__all__ = ["SemanticRepository", "set_search_options"]
+from sqlalchemy import RowMapping, event, text
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+
+__all__ = ["SemanticRepository", "configure_search", "set_search_options"]
 
 _COLUMNS = (
     "m.memory_id, m.external_id, m.content, m.content_hash, "
@@ -73,8 +75,30 @@ _QUERY = text(
 
 
 async def set_search_options(session: AsyncSession, *, ef_search: int) -> None:
-    """Tune the HNSW search of this transaction (candidate list, iterative scan)."""
+    """Widen the HNSW candidate list for this transaction (when a query wants more rows
+    than the connection's default)."""
     await session.execute(_SEARCH_OPTIONS, {"ef_search": str(ef_search)})
+
+
+_CONFIGURED = "disco.memory.hnsw"
+
+
+def configure_search(engine: AsyncEngine, *, ef_search: int) -> None:
+    """Give every pooled connection the service's HNSW options, once per connection.
+
+    Session-level settings survive the pool's reset (a rollback), so a query
+    needs no extra round trip to set them. ``iterative_scan`` lets a filtered
+    query (tenant, user, metadata) keep walking the graph until it has
+    ``limit`` rows; the query re-sorts what ``relaxed_order`` returns.
+    """
+    statement = f"SET hnsw.ef_search = {int(ef_search)}; SET hnsw.iterative_scan = 'relaxed_order'"
+
+    @event.listens_for(engine.sync_engine, "checkout")
+    def _on_checkout(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        if record.info.get(_CONFIGURED) == ef_search:
+            return
+        dbapi_connection.run_async(lambda connection: connection.execute(statement))
+        record.info[_CONFIGURED] = ef_search
 
 
 class SemanticRepository:

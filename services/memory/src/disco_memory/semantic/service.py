@@ -83,9 +83,8 @@ async def query(
     else:
         assert body.text is not None
         embedding = await runtime.embed_one(body.text, purpose=EmbeddingPurpose.QUERY)
-    await set_search_options(
-        repository.session, ef_search=max(runtime.settings.hnsw_ef_search, body.limit)
-    )
+    if body.limit > runtime.settings.hnsw_ef_search:
+        await set_search_options(repository.session, ef_search=body.limit)
     rows = await repository.query(
         embedding=embedding,
         limit=body.limit,
