@@ -171,3 +171,21 @@ async def test_the_bundled_model_embeds_offline_with_normalised_384_dimension_ve
 
     assert [len(v) for v in vectors] == [384, 384, 384]
     assert all(abs(math.sqrt(sum(x * x for x in v)) - 1.0) < 1e-3 for v in vectors)
+
+
+async def test_a_repeated_search_text_is_embedded_once(
+    memory_settings: Callable[..., MemorySettings], alice: dict[str, str]
+) -> None:
+    fake = FakeOpenAI()
+    app = create_app(memory_settings(embedding_provider="openai"), embedder=fake.provider())
+    async with serve(app) as client:
+        await client.put("/v1/memory/semantic", json={"content": "trains run late"}, headers=alice)
+        answers = [
+            await client.post(
+                "/v1/memory/semantic/query", json={"text": "late trains"}, headers=alice
+            )
+            for _ in range(3)
+        ]
+
+    assert [a.json()[0]["record"]["content"] for a in answers] == ["trains run late"] * 3
+    assert [r["input"] for r in fake.requests] == [["trains run late"], ["late trains"]]

@@ -6,8 +6,9 @@ reached from routes through :data:`RuntimeDep`.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated
 
 import structlog
@@ -29,6 +30,21 @@ class MemoryRuntime:
 
     settings: MemorySettings
     embedder: EmbeddingProvider
+    query_cache_size: int = 1024
+    _query_cache: OrderedDict[str, str] = field(default_factory=OrderedDict, repr=False)
+
+    async def embed_query(self, text: str) -> str:
+        """A search text's vector as a pgvector literal, from a small LRU cache when seen
+        recently (agents tend to repeat their retrieval questions)."""
+        cached = self._query_cache.get(text)
+        if cached is not None:
+            self._query_cache.move_to_end(text)
+            return cached
+        literal = await self.embed_one(text, purpose=EmbeddingPurpose.QUERY)
+        self._query_cache[text] = literal
+        if len(self._query_cache) > self.query_cache_size:
+            self._query_cache.popitem(last=False)
+        return literal
 
     async def embed(
         self, texts: Sequence[str], *, purpose: EmbeddingPurpose = EmbeddingPurpose.DOCUMENT

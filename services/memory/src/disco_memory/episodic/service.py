@@ -13,7 +13,6 @@ from disco_common.memory import (
     EpisodicTurnCreate,
 )
 from disco_memory._shared import limited_json
-from disco_memory.embeddings import EmbeddingPurpose
 from disco_memory.episodic.repository import EpisodicRepository
 from disco_memory.runtime import MemoryRuntime
 from disco_memory.semantic.repository import set_search_options
@@ -80,7 +79,7 @@ async def search_turns(
     """Turns matching the query, best first, scored as ``query.mode`` says."""
     embedding = None
     if query.mode is not EpisodicSearchMode.TEXT:
-        embedding = await runtime.embed_one(query.text, purpose=EmbeddingPurpose.QUERY)
+        embedding = await runtime.embed_query(query.text)
     candidates = query.limit * _CANDIDATE_FACTOR
     if candidates > runtime.settings.hnsw_ef_search:
         await set_search_options(repository.session, ef_search=candidates)

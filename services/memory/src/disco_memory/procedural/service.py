@@ -19,7 +19,6 @@ from disco_common.memory import (
 )
 from disco_common.pagination import Page, encode_cursor
 from disco_memory._shared import VersionConflict, encoded_json, limited_json, read_cursor
-from disco_memory.embeddings import EmbeddingPurpose
 from disco_memory.procedural.repository import ProcedureRepository
 from disco_memory.runtime import MemoryRuntime
 from disco_memory.semantic.repository import set_search_options
@@ -150,7 +149,7 @@ async def search_procedures(
     repository: ProcedureRepository, runtime: MemoryRuntime, query: ProcedureSearchQuery
 ) -> list[ProcedureHit]:
     """The procedures most relevant to a situation, best first (cosine similarity)."""
-    embedding = await runtime.embed_one(query.situation, purpose=EmbeddingPurpose.QUERY)
+    embedding = await runtime.embed_query(query.situation)
     if query.limit > runtime.settings.hnsw_ef_search:
         await set_search_options(repository.session, ef_search=query.limit)
     rows = await repository.search(

@@ -14,7 +14,6 @@ from disco_common.memory import (
     SemanticQuery,
 )
 from disco_memory._shared import encoded_json, limited_json
-from disco_memory.embeddings import EmbeddingPurpose
 from disco_memory.runtime import MemoryRuntime
 from disco_memory.semantic.repository import SemanticRepository, set_search_options
 
@@ -82,7 +81,7 @@ async def query(
         embedding = runtime.given_vector(body.embedding, field="embedding")
     else:
         assert body.text is not None
-        embedding = await runtime.embed_one(body.text, purpose=EmbeddingPurpose.QUERY)
+        embedding = await runtime.embed_query(body.text)
     if body.limit > runtime.settings.hnsw_ef_search:
         await set_search_options(repository.session, ef_search=body.limit)
     rows = await repository.query(
