@@ -23,6 +23,7 @@ real broker and services; this kit is for agent authors' unit tests.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -59,8 +60,10 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 
 def _over_the_wire(model: ModelT) -> ModelT:
     # What the service stores is what the client sends: the JSON dump with
-    # exclude_unset, read back. Doing the same here keeps the kit honest.
-    return type(model).model_validate(model.model_dump(mode="json", exclude_unset=True))
+    # exclude_unset, read back from JSONB, which does not keep key order.
+    # Doing the same here keeps the kit honest.
+    dumped = json.dumps(model.model_dump(mode="json", exclude_unset=True), sort_keys=True)
+    return type(model).model_validate_json(dumped)
 
 
 class InMemoryMemory:

@@ -23,7 +23,7 @@ import asyncio
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, TypeVar
 
 import structlog
@@ -84,6 +84,8 @@ _TRANSIENT = (ServiceUnavailableError, BusError)
 """Failures of the platform itself: the bus retries the envelope instead of failing the task."""
 
 _CONFLICT_RETRIES = 20
+_FINISHER_GRACE = timedelta(seconds=30)
+"""How long a finished task's context may linger before a late answer re-publishes its outcome."""
 DEFAULT_TASK_TTL_SECONDS = 7 * 86_400
 
 
@@ -123,6 +125,11 @@ class TaskContext(Generic[InputT]):
         version: int | None = None,
         ttl_seconds: int | None = DEFAULT_TASK_TTL_SECONDS,
     ) -> None:
+        if len(data.sub_tasks) > 1:
+            # Stored as JSONB, whose key order is not ours: delegation order is
+            # kept by delegated_at (distinct within one fan-out, see _add_sub_task).
+            ordered = sorted(data.sub_tasks.values(), key=_delegation_order)
+            data.sub_tasks = {info.sub_task_id: info for info in ordered}
         self._data = data
         self._platform = platform
         self.input: InputT = input
@@ -344,6 +351,17 @@ class TaskContext(Generic[InputT]):
                 f"task {self.task_id!r} is already {self._data.status.value}: cannot {action} it"
             )
 
+    def _next_delegation_time(self) -> datetime:
+        # Strictly increasing within the task, so that sorting by it is delegation order.
+        now = _now()
+        latest = max(
+            (info.delegated_at for info in self._data.sub_tasks.values() if info.delegated_at),
+            default=None,
+        )
+        if latest is not None and now <= latest:
+            now = latest + timedelta(microseconds=1)
+        return now
+
     def _next_sub_task_id(self, kind: str = "sub") -> str:
         return derived_id(self.task_id, kind, str(len(self._data.sub_tasks)))
 
@@ -420,7 +438,7 @@ class TaskContext(Generic[InputT]):
             event_type=spec.event_type,
             response_event=spec.response_event,
             parallel_group_id=group,
-            delegated_at=_now(),
+            delegated_at=self._next_delegation_time(),
         )
         self._data.status = TaskStatus.WAITING
         self._dirty = True
@@ -514,7 +532,7 @@ class TaskContext(Generic[InputT]):
             plan_id=self.plan_id,
             context=dict(context or {}),
         )
-        asked_at = _now()
+        asked_at = self._next_delegation_time()
         self._data.human_input = HumanInputWait(
             request_id=request_id,
             correlation_id=correlation_id,
@@ -610,6 +628,10 @@ class TaskContext(Generic[InputT]):
         await _publish_outcome(self._platform, self._data, time.monotonic() - self._started)
         if persisted:
             await _forget(self._platform, self.task_id)
+
+
+def _delegation_order(info: SubTaskInfo) -> tuple[datetime, str]:
+    return (info.delegated_at or datetime.min.replace(tzinfo=UTC), info.sub_task_id)
 
 
 def _as_error(error: ErrorInfo | BaseException | str) -> ErrorInfo:
@@ -775,9 +797,11 @@ class ResultContext:
                 f"{self._worker.name!r}"
             )
         if data.status.is_final:
-            if data.outcome is not None:
-                # The task ended but its answer may not have gone out (the process
-                # died in between): publish it again, with the same ids.
+            finished = data.updated_at or _now()
+            if data.outcome is not None and _now() - finished > _FINISHER_GRACE:
+                # The task ended long ago but its context is still here: the
+                # process that ended it died before its answer surely went out.
+                # Publish it again, with the same ids (receivers deduplicate).
                 await _publish_outcome(self._platform, data, None)
                 await _forget(self._platform, data.task_id)
             raise StaleResultError(f"task {data.task_id!r} is already {data.status.value}")
