@@ -32,7 +32,6 @@ import argparse
 import asyncio
 import os
 import random
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -103,6 +102,51 @@ def registration(index: int, rng: random.Random) -> dict[str, Any]:
     }
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` so far (Linux ``/proc``)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(stat[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+class CpuMeter:
+    """CPU seconds used by the registry process, PostgreSQL (postmaster and backends,
+    when embedded) and this client process, between :meth:`start` and :meth:`stop`."""
+
+    def __init__(self, registry_pid: int, postmaster_pid: int | None) -> None:
+        self.registry_pid = registry_pid
+        self.postmaster_pid = postmaster_pid
+
+    def _sample(self) -> tuple[float, float, float]:
+        postgres = 0.0
+        if self.postmaster_pid is not None:
+            pids = [self.postmaster_pid, *_children(self.postmaster_pid)]
+            postgres = sum(_cpu_seconds(pid) for pid in pids)
+        return _cpu_seconds(self.registry_pid), postgres, time.process_time()
+
+    def start(self) -> None:
+        self._begin = self._sample()
+
+    def stop(self) -> tuple[float, float, float]:
+        end = self._sample()
+        return tuple(b - a for a, b in zip(self._begin, end, strict=True))  # type: ignore[return-value]
+
+
 def percentile(samples: list[float], fraction: float) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))]
@@ -111,7 +155,10 @@ def percentile(samples: list[float], fraction: float) -> float:
 async def run_phase(
     concurrency: int, seconds: float, make_call: Callable[[], Awaitable[httpx.Response]]
 ) -> tuple[int, float, list[float], int]:
-    """Run calls from ``concurrency`` workers for ``seconds``; (count, elapsed, latencies, errors)."""
+    """Run calls from ``concurrency`` workers for ``seconds``.
+
+    Returns (count, elapsed, latencies, errors).
+    """
     latencies: list[float] = []
     errors = 0
     deadline = time.perf_counter() + seconds
@@ -130,13 +177,21 @@ async def run_phase(
     return len(latencies), time.perf_counter() - started, latencies, errors
 
 
-def report(label: str, count: int, elapsed: float, latencies: list[float], errors: int) -> None:
+def report(
+    label: str,
+    count: int,
+    elapsed: float,
+    latencies: list[float],
+    errors: int,
+    cpu: tuple[float, float, float],
+) -> None:
+    registry, postgres, client = (seconds / count * 1000 for seconds in cpu)
     print(
-        f"{label:<34} {count / elapsed:>9,.0f} req/s   "
-        f"p50 {percentile(latencies, 0.50) * 1000:6.2f} ms   "
-        f"p99 {percentile(latencies, 0.99) * 1000:6.2f} ms   "
-        f"mean {statistics.fmean(latencies) * 1000:6.2f} ms   "
-        f"({count:,} requests, {errors} errors)"
+        f"{label:<30} {count / elapsed:>7,.0f} req/s  "
+        f"p50 {percentile(latencies, 0.50) * 1000:7.2f} ms  "
+        f"p99 {percentile(latencies, 0.99) * 1000:7.2f} ms  "
+        f"| CPU ms/req: registry {registry:5.2f}, postgres {postgres:5.2f}, "
+        f"client {client:5.2f}  ({count:,} req, {errors} errors)"
     )
 
 
@@ -148,9 +203,9 @@ async def create_database(admin_url: str, name: str) -> None:
         await conn.close()
 
 
-async def wait_ready(base_url: str, process: subprocess.Popen[bytes], timeout: float) -> None:
+async def wait_ready(base_url: str, process: subprocess.Popen[bytes], budget: float) -> None:
     async with httpx.AsyncClient(base_url=base_url) as client:
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + budget
         while time.monotonic() < deadline:
             if process.poll() is not None:
                 raise RuntimeError(f"the registry exited with {process.returncode}")
@@ -163,7 +218,9 @@ async def wait_ready(base_url: str, process: subprocess.Popen[bytes], timeout: f
     raise TimeoutError("the registry did not become ready")
 
 
-async def bench(args: argparse.Namespace, database_app_url: str, bootstrap: str) -> None:
+async def bench(
+    args: argparse.Namespace, database_app_url: str, bootstrap: str, postmaster_pid: int | None
+) -> None:
     port = free_port()
     env = {
         **os.environ,
@@ -176,12 +233,12 @@ async def bench(args: argparse.Namespace, database_app_url: str, bootstrap: str)
     }
     log_path = Path(tempfile.gettempdir()) / f"disco-bench-registry-{port}.log"
     with log_path.open("wb") as log:
-        process = subprocess.Popen(
+        process = subprocess.Popen(  # noqa: ASYNC220 - once, before any measurement
             [sys.executable, "-m", "disco_registry"], env=env, stdout=log, stderr=log
         )
     base_url = f"http://127.0.0.1:{port}"
     try:
-        await wait_ready(base_url, process, timeout=60)
+        await wait_ready(base_url, process, budget=60)
         token = mint_dev_token(DEV_AUTH_SECRET, TENANT, "bench", (Role.SERVICE,), 3600)
         limits = httpx.Limits(max_connections=args.concurrency, max_keepalive_connections=64)
         async with httpx.AsyncClient(
@@ -232,22 +289,38 @@ async def bench(args: argparse.Namespace, database_app_url: str, bootstrap: str)
                 f"a capability query answers {len(sample)} agent names "
                 f"({sum(a['instance_count'] for a in sample)} instances)"
             )
-            print(f"concurrency {args.concurrency}, {args.seconds:.0f} s per phase")
-            for label, call in (
-                ("discovery by capability", by_capability),
-                ("discovery by text (limit 10)", by_text),
-                ("heartbeats", heartbeat),
+            load = os.getloadavg()[0]
+            print(f"{args.seconds:.0f} s per phase; load average before: {load:.2f}")
+            meter = CpuMeter(process.pid, postmaster_pid)
+            for label, concurrency, call in (
+                ("discovery by capability", 1, by_capability),
+                ("discovery by capability", args.concurrency, by_capability),
+                ("discovery by text (limit 10)", 1, by_text),
+                ("discovery by text (limit 10)", args.concurrency, by_text),
+                ("heartbeats", 1, heartbeat),
+                ("heartbeats", args.concurrency, heartbeat),
             ):
-                count, elapsed, latencies, errors = await run_phase(
-                    args.concurrency, args.seconds, call
-                )
-                report(label, count, elapsed, latencies, errors)
+                meter.start()
+                count, elapsed, latencies, errors = await run_phase(concurrency, args.seconds, call)
+                report(f"{label} x{concurrency}", count, elapsed, latencies, errors, meter.stop())
+            load = os.getloadavg()[0]
+            print(f"load average after: {load:.2f} (the machine has {os.cpu_count()} cores)")
     finally:
         process.terminate()
         try:
             process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+def postmaster_pid(server: EmbeddedPostgres | None) -> int | None:
+    """The embedded server's postmaster pid (its data folder's ``postmaster.pid``)."""
+    if server is None:
+        return None
+    try:
+        return int((Path(server.data_dir) / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def main() -> None:
@@ -283,7 +356,7 @@ def main() -> None:
             admin = with_database(admin_root, name)
             app = with_user(admin, "disco_app", "disco_app")
             upgrade(admin, app, migrations_dir=Path(__file__).resolve().parents[1] / "migrations")
-            asyncio.run(bench(args, app, bootstrap))
+            asyncio.run(bench(args, app, bootstrap, postmaster_pid(server)))
         finally:
             if broker is not None:
                 broker.stop()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import httpx
+from pydantic import TypeAdapter
 
+from disco_common.registry import DiscoveredAgent
 from tests.integration.registry.support import (
     OBJECT_SCHEMA,
     RESULT_SCHEMA,
@@ -15,6 +17,8 @@ from tests.integration.registry.support import (
     registration,
     unique,
 )
+
+ANSWER = TypeAdapter(list[DiscoveredAgent])
 
 
 async def test_instances_of_one_agent_name_are_discovered_once_with_their_count(
@@ -152,3 +156,19 @@ async def test_discovery_describes_an_agent_by_its_most_recent_registration(
 
     assert agent["version"] == "2.0.0"
     assert agent["instance_count"] == 2
+
+
+async def test_the_discovery_answer_is_exactly_a_list_of_discovered_agents(
+    http: httpx.AsyncClient,
+) -> None:
+    tenant = new_tenant()
+    await register(http, tenant, registration(capabilities=[capability("add"), capability("mul")]))
+
+    for response in (
+        await http.get("/v1/discover", params={"capability": "add"}, headers=bearer(tenant)),
+        await http.post("/v1/discover", json={"text": "adds"}, headers=bearer(tenant)),
+    ):
+        assert response.headers["content-type"] == "application/json"
+        parsed = ANSWER.validate_python(response.json())
+        assert ANSWER.dump_python(parsed, mode="json") == response.json()
+        assert len(parsed) == 1

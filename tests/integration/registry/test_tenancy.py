@@ -10,9 +10,11 @@ from tests.fixtures.infra import DatabaseUrls
 from tests.integration.registry.support import (
     assert_error,
     bearer,
+    capability,
     new_tenant,
     register,
     registration,
+    unique,
 )
 
 
@@ -121,7 +123,7 @@ async def test_a_tenants_own_agent_comes_before_a_public_one_with_the_same_id(
     http: httpx.AsyncClient,
 ) -> None:
     owner, other = new_tenant(), new_tenant()
-    body = registration(visibility="public")
+    body = registration(visibility="public", capabilities=[capability(unique("public-task"))])
     await register(http, owner, body)
     mine = await register(http, other, {**body, "visibility": "tenant", "description": "mine"})
 

@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from disco_common.registry import DiscoveredAgent, DiscoveryQuery
+from disco_common.registry import DiscoveryQuery
 from disco_registry.agents.repository import like_pattern
 
 __all__ = ["DiscoveryRepository"]
@@ -35,11 +35,23 @@ WITH m AS (
     ORDER BY max(m.score) DESC NULLS LAST, (m.tenant_id = :tenant) DESC, m.name, m.tenant_id
     LIMIT :limit
 )
-SELECT g.name, g.instance_count, g.agent_ids, g.score,
-       a.description, a.version, a.tags, a.visibility, a.discovery AS capabilities
+-- The answer is built here as JSON text: discovery answers carry whole schemas,
+-- and decoding, validating and re-encoding them in Python would cost more than
+-- the query. The shape is DiscoveredAgent's (a test pins it).
+SELECT coalesce(json_agg(json_build_object(
+           'name', g.name,
+           'description', a.description,
+           'version', a.version,
+           'tags', a.tags,
+           'visibility', a.visibility,
+           'instance_count', g.instance_count,
+           'agent_ids', g.agent_ids,
+           'capabilities', a.discovery,
+           'score', g.score
+       ) ORDER BY g.score DESC NULLS LAST, (g.tenant_id = :tenant) DESC, g.name, g.tenant_id),
+       '[]')::text AS answer
 FROM g
 JOIN registry.agents a ON a.tenant_id = g.tenant_id AND a.agent_id = g.representative
-ORDER BY g.score DESC NULLS LAST, (g.tenant_id = :tenant) DESC, g.name, g.tenant_id
 """
 
 
@@ -49,8 +61,9 @@ class DiscoveryRepository:
     def __init__(self, session: AsyncSession) -> None:
         self._session = session
 
-    async def discover(self, *, tenant_id: str, query: DiscoveryQuery) -> list[DiscoveredAgent]:
-        """Live agents visible to the tenant that match every criterion of ``query``."""
+    async def discover_json(self, *, tenant_id: str, query: DiscoveryQuery) -> str:
+        """Live agents visible to the tenant that match every criterion of ``query``, as the
+        JSON text of a list of :class:`DiscoveredAgent`."""
         clauses = ["(a.tenant_id = :tenant OR a.visibility = 'public')"]
         params: dict[str, Any] = {"tenant": tenant_id, "limit": query.limit}
         required = list(dict.fromkeys([*query.capabilities, *filter(None, [query.capability])]))
@@ -78,5 +91,4 @@ class DiscoveryRepository:
             params["text"] = query.text
             params["like"] = like_pattern(query.text)
         statement = text(_TEMPLATE.format(score=score, where=" AND ".join(clauses)))
-        rows = (await self._session.execute(statement, params)).all()
-        return [DiscoveredAgent.model_validate(row._mapping) for row in rows]
+        return str((await self._session.execute(statement, params)).scalar_one())

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+from pydantic import TypeAdapter
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from disco_common.registry import DiscoveredAgent, DiscoveryQuery
 from disco_registry.discovery.repository import DiscoveryRepository
 
-__all__ = ["discover"]
+__all__ = ["discover", "discover_json"]
+
+_ANSWER = TypeAdapter(list[DiscoveredAgent])
 
 
-async def discover(
-    session: AsyncSession, *, tenant_id: str, query: DiscoveryQuery
-) -> list[DiscoveredAgent]:
+async def discover_json(session: AsyncSession, *, tenant_id: str, query: DiscoveryQuery) -> str:
     """Live agents visible to the tenant matching every criterion of ``query``.
 
     Each agent name comes once (its instances together: ``instance_count``,
@@ -20,5 +21,15 @@ async def discover(
     registration, with every request and response schema resolved inline.
     With ``text``, the best matches come first (``score``); otherwise the
     tenant's own agents come before public ones, then by name.
+
+    The answer is the JSON text of a list of :class:`DiscoveredAgent`, built by
+    the database: routes send it as it is (:func:`discover` gives models).
     """
-    return await DiscoveryRepository(session).discover(tenant_id=tenant_id, query=query)
+    return await DiscoveryRepository(session).discover_json(tenant_id=tenant_id, query=query)
+
+
+async def discover(
+    session: AsyncSession, *, tenant_id: str, query: DiscoveryQuery
+) -> list[DiscoveredAgent]:
+    """:func:`discover_json`, parsed into :class:`DiscoveredAgent` models."""
+    return _ANSWER.validate_json(await discover_json(session, tenant_id=tenant_id, query=query))
