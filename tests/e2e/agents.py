@@ -267,7 +267,7 @@ def planners() -> list[Agent]:
 
     @trip.on_goal("e2e.gated.goal")
     async def gated(goal: GoalContext[Any]) -> None:
-        plan = await goal.start_plan(GATED)
+        plan = goal.new_plan(GATED)
         await plan.pause("waiting for the gate")
 
     @trip.on_event(topic="business-facts", event_type="e2e.gate.opened")

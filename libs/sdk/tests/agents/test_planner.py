@@ -370,3 +370,39 @@ def test_an_invalid_state_machine_fails_when_the_plan_is_added() -> None:
                 states={"start": StateConfig(state_name="start", default_next="nowhere")},
             ),
         )
+
+
+async def test_a_plan_paused_before_it_starts_starts_when_resumed() -> None:
+    planner = Planner("gate", register=False)
+    states = [
+        StateConfig(state_name="start", default_next="searching"),
+        StateConfig(
+            state_name="searching",
+            action=StateAction(
+                event_type="search.requested",
+                response_event="found",
+                data={"query": "q", "hits": 1},
+            ),
+            transitions=[StateTransition(on_event="found", to_state="done")],
+        ),
+        StateConfig(state_name="done", is_terminal=True),
+    ]
+
+    @planner.on_goal("gated.goal")
+    async def start(goal: GoalContext[Any]) -> None:
+        await goal.new_plan(states).pause("closed")
+
+    @planner.on_event(topic="business-facts", event_type="gate.opened")
+    async def open_gate(event: Any) -> None:
+        plan = await planner.restore_plan(event.data["plan_id"])
+        assert plan is not None
+        await plan.resume()
+
+    async with AgentTestKit(planner, search_tool()) as kit:
+        goal = await kit.request("gated.goal", {}, response_event="r")
+        before = list(kit.requests("search.requested"))
+        (paused,) = kit.system_events("plan.paused")
+        await kit.publish("business-facts", "gate.opened", {"plan_id": paused.data["plan_id"]})  # type: ignore[index,call-overload]
+
+    assert before == []
+    assert kit.result_of(goal).result == {"searching": {"query": "q", "count": 1}}

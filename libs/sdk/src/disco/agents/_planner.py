@@ -681,7 +681,9 @@ class PlanContext:
     async def pause(self, reason: str = "paused") -> None:
         """Halt the plan at a plan-level gate (no timeout) until :meth:`resume`.
 
-        Answers that arrive meanwhile are kept and move the plan on resume.
+        Answers that arrive meanwhile are kept and move the plan on resume. A
+        plan made with :meth:`GoalContext.new_plan` may be paused before it
+        starts: :meth:`resume` then starts it.
         """
         self._check_open("pause")
         if self._data.status is PlanStatus.PAUSED:
@@ -725,6 +727,10 @@ class PlanContext:
             await self._enter(to_state, None)
             return
         current = self._data.current_state
+        if current is None:
+            # Paused before it started (a gate in front of the whole plan).
+            await self._enter(self._data.initial_state, None, announce_start=True)
+            return
         if current is not None and (nxt := self._config(current).default_next) is not None:
             await self._enter(nxt, None)
             return
