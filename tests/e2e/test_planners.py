@@ -1,4 +1,4 @@
-"""Planners end to end: success through a nested sub-plan, failure, a conditional HITL pause, resume."""
+"""Planners end to end: a nested sub-plan, a failure branch, a HITL pause, a gate."""
 
 from __future__ import annotations
 
