@@ -330,7 +330,11 @@ async def bench(args: argparse.Namespace, admin_url: str, app_url: str, bootstra
     try:
         await wait_ready(base_url, process, limit_seconds=90)
         token = mint_dev_token(DEV_AUTH_SECRET, TENANT, USER, (Role.USER,), 3600)
-        limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
+        # Idle connections expire before uvicorn's 5 s keep-alive closes them
+        # (reusing a connection the server is closing fails the request).
+        limits = httpx.Limits(
+            max_connections=64, max_keepalive_connections=64, keepalive_expiry=2.0
+        )
         async with httpx.AsyncClient(
             base_url=base_url,
             headers={"Authorization": f"Bearer {token}"},
@@ -401,11 +405,11 @@ async def bench(args: argparse.Namespace, admin_url: str, app_url: str, bootstra
             keys = [f"key-{n}" for n in range(1000)]
             random_key = random.Random(3)
             # Every key exists before the GET phase, so each GET is a hit.
-            for start in range(0, len(keys), 50):
+            for start in range(0, len(keys), args.concurrency):
                 await asyncio.gather(
                     *(
                         client.put(f"/v1/memory/working/{plan}/{key}", json={"value": 0})
-                        for key in keys[start : start + 50]
+                        for key in keys[start : start + args.concurrency]
                     )
                 )
             value = {"draft": "x" * 200, "step": 3}
