@@ -131,3 +131,27 @@ async def test_a_tenants_own_agent_comes_before_a_public_one_with_the_same_id(
 
     assert seen.json()["tenant_id"] == other
     assert seen.json()["description"] == mine["description"] == "mine"
+
+
+async def test_the_discovery_function_answers_only_for_the_tenant_of_the_transaction(
+    http: httpx.AsyncClient, database: DatabaseUrls
+) -> None:
+    owner, other = new_tenant(), new_tenant()
+    task = unique("secret-task")
+    await register(http, owner, registration(capabilities=[capability(task)]))
+    call = "SELECT registry.discover_agents(ARRAY[$1]::text[], NULL, NULL, NULL, 20)"
+
+    as_other = await app_role(database, other)
+    as_owner = await app_role(database, owner)
+    no_tenant = await asyncpg.connect(database.app)
+    try:
+        seen_by_other = await as_other.fetchval(call, task)
+        seen_by_owner = await as_owner.fetchval(call, task)
+        seen_by_nobody = await no_tenant.fetchval(call, task)
+    finally:
+        for conn in (as_other, as_owner, no_tenant):
+            await conn.close()
+
+    assert seen_by_other == "[]"
+    assert seen_by_nobody == "[]"
+    assert task in seen_by_owner

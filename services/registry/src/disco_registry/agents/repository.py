@@ -8,6 +8,7 @@ written on registration, expiry and deregistration only.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -234,10 +235,13 @@ def _json(value: Any) -> str:
     return canonical_json(value).decode()
 
 
-def like_pattern(value: str) -> str:
-    """``%value%`` for ILIKE with the wildcard characters of ``value`` escaped."""
-    escaped = value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
+def text_query_terms(query: str) -> str:
+    """A ``to_tsquery`` text matching any word of ``query``, each also as a prefix.
+
+    The same rule as discovery's (``registry.discover_agents``); '' when the
+    query has no word.
+    """
+    return " | ".join(f"{word}:*" for word in re.findall(r"[^\W_]+", query.lower()))
 
 
 def record_from_row(row: Row[Any]) -> AgentRecord:
@@ -429,12 +433,9 @@ class AgentRepository:
             clauses.append("a.tags @> ARRAY[CAST(:tag AS text)]")
             params["tag"] = filters.tag
         if filters.text is not None:
-            clauses.append(
-                "(a.search_vector @@ websearch_to_tsquery('english', :text) "
-                "OR a.search_text ILIKE :like)"
-            )
-            params["text"] = filters.text
-            params["like"] = like_pattern(filters.text)
+            terms = text_query_terms(filters.text)
+            clauses.append("a.search_vector @@ to_tsquery('english', :terms)" if terms else "false")
+            params["terms"] = terms
         if not filters.include_expired:
             clauses.append("li.live_instances > 0")
         if after is not None:
