@@ -1,0 +1,102 @@
+"""The examples run end to end: `make demo`, and the planner's HITL pause answered from the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+
+import pytest
+
+from disco._dev.ports import free_port
+from tests.e2e.conftest import ROOT, Stack
+
+pytestmark = pytest.mark.e2e
+
+EXAMPLES = ROOT / "examples"
+
+
+def run_example(stack: Stack, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(EXAMPLES / args[0]), *args[1:]],
+        env=stack.env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def test_the_demo_runs_a_tool_a_worker_and_a_planner_against_the_stack(e2e_stack: Stack) -> None:
+    demo = run_example(e2e_stack, "demo.py")
+
+    assert demo.returncode == 0, demo.stdout + demo.stderr
+    assert '"message": "Bonjour, Ada!"' in demo.stdout
+    assert '"carrier": "slow-boat"' in demo.stdout
+    assert "searching -> booking  (on trip.flights.found)" in demo.stdout
+    assert '"reference": "BK-42"' in demo.stdout
+
+
+def test_the_demo_says_how_to_start_a_stack_when_none_runs(e2e_stack: Stack) -> None:
+    nowhere = f"127.0.0.1:{free_port()}"
+    env = {
+        **e2e_stack.env,
+        "DISCO_KAFKA_BOOTSTRAP": nowhere,
+        "DISCO_REGISTRY_URL": f"http://{nowhere}",
+        "DISCO_MEMORY_URL": f"http://{nowhere}",
+    }
+    demo = subprocess.run(
+        [sys.executable, str(EXAMPLES / "demo.py")],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert demo.returncode == 1
+    assert "make dev" in demo.stderr
+
+
+async def test_the_travel_planner_pauses_for_a_human_answered_from_the_command_line(
+    e2e_stack: Stack,
+) -> None:
+    planner = subprocess.Popen(
+        [sys.executable, str(EXAMPLES / "travel_planner.py")],
+        env=e2e_stack.env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        asking = await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(EXAMPLES / "ask.py"),
+            "trip.requested",
+            '{"city": "Atlantis"}',
+            "--wait",
+            "90",
+            env=e2e_stack.env,
+            cwd=ROOT,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        listing = ""
+        for _ in range(60):
+            listed = await asyncio.to_thread(run_example, e2e_stack, "answer.py")
+            listing = listed.stdout
+            if "Go by boat instead?" in listing:
+                break
+            await asyncio.sleep(1)
+        answered = await asyncio.to_thread(run_example, e2e_stack, "answer.py", "yes")
+        out, err = await asyncio.wait_for(asking.communicate(), 120)
+    finally:
+        planner.terminate()
+        planner.wait(20)
+
+    assert "No flights to Atlantis. Go by boat instead? (yes/no)" in listing
+    assert answered.returncode == 0, answered.stdout + answered.stderr
+    assert asking.returncode == 0, err.decode()
+    assert '"booked": "boat"' in out.decode()
