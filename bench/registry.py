@@ -186,11 +186,12 @@ def report(
     cpu: tuple[float, float, float],
 ) -> None:
     registry, postgres, client = (seconds / count * 1000 for seconds in cpu)
+    postgres_text = f"{postgres:5.2f}" if postgres >= 0 else "  n/a"
     print(
         f"{label:<30} {count / elapsed:>7,.0f} req/s  "
         f"p50 {percentile(latencies, 0.50) * 1000:7.2f} ms  "
         f"p99 {percentile(latencies, 0.99) * 1000:7.2f} ms  "
-        f"| CPU ms/req: registry {registry:5.2f}, postgres {postgres:5.2f}, "
+        f"| CPU ms/req: registry {registry:5.2f}, postgres {postgres_text}, "
         f"client {client:5.2f}  ({count:,} req, {errors} errors)"
     )
 
@@ -326,7 +327,7 @@ def postmaster_pid(server: EmbeddedPostgres | None) -> int | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--agents", type=int, default=10_000)
-    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--pool-size", type=int, default=10)
     args = parser.parse_args()
