@@ -182,7 +182,11 @@ class RegistryClient(ServiceClient):
     async def list_events(
         self, query: EventListQuery | None = None, **filters: Any
     ) -> Page[EventRecord]:
-        """One page of event definitions (filter by ``topic``, ``owner_agent_id``, ``event_type``)."""
+        """One page of event definitions; filters: ``topic``, ``owner_agent_id``, ``event_type``.
+
+        Raises:
+            ServiceValidationError: a filter or the cursor is invalid.
+        """
         query = query if query is not None else EventListQuery(**filters)
         return await self.call("GET", "/v1/events", Page[EventRecord], params=_query_params(query))
 
