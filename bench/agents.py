@@ -1,0 +1,389 @@
+"""Benchmark: the agent layers beside the raw bus, in one run.
+
+    uv run python bench/agents.py [--round-trips 300] [--invocations 3000] [--goals 20]
+
+Starts an embedded Tansu broker on a free loopback port unless
+DISCO_KAFKA_BOOTSTRAP names one. Prints one table:
+
+- raw two-hop round trip (plain aiokafka: request topic -> responder -> result
+  topic) and the bus's own ``request(wait=...)`` round trip, both from
+  ``bench/bus.py`` (imported, not copied);
+- Tool round trip p50/p99: ``bus.request(wait=...)`` to a :class:`disco.Tool`
+  running in its own process (validating a pydantic request, dumping a pydantic
+  answer), one request at a time;
+- sustained Tool invocations/s with 1 and 4 tool processes (one consumer group,
+  8 partitions), with up to ``--window`` requests in flight;
+- Planner: time per state transition of a 10-state linear plan whose every state
+  asks the Tool; the overhead per transition is that minus the Tool round trip.
+  Plan contexts live in :class:`disco.testing.InMemoryMemory` here (the SDK's
+  own cost); with the memory service each transition adds one HTTP write.
+
+Targets (issue 5): Tool round trip p50 <= 2x the raw two-hop round trip;
+throughput grows with instances until the machine's 2 cores are busy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from pydantic import BaseModel
+
+from disco import PlanDefinition, Planner, StateAction, StateConfig, StateTransition, Tool
+from disco._dev.broker import EmbeddedBroker
+from disco._dev.ports import free_port
+from disco.bus import BusClient
+from disco.settings import BusSettings
+from disco.testing import InMemoryMemory
+from disco_common.topics import Topic
+
+HERE = Path(__file__).resolve().parent
+
+
+def _bus_bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_bus", HERE / "bus.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class Work(BaseModel):
+    blob: str
+    n: int = 0
+
+
+class Done(BaseModel):
+    n: int
+    size: int
+
+
+def make_tool(settings: BusSettings) -> Tool:
+    tool = Tool("bench-tool", bus_settings=settings, register=False, validate_requests=False)
+
+    @tool.on_invoke("bench.tool.requested")
+    async def work(request: Work) -> Done:
+        return Done(n=request.n + 1, size=len(request.blob))
+
+    return tool
+
+
+PAYLOAD = {"blob": "x" * 180, "n": 1}
+
+
+PARTITIONS = int(os.environ.get("BENCH_PARTITIONS", "8"))
+
+
+def settings_for(bootstrap: str, prefix: str, partitions: int = PARTITIONS) -> BusSettings:
+    return BusSettings(
+        kafka_bootstrap=bootstrap,
+        topic_prefix=prefix,
+        kafka_partitions=partitions,
+        kafka_session_timeout_ms=2000,
+        kafka_heartbeat_interval_ms=500,
+    )
+
+
+# -- tool processes --------------------------------------------------------------------
+
+
+async def serve_tool(bootstrap: str, prefix: str) -> None:
+    tool = make_tool(settings_for(bootstrap, prefix))
+    await tool.start()
+    await tool.wait_ready(60)
+    print("ready", flush=True)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await tool.stop()
+
+
+def start_tools(count: int, bootstrap: str, prefix: str) -> list[subprocess.Popen[bytes]]:
+    processes = [
+        subprocess.Popen(
+            [sys.executable, __file__, "--serve-tool", bootstrap, prefix],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        for _ in range(count)
+    ]
+    for process in processes:
+        assert process.stdout is not None
+        for line in process.stdout:  # structlog writes to stdout too
+            if line.strip() == b"ready":
+                break
+        else:
+            raise RuntimeError("a tool process did not start")
+    return processes
+
+
+def stop_tools(processes: list[subprocess.Popen[bytes]]) -> None:
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+async def provision(settings: BusSettings) -> None:
+    async with BusClient(settings) as bus:
+        await bus.ensure_topics([Topic.ACTION_REQUESTS, Topic.ACTION_RESULTS, Topic.SYSTEM_EVENTS])
+
+
+# -- measurements ------------------------------------------------------------------------
+
+
+async def tool_round_trips(settings: BusSettings, rounds: int) -> list[float]:
+    async with BusClient(settings, name="bench-caller") as bus:
+        for _ in range(20):  # warm-up: listener positioned, connections made
+            await bus.request(
+                "bench.tool.requested", PAYLOAD, response_event="bench.tool.answered", wait=30
+            )
+        latencies = []
+        for _ in range(rounds):
+            started = time.perf_counter()
+            await bus.request(
+                "bench.tool.requested", PAYLOAD, response_event="bench.tool.answered", wait=30
+            )
+            latencies.append(time.perf_counter() - started)
+        return latencies
+
+
+async def tool_throughput(settings: BusSettings, invocations: int, window: int) -> float:
+    """Answers per second, with a cheap load generator.
+
+    Requests go out pipelined (``bus.send``, at most ``window`` unanswered);
+    answers are counted by a raw group-less reader from their ``ce_type``
+    header, without parsing, so the caller costs as little CPU as possible and
+    the figure is the tools' own.
+    """
+    results = f"{settings.topic_prefix}{Topic.ACTION_RESULTS}"
+    reader = AIOKafkaConsumer(
+        enable_auto_commit=False,
+        fetch_max_wait_ms=settings.kafka_fetch_max_wait_ms,
+        **settings.kafka_connection_options(),
+    )
+    await reader.start()
+    try:
+        await reader.topics()
+        partitions = [
+            TopicPartition(results, p) for p in reader.partitions_for_topic(results) or ()
+        ]
+        reader.assign(partitions)
+        await reader.seek_to_end()
+        for tp in partitions:  # resolve the lazy positions now, before any answer exists
+            await reader.position(tp)
+        answered = 0
+        progress = asyncio.Event()
+
+        async def count() -> None:
+            nonlocal answered
+            while answered < invocations:
+                for records in (await reader.getmany(timeout_ms=100)).values():
+                    answered += sum(
+                        1 for r in records if ("ce_type", b"bench.tool.answered") in list(r.headers)
+                    )
+                progress.set()
+
+        async with BusClient(settings, name="bench-load") as bus:
+            counter = asyncio.create_task(count())
+            started = time.perf_counter()
+            sent = 0
+            while sent < invocations:
+                if sent - answered >= window:
+                    progress.clear()
+                    await progress.wait()
+                    continue
+                await bus.send(
+                    Topic.ACTION_REQUESTS,
+                    "bench.tool.requested",
+                    PAYLOAD,
+                    response_event="bench.tool.answered",
+                    correlation_id=uuid.uuid4().hex,
+                )
+                sent += 1
+            await asyncio.wait_for(counter, 300)
+            return invocations / (time.perf_counter() - started)
+    finally:
+        await reader.stop()
+
+
+STEPS = 10
+
+
+def linear_plan() -> PlanDefinition:
+    states = [StateConfig(state_name="start", default_next="s0")]
+    for i in range(STEPS):
+        states.append(
+            StateConfig(
+                state_name=f"s{i}",
+                action=StateAction(
+                    event_type="bench.tool.requested",
+                    response_event=f"bench.step{i}.done",
+                    data={"blob": "{goal_data.blob}", "n": i},
+                ),
+                transitions=[
+                    StateTransition(
+                        on_event=f"bench.step{i}.done",
+                        to_state=f"s{i + 1}" if i + 1 < STEPS else "done",
+                        condition="success",
+                    )
+                ],
+            )
+        )
+    states.append(StateConfig(state_name="done", is_terminal=True))
+    return PlanDefinition(plan_type="bench.linear", states=states)
+
+
+async def planner_per_transition(settings: BusSettings, goals: int) -> list[float]:
+    planner = Planner(
+        "bench-planner",
+        bus_settings=settings,
+        register=False,
+        validate_requests=False,
+        memory=InMemoryMemory(),
+    )
+    planner.add_plan("bench.plan.goal", linear_plan())
+    async with planner, BusClient(settings, name="bench-caller") as bus:
+        await planner.wait_ready(60)
+        await bus.request(
+            "bench.plan.goal", {"blob": "x" * 180}, response_event="bench.plan.done", wait=60
+        )
+        per_transition = []
+        for _ in range(goals):
+            started = time.perf_counter()
+            answer = await bus.request(
+                "bench.plan.goal", {"blob": "x" * 180}, response_event="bench.plan.done", wait=60
+            )
+            elapsed = time.perf_counter() - started
+            assert isinstance(answer.data, dict) and answer.data.get("success"), answer.data
+            per_transition.append(elapsed / (STEPS + 1))
+        return per_transition
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def main(bootstrap: str, rounds: int, invocations: int, window: int, goals: int) -> None:
+    run = uuid.uuid4().hex[:6]
+    phase = 0
+
+    def fresh(partitions: int = PARTITIONS) -> BusSettings:
+        nonlocal phase
+        phase += 1
+        return settings_for(bootstrap, f"bagents{run}.{phase}.", partitions)
+
+    bus_bench = _bus_bench()
+    print(f"broker {bootstrap}; {rounds} round trips; {invocations} invocations, window {window}")
+
+    raw_settings = fresh(3)
+    await provision(raw_settings)
+    raw = bus_bench.raw_round_trips(raw_settings, rounds)
+    raw_rt = await raw
+    bus_settings = fresh(3)
+    await provision(bus_settings)
+    bus_rt = await bus_bench.disco_round_trips(bus_settings, rounds)
+
+    results: dict[str, Any] = {}
+    for instances in (1, 4):
+        settings = fresh()
+        await provision(settings)
+        tools = start_tools(instances, bootstrap, settings.topic_prefix)
+        try:
+            await asyncio.sleep(2.5)  # let the group settle after the last join
+            if instances == 1:
+                results["tool_rt"] = await tool_round_trips(settings, rounds)
+            results[f"tps{instances}"] = await tool_throughput(settings, invocations, window)
+        finally:
+            stop_tools(tools)
+        print(f"  {instances} tool process(es): {results[f'tps{instances}']:,.0f} invocations/s")
+
+    settings = fresh()
+    await provision(settings)
+    tools = start_tools(1, bootstrap, settings.topic_prefix)
+    try:
+        await asyncio.sleep(2.5)
+        plan_steps = await planner_per_transition(settings, goals)
+        step_tool_rt = await tool_round_trips(settings, min(rounds, 100))
+    finally:
+        stop_tools(tools)
+
+    ms = 1000.0
+    raw_p50, raw_p99 = statistics.median(raw_rt) * ms, percentile(raw_rt, 0.99) * ms
+    bus_p50 = statistics.median(bus_rt) * ms
+    tool_p50 = statistics.median(results["tool_rt"]) * ms
+    tool_p99 = percentile(results["tool_rt"], 0.99) * ms
+    step_p50 = statistics.median(plan_steps) * ms
+    overhead = step_p50 - statistics.median(step_tool_rt) * ms
+    print()
+    print(f"{'':44} {'value':>10} {'x raw':>8} {'target':>8}")
+    print(f"{'raw two-hop round trip p50 / p99 (ms)':44} {raw_p50:>5.1f}/{raw_p99:<4.1f}")
+    print(
+        f"{'bus request(wait) round trip p50 (ms)':44} {bus_p50:>10.1f} {bus_p50 / raw_p50:>8.2f}"
+    )
+    print(
+        f"{'Tool round trip p50 (ms)':44} {tool_p50:>10.1f} {tool_p50 / raw_p50:>8.2f} "
+        f"{'<= 2.00':>8}"
+    )
+    print(f"{'Tool round trip p99 (ms)':44} {tool_p99:>10.1f} {tool_p99 / raw_p99:>8.2f}")
+    print(f"{'Tool invocations/s, 1 process':44} {results['tps1']:>10,.0f}")
+    print(
+        f"{'Tool invocations/s, 4 processes':44} {results['tps4']:>10,.0f} "
+        f"{results['tps4'] / results['tps1']:>7.2f}x"
+    )
+    print(f"{'Planner time per state transition p50 (ms)':44} {step_p50:>10.1f}")
+    print(f"{'  of which planner overhead (ms)':44} {overhead:>10.1f}")
+    print(
+        f"\n(cores: {os.cpu_count()}; plan contexts in memory; tool answers validated by pydantic)"
+    )
+
+
+def cli() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--round-trips", type=int, default=300)
+    parser.add_argument("--invocations", type=int, default=3000)
+    parser.add_argument("--window", type=int, default=200, help="requests in flight")
+    parser.add_argument("--goals", type=int, default=20, help="plans run for the planner figure")
+    parser.add_argument(
+        "--serve-tool", nargs=2, metavar=("BOOTSTRAP", "PREFIX"), help=argparse.SUPPRESS
+    )
+    args = parser.parse_args()
+    if args.serve_tool:
+        asyncio.run(serve_tool(*args.serve_tool))
+        return 0
+    bootstrap = os.environ.get("DISCO_KAFKA_BOOTSTRAP")
+    broker: EmbeddedBroker | None = None
+    if not bootstrap:
+        broker = EmbeddedBroker(
+            port=free_port(), log_path=Path(tempfile.mkdtemp(prefix="disco-bench-")) / "broker.log"
+        )
+        broker.start()
+        bootstrap = broker.bootstrap
+    try:
+        asyncio.run(main(bootstrap, args.round_trips, args.invocations, args.window, args.goals))
+    finally:
+        if broker is not None:
+            broker.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli())
