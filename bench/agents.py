@@ -54,7 +54,8 @@ HERE = Path(__file__).resolve().parent
 
 def _bus_bench() -> ModuleType:
     spec = importlib.util.spec_from_file_location("bench_bus", HERE / "bus.py")
-    assert spec is not None and spec.loader is not None
+    if spec is None or spec.loader is None:
+        raise RuntimeError(f"cannot load {HERE / 'bus.py'}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -270,7 +271,8 @@ async def planner_per_transition(settings: BusSettings, goals: int) -> list[floa
                 "bench.plan.goal", {"blob": "x" * 180}, response_event="bench.plan.done", wait=60
             )
             elapsed = time.perf_counter() - started
-            assert isinstance(answer.data, dict) and answer.data.get("success"), answer.data
+            if not (isinstance(answer.data, dict) and answer.data.get("success")):
+                raise RuntimeError(f"the plan failed: {answer.data}")
             per_transition.append(elapsed / (STEPS + 1))
         return per_transition
 
