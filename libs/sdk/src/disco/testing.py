@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Self, TypeVar, cast
 
 from pydantic import BaseModel
 
@@ -40,7 +40,7 @@ from disco.bus import BusClient
 from disco.clients import ServiceConflictError
 from disco.settings import BusSettings
 from disco_common.envelope import ActionRequest, ActionResult, Envelope
-from disco_common.memory import PlanContextRecord, TaskContextRecord
+from disco_common.memory import PlanContextRecord, TaskContextRecord, WorkingMemoryEntry
 from disco_common.notifications import HumanInputRequest, HumanInputResponse, NotificationType
 from disco_common.plans import PlanContextData, PlanStatus
 from disco_common.tasks import ActionResultData, ErrorInfo, TaskContextData
@@ -67,7 +67,7 @@ def _over_the_wire(model: ModelT) -> ModelT:
 
 
 class InMemoryMemory:
-    """Task and plan contexts in a dict, with the memory service's rules.
+    """Task and plan contexts and working memory in dicts, with the memory service's rules.
 
     Versions start at 1 and grow by one per write; ``expected_version`` (0:
     only if absent) raises :class:`~disco.clients.ServiceConflictError` on a
@@ -79,6 +79,7 @@ class InMemoryMemory:
         self.tasks: dict[str, TaskContextRecord] = {}
         self.plans: dict[str, PlanContextRecord] = {}
         self.plan_records: dict[str, dict[str, Any]] = {}
+        self.working: dict[tuple[str, str], WorkingMemoryEntry] = {}
         self._by_subtask: dict[str, str] = {}
         self._by_correlation: dict[str, str] = {}
         self.writes = 0
@@ -198,6 +199,46 @@ class InMemoryMemory:
         await asyncio.sleep(0)  # a real service call yields: let other handlers interleave
         plan_id = self._by_correlation.get(correlation_id)
         return await self.get_plan_context(plan_id) if plan_id else None
+
+    async def put_working(
+        self,
+        plan_id: str,
+        key: str,
+        value: Any,
+        *,
+        ttl_seconds: int | None = None,
+        expected_version: int | None = None,
+    ) -> WorkingMemoryEntry:
+        existing = self.working.get((plan_id, key))
+        self._check_version(
+            "key", f"{plan_id}/{key}", existing.version if existing else None, expected_version
+        )
+        now = _now()
+        entry = WorkingMemoryEntry(
+            version=(existing.version if existing else 0) + 1,
+            plan_id=plan_id,
+            key=key,
+            value=json.loads(json.dumps(value)),
+            created_at=existing.created_at if existing else now,
+            updated_at=now,
+        )
+        self.working[(plan_id, key)] = entry
+        return entry.model_copy(deep=True)
+
+    async def get_working(self, plan_id: str, key: str) -> WorkingMemoryEntry | None:
+        entry = self.working.get((plan_id, key))
+        return entry.model_copy(deep=True) if entry else None
+
+    async def delete_working(self, plan_id: str, key: str) -> bool:
+        return self.working.pop((plan_id, key), None) is not None
+
+    async def store(self, key: str, value: Any, plan_id: str) -> bool:
+        await self.put_working(plan_id, key, value)
+        return True
+
+    async def retrieve(self, key: str, plan_id: str) -> Any:
+        entry = await self.get_working(plan_id, key)
+        return entry.value if entry is not None else None
 
     async def create_plan(
         self, goal_event: str, response_event: str, *, plan_id: str | None = None, **fields: Any
@@ -325,7 +366,7 @@ class AgentTestKit:
             member.agent._attach(
                 PlatformContext(
                     bus=member.bus,
-                    memory=self.memory,
+                    memory=cast(Any, self.memory),
                     registry=None,
                     agent=member.agent.identity,
                     validator=self.validator,

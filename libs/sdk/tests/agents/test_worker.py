@@ -436,3 +436,19 @@ def test_a_worker_refuses_a_second_on_result_for_the_same_event() -> None:
         @worker.on_result("x.done")
         async def second(result: ResultContext) -> None:
             return None
+
+
+async def test_a_handler_can_use_working_memory_in_a_unit_test() -> None:
+    worker = Worker("noter", register=False)
+
+    @worker.on_task("note.requested")
+    async def note(task: TaskContext[Any], context: PlatformContext) -> None:
+        await context.memory.put_working("plan-1", "note", {"text": task.data["text"]})
+        entry = await context.memory.get_working("plan-1", "note")
+        assert entry is not None
+        await task.complete({"stored": entry.value, "version": entry.version})
+
+    async with AgentTestKit(worker) as kit:
+        request = await kit.request("note.requested", {"text": "hi"}, response_event="noted")
+
+    assert kit.result_of(request).result == {"stored": {"text": "hi"}, "version": 1}

@@ -30,7 +30,7 @@ from disco_common.registry import (
 from disco_common.topics import DLQ_SUFFIX, Topic, topic_name
 
 if TYPE_CHECKING:
-    from disco.clients import ServiceClientSettings
+    from disco.clients import MemoryClient, RegistryClient, ServiceClientSettings
 
 __all__ = ["Agent", "AgentIdentity", "PlatformContext"]
 
@@ -62,15 +62,16 @@ class PlatformContext:
     Attributes:
         bus: publishes events (``publish``, ``request``, ``respond``, ``announce``).
         memory: the memory service client (task and plan contexts, working memory,
-            sessions...); an in-memory stand-in under :mod:`disco.testing`.
+            sessions...); under :mod:`disco.testing`, an in-memory stand-in with the
+            task/plan-context and working-memory calls.
         registry: the registry service client (discovery, schemas), or ``None``
             when the agent runs without a registry.
         agent: who this agent instance is.
     """
 
     bus: BusClient
-    memory: Any
-    registry: Any
+    memory: MemoryClient
+    registry: RegistryClient | None
     agent: AgentIdentity
     validator: RequestValidator | None = None
     extras: dict[str, Any] = field(default_factory=dict)
