@@ -38,8 +38,6 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-import cel
-
 __all__ = [
     "CONDITION_VARIABLES",
     "ConditionError",
@@ -79,6 +77,10 @@ class TemplateError(ValueError):
 
 @lru_cache(maxsize=4096)
 def _compiled(expression: str) -> Any:
+    # Imported on first use: the cel package also loads its interactive CLI
+    # (prompt_toolkit, rich), which `import disco` should not pay for.
+    import cel
+
     try:
         return cel.compile(expression)
     except (ValueError, RuntimeError) as exc:
