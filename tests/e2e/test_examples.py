@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 import subprocess
 import sys
 
 import pytest
 
 from disco._dev.ports import free_port
-from tests.e2e.conftest import ROOT, Stack
+from disco.bus import BusClient
+from disco.clients import RegistryClient, ServiceClientSettings
+from disco_common.registry import AgentRecord
+from tests.e2e.conftest import ROOT, TENANT, Stack
 
 pytestmark = pytest.mark.e2e
 
@@ -100,3 +104,43 @@ async def test_the_travel_planner_pauses_for_a_human_answered_from_the_command_l
     assert answered.returncode == 0, answered.stdout + answered.stderr
     assert asking.returncode == 0, err.decode()
     assert '"booked": "boat"' in out.decode()
+
+
+async def test_an_agent_served_as_a_process_answers_and_stops_cleanly_on_sigterm(
+    e2e_stack: Stack, caller: BusClient
+) -> None:
+    settings = ServiceClientSettings(registry_url=e2e_stack.urls["registry"], tenant_id=TENANT)
+    tool = subprocess.Popen(
+        [sys.executable, str(EXAMPLES / "hello_tool.py")],
+        env=e2e_stack.env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        async with RegistryClient.from_settings(settings) as registry:
+            live: list[AgentRecord] = []
+            for _ in range(120):
+                live = (await registry.list_agents(name="hello")).items
+                if live:
+                    break
+                await asyncio.sleep(0.5)
+            answer = await caller.request(
+                "hello.requested",
+                {"name": "Grace", "language": "de"},
+                response_event="hello.answered",
+                tenant_id=TENANT,
+                wait=60,
+            )
+            tool.send_signal(signal.SIGTERM)
+            code = await asyncio.to_thread(tool.wait, 30)
+            after = (await registry.list_agents(name="hello")).items
+    finally:
+        if tool.poll() is None:
+            tool.kill()
+            tool.wait(5)
+
+    assert len(live) == 1
+    assert answer.data == {"success": True, "result": {"message": "Hallo, Grace!"}}
+    assert code == 0
+    assert after == []
