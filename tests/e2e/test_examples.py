@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import subprocess
 import sys
@@ -144,3 +145,36 @@ async def test_an_agent_served_as_a_process_answers_and_stops_cleanly_on_sigterm
     assert answer.data == {"success": True, "result": {"message": "Hallo, Grace!"}}
     assert code == 0
     assert after == []
+
+
+async def test_the_sequential_worker_example_prices_an_order_item_by_item(e2e_stack: Stack) -> None:
+    worker = subprocess.Popen(
+        [sys.executable, str(EXAMPLES / "sequential_worker.py")],
+        env=e2e_stack.env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        asked = await asyncio.to_thread(
+            run_example,
+            e2e_stack,
+            "ask.py",
+            "order.price.requested",
+            '{"items": [{"sku": "book", "qty": 2}, {"sku": "pen", "qty": 10}]}',
+            "--wait",
+            "90",
+        )
+    finally:
+        worker.terminate()
+        worker.wait(20)
+
+    assert asked.returncode == 0, asked.stdout + asked.stderr
+    assert json.loads(asked.stdout) == {
+        "success": True,
+        "result": {
+            "lines": [{"sku": "book", "amount": 25.0}, {"sku": "pen", "amount": 12.0}],
+            "total": {"net": 37.0, "vat": 7.4, "gross": 44.4},
+        },
+        "task_id": json.loads(asked.stdout)["task_id"],
+    }
