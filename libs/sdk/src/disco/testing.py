@@ -36,7 +36,8 @@ from pydantic import BaseModel
 from disco._context import HandlerContext, handler_context
 from disco.agents import Agent, PlatformContext
 from disco.agents._ports import RequestValidator
-from disco.bus import BusClient
+from disco.bus import BusClient, MessageTooLargeError
+from disco.bus._wire import record_for
 from disco.clients import ServiceConflictError
 from disco.settings import BusSettings
 from disco_common.envelope import ActionRequest, ActionResult, Envelope
@@ -292,6 +293,10 @@ class _KitBus(BusClient):
     async def _write_envelope(self, name: str, envelope: Envelope) -> asyncio.Future[Any]:
         if self._request_validator is not None and isinstance(envelope, ActionRequest):
             await self._request_validator(envelope.type, envelope.data)
+        record = record_for(envelope)
+        limit = self.settings.bus_max_message_bytes
+        if record.size > limit:
+            raise MessageTooLargeError(name, envelope.type, record.size, limit)
         self._kit._published(name, envelope, self.name)
         done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         done.set_result(None)

@@ -93,3 +93,20 @@ async def test_a_redelivered_request_is_answered_with_the_same_envelope_id() -> 
 
     first, second = kit.answers(request.correlation_id)
     assert first.id == second.id
+
+
+async def test_an_answer_too_large_for_the_bus_reaches_the_caller_as_an_error() -> None:
+    tool = Tool("hoarder", register=False)
+
+    @tool.on_invoke("hoard.requested")
+    async def hoard(request: InvocationContext[Any]) -> str:
+        return "x" * 2_000_000
+
+    async with AgentTestKit(tool) as kit:
+        request = await kit.request("hoard.requested", {}, response_event="hoarded")
+
+    result = kit.result_of(request)
+    assert result.success is False
+    assert result.error is not None
+    assert result.error.type == "MessageTooLargeError"
+    assert "DISCO_BUS_MAX_MESSAGE_BYTES" in result.error.message

@@ -22,7 +22,7 @@ class Kind(StrEnum):
     PLANNER = "planner"
 
 
-_PYPROJECT = '''[project]
+_PYPROJECT = """[project]
 name = "{name}"
 version = "0.1.0"
 description = "A disco {kind}."
@@ -32,7 +32,7 @@ dependencies = ["disco-sdk"]
 [tool.pytest.ini_options]
 asyncio_mode = "auto"
 pythonpath = ["."]
-'''
+"""
 
 _README = """# {name}
 

@@ -13,12 +13,13 @@ from pydantic import BaseModel
 
 from disco.agents._errors import AgentDefinitionError
 from disco.agents._handlers import HandlerSpec
-from disco.bus import BusClient
+from disco.bus import BusClient, MessageTooLargeError
 from disco_common.registry import AgentCapability, EventDefinition
 from disco_common.system_events import SystemEventData
 from disco_common.topics import Topic
 
 __all__ = [
+    "answer",
     "capability_for",
     "derived_id",
     "mark_all_set",
@@ -169,3 +170,24 @@ async def publish_system_event(
         )
     except Exception as exc:
         _log.warning("system event not published", event_type=event_type, error=repr(exc))
+
+
+async def answer(
+    bus: BusClient, event_type: str, outcome: dict[str, Any], **attributes: Any
+) -> None:
+    """Publish an answer (an ``ActionResultData`` dict) with ``bus.respond``.
+
+    An answer too large for the bus is replaced by an error answer saying so:
+    the caller is told, instead of waiting for an answer that never comes.
+    """
+    try:
+        await bus.respond(event_type, outcome, **attributes)
+    except MessageTooLargeError as exc:
+        _log.warning("answer too large; answering with the error", event_type=event_type)
+        failure: dict[str, Any] = {
+            "success": False,
+            "error": {"type": "MessageTooLargeError", "message": str(exc)[:4000]},
+        }
+        if "task_id" in outcome:
+            failure["task_id"] = outcome["task_id"]
+        await bus.respond(event_type, failure, **attributes)

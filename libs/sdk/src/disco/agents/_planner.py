@@ -30,6 +30,7 @@ from pydantic import JsonValue, ValidationError
 
 from disco.agents._agent import Agent, PlatformContext
 from disco.agents._common import (
+    answer,
     capability_for,
     derived_id,
     mark_all_set,
@@ -769,7 +770,8 @@ class PlanContext:
         await self._store()
         data = self._data
         bus = self._platform.bus
-        await bus.respond(
+        await answer(
+            bus,
             data.response_event,
             outcome.model_dump(mode="json", exclude_none=True),
             correlation_id=data.goal_correlation_id or data.plan_id,

@@ -9,7 +9,7 @@ import structlog
 from pydantic import JsonValue
 
 from disco.agents._agent import Agent
-from disco.agents._common import capability_for, derived_id
+from disco.agents._common import answer, capability_for, derived_id
 from disco.agents._handlers import describe, error_info, inspect_handler, to_json
 from disco_common.envelope import ActionRequest, Envelope
 from disco_common.topics import Topic
@@ -174,7 +174,8 @@ class Tool(Agent):
                         "success": False,
                         "error": error_info(exc).model_dump(mode="json", exclude_none=True),
                     }
-                await context.bus.respond(
+                await answer(
+                    context.bus,
                     request.response_event,
                     outcome,
                     correlation_id=request.correlation_id or request.id,

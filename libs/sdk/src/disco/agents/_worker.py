@@ -31,6 +31,7 @@ from pydantic import BaseModel, JsonValue, ValidationError
 
 from disco.agents._agent import Agent, PlatformContext
 from disco.agents._common import (
+    answer,
     capability_for,
     derived_id,
     mark_all_set,
@@ -653,7 +654,8 @@ async def _publish_outcome(
         for key in ("tenant_id", "user_id", "session_id", "plan_id")
         if (value := getattr(data, key)) is not None
     }
-    await platform.bus.respond(
+    await answer(
+        platform.bus,
         data.response_event,
         outcome.model_dump(mode="json", exclude_none=True),
         correlation_id=data.correlation_id or data.task_id,
