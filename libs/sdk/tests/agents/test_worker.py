@@ -452,3 +452,39 @@ async def test_a_handler_can_use_working_memory_in_a_unit_test() -> None:
         request = await kit.request("note.requested", {"text": "hi"}, response_event="noted")
 
     assert kit.result_of(request).result == {"stored": {"text": "hi"}, "version": 1}
+
+
+async def test_a_request_redelivered_after_a_crash_before_publishing_sends_its_sub_task() -> None:
+    from disco.bus import PublishError
+
+    worker = Worker("doubler", register=False)
+
+    @worker.on_task("double.requested")
+    async def start(task: TaskContext[Any]) -> None:
+        await task.delegate("add.requested", {"a": 4, "b": 4}, response_event="doubled")
+
+    @worker.on_result("doubled")
+    async def finish(result: ResultContext) -> None:
+        task = await result.restore_task()
+        await task.complete(result.result)
+
+    async with AgentTestKit(worker, adder(), raise_errors=False) as kit:
+        bus = kit._members[0].bus
+        write = bus._write_envelope
+        failures: list[str] = []
+
+        async def broker_gone_once(name: str, envelope: Any) -> Any:
+            if envelope.type == "add.requested" and not failures:
+                failures.append(envelope.id)
+                raise PublishError("the broker went away")
+            return await write(name, envelope)
+
+        bus._write_envelope = broker_gone_once  # type: ignore[method-assign]
+        request = await kit.request("double.requested", {}, response_event="done")
+        assert kit.answers(request.correlation_id) == []  # saved, but the request never left
+        kit._members[0].seen.clear()  # the bus redelivers the uncommitted request
+        await kit.deliver("action-requests", request)
+        await kit.settle()
+
+    assert len(failures) == 1
+    assert kit.result_of(request).result == {"total": 8}

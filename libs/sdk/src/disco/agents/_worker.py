@@ -396,7 +396,7 @@ class TaskContext(Generic[InputT]):
         await self._platform.validate_request(spec.event_type, spec.data)
         sub_task_id = self._next_sub_task_id()
         self._add_sub_task(sub_task_id, spec, None)
-        await self._store()
+        await self._store_before_publishing([(sub_task_id, spec)])
         await self._publish_request(sub_task_id, spec)
         await self._announce_delegation([(sub_task_id, spec)], None)
         return sub_task_id
@@ -428,10 +428,31 @@ class TaskContext(Generic[InputT]):
             sub_task_id = self._next_sub_task_id()
             self._add_sub_task(sub_task_id, spec, group_id)
             delegated.append((sub_task_id, spec))
-        await self._store()
+        await self._store_before_publishing(delegated)
         await asyncio.gather(*(self._publish_request(sid, spec) for sid, spec in delegated))
         await self._announce_delegation(delegated, group_id)
         return group_id
+
+    async def _store_before_publishing(self, delegated: list[tuple[str, DelegationSpec]]) -> None:
+        """Save; on a fresh task that exists already (a redelivered request), finish its send.
+
+        Sub-task ids derive from the task id, so a redelivered request delegates
+        the very same sub-tasks. If the first run saved them but died before the
+        requests went out, they are still pending in memory: publish them now
+        (same envelope ids), then leave the task to that run's answers.
+        """
+        fresh = self._version is None
+        try:
+            await self._store()
+        except TaskConflictError:
+            if fresh:
+                record = await self._platform.context_memory.get_task_context(self.task_id)
+                stored = record.context.sub_tasks if record is not None else {}
+                for sub_task_id, spec in delegated:
+                    info = stored.get(sub_task_id)
+                    if info is not None and info.status is SubTaskStatus.PENDING:
+                        await self._publish_request(sub_task_id, spec)
+            raise
 
     def _add_sub_task(self, sub_task_id: str, spec: DelegationSpec, group: str | None) -> None:
         self._data.sub_tasks[sub_task_id] = SubTaskInfo(
