@@ -406,3 +406,29 @@ async def test_a_plan_paused_before_it_starts_starts_when_resumed() -> None:
 
     assert before == []
     assert kit.result_of(goal).result == {"searching": {"query": "q", "count": 1}}
+
+
+async def test_a_goal_redelivered_after_a_crash_before_publishing_sends_its_first_action() -> None:
+    from disco.bus import PublishError
+
+    planner = research_planner()
+    async with AgentTestKit(planner, search_tool(), raise_errors=False) as kit:
+        bus = kit._members[0].bus
+        write = bus._write_envelope
+        failures: list[str] = []
+
+        async def broker_gone_once(name: str, envelope: Any) -> Any:
+            if envelope.type == "search.requested" and not failures:
+                failures.append(envelope.id)
+                raise PublishError("the broker went away")
+            return await write(name, envelope)
+
+        bus._write_envelope = broker_gone_once  # type: ignore[method-assign]
+        goal = await kit.request("research.goal", {"topic": "x", "hits": 1}, response_event="r")
+        assert kit.requests("search.requested") == []
+        kit._members[0].seen.clear()  # the bus redelivers the uncommitted goal
+        await kit.deliver("action-requests", goal)
+        await kit.settle()
+
+    assert len(failures) == 1
+    assert kit.result_of(goal).success is True

@@ -546,7 +546,7 @@ class PlanContext:
                 if human:
                     self._data.status = PlanStatus.PAUSED
                     self._data.pause_reason = f"awaiting human input in state {target!r}"
-                await self._store()
+                await self._store_before_publishing(publish)
                 await publish()
                 await self._announce(changes, announce_start)
                 if human:
@@ -558,6 +558,25 @@ class PlanContext:
                 return
             target = config.default_next
         raise PlanError(f"plan {self.plan_id!r} loops through default_next without an action")
+
+    async def _store_before_publishing(self, publish: Callable[[], Awaitable[None]]) -> None:
+        """Save; on a fresh plan that exists already (a redelivered goal), finish its send.
+
+        Plan and correlation ids derive from the goal, so a redelivered goal
+        prepares the very same first action. If the first run saved the plan but
+        died before the action went out, its correlation id is still outstanding:
+        publish it now (same envelope id), then leave the plan to its answers.
+        """
+        fresh = self._version is None
+        try:
+            await self._store()
+        except TaskConflictError:
+            if fresh:
+                record = await self._platform.context_memory.get_plan_context(self.plan_id)
+                mine = self._data.correlation_ids[-1:] if self._data.correlation_ids else []
+                if record is not None and mine and mine[0] in record.context.correlation_ids:
+                    await publish()
+            raise
 
     def _prepare_action(self, config: StateConfig) -> Callable[[], Awaitable[None]]:
         action = config.action
