@@ -432,3 +432,28 @@ async def test_a_goal_redelivered_after_a_crash_before_publishing_sends_its_firs
 
     assert len(failures) == 1
     assert kit.result_of(goal).success is True
+
+
+def test_a_planner_with_only_declared_plans_subscribes_to_exactly_their_answers() -> None:
+    planner = research_planner()
+    planner._check_ready_to_start()
+
+    assert sorted(planner.routes) == [
+        ("action-requests", "research.goal"),
+        ("action-results", "search.done"),
+        ("action-results", "summary.done"),
+        ("notification-events", "research.clarified"),
+    ]
+
+
+def test_a_planner_with_its_own_goal_handler_reads_every_answer_type() -> None:
+    planner = Planner("free-form", register=False)
+
+    @planner.on_goal("free.goal")
+    async def start(goal: GoalContext[Any]) -> None:
+        await goal.complete()
+
+    planner._check_ready_to_start()
+
+    assert ("action-results", "*") in planner.routes
+    assert ("notification-events", "*") in planner.routes

@@ -1003,6 +1003,14 @@ class Planner(Agent):
         self._transition: Callable[..., Awaitable[Any]] | None = None
         self._transition_takes_context = False
         self._answer_routes = False
+        # Answers the declared plans wait for, by (topic, event type). When every
+        # goal runs a declared plan, the planner subscribes to exactly these;
+        # a goal handler, on_transition or an LLM may make any plan, and then it
+        # reads every answer type (still filtered by correlation id, unparsed
+        # envelopes of other types are skipped by the bus).
+        self._declared: set[tuple[str, str]] = set()
+        self._dynamic = llm is not None
+        self._adding_plan = False
 
     # -- ids -----------------------------------------------------------------------------
 
@@ -1051,6 +1059,8 @@ class Planner(Agent):
                 description=description,
                 response_event=response_event,
             )
+            if not self._adding_plan:
+                self._dynamic = True
             planner = self
             name = describe(handler)
             model = spec.input_model
@@ -1092,7 +1102,19 @@ class Planner(Agent):
 
         run.__doc__ = description or checked.description or f"Runs the {checked.plan_type} plan."
         run.__qualname__ = f"{self.name}.plan[{checked.plan_type}]"
-        self.on_goal(event_type, capability=capability, description=description)(run)
+        self._adding_plan = True
+        try:
+            self.on_goal(event_type, capability=capability, description=description)(run)
+        finally:
+            self._adding_plan = False
+        for config in checked.states.values():
+            if config.action is not None:
+                topic = (
+                    Topic.NOTIFICATION_EVENTS.value
+                    if _is_human_action(config)
+                    else Topic.ACTION_RESULTS.value
+                )
+                self._declared.add((topic, config.action.response_event))
 
     def on_transition(self) -> Callable[[HandlerT], HandlerT]:
         """Decorator: take over moving plans on when an answer arrives.
@@ -1120,6 +1142,7 @@ class Planner(Agent):
             )
             self._transition = handler
             self._transition_takes_context = spec.takes_context
+            self._dynamic = True
             return handler
 
         return register
@@ -1128,11 +1151,18 @@ class Planner(Agent):
         if not self._answer_routes:
             # Answers come back on action-results (requests, sub-plans) and
             # notification-events (humans); both are filtered by correlation id.
-            for topic in (Topic.ACTION_RESULTS.value, Topic.NOTIFICATION_EVENTS.value):
-                if (topic, ANY_EVENT) not in self._routes:
+            if self._dynamic:
+                wanted = {
+                    (topic, ANY_EVENT)
+                    for topic in (Topic.ACTION_RESULTS.value, Topic.NOTIFICATION_EVENTS.value)
+                }
+            else:
+                wanted = set(self._declared)
+            for topic, event_type in sorted(wanted):
+                if (topic, event_type) not in self._routes:
                     self._add_route(
                         topic,
-                        ANY_EVENT,
+                        event_type,
                         self._answer_dispatcher(topic),
                         f"{self.name}.transitions",
                         internal=True,
