@@ -170,6 +170,9 @@ def create_service_app(
             "tracer_provider": state.tracer_provider,
             "metrics": False,
             "logs": False,
+            # Spans per dependency and serialisation cost more than many routes
+            # themselves; the server span is what traces need. Opt in to see more.
+            "operation_spans": settings.otel_operation_spans,
             "exclude": _untraced,
         },
     )
@@ -189,7 +192,7 @@ def create_service_app(
     return app
 
 
-def get_bus(request: Request) -> BusClient:
+async def get_bus(request: Request) -> BusClient:
     """FastAPI dependency: the service's started bus client.
 
     For publishing that is not tied to a database transaction; anything a

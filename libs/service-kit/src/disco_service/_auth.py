@@ -10,6 +10,7 @@ public key can never be used as an HMAC secret.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -40,6 +41,11 @@ _ASYMMETRIC_ALGORITHMS = frozenset(
 )
 _TENANT = TypeAdapter(TenantId)
 _USER = TypeAdapter(Id)
+
+VERIFIED_TOKEN_SECONDS = 60
+"""How long a verified token's claims are reused without checking the signature again."""
+VERIFIED_TOKEN_CAPACITY = 10_000
+"""How many verified tokens are remembered at most."""
 
 _bearer = HTTPBearer(auto_error=False, bearerFormat="JWT", description="A disco JWT.")
 
@@ -103,6 +109,7 @@ class TokenVerifier:
         self._issuer = settings.auth_issuer
         self._leeway = settings.auth_leeway_seconds
         self._jwks: jwt.PyJWKClient | None = None
+        self._verified: dict[str, tuple[TokenClaims, float]] = {}
         if settings.auth_jwks_url:
             self._jwks = jwt.PyJWKClient(
                 settings.auth_jwks_url,
@@ -113,13 +120,37 @@ class TokenVerifier:
             )
 
     async def verify(self, token: str) -> TokenClaims:
-        """The verified claims of ``token``.
+        """The verified claims of ``token`` (remembered for a short while).
+
+        An agent sends the same token with every call, and checking a signature
+        costs more than the rest of a small request, so verified claims are
+        kept for up to :data:`VERIFIED_TOKEN_SECONDS` — never past the token's
+        own expiry — in a bounded map. Failures are never remembered.
 
         Raises:
             Unauthenticated: the token is malformed, expired, signed with an
                 unknown key or algorithm, or its claims are not disco claims.
             ServiceUnavailable: the JWKS endpoint could not be reached.
         """
+        now = time.monotonic()
+        remembered = self._verified.get(token)
+        if remembered is not None:
+            claims, valid_until = remembered
+            if now < valid_until:
+                return claims
+            del self._verified[token]
+        claims = await self._verify_uncached(token)
+        lifetime = float(VERIFIED_TOKEN_SECONDS)
+        if claims.exp is not None:
+            lifetime = min(lifetime, claims.exp + self._leeway - time.time())
+        if lifetime > 0:
+            if len(self._verified) >= VERIFIED_TOKEN_CAPACITY:
+                # Dicts keep insertion order: drop the oldest entry.
+                del self._verified[next(iter(self._verified))]
+            self._verified[token] = (claims, now + lifetime)
+        return claims
+
+    async def _verify_uncached(self, token: str) -> TokenClaims:
         try:
             header = jwt.get_unverified_header(token)
         except jwt.InvalidTokenError:

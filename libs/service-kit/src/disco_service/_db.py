@@ -21,6 +21,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 from sqlalchemy import event, text
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -87,9 +88,10 @@ class Database:
             pool_size=settings.database_pool_size,
             max_overflow=settings.database_max_overflow,
             pool_timeout=settings.database_pool_timeout_seconds,
-            # A restarted database leaves dead connections in the pool; check
-            # each before use so the first request after a restart succeeds.
-            pool_pre_ping=True,
+            # No pre-ping: it costs round trips on every checkout. A connection
+            # that died with a restarted database is caught where a unit of
+            # work starts (see _begin) and replaced there, once.
+            pool_pre_ping=False,
             connect_args={
                 "timeout": settings.database_connect_timeout_seconds,
                 "server_settings": {"application_name": f"disco-{schema}"},
@@ -125,9 +127,13 @@ class Database:
         ``SECURITY DEFINER`` functions described in ``migrations/README.md``).
         """
         async with self.session(tenant_id=tenant_id, user_id=user_id) as session:
-            async with session.begin():
+            await _begin(session)
+            try:
                 yield session
-            # Reached only after the commit: a rollback re-raised out of begin().
+                await session.commit()
+            except BaseException:
+                await session.rollback()
+                raise
             if session.info.pop(OUTBOX_PENDING_KEY, False):
                 for callback in self._after_outbox_commit:
                     callback()
@@ -135,12 +141,37 @@ class Database:
     async def ping(self, timeout: float) -> None:  # noqa: ASYNC109 - a probe's budget
         """Raise unless ``SELECT 1`` succeeds within ``timeout`` seconds."""
         async with asyncio.timeout(timeout):
-            async with self.engine.connect() as connection:
-                await connection.execute(text("SELECT 1"))
+            for attempt in (1, 2):
+                try:
+                    async with self.engine.connect() as connection:
+                        await connection.execute(text("SELECT 1"))
+                    return
+                except DBAPIError as exc:
+                    # A pooled connection from before a database restart: the
+                    # pool is invalidated now, and a second try gets a new one.
+                    if not exc.connection_invalidated or attempt == 2:
+                        raise
 
     async def dispose(self) -> None:
         """Close every pooled connection."""
         await self.engine.dispose()
+
+
+async def _begin(session: AsyncSession) -> None:
+    """Start the session's transaction now: a connection, BEGIN and the tenant scope.
+
+    Starting here rather than at the first query lets a connection that died
+    with a restarted database be replaced before any work was done: the
+    failure invalidates the pool and the second try gets a fresh connection.
+    """
+    for attempt in (1, 2):
+        try:
+            await session.connection()
+            return
+        except DBAPIError as exc:
+            await session.rollback()
+            if not exc.connection_invalidated or attempt == 2:
+                raise
 
 
 async def get_session(request: Request, identity: IdentityDep) -> AsyncIterator[AsyncSession]:

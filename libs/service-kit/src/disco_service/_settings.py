@@ -85,6 +85,13 @@ class ServiceSettings(BusSettings):
         default=None,
         description="JSON logs; unset means JSON unless in dev on a terminal.",
     )
+    otel_operation_spans: bool = Field(
+        default=False,
+        description=(
+            "Also trace dependency resolution, endpoints and serialisation (FastAPI's "
+            "operation spans). Off by default: they cost more than a small request."
+        ),
+    )
     otel_exporter_otlp_endpoint: str | None = Field(
         default=None, description="OTLP/HTTP endpoint for traces; unset means no export."
     )

@@ -77,7 +77,7 @@ class MemoryRuntime:
         return vector_literal(vector)
 
 
-def get_runtime(request: Request) -> MemoryRuntime:
+async def get_runtime(request: Request) -> MemoryRuntime:
     """FastAPI dependency: the memory runtime of the app serving ``request``."""
     runtime = getattr(request.app.state, "memory", None)
     if not isinstance(runtime, MemoryRuntime):

@@ -20,7 +20,7 @@ __all__ = [
 ]
 
 
-def get_registry_settings(request: Request) -> RegistrySettings:
+async def get_registry_settings(request: Request) -> RegistrySettings:
     """The running registry's settings."""
     settings = get_state(request).settings
     if not isinstance(settings, RegistrySettings):  # pragma: no cover - wiring mistake
@@ -35,7 +35,7 @@ AgentIdPath = Annotated[Id, Path(description="The agent's registration id.")]
 """An ``agent_id`` path parameter."""
 
 
-def get_heartbeats(request: Request) -> HeartbeatBatcher:
+async def get_heartbeats(request: Request) -> HeartbeatBatcher:
     """The app's heartbeat batcher (made by :func:`disco_registry.create_app`)."""
     batcher = getattr(request.app.state, "heartbeats", None)
     if not isinstance(batcher, HeartbeatBatcher):  # pragma: no cover - wiring mistake

@@ -22,7 +22,7 @@ from disco_service import IdentityDep, SessionDep, error_responses
 router = APIRouter(prefix="/v1/memory/episodic", tags=["episodic memory"])
 
 
-def _repository(session: SessionDep, identity: IdentityDep) -> EpisodicRepository:
+async def _repository(session: SessionDep, identity: IdentityDep) -> EpisodicRepository:
     return EpisodicRepository(session, identity.tenant_id, identity.user_id)
 
 

@@ -16,7 +16,7 @@ from disco_service import IdentityDep, NotFound, SessionDep, error_responses
 router = APIRouter(prefix="/v1/memory/plan-context", tags=["plan context"])
 
 
-def _repository(session: SessionDep, identity: IdentityDep) -> PlanContextRepository:
+async def _repository(session: SessionDep, identity: IdentityDep) -> PlanContextRepository:
     return PlanContextRepository(session, identity.tenant_id)
 
 

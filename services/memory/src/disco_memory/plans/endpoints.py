@@ -18,7 +18,7 @@ from disco_service import IdentityDep, NotFound, SessionDep, error_responses
 router = APIRouter(prefix="/v1/memory/plans", tags=["plans"])
 
 
-def _repository(session: SessionDep, identity: IdentityDep) -> PlanRepository:
+async def _repository(session: SessionDep, identity: IdentityDep) -> PlanRepository:
     return PlanRepository(session, identity.tenant_id)
 
 

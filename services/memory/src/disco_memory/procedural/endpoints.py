@@ -25,7 +25,7 @@ from disco_service import IdentityDep, NotFound, SessionDep, error_responses
 router = APIRouter(prefix="/v1/memory/procedural", tags=["procedural memory"])
 
 
-def _repository(session: SessionDep, identity: IdentityDep) -> ProcedureRepository:
+async def _repository(session: SessionDep, identity: IdentityDep) -> ProcedureRepository:
     return ProcedureRepository(session, identity.tenant_id, identity.user_id)
 
 

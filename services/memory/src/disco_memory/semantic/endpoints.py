@@ -22,7 +22,7 @@ from disco_service import IdentityDep, NotFound, SessionDep, error_responses
 router = APIRouter(prefix="/v1/memory/semantic", tags=["semantic memory"])
 
 
-def _repository(session: SessionDep, identity: IdentityDep) -> SemanticRepository:
+async def _repository(session: SessionDep, identity: IdentityDep) -> SemanticRepository:
     return SemanticRepository(session, identity.tenant_id, identity.user_id)
 
 

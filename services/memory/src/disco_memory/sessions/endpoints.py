@@ -16,7 +16,7 @@ from disco_service import IdentityDep, NotFound, SessionDep, error_responses
 router = APIRouter(prefix="/v1/memory/sessions", tags=["sessions"])
 
 
-def _repository(session: SessionDep, identity: IdentityDep) -> SessionRepository:
+async def _repository(session: SessionDep, identity: IdentityDep) -> SessionRepository:
     return SessionRepository(session, identity.tenant_id, identity.user_id)
 
 

@@ -16,7 +16,7 @@ from disco_service import IdentityDep, NotFound, SessionDep, error_responses
 router = APIRouter(prefix="/v1/memory/snapshots", tags=["agent-state snapshots"])
 
 
-def _repository(session: SessionDep, identity: IdentityDep) -> SnapshotRepository:
+async def _repository(session: SessionDep, identity: IdentityDep) -> SnapshotRepository:
     return SnapshotRepository(session, identity.tenant_id, identity.user_id)
 
 

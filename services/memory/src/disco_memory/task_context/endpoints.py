@@ -18,7 +18,7 @@ from disco_service import IdentityDep, NotFound, SessionDep, error_responses
 router = APIRouter(prefix="/v1/memory/task-context", tags=["task context"])
 
 
-def _repository(session: SessionDep, identity: IdentityDep) -> TaskContextRepository:
+async def _repository(session: SessionDep, identity: IdentityDep) -> TaskContextRepository:
     return TaskContextRepository(session, identity.tenant_id)
 
 

@@ -17,7 +17,7 @@ from disco_service import IdentityDep, NotFound, SessionDep, error_responses
 router = APIRouter(prefix="/v1/memory/working", tags=["working memory"])
 
 
-def _repository(session: SessionDep, identity: IdentityDep) -> WorkingMemoryRepository:
+async def _repository(session: SessionDep, identity: IdentityDep) -> WorkingMemoryRepository:
     return WorkingMemoryRepository(session, identity.tenant_id)
 
 
