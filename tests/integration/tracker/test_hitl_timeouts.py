@@ -260,3 +260,27 @@ async def test_another_tenant_cannot_see_a_question(tracker: Tracker) -> None:
     assert all(
         item["correlation_id"] != question.correlation_id for item in listing.json()["items"]
     )
+
+
+async def test_a_question_without_a_timeout_is_listed_as_waiting_and_never_times_out(
+    tracker: Tracker,
+) -> None:
+    question = await tracker.bus.publish(
+        Topic.NOTIFICATION_EVENTS,
+        NotificationType.HUMAN_INPUT,
+        {"question": "Go by boat instead?", "response_event": "trip.boat.decided"},
+        correlation_id=f"corr-{uuid.uuid4().hex[:8]}",
+        plan_id="plan-1",
+        tenant_id="acme",
+    )
+    assert await _wait_for_status(tracker, question.correlation_id or "", "waiting") == "waiting"
+
+    await asyncio.sleep(1.0)  # several sweeps
+    listing = await tracker.http.get(
+        "/v1/tracker/hitl", params={"status": "waiting"}, headers=_auth("acme")
+    )
+
+    waiting = [i for i in listing.json()["items"] if i["correlation_id"] == question.correlation_id]
+    assert len(waiting) == 1
+    assert waiting[0]["deadline"] is None
+    assert waiting[0]["question"] == "Go by boat instead?"

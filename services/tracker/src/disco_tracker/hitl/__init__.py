@@ -8,4 +8,8 @@ same correlation id. When the deadline passes first, the tracker publishes
 ``response_event`` itself with ``HumanInputResponse(timed_out=True)``, so the
 asker always receives exactly one of answer or timeout (it ignores whichever
 comes second).
+
+Questions without ``timeout_seconds`` (a plan waiting on a person for as long as
+it takes) are listed too — ``GET /v1/tracker/hitl?status=waiting`` is the inbox
+of open questions — but never time out.
 """

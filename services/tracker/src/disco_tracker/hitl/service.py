@@ -46,15 +46,22 @@ async def _record_question(database: Database, envelope: Envelope) -> None:
         raise NonRetryableError(
             f"notification.human_input data is not a HumanInputRequest: {exc}"
         ) from exc
-    if request.timeout_seconds is None:
-        return  # a plan-level question may wait indefinitely: nothing to time out
     if envelope.correlation_id is None:
+        if request.timeout_seconds is None:
+            return  # nothing could ever match an answer to it; nothing to time out either
         raise NonRetryableError(
             "notification.human_input with timeout_seconds has no correlation_id: the answer "
             "could never be matched to it"
         )
     now = utcnow()
     asked_at = min(envelope.time, now + _MAX_CLOCK_SKEW)
+    # A question without timeout_seconds (a plan-level pause) is listed as waiting
+    # but has no deadline, so the sweeper never times it out.
+    deadline = (
+        asked_at + timedelta(seconds=request.timeout_seconds)
+        if request.timeout_seconds is not None
+        else None
+    )
     async with database.unit_of_work(
         envelope.tenant_id or DEFAULT_TENANT, envelope.user_id
     ) as session:
@@ -70,7 +77,7 @@ async def _record_question(database: Database, envelope: Envelope) -> None:
             question=request.question,
             timeout_seconds=request.timeout_seconds,
             asked_at=asked_at,
-            deadline=asked_at + timedelta(seconds=request.timeout_seconds),
+            deadline=deadline,
         )
 
 
