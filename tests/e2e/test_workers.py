@@ -8,9 +8,10 @@ import signal
 import pytest
 
 from disco.bus import BusClient
+from disco.clients import MemoryClient, ServiceClientSettings
 from disco_common.envelope import ActionRequest, Envelope
 from disco_common.notifications import HumanInputResponse
-from disco_common.tasks import ActionResultData
+from disco_common.tasks import ActionResultData, SubTaskStatus
 from disco_common.topics import Topic
 from tests.e2e.conftest import (
     TENANT,
@@ -37,17 +38,45 @@ async def test_a_chain_worker_to_worker_to_tool_completes_the_original_task(
     assert result.result == {"outer": {"inner": {"total": 42}}}
 
 
+async def _recorded(stack: Stack, sub_task_id: str, timeout: float = 30.0) -> None:
+    """Wait until the worker recorded the answer to ``sub_task_id`` in memory."""
+    settings = ServiceClientSettings(memory_url=stack.urls["memory"], tenant_id=TENANT)
+    async with MemoryClient.from_settings(settings) as memory:
+        async with asyncio.timeout(timeout):
+            while True:
+                record = await memory.get_task_by_subtask(sub_task_id)
+                info = record.context.sub_tasks.get(sub_task_id) if record else None
+                if info is not None and info.status is SubTaskStatus.COMPLETED:
+                    return
+                await asyncio.sleep(0.05)
+
+
 async def test_a_fan_out_of_three_answered_in_shuffled_order_fans_in_exactly_once(
-    fleet: dict[str, AgentProcess], caller: BusClient, watcher: Watcher
+    fleet: dict[str, AgentProcess], e2e_stack: Stack, caller: BusClient, watcher: Watcher
 ) -> None:
-    # The first sub-task answers last, the second first.
     request = await caller.request(
         "e2e.fanout.requested",
-        {"values": [10, 20, 30], "delays_ms": [1200, 0, 600]},
+        {"values": [10, 20, 30], "delays_ms": [0, 0, 0], "target": "e2e.manual.requested"},
         response_event="e2e.fanout.done",
         tenant_id=TENANT,
     )
-    task_id = request.id
+    subs = await watcher.wait_for(
+        lambda topic, e: e.type == "e2e.manual.requested" and e.causation_id == request.id,
+        count=3,
+        timeout=60,
+    )
+    by_value = {data_of(sub)["value"]: sub for sub in subs}
+    # Answer the third first, then the first, then the second.
+    for value in (30, 10, 20):
+        sub = by_value[value]
+        await caller.respond(
+            "e2e.fanout.part",
+            ActionResultData.ok({"value": value}),
+            correlation_id=sub.correlation_id or "",
+            tenant_id=TENANT,
+        )
+        if value != 20:  # the last one completes the task (and its context goes)
+            await _recorded(e2e_stack, sub.correlation_id or "")
 
     (answer,) = await watcher.wait_for(
         lambda topic, e: topic == "action-results" and e.correlation_id == request.correlation_id,
@@ -57,12 +86,12 @@ async def test_a_fan_out_of_three_answered_in_shuffled_order_fans_in_exactly_onc
 
     result = ActionResultData.model_validate(answer.data)
     assert result.success, result.error
-    assert result.result == {"values": [10, 20, 30], "arrival": [1, 2, 0]}
+    assert result.result == {"values": [10, 20, 30], "arrival": [2, 0, 1]}
     answers = watcher.matching(
         lambda topic, e: topic == "action-results" and e.correlation_id == request.correlation_id
     )
     completions = watcher.matching(
-        lambda topic, e: e.type == "task.completed" and data_of(e)["task_id"] == task_id
+        lambda topic, e: e.type == "task.completed" and data_of(e)["task_id"] == request.id
     )
     # Exactly once: one answer and one task.completed (a re-sent copy keeps its id).
     assert len({e.id for e in answers}) == 1
