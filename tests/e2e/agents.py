@@ -283,4 +283,39 @@ def planners() -> list[Agent]:
     return [trip, booking]
 
 
-ROLES = {"tools": tools, "workers": workers, "planners": planners, "survivor": survivor}
+def gatherer() -> list[Agent]:
+    """One instance of a fan-in worker; the tests run two of them side by side."""
+    worker = Worker("e2e-gatherer")
+
+    @worker.on_task("e2e.gather.requested")
+    async def fan_out(task: TaskContext[Any]) -> None:
+        await task.delegate_parallel(
+            [
+                DelegationSpec(
+                    event_type="e2e.manual.requested",
+                    data={"value": value},
+                    response_event="e2e.gather.part",
+                )
+                for value in task.data["values"]
+            ]
+        )
+
+    @worker.on_result("e2e.gather.part")
+    async def fan_in(result: ResultContext) -> None:
+        task = await result.restore_task()
+        parts = task.aggregate_parallel_results(task.parallel_groups[0])
+        if parts is not None:
+            await task.complete(
+                {"sum": sum(part["value"] for part in parts.values()), "pid": os.getpid()}  # type: ignore[index,call-overload,misc]
+            )
+
+    return [worker]
+
+
+ROLES = {
+    "tools": tools,
+    "workers": workers,
+    "planners": planners,
+    "survivor": survivor,
+    "gatherer": gatherer,
+}

@@ -265,3 +265,70 @@ async def test_an_unanswered_question_past_its_timeout_ends_in_the_timeout_path(
     assert result.error is not None
     assert result.error.message == "nobody answered in time"
     assert len(timeouts) == 1
+
+
+async def test_answers_arriving_together_at_two_instances_complete_each_task_exactly_once(
+    e2e_stack: Stack, caller: BusClient, watcher: Watcher
+) -> None:
+    instances = [await asyncio.to_thread(start_agents, e2e_stack, "gatherer") for _ in range(2)]
+    try:
+        await asyncio.sleep(3)  # the second join rebalances the group
+        requests = [
+            await caller.request(
+                "e2e.gather.requested",
+                {"values": [1, 2, 3, 4, 5, 6]},
+                response_event="e2e.gather.done",
+                tenant_id=TENANT,
+            )
+            for _ in range(3)
+        ]
+        for request in requests:
+            subs = await watcher.wait_for(
+                lambda topic, e, r=request: (
+                    e.type == "e2e.manual.requested" and e.causation_id == r.id
+                ),
+                count=6,
+                timeout=60,
+            )
+            # All six answers at once: they land on different partitions, so on both instances.
+            await asyncio.gather(
+                *(
+                    caller.respond(
+                        "e2e.gather.part",
+                        ActionResultData.ok({"value": data_of(sub)["value"]}),
+                        correlation_id=sub.correlation_id or "",
+                        tenant_id=TENANT,
+                    )
+                    for sub in subs
+                )
+            )
+        answers = [
+            (
+                await watcher.wait_for(
+                    lambda topic, e, r=request: (
+                        topic == "action-results" and e.correlation_id == r.correlation_id
+                    ),
+                    timeout=60,
+                )
+            )[0]
+            for request in requests
+        ]
+        await asyncio.sleep(1.0)  # room for a second, wrong completion to show up
+    finally:
+        for instance in instances:
+            stop_agents(instance)
+
+    for request, answer in zip(requests, answers, strict=True):
+        result = ActionResultData.model_validate(answer.data)
+        assert result.success, result.error
+        assert result.result["sum"] == 21  # type: ignore[index,call-overload]
+        copies = watcher.matching(
+            lambda topic, e, r=request: (
+                topic == "action-results" and e.correlation_id == r.correlation_id
+            )
+        )
+        completed = watcher.matching(
+            lambda topic, e, r=request: e.type == "task.completed" and data_of(e)["task_id"] == r.id
+        )
+        assert len({e.id for e in copies}) == 1
+        assert len({e.id for e in completed}) == 1
