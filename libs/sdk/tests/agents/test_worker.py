@@ -488,3 +488,25 @@ async def test_a_request_redelivered_after_a_crash_before_publishing_sends_its_s
 
     assert len(failures) == 1
     assert kit.result_of(request).result == {"total": 8}
+
+
+async def test_fan_in_can_aggregate_the_latest_group_without_keeping_its_id() -> None:
+    worker = Worker("lazy-summer", register=False)
+
+    @worker.on_task("sum.requested")
+    async def fan_out(task: TaskContext[Any]) -> None:
+        await task.delegate_parallel(
+            [("add.requested", {"a": i, "b": i}, "part.added") for i in range(1, 4)]
+        )
+
+    @worker.on_result("part.added")
+    async def fan_in(result: ResultContext) -> None:
+        task = await result.restore_task()
+        parts = task.aggregate_parallel_results()
+        if parts is not None:
+            await task.complete([part["total"] for part in parts.values()])  # type: ignore[index,call-overload]
+
+    async with AgentTestKit(worker, adder()) as kit:
+        request = await kit.request("sum.requested", {}, response_event="summed")
+
+    assert kit.result_of(request).result == [2, 4, 6]

@@ -295,14 +295,25 @@ class TaskContext(Generic[InputT]):
             self._data.status = TaskStatus.RUNNING
         self._dirty = True
 
-    def aggregate_parallel_results(self, parallel_group_id: str) -> dict[str, JsonValue] | None:
+    def aggregate_parallel_results(
+        self, parallel_group_id: str | None = None
+    ) -> dict[str, JsonValue] | None:
         """The results of a fan-out group by sub-task id once every member answered, else None.
 
-        A failed member maps to ``None``; see :meth:`parallel_group` for errors.
+        ``parallel_group_id`` defaults to the latest group (no need to keep the id
+        in ``state``). Results are in delegation order; a failed member maps to
+        ``None`` (see :meth:`parallel_group` for its error).
 
         Raises:
-            TaskStateError: no such group.
+            TaskStateError: no such group (or no group at all).
         """
+        if parallel_group_id is None:
+            groups = self.parallel_groups
+            if not groups:
+                raise TaskStateError(
+                    f"task {self.task_id!r} has no parallel group: delegate_parallel(...) first"
+                )
+            parallel_group_id = groups[-1]
         members = self.parallel_group(parallel_group_id)
         if any(info.status is SubTaskStatus.PENDING for info in members):
             return None
@@ -1060,9 +1071,20 @@ class Worker(Agent):
                     )
                 await task.save()
         except (StaleResultError, TaskConflictError) as exc:
-            # A fresh task conflicts only when the same request was taken up
-            # before (a redelivery): that run owns it.
-            _log.info("task already taken up; skipping", task_id=task.task_id, reason=str(exc))
+            if task.version is None:
+                # A fresh task conflicts only when the same request was taken up
+                # before (a redelivery): that run owns it.
+                _log.info("task already taken up; skipping", task_id=task.task_id, reason=str(exc))
+            else:
+                # The handler changed the task after delegating, and an answer
+                # moved it meanwhile: those changes are lost.
+                _log.warning(
+                    "task changed by its answers before the task handler saved; its later "
+                    "changes are lost: set task.state before delegating (and use "
+                    "task.parallel_groups rather than storing group ids)",
+                    handler=name,
+                    task_id=task.task_id,
+                )
         except _TRANSIENT:
             raise
         except Exception as exc:
