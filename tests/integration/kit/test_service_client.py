@@ -27,6 +27,11 @@ from disco_service import ServiceSettings
 from tests.integration.kit.conftest import build_app
 
 
+class NoteBody(BaseModel):
+    body: str = "draft"
+    priority: int = 0
+
+
 class WhoAmI(BaseModel):
     tenant_id: str
     user_id: str
@@ -136,3 +141,15 @@ async def test_a_client_that_was_not_started_says_how_to_start_it() -> None:
 
     with pytest.raises(RuntimeError, match="async with"):
         await client.call("GET", "/whoami", WhoAmI)
+
+
+async def test_a_model_is_sent_whole_even_when_changed_after_it_was_built(
+    transport: httpx.AsyncBaseTransport,
+) -> None:
+    note = NoteBody()
+    note.body = "filled in later"  # not "set" as far as pydantic's fields_set goes
+
+    async with _client(transport, roles=(Role.USER,)) as client:
+        echoed = await client.call("POST", "/echo", NoteBody, json=note)
+
+    assert echoed == NoteBody(body="filled in later", priority=0)

@@ -160,6 +160,8 @@ async def test_semantic_episodic_and_procedural_memory_through_the_client(
     assert [t.content for t in recent] == ["I love hiking in the Alps."]
     assert found[0].turn.content == "I love hiking in the Alps."
     assert changed.name == "restart"
+    # A partial update leaves the fields it did not name as they were.
+    assert (changed.trigger, changed.steps) == ("server unresponsive", ["power cycle"])
     assert relevant[0].procedure.procedure_id == procedure.procedure_id
     assert [p.procedure_id for p in procedures.items] == [procedure.procedure_id]
 

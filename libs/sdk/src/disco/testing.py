@@ -60,10 +60,10 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 def _over_the_wire(model: ModelT) -> ModelT:
-    # What the service stores is what the client sends: the JSON dump with
-    # exclude_unset, read back from JSONB, which does not keep key order.
-    # Doing the same here keeps the kit honest.
-    dumped = json.dumps(model.model_dump(mode="json", exclude_unset=True), sort_keys=True)
+    # What the service stores is what the client sends: the JSON dump, read
+    # back from JSONB, which does not keep key order. Doing the same here keeps
+    # the kit honest.
+    dumped = json.dumps(model.model_dump(mode="json"), sort_keys=True)
     return type(model).model_validate_json(dumped)
 
 

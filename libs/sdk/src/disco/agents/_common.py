@@ -22,7 +22,6 @@ __all__ = [
     "answer",
     "capability_for",
     "derived_id",
-    "mark_all_set",
     "publish_system_event",
     "result_schema",
 ]
@@ -40,16 +39,6 @@ _TASK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]*$")
 def derived_id(*parts: str) -> str:
     """A UUID determined by ``parts`` (the same parts always give the same id)."""
     return str(uuid.uuid5(_NAMESPACE, "/".join(parts)))
-
-
-def mark_all_set(model: BaseModel) -> None:
-    """Count every field of ``model`` as set, so a dump with ``exclude_unset`` keeps them.
-
-    The service clients send bodies with ``exclude_unset`` (partial updates);
-    a context whose dict fields were filled in place (``sub_tasks``,
-    ``results``...) would otherwise be sent without them.
-    """
-    model.__pydantic_fields_set__.update(type(model).model_fields)
 
 
 def _docstring_summary(func: Callable[..., Any]) -> str:

@@ -33,7 +33,6 @@ from disco.agents._common import (
     answer,
     capability_for,
     derived_id,
-    mark_all_set,
     publish_system_event,
 )
 from disco.agents._errors import AgentError, PlanError, TaskConflictError
@@ -319,7 +318,6 @@ class PlanContext:
         memory = self._platform.context_memory
         expected = self._version if self._version is not None else 0
         self._data.updated_at = _now()
-        mark_all_set(self._data)
         try:
             record = await memory.store_plan_context(
                 self.plan_id,

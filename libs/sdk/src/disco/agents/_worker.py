@@ -34,7 +34,6 @@ from disco.agents._common import (
     answer,
     capability_for,
     derived_id,
-    mark_all_set,
     publish_system_event,
 )
 from disco.agents._errors import (
@@ -343,7 +342,6 @@ class TaskContext(Generic[InputT]):
         memory = self._platform.context_memory
         expected = self._version if self._version is not None else 0
         self._data.updated_at = _now()
-        mark_all_set(self._data)
         try:
             record = await memory.store_task_context(
                 self.task_id,

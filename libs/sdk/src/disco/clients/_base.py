@@ -175,8 +175,11 @@ def _error_class(status: int) -> type[ServiceError]:
 
 
 def _to_json(body: Any) -> Any:
+    # The whole model, defaults included: a field filled in place after the model
+    # was built (context.sub_tasks[...] = ...) counts as "unset" to pydantic and
+    # would otherwise vanish. Partial updates pass the dict they mean to send.
     if isinstance(body, BaseModel):
-        return body.model_dump(mode="json", exclude_unset=True)
+        return body.model_dump(mode="json")
     return body
 
 

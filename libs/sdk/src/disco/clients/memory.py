@@ -14,10 +14,9 @@ another version raises :class:`~disco.clients.ServiceConflictError` (code
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 from urllib.parse import quote
 
-from pydantic import BaseModel, JsonValue
+from pydantic import JsonValue
 
 from disco.clients._base import ServiceClient, ServiceNotFoundError, TokenProvider
 from disco.clients._settings import ServiceClientSettings
@@ -63,12 +62,6 @@ from disco_common.tasks import TaskContextData
 __all__ = ["MemoryClient"]
 
 _BASE = "/v1/memory"
-
-
-def _whole(body: BaseModel) -> dict[str, Any]:
-    # Every field, set or defaulted: a dict filled in place after the model was
-    # built (context.state["x"] = ...) is not "set" and would otherwise be dropped.
-    return body.model_dump(mode="json")
 
 
 def _seg(value: str) -> str:
@@ -135,7 +128,7 @@ class MemoryClient(ServiceClient):
             "PUT",
             f"{_BASE}/working/{_seg(plan_id)}/{_seg(key)}",
             WorkingMemoryEntry,
-            json=_whole(body),
+            json=body,
         )
 
     async def get_working(self, plan_id: str, key: str) -> WorkingMemoryEntry | None:
@@ -209,7 +202,7 @@ class MemoryClient(ServiceClient):
             context=context, ttl_seconds=ttl_seconds, expected_version=expected_version
         )
         return await self.call(
-            "PUT", f"{_BASE}/task-context/{_seg(task_id)}", TaskContextRecord, json=_whole(body)
+            "PUT", f"{_BASE}/task-context/{_seg(task_id)}", TaskContextRecord, json=body
         )
 
     async def get_task_context(self, task_id: str) -> TaskContextRecord | None:
@@ -266,7 +259,7 @@ class MemoryClient(ServiceClient):
             context = context.model_copy(update={"session_id": session_id})
         body = PlanContextStore(context=context, expected_version=expected_version)
         return await self.call(
-            "PUT", f"{_BASE}/plan-context/{_seg(plan_id)}", PlanContextRecord, json=_whole(body)
+            "PUT", f"{_BASE}/plan-context/{_seg(plan_id)}", PlanContextRecord, json=body
         )
 
     async def get_plan_context(self, plan_id: str) -> PlanContextRecord | None:
@@ -315,7 +308,7 @@ class MemoryClient(ServiceClient):
             parent_plan_id=parent_plan_id,
             status=status,
         )
-        return await self.call("POST", f"{_BASE}/plans", PlanRecord, json=_whole(body))
+        return await self.call("POST", f"{_BASE}/plans", PlanRecord, json=body)
 
     async def get_plan(self, plan_id: str) -> PlanRecord | None:
         """A plan record, or None."""
@@ -331,9 +324,7 @@ class MemoryClient(ServiceClient):
     ) -> PlanRecord:
         """Move a plan to ``status`` (a finished plan cannot move: 409)."""
         body = PlanStatusUpdate(status=status, reason=reason, expected_version=expected_version)
-        return await self.call(
-            "PATCH", f"{_BASE}/plans/{_seg(plan_id)}", PlanRecord, json=_whole(body)
-        )
+        return await self.call("PATCH", f"{_BASE}/plans/{_seg(plan_id)}", PlanRecord, json=body)
 
     async def list_plans(
         self,
@@ -369,7 +360,7 @@ class MemoryClient(ServiceClient):
     ) -> SessionRecord:
         """Create a session (a conversation grouping plans); 409 if ``session_id`` exists."""
         body = SessionCreate(session_id=session_id, name=name, metadata=dict(metadata or {}))
-        return await self.call("POST", f"{_BASE}/sessions", SessionRecord, json=_whole(body))
+        return await self.call("POST", f"{_BASE}/sessions", SessionRecord, json=body)
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         """One of the caller's sessions, or None."""
@@ -406,7 +397,7 @@ class MemoryClient(ServiceClient):
             metadata=dict(metadata or {}),
             embedding=list(embedding) if embedding is not None else None,
         )
-        return await self.call("PUT", f"{_BASE}/semantic", SemanticMemoryRecord, json=_whole(body))
+        return await self.call("PUT", f"{_BASE}/semantic", SemanticMemoryRecord, json=body)
 
     async def query_semantic(
         self,
@@ -427,9 +418,7 @@ class MemoryClient(ServiceClient):
             filter=dict(filter or {}),
             include_public=include_public,
         )
-        return await self.call(
-            "POST", f"{_BASE}/semantic/query", list[SemanticHit], json=_whole(body)
-        )
+        return await self.call("POST", f"{_BASE}/semantic/query", list[SemanticHit], json=body)
 
     async def get_semantic(self, memory_id: str) -> SemanticMemoryRecord | None:
         """One memory the caller can read, or None."""
@@ -468,7 +457,7 @@ class MemoryClient(ServiceClient):
             task_id=task_id,
             metadata=dict(metadata or {}),
         )
-        return await self.call("POST", f"{_BASE}/episodic", EpisodicTurn, json=_whole(body))
+        return await self.call("POST", f"{_BASE}/episodic", EpisodicTurn, json=body)
 
     async def recent_turns(
         self,
@@ -512,15 +501,13 @@ class MemoryClient(ServiceClient):
             threshold=threshold,
             mode=mode,
         )
-        return await self.call(
-            "POST", f"{_BASE}/episodic/search", list[EpisodicHit], json=_whole(body)
-        )
+        return await self.call("POST", f"{_BASE}/episodic/search", list[EpisodicHit], json=body)
 
     # -- procedural memory --------------------------------------------------------------
 
     async def create_procedure(self, procedure: ProcedureCreate) -> Procedure:
         """Store a procedure (what to do in a situation)."""
-        return await self.call("POST", f"{_BASE}/procedural", Procedure, json=_whole(procedure))
+        return await self.call("POST", f"{_BASE}/procedural", Procedure, json=procedure)
 
     async def get_procedure(self, procedure_id: str) -> Procedure | None:
         """One procedure the caller can read, or None."""
@@ -529,7 +516,11 @@ class MemoryClient(ServiceClient):
     async def update_procedure(self, procedure_id: str, changes: ProcedureUpdate) -> Procedure:
         """Change some fields of one of the caller's procedures."""
         return await self.call(
-            "PATCH", f"{_BASE}/procedural/{_seg(procedure_id)}", Procedure, json=changes
+            "PATCH",
+            f"{_BASE}/procedural/{_seg(procedure_id)}",
+            Procedure,
+            # Only what the caller set: the service leaves the other fields as they are.
+            json=changes.model_dump(mode="json", exclude_unset=True),
         )
 
     async def delete_procedure(self, procedure_id: str) -> bool:
@@ -559,9 +550,7 @@ class MemoryClient(ServiceClient):
         body = ProcedureSearchQuery(
             situation=situation, agent_id=agent_id, limit=limit, threshold=threshold
         )
-        return await self.call(
-            "POST", f"{_BASE}/procedural/search", list[ProcedureHit], json=_whole(body)
-        )
+        return await self.call("POST", f"{_BASE}/procedural/search", list[ProcedureHit], json=body)
 
     # -- agent-state snapshots ------------------------------------------------------------
 
@@ -590,7 +579,7 @@ class MemoryClient(ServiceClient):
             "PUT",
             f"{_BASE}/snapshots/{_seg(session_id)}/{_seg(agent_id)}",
             AgentStateSnapshotSummary,
-            json=_whole(body),
+            json=body,
         )
 
     async def get_snapshot(self, session_id: str, agent_id: str) -> AgentStateSnapshot | None:
