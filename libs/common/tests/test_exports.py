@@ -125,6 +125,7 @@ EXPECTED = [
     "PageQuery",
     "PayloadSchema",
     "PayloadSchemaCreate",
+    "PendingAction",
     "PlanCompletedData",
     "PlanContextData",
     "PlanContextRecord",

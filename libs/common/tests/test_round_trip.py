@@ -102,6 +102,16 @@ SUB_TASK = dc.SubTaskInfo(
     result={"score": 0.9},
     delegated_at=T0,
     finished_at=T1,
+    caused_by="evt-1",
+)
+PENDING_SUB_TASK = dc.SubTaskInfo(
+    sub_task_id="sub-2",
+    event_type="sentiment.analyze",
+    response_event="sentiment.completed",
+    delegated_at=T1,
+    caused_by="evt-2",
+    request_data={"text": "hello"},
+    request_kept=True,
 )
 HUMAN_WAIT = dc.HumanInputWait(
     request_id="q-1",
@@ -109,6 +119,20 @@ HUMAN_WAIT = dc.HumanInputWait(
     response_event="document.approval.received",
     timeout_seconds=3600,
     asked_at=T0,
+    caused_by="evt-1",
+    request_data={"question": "Approve?", "response_event": "document.approval.received"},
+)
+PENDING_ACTION = dc.PendingAction(
+    correlation_id="corr-2",
+    request_id="req-2",
+    state_name="searching",
+    topic="action-requests",
+    event_type="web.search.requested",
+    response_event="web.search.completed",
+    data={"query": "AI trends"},
+    data_kept=True,
+    caused_by="evt-2",
+    sent_at=T1,
 )
 TASK_CONTEXT = dc.TaskContextData(
     task_id="task-1",
@@ -118,7 +142,7 @@ TASK_CONTEXT = dc.TaskContextData(
     response_event="analyze.completed",
     correlation_id="corr-1",
     request_id="evt-1",
-    sub_tasks={"sub-1": SUB_TASK},
+    sub_tasks={"sub-1": SUB_TASK, "sub-2": PENDING_SUB_TASK},
     state={"pending_group": "group-1"},
     status=dc.TaskStatus.AWAITING_INPUT,
     tenant_id="acme",
@@ -148,6 +172,7 @@ PLAN_CONTEXT = dc.PlanContextData(
     user_id="alice",
     agent_name="research-planner",
     correlation_ids=["corr-2"],
+    current_action=PENDING_ACTION,
     pause_reason="budget_approval_required",
     history=[
         dc.PlanHistoryEntry(from_state=None, to_state="start", at=T0),
@@ -346,7 +371,9 @@ EXAMPLES: list[BaseModel] = [
         event_type="sentiment.analyze", data={"text": "hi"}, response_event="sentiment.completed"
     ),
     SUB_TASK,
+    PENDING_SUB_TASK,
     HUMAN_WAIT,
+    PENDING_ACTION,
     TASK_CONTEXT,
     # system events
     dc.SystemEventData(),

@@ -142,6 +142,7 @@ from disco_common.pagination import (
 from disco_common.plans import (
     CONDITION_MAX_CHARS,
     MAX_PLAN_STATES,
+    PendingAction,
     PlanContextData,
     PlanDefinition,
     PlanHistoryEntry,
@@ -347,6 +348,7 @@ __all__ = [
     "PageQuery",
     "PayloadSchema",
     "PayloadSchemaCreate",
+    "PendingAction",
     "PlanCompletedData",
     "PlanContextData",
     "PlanContextRecord",

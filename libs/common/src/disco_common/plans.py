@@ -27,11 +27,13 @@ from disco_common.ids import (
     TraceParent,
     UtcDatetime,
 )
+from disco_common.tasks import ActionResultData
 from disco_common.topics import Topic
 
 __all__ = [
     "CONDITION_MAX_CHARS",
     "MAX_PLAN_STATES",
+    "PendingAction",
     "PlanContextData",
     "PlanDefinition",
     "PlanHistoryEntry",
@@ -275,6 +277,40 @@ class PlanHistoryEntry(Body):
     at: UtcDatetime = Field(description="When it happened.")
 
 
+class PendingAction(Body):
+    """The current state's action as the plan published it, kept until it is answered.
+
+    A plan is saved before its action is published; if the process dies in
+    between, the action is published again from this record (the same envelope
+    id and time, so receivers deduplicate it).
+    """
+
+    correlation_id: Id = Field(description="The correlation id the answer will carry.")
+    request_id: Id = Field(description="The envelope id the action is published with.")
+    state_name: StateName = Field(description="The state whose action it is.")
+    topic: TopicName = Field(description="Where it is published.")
+    event_type: EventType = Field(description="The published event type.")
+    response_event: EventType = Field(description="The event type the answer comes as.")
+    data: JsonValue = Field(
+        default=None, description="The payload as published (when `data_kept`)."
+    )
+    data_kept: bool = Field(
+        default=False,
+        description=(
+            "Whether `data` holds the payload; one too large to keep is rendered again from "
+            "the state's template."
+        ),
+    )
+    caused_by: Id | None = Field(
+        default=None,
+        description=(
+            "The id of the envelope whose handling moved the plan into this state: when it "
+            "comes again (a redelivery after a crash), the action is published again."
+        ),
+    )
+    sent_at: UtcDatetime = Field(description="When it was (to be) published.")
+
+
 class PlanContextData(Body):
     """The persisted form of a Planner's PlanContext (what the memory service stores).
 
@@ -323,6 +359,23 @@ class PlanContextData(Body):
     )
     history: list[PlanHistoryEntry] = Field(
         default_factory=list, max_length=10_000, description="Transitions made, oldest first."
+    )
+    current_action: PendingAction | None = Field(
+        default=None,
+        description="The current state's action as published, while it waits for its answer.",
+    )
+    outcome: ActionResultData | None = Field(
+        default=None, description="The goal's answer once the plan is final."
+    )
+    outcome_sent: bool = Field(
+        default=False,
+        description=(
+            "Whether the final answer was surely published (false between saving the end and "
+            "publishing it: a redelivery then publishes it again)."
+        ),
+    )
+    finished_by: Id | None = Field(
+        default=None, description="The id of the envelope whose handling ended the plan."
     )
     traceparent: TraceParent | None = None
     created_at: UtcDatetime | None = None

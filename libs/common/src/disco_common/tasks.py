@@ -166,6 +166,25 @@ class SubTaskInfo(Body):
     error: ErrorInfo | None = Field(default=None, description="Its error once failed.")
     delegated_at: UtcDatetime | None = None
     finished_at: UtcDatetime | None = None
+    caused_by: Id | None = Field(
+        default=None,
+        description=(
+            "The id of the envelope whose handling delegated it. When that envelope comes "
+            "again (redelivered after a crash between saving and publishing), the request "
+            "is sent again."
+        ),
+    )
+    request_data: JsonValue = Field(
+        default=None,
+        description=(
+            "The request payload, kept while the sub-task is pending (when `request_kept`) so "
+            "that a request lost in a crash can be sent again; dropped once it is answered."
+        ),
+    )
+    request_kept: bool = Field(
+        default=False,
+        description="Whether `request_data` holds the payload (one too large to keep is not).",
+    )
 
 
 class HumanInputWait(Body):
@@ -178,6 +197,21 @@ class HumanInputWait(Body):
         gt=0, le=HITL_TIMEOUT_MAX_SECONDS, description="How long the task waits."
     )
     asked_at: UtcDatetime = Field(description="When the question was published.")
+    caused_by: Id | None = Field(
+        default=None,
+        description=(
+            "The id of the envelope whose handling asked. When that envelope comes again "
+            "(redelivered after a crash between saving and publishing), the question is "
+            "published again."
+        ),
+    )
+    request_data: dict[str, JsonValue] | None = Field(
+        default=None,
+        description=(
+            "The question as published (a `HumanInputRequest`), kept so that a question "
+            "lost in a crash can be published again."
+        ),
+    )
 
     @property
     def deadline(self) -> UtcDatetime:
@@ -222,6 +256,14 @@ class TaskContextData(Body):
         description=(
             "The answer once the task is final (kept until it is published, so that a "
             "redelivery can publish the very same answer again)."
+        ),
+    )
+    finished_by: Id | None = Field(
+        default=None,
+        description=(
+            "The id of the envelope whose handling ended the task. When that envelope comes "
+            "again (redelivered after a crash between saving the end and publishing the "
+            "answer), the answer is published again."
         ),
     )
     traceparent: TraceParent | None = None

@@ -15,6 +15,14 @@ How a Worker stays correct with several instances and at-least-once delivery:
 - Ids are derived from the ids they come from (sub-task ids from the task id,
   envelope ids from those), so a redelivered envelope re-publishes the very same
   envelopes and consumers deduplicate them.
+- What a save promises to publish (sub-task requests, a question to a human,
+  the final answer) is recorded in the context with the id of the envelope
+  whose handling saved it. If the process dies between the save and the
+  publish, that envelope is redelivered (its offset was never committed) and
+  comes back as a request that finds its task saved, or as an answer that finds
+  itself already recorded: either way the Worker publishes again what its first
+  handling caused (:meth:`Worker._recover`). A stale answer also re-sends what
+  has waited longer than a grace period, for a publish lost any other way.
 """
 
 from __future__ import annotations
@@ -31,9 +39,15 @@ from pydantic import BaseModel, JsonValue, ValidationError
 
 from disco.agents._agent import Agent, PlatformContext
 from disco.agents._common import (
+    KEPT_PAYLOAD_MAX_BYTES,
+    KEPT_TOTAL_MAX_BYTES,
+    ResendMemo,
     answer,
     capability_for,
+    current_cause,
     derived_id,
+    json_size,
+    publish_again,
     publish_system_event,
 )
 from disco.agents._errors import (
@@ -42,6 +56,7 @@ from disco.agents._errors import (
     TaskConflictError,
     TaskStateError,
 )
+from disco.agents._faults import CrashPoint, crash_point
 from disco.agents._handlers import describe, error_info, inspect_handler, to_json
 from disco.bus import BusError
 from disco.clients import ServiceConflictError, ServiceNotFoundError, ServiceUnavailableError
@@ -84,8 +99,17 @@ _TRANSIENT = (ServiceUnavailableError, BusError)
 """Failures of the platform itself: the bus retries the envelope instead of failing the task."""
 
 _CONFLICT_RETRIES = 20
-_FINISHER_GRACE = timedelta(seconds=30)
-"""How long a finished task's context may linger before a late answer re-publishes its outcome."""
+_FINISHER_GRACE = timedelta(seconds=10)
+"""How long a finished task's context may linger before a stale answer re-publishes its outcome.
+
+Normally the context is deleted milliseconds after the answer went out; one
+still there after this long belongs to a process that died in between.
+"""
+_RESEND_GRACE = timedelta(seconds=10)
+"""How old a pending sub-task (or question) must be before a stale answer re-sends it.
+
+Younger ones are most likely on their way; re-sending them would only double traffic.
+"""
 DEFAULT_TASK_TTL_SECONDS = 7 * 86_400
 
 
@@ -139,6 +163,10 @@ class TaskContext(Generic[InputT]):
         self._dirty = version is None
         self._finished = data.status.is_final
         self._started = time.monotonic()
+        # Payloads of sub-tasks delegated by this copy that were too large to keep
+        # in the context: enough to re-send them if this very run finds its save
+        # already done (a redelivered request).
+        self._unkept: dict[str, JsonValue] = {}
 
     # -- what the task is ---------------------------------------------------------
 
@@ -276,6 +304,9 @@ class TaskContext(Generic[InputT]):
             )
         if info.status is not SubTaskStatus.PENDING:
             return
+        # Answered: the request will never be re-sent, its payload need not be kept.
+        info.request_data = None
+        info.request_kept = False
         if success:
             info.status = SubTaskStatus.COMPLETED
             info.result = to_json(result)
@@ -405,8 +436,9 @@ class TaskContext(Generic[InputT]):
         await self._platform.validate_request(spec.event_type, spec.data)
         sub_task_id = self._next_sub_task_id()
         self._add_sub_task(sub_task_id, spec, None)
-        await self._store_before_publishing([(sub_task_id, spec)])
-        await self._publish_request(sub_task_id, spec)
+        await self._store()
+        crash_point(CrashPoint.TASK_DELEGATED)
+        await self._publish_request(sub_task_id)
         await self._announce_delegation([(sub_task_id, spec)], None)
         return sub_task_id
 
@@ -437,53 +469,46 @@ class TaskContext(Generic[InputT]):
             sub_task_id = self._next_sub_task_id()
             self._add_sub_task(sub_task_id, spec, group_id)
             delegated.append((sub_task_id, spec))
-        await self._store_before_publishing(delegated)
-        await asyncio.gather(*(self._publish_request(sid, spec) for sid, spec in delegated))
+        await self._store()
+        crash_point(CrashPoint.TASK_DELEGATED)
+        await asyncio.gather(*(self._publish_request(sid) for sid, _ in delegated))
         await self._announce_delegation(delegated, group_id)
         return group_id
 
-    async def _store_before_publishing(self, delegated: list[tuple[str, DelegationSpec]]) -> None:
-        """Save; on a fresh task that exists already (a redelivered request), finish its send.
-
-        Sub-task ids derive from the task id, so a redelivered request delegates
-        the very same sub-tasks. If the first run saved them but died before the
-        requests went out, they are still pending in memory: publish them now
-        (same envelope ids), then leave the task to that run's answers.
-        """
-        fresh = self._version is None
-        try:
-            await self._store()
-        except TaskConflictError:
-            if fresh:
-                record = await self._platform.context_memory.get_task_context(self.task_id)
-                stored = record.context.sub_tasks if record is not None else {}
-                for sub_task_id, spec in delegated:
-                    info = stored.get(sub_task_id)
-                    if info is not None and info.status is SubTaskStatus.PENDING:
-                        await self._publish_request(sub_task_id, spec)
-            raise
-
     def _add_sub_task(self, sub_task_id: str, spec: DelegationSpec, group: str | None) -> None:
+        # The payload is kept (within a budget) so that a request lost in a crash
+        # can be sent again by whichever instance notices; see Worker._recover.
+        kept = self._keeps(spec.data)
         self._data.sub_tasks[sub_task_id] = SubTaskInfo(
             sub_task_id=sub_task_id,
             event_type=spec.event_type,
             response_event=spec.response_event,
             parallel_group_id=group,
             delegated_at=self._next_delegation_time(),
+            caused_by=current_cause(),
+            request_data=spec.data if kept else None,
+            request_kept=kept,
         )
+        if not kept:
+            self._unkept[sub_task_id] = spec.data
         self._data.status = TaskStatus.WAITING
         self._dirty = True
 
-    async def _publish_request(self, sub_task_id: str, spec: DelegationSpec) -> None:
-        await self._platform.bus.request(
-            spec.event_type,
-            spec.data,
-            response_event=spec.response_event,
-            correlation_id=sub_task_id,
-            id=derived_id(sub_task_id, "request"),
-            task_id=sub_task_id,
-            **self._envelope_scope(),
+    def _keeps(self, payload: JsonValue) -> bool:
+        size = json_size(payload)
+        if size > KEPT_PAYLOAD_MAX_BYTES:
+            return False
+        kept = sum(
+            json_size(info.request_data)
+            for info in self._data.sub_tasks.values()
+            if info.request_kept and info.status is SubTaskStatus.PENDING
         )
+        return kept + size <= KEPT_TOTAL_MAX_BYTES
+
+    async def _publish_request(self, sub_task_id: str) -> None:
+        info = self._data.sub_tasks[sub_task_id]
+        payload = info.request_data if info.request_kept else self._unkept[sub_task_id]
+        await _send_request(self._platform, self._data, info, payload)
 
     async def _announce_delegation(
         self, delegated: list[tuple[str, DelegationSpec]], group: str | None
@@ -564,31 +589,29 @@ class TaskContext(Generic[InputT]):
             context=dict(context or {}),
         )
         asked_at = self._next_delegation_time()
-        self._data.human_input = HumanInputWait(
+        cause = current_cause()
+        wait = HumanInputWait(
             request_id=request_id,
             correlation_id=correlation_id,
             response_event=response_event,
             timeout_seconds=timeout_seconds,
             asked_at=asked_at,
+            caused_by=cause,
+            request_data=body.model_dump(mode="json", exclude_none=True),
         )
+        self._data.human_input = wait
         self._data.sub_tasks[correlation_id] = SubTaskInfo(
             sub_task_id=correlation_id,
             event_type=NotificationType.HUMAN_INPUT.value,
             response_event=response_event,
             delegated_at=asked_at,
+            caused_by=cause,
         )
         self._data.status = TaskStatus.AWAITING_INPUT
         self._dirty = True
         await self._store()
-        await self._platform.bus.publish(
-            Topic.NOTIFICATION_EVENTS,
-            NotificationType.HUMAN_INPUT.value,
-            body,
-            id=request_id,
-            correlation_id=correlation_id,
-            task_id=self.task_id,
-            **self._envelope_scope(),
-        )
+        crash_point(CrashPoint.TASK_ASKED)
+        await _send_question(self._platform, self._data, wait)
         await self.progress(message=question[:2000], status=TaskStatus.AWAITING_INPUT)
         return correlation_id
 
@@ -651,7 +674,11 @@ class TaskContext(Generic[InputT]):
             self._data.status = status
             self._data.outcome = outcome
             self._data.human_input = None
+            self._data.finished_by = current_cause()
+            for info in self._data.sub_tasks.values():
+                info.request_data, info.request_kept = None, False
             await self._store()
+            crash_point(CrashPoint.TASK_FINISHED)
         else:
             self._data.status = status
             self._data.outcome = outcome
@@ -671,6 +698,55 @@ def _as_error(error: ErrorInfo | BaseException | str) -> ErrorInfo:
     if isinstance(error, BaseException):
         return error_info(error)
     return ErrorInfo(type="TaskFailed", message=str(error)[:4000])
+
+
+def _scope_of(data: TaskContextData) -> dict[str, Any]:
+    return {
+        key: value
+        for key in ("tenant_id", "user_id", "session_id", "plan_id")
+        if (value := getattr(data, key)) is not None
+    }
+
+
+async def _send_request(
+    platform: PlatformContext, data: TaskContextData, info: SubTaskInfo, payload: JsonValue
+) -> None:
+    """Publish a sub-task's request as its saved record describes it (first time or again)."""
+    assert info.delegated_at is not None
+    await publish_again(
+        platform.bus,
+        Topic.ACTION_REQUESTS,
+        info.event_type,
+        payload,
+        id=derived_id(info.sub_task_id, "request"),
+        time=info.delegated_at,
+        traceparent=data.traceparent,
+        correlation_id=info.sub_task_id,
+        causation_id=info.caused_by,
+        response_event=info.response_event,
+        response_topic=Topic.ACTION_RESULTS.value,
+        task_id=info.sub_task_id,
+        **_scope_of(data),
+    )
+
+
+async def _send_question(
+    platform: PlatformContext, data: TaskContextData, wait: HumanInputWait
+) -> None:
+    """Publish a task's question to a human as its saved wait describes it."""
+    await publish_again(
+        platform.bus,
+        Topic.NOTIFICATION_EVENTS,
+        NotificationType.HUMAN_INPUT.value,
+        wait.request_data,
+        id=wait.request_id,
+        time=wait.asked_at,
+        traceparent=data.traceparent,
+        correlation_id=wait.correlation_id,
+        causation_id=wait.caused_by,
+        task_id=data.task_id,
+        **_scope_of(data),
+    )
 
 
 async def _publish_outcome(
@@ -829,16 +905,16 @@ class ResultContext:
                 f"{self._worker.name!r}"
             )
         if data.status.is_final:
-            finished = data.updated_at or _now()
-            if data.outcome is not None and _now() - finished > _FINISHER_GRACE:
-                # The task ended long ago but its context is still here: the
-                # process that ended it died before its answer surely went out.
-                # Publish it again, with the same ids (receivers deduplicate).
-                await _publish_outcome(self._platform, data, None)
-                await _forget(self._platform, data.task_id)
+            # Its context normally goes right after the answer: finish a
+            # publication the process that ended it may not have made.
+            await self._worker._recover(data, self.envelope.id)
             raise StaleResultError(f"task {data.task_id!r} is already {data.status.value}")
         info = data.sub_tasks.get(correlation_id)
         if info is None or info.status is not SubTaskStatus.PENDING:
+            # Already recorded: a duplicate, or this very answer redelivered
+            # because the handler that recorded it died before publishing
+            # what it saved (then send that now).
+            await self._worker._recover(data, self.envelope.id)
             raise StaleResultError(
                 f"sub-task {correlation_id!r} of task {data.task_id!r} already answered"
             )
@@ -888,6 +964,77 @@ class Worker(Agent):
         super().__init__(name, **options)
         self.task_ttl_seconds = task_ttl_seconds
         self._input_models: dict[str, type[BaseModel]] = {}
+        self._resent = ResendMemo(_RESEND_GRACE.total_seconds())
+
+    async def _recover(
+        self,
+        data: TaskContextData,
+        cause: str | None,
+        *,
+        by_age: bool = True,
+        unkept: Mapping[str, JsonValue] | None = None,
+    ) -> int:
+        """Publish again what a saved task promised but may never have been published.
+
+        Due are the requests, question and final answer that ``cause`` (the
+        envelope being handled) brought about: it comes again only because its
+        first handling did not finish, so what that handling saved may never
+        have gone out. With ``by_age``, also pending requests and questions
+        older than a grace period, and an outcome whose context outlived its
+        publication by that long (each re-sent at most once per grace by this
+        process). Everything goes out with its first ids (receivers
+        deduplicate; a second answer is stale), so this cannot loop: a re-send
+        only follows a stale answer, and answers to re-sends are stale at most once.
+
+        Returns:
+            How many envelopes were published again.
+        """
+        platform = self.context
+        now = _now()
+
+        def due(key: str, caused_by: str | None, since: datetime | None, grace: timedelta) -> bool:
+            if cause is not None and caused_by == cause:
+                return True
+            return by_age and since is not None and now - since > grace and self._resent.due(key)
+
+        if data.status.is_final:
+            if data.outcome is None or not due(
+                data.task_id, data.finished_by, data.updated_at or now, _FINISHER_GRACE
+            ):
+                return 0
+            _log.info("publishing a finished task's answer again", task_id=data.task_id)
+            await _publish_outcome(platform, data, None)
+            self._resent.sent(data.task_id)
+            await _forget(platform, data.task_id)
+            return 1
+        sent = 0
+        wait = data.human_input
+        for info in data.sub_tasks.values():
+            if info.status is not SubTaskStatus.PENDING:
+                continue
+            if not due(info.sub_task_id, info.caused_by, info.delegated_at, _RESEND_GRACE):
+                continue
+            if wait is not None and info.sub_task_id == wait.correlation_id:
+                if wait.request_data is None:
+                    continue  # asked by an older SDK: the question is not kept
+                await _send_question(platform, data, wait)
+            elif info.event_type == NotificationType.HUMAN_INPUT.value:
+                continue  # a question no longer outstanding
+            elif info.request_kept:
+                await _send_request(platform, data, info, info.request_data)
+            elif unkept is not None and info.sub_task_id in unkept:
+                await _send_request(platform, data, info, unkept[info.sub_task_id])
+            else:
+                _log.warning(
+                    "a pending sub-task cannot be sent again: its payload was too large to keep",
+                    task_id=data.task_id,
+                    sub_task_id=info.sub_task_id,
+                )
+                continue
+            _log.info("published again", task_id=data.task_id, sub_task_id=info.sub_task_id)
+            self._resent.sent(info.sub_task_id)
+            sent += 1
+        return sent
 
     def _task_input(self, data: TaskContextData) -> Any:
         model = self._input_models.get(data.event_type)
@@ -1071,8 +1218,14 @@ class Worker(Agent):
         except (StaleResultError, TaskConflictError) as exc:
             if task.version is None:
                 # A fresh task conflicts only when the same request was taken up
-                # before (a redelivery): that run owns it.
+                # before (a redelivery): that run owns it, but may have died
+                # between its save and its publishing; send what it saved.
                 _log.info("task already taken up; skipping", task_id=task.task_id, reason=str(exc))
+                record = await platform.context_memory.get_task_context(task.task_id)
+                if record is not None and record.context.agent_name in (None, self.name):
+                    await self._recover(
+                        record.context, envelope.id, by_age=False, unkept=task._unkept
+                    )
             else:
                 # The handler changed the task after delegating, and an answer
                 # moved it meanwhile: those changes are lost.
