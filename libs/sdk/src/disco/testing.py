@@ -16,8 +16,11 @@ question answered by the test all run in a plain ``pytest`` test::
 
 Requests for work no agent in the kit does stay unanswered until the test
 answers them (:meth:`AgentTestKit.reply`); questions to humans until
-:meth:`AgentTestKit.answer_human`. Our own integration tests still use the
-real broker and services; this kit is for agent authors' unit tests.
+:meth:`AgentTestKit.answer_human`. :meth:`AgentTestKit.crash_after` kills a
+handler between a save and the publishing it promised (a :class:`CrashPoint`)
+and redelivers its envelope, to prove that the work still finishes. Our own
+integration tests still use the real broker and services; this kit is for agent
+authors' unit tests.
 """
 
 from __future__ import annotations
@@ -33,8 +36,9 @@ from typing import Any, Self, TypeVar, cast
 
 from pydantic import BaseModel
 
-from disco._context import HandlerContext, handler_context
+from disco._context import HandlerContext, handler_context, maybe_current_context
 from disco.agents import Agent, PlatformContext
+from disco.agents._faults import CRASH_ENV, CRASH_EXIT_CODE, CrashPoint, set_crash_hook
 from disco.agents._ports import RequestValidator
 from disco.bus import BusClient, MessageTooLargeError
 from disco.bus._wire import record_for
@@ -47,7 +51,17 @@ from disco_common.plans import PlanContextData, PlanStatus
 from disco_common.tasks import ActionResultData, ErrorInfo, TaskContextData
 from disco_common.topics import Topic
 
-__all__ = ["AgentTestKit", "HandlerFailedError", "InMemoryMemory", "Published"]
+__all__ = [
+    "CRASH_ENV",
+    "CRASH_EXIT_CODE",
+    "AgentTestKit",
+    "Crash",
+    "CrashPoint",
+    "HandlerFailedError",
+    "InMemoryMemory",
+    "Published",
+    "SimulatedCrash",
+]
 
 _TEST = "test"
 
@@ -320,6 +334,35 @@ class HandlerFailedError(AssertionError):
     """A handler raised while the kit delivered an envelope (the bus would retry, then DLQ)."""
 
 
+class SimulatedCrash(BaseException):
+    """Raised at an armed crash point: the handler stops dead there, as if its process died.
+
+    A ``BaseException``, so that no ``except Exception`` in a handler or in the
+    agent layers gets to act on it (a dead process does nothing more).
+    """
+
+    def __init__(self, point: CrashPoint) -> None:
+        super().__init__(f"simulated crash after {point.value}")
+        self.point = point
+
+
+@dataclass(frozen=True, slots=True)
+class Crash:
+    """A handler the kit killed at a crash point (its envelope was delivered again)."""
+
+    point: CrashPoint
+    agent: str
+    envelope: Envelope
+
+
+@dataclass
+class _ArmedCrash:
+    point: CrashPoint
+    agent: str | None
+    skip: int
+    remaining: int
+
+
 class AgentTestKit:
     """Runs agents in-process, with an in-memory bus and memory (see the module docs).
 
@@ -354,7 +397,11 @@ class AgentTestKit:
         self.raise_errors = raise_errors
         self.published: list[Published] = []
         self.errors: list[tuple[str, Envelope, BaseException]] = []
+        self.crashes: list[Crash] = []
+        """Handlers killed at a crash point (see :meth:`crash_after`), oldest first."""
+        self._armed: list[_ArmedCrash] = []
         self._queue: deque[Published] = deque()
+        self._redeliveries: deque[tuple[str, Envelope, Agent]] = deque()
         self._members = [_Member(agent, _KitBus(self, agent.name)) for agent in agents]
         self._outside = _KitBus(self, _TEST)
         self._started = False
@@ -377,10 +424,13 @@ class AgentTestKit:
                     validator=self.validator,
                 )
             )
+        set_crash_hook(self._crash_hook)
         self._started = True
 
     async def stop(self) -> None:
         """Detach the agents. Idempotent."""
+        if self._started:
+            set_crash_hook(None)
         for member in self._members:
             member.agent._detach()
         self._started = False
@@ -513,6 +563,53 @@ class AgentTestKit:
             await self.settle()
         return envelope
 
+    # -- crashes -----------------------------------------------------------------------------
+
+    def crash_after(
+        self,
+        point: CrashPoint | str,
+        *,
+        agent: Agent | None = None,
+        skip: int = 0,
+        times: int = 1,
+    ) -> None:
+        """Kill the next handler (of ``agent``) that reaches ``point``, ``times`` times.
+
+        ``skip`` lets the first ``skip`` arrivals at ``point`` pass (e.g.
+        ``skip=1`` spares a task's first delegation and kills its second).
+
+        The handler stops right there, after its save and before what the save
+        promised is published, as if its process had died; nothing the agent
+        layers would do afterwards happens. The kit then delivers its envelope
+        again (once the queue is empty, as the bus redelivers an uncommitted
+        envelope to the instance that takes over), so a test can check that
+        the task or plan still finishes, exactly once. :attr:`crashes` lists
+        the crashes.
+
+        Raises:
+            ValueError: ``point`` is not a :class:`CrashPoint` (the message lists them).
+        """
+        try:
+            where = CrashPoint(point)
+        except ValueError:
+            known = [p.value for p in CrashPoint]
+            raise ValueError(f"unknown crash point {point!r}; the crash points: {known}") from None
+        self._armed.append(
+            _ArmedCrash(where, agent.name if agent is not None else None, skip, times)
+        )
+
+    def _crash_hook(self, point: CrashPoint) -> None:
+        context = maybe_current_context()
+        running = context.group if context is not None else None
+        for armed in self._armed:
+            if armed.point is not point or armed.agent not in (None, running):
+                continue
+            if armed.skip > 0:
+                armed.skip -= 1
+            elif armed.remaining > 0:
+                armed.remaining -= 1
+                raise SimulatedCrash(point)
+
     # -- delivering -------------------------------------------------------------------------
 
     def _published(self, name: str, envelope: Envelope, publisher: str) -> None:
@@ -540,6 +637,11 @@ class AgentTestKit:
             try:
                 with handler_context(context):
                     await dispatch(envelope)
+            except SimulatedCrash as crash:
+                # Never committed: the envelope comes again, to whoever takes over.
+                self.crashes.append(Crash(crash.point, member.agent.name, envelope))
+                member.seen.discard(envelope.id)
+                self._redeliveries.append((logical, envelope, member.agent))
             except Exception as exc:
                 self.errors.append((member.agent.name, envelope, exc))
                 if self.raise_errors:
@@ -556,10 +658,14 @@ class AgentTestKit:
             AssertionError: more than ``max_deliveries`` (a loop of events).
         """
         for _ in range(max_deliveries):
-            if not self._queue:
+            if self._queue:
+                item = self._queue.popleft()
+                await self.deliver(item.topic, item.envelope)
+            elif self._redeliveries:
+                topic, envelope, agent = self._redeliveries.popleft()
+                await self.deliver(topic, envelope, to=agent)
+            else:
                 return
-            item = self._queue.popleft()
-            await self.deliver(item.topic, item.envelope)
         raise AssertionError(f"still delivering after {max_deliveries} envelopes: a loop?")
 
     # -- reading what happened ------------------------------------------------------------------

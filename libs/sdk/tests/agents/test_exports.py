@@ -96,9 +96,14 @@ def test_disco_llm_conditions_and_testing_export_their_public_api() -> None:
     ]
     assert sorted(disco.testing.__all__) == [
         "AgentTestKit",
+        "CRASH_ENV",
+        "CRASH_EXIT_CODE",
+        "Crash",
+        "CrashPoint",
         "HandlerFailedError",
         "InMemoryMemory",
         "Published",
+        "SimulatedCrash",
     ]
     for module in (disco.llm, disco.conditions, disco.testing):
         assert all(hasattr(module, name) for name in module.__all__)

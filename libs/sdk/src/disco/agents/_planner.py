@@ -13,6 +13,14 @@ planner and the plan (``plan.<planner>.<plan_id>.<step>``), so an answer is
 matched to its plan by parsing that id; envelopes of other agents are dropped
 without touching memory, and a duplicate or late answer (its correlation id no
 longer outstanding) is ignored.
+
+A plan is saved before its action (or the goal's answer) is published, with
+the action as published (:class:`~disco_common.plans.PendingAction`) or the
+outcome, and the id of the envelope whose handling saved it. If the process
+dies in between, that envelope is redelivered and finds the plan already moved:
+the Planner then publishes the saved action or answer again, with its first
+ids (:meth:`Planner._recover`). A stale answer also re-sends an action that has
+waited longer than a grace period.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ import contextlib
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import structlog
@@ -30,12 +38,18 @@ from pydantic import JsonValue, ValidationError
 
 from disco.agents._agent import Agent, PlatformContext
 from disco.agents._common import (
+    KEPT_PAYLOAD_MAX_BYTES,
+    ResendMemo,
     answer,
     capability_for,
+    current_cause,
     derived_id,
+    json_size,
+    publish_again,
     publish_system_event,
 )
 from disco.agents._errors import AgentError, PlanError, TaskConflictError
+from disco.agents._faults import CrashPoint, crash_point
 from disco.agents._handlers import describe, error_info, inspect_handler, to_json
 from disco.bus import ANY_EVENT, BusError
 from disco.clients import ServiceConflictError, ServiceUnavailableError
@@ -50,6 +64,7 @@ from disco_common.envelope import ActionRequest, Envelope
 from disco_common.notifications import HumanInputRequest, HumanInputResponse, NotificationType
 from disco_common.plans import (
     MAX_PLAN_STATES,
+    PendingAction,
     PlanContextData,
     PlanDefinition,
     PlanHistoryEntry,
@@ -82,6 +97,10 @@ HandlerT = TypeVar("HandlerT", bound=Callable[..., Awaitable[Any]])
 _TRANSIENT = (ServiceUnavailableError, BusError)
 _CONFLICT_RETRIES = 20
 _HELD = "_disco_held_answer"
+_RESEND_GRACE = timedelta(seconds=10)
+"""How old a plan's pending action must be before a stale answer re-sends it."""
+_FINISHER_GRACE = timedelta(seconds=10)
+"""How long a final plan's answer may stay unconfirmed before a stale answer publishes it again."""
 
 
 def _now() -> datetime:
@@ -523,6 +542,7 @@ class PlanContext:
                     status=self._data.status,
                 )
             )
+            self._data.current_action = None
             self._dirty = True
             trigger = None
             if config.is_terminal:
@@ -539,13 +559,16 @@ class PlanContext:
                     await self.finalize()
                 return
             if config.action is not None:
-                publish = self._prepare_action(config)
+                pending, payload = self._prepare_action(config)
                 human = _is_human_action(config)
                 if human:
                     self._data.status = PlanStatus.PAUSED
                     self._data.pause_reason = f"awaiting human input in state {target!r}"
-                await self._store_before_publishing(publish)
-                await publish()
+                else:
+                    await self._platform.validate_request(pending.event_type, payload)
+                await self._store()
+                crash_point(CrashPoint.PLAN_ACTION)
+                await self._send_action(pending, payload)
                 await self._announce(changes, announce_start)
                 if human:
                     await self._announce_paused()
@@ -557,77 +580,75 @@ class PlanContext:
             target = config.default_next
         raise PlanError(f"plan {self.plan_id!r} loops through default_next without an action")
 
-    async def _store_before_publishing(self, publish: Callable[[], Awaitable[None]]) -> None:
-        """Save; on a fresh plan that exists already (a redelivered goal), finish its send.
-
-        Plan and correlation ids derive from the goal, so a redelivered goal
-        prepares the very same first action. If the first run saved the plan but
-        died before the action went out, its correlation id is still outstanding:
-        publish it now (same envelope id), then leave the plan to its answers.
-        """
-        fresh = self._version is None
-        try:
-            await self._store()
-        except TaskConflictError:
-            if fresh:
-                record = await self._platform.context_memory.get_plan_context(self.plan_id)
-                mine = self._data.correlation_ids[-1:] if self._data.correlation_ids else []
-                if record is not None and mine and mine[0] in record.context.correlation_ids:
-                    await publish()
-            raise
-
-    def _prepare_action(self, config: StateConfig) -> Callable[[], Awaitable[None]]:
+    def _action_payload(self, config: StateConfig) -> JsonValue:
+        """The payload of ``config``'s action, its template filled from the plan now."""
         action = config.action
         assert action is not None
         try:
             data = render_template(action.data or {}, self.variables())
         except TemplateError as exc:
             raise PlanError(f"state {config.state_name!r}: {exc}") from None
-        step = len(self._data.history)
-        correlation_id = self._planner._correlation_id(self.plan_id, step)
+        if not _is_human_action(config):
+            rendered: JsonValue = data
+            return rendered
+        if not isinstance(data, dict) or not isinstance(data.get("question"), str):
+            raise PlanError(
+                f"state {config.state_name!r} asks a human: its action data needs a "
+                "'question' (text)"
+            )
+        body = HumanInputRequest(
+            question=data["question"],
+            response_event=action.response_event,
+            timeout_seconds=data.get("timeout_seconds"),
+            plan_id=self.plan_id,
+            options=data.get("options"),
+            context={k: v for k, v in data.items() if k not in _HUMAN_KEYS},
+        )
+        return body.model_dump(mode="json", exclude_none=True)
+
+    def _prepare_action(self, config: StateConfig) -> tuple[PendingAction, JsonValue]:
+        """Record the action of the state being entered as pending (published after the save)."""
+        action = config.action
+        assert action is not None
+        payload = self._action_payload(config)
+        correlation_id = self._planner._correlation_id(self.plan_id, len(self._data.history))
         self._data.correlation_ids.append(correlation_id)
-        platform = self._platform
-        scope = self._scope()
-        request_id = derived_id(correlation_id, "request")
-        if _is_human_action(config):
-            if not isinstance(data, dict) or not isinstance(data.get("question"), str):
-                raise PlanError(
-                    f"state {config.state_name!r} asks a human: its action data needs a "
-                    "'question' (text)"
-                )
-            body = HumanInputRequest(
-                question=data["question"],
-                response_event=action.response_event,
-                timeout_seconds=data.get("timeout_seconds"),
-                plan_id=self.plan_id,
-                options=data.get("options"),
-                context={k: v for k, v in data.items() if k not in _HUMAN_KEYS},
-            )
+        human = _is_human_action(config)
+        # Kept so that any instance can publish it again after a crash; one too
+        # large to keep is rendered again from the template then.
+        kept = json_size(payload) <= KEPT_PAYLOAD_MAX_BYTES
+        pending = PendingAction(
+            correlation_id=correlation_id,
+            request_id=derived_id(correlation_id, "request"),
+            state_name=config.state_name,
+            topic=(Topic.NOTIFICATION_EVENTS if human else Topic.ACTION_REQUESTS).value,
+            event_type=NotificationType.HUMAN_INPUT.value if human else action.event_type,
+            response_event=action.response_event,
+            data=payload if kept else None,
+            data_kept=kept,
+            caused_by=current_cause(),
+            sent_at=_now(),
+        )
+        self._data.current_action = pending
+        return pending, payload
 
-            async def ask() -> None:
-                await platform.bus.publish(
-                    Topic.NOTIFICATION_EVENTS,
-                    NotificationType.HUMAN_INPUT.value,
-                    body,
-                    id=request_id,
-                    correlation_id=correlation_id,
-                    **scope,
-                )
-
-            return ask
-
-        async def request() -> None:
-            await platform.validate_request(action.event_type, data)
-            await platform.bus.request(
-                action.event_type,
-                data,
-                response_event=action.response_event,
-                correlation_id=correlation_id,
-                id=request_id,
-                **scope,
-            )
-
-        return request
+    async def _send_action(self, pending: PendingAction, payload: JsonValue) -> None:
+        """Publish a pending action as its record describes it (the first time or again)."""
+        request = pending.topic == Topic.ACTION_REQUESTS.value
+        await publish_again(
+            self._platform.bus,
+            pending.topic,
+            pending.event_type,
+            payload,
+            id=pending.request_id,
+            time=pending.sent_at,
+            traceparent=self._data.traceparent,
+            correlation_id=pending.correlation_id,
+            causation_id=pending.caused_by,
+            response_event=pending.response_event if request else None,
+            response_topic=Topic.ACTION_RESULTS.value if request else None,
+            **self._scope(),
+        )
 
     def _scope(self) -> dict[str, Any]:
         scope: dict[str, Any] = {"plan_id": self.plan_id}
@@ -783,9 +804,20 @@ class PlanContext:
         self._data.status = status
         self._data.pause_reason = None
         self._data.correlation_ids = []
+        self._data.current_action = None
         self._data.state.pop(_HELD, None)
+        self._data.outcome = outcome
+        self._data.outcome_sent = False
+        self._data.finished_by = current_cause()
         await self._store()
+        crash_point(CrashPoint.PLAN_FINISHED)
+        await self._publish_end()
+
+    async def _publish_end(self) -> None:
+        """Answer the goal and announce the end (ids derived: repeatable), then note it was sent."""
         data = self._data
+        outcome, status = data.outcome, data.status
+        assert outcome is not None
         bus = self._platform.bus
         await answer(
             bus,
@@ -831,6 +863,13 @@ class PlanContext:
                 id=derived_id(data.plan_id, "failed"),
                 plan_id=data.plan_id,
             )
+        # Noted so that a stale answer later does not publish it again; if this
+        # write is lost, the worst case is one more (deduplicated) answer.
+        data.outcome_sent = True
+        try:
+            await self._store()
+        except Exception as exc:
+            _log.info("plan end not noted as sent", plan_id=self.plan_id, error=repr(exc))
 
 
 _HUMAN_KEYS = frozenset({"question", "timeout_seconds", "options"})
@@ -1009,6 +1048,7 @@ class Planner(Agent):
         self._declared: set[tuple[str, str]] = set()
         self._dynamic = llm is not None
         self._adding_plan = False
+        self._resent = ResendMemo(_RESEND_GRACE.total_seconds())
 
     # -- ids -----------------------------------------------------------------------------
 
@@ -1171,7 +1211,20 @@ class Planner(Agent):
     # -- restoring -----------------------------------------------------------------------
 
     async def restore_plan(self, plan_id: str) -> PlanContext | None:
-        """The plan ``plan_id`` from memory (``None`` if unknown)."""
+        """The plan ``plan_id`` from memory (``None`` if unknown).
+
+        Inside a handler whose envelope already moved this plan (it is being
+        redelivered: its first handling died after saving the plan and before
+        publishing), the action or answer that handling saved is published
+        first, so that e.g. a gate opened by an external event does not stay
+        stuck when the process dies while opening it.
+        """
+        plan = await self._load(plan_id)
+        if plan is not None:
+            await self._recover(plan, current_cause(), by_age=False)
+        return plan
+
+    async def _load(self, plan_id: str) -> PlanContext | None:
         platform = self.context
         record = await platform.context_memory.get_plan_context(plan_id)
         if record is None:
@@ -1187,7 +1240,61 @@ class Planner(Agent):
         record = await platform.context_memory.get_plan_by_correlation(correlation_id)
         if record is None:
             return None
-        return PlanContext(record.context, platform, self, version=record.version)
+        plan = PlanContext(record.context, platform, self, version=record.version)
+        await self._recover(plan, current_cause(), by_age=False)
+        return plan
+
+    async def _recover(self, plan: PlanContext, cause: str | None, *, by_age: bool = True) -> int:
+        """Publish again what a saved plan promised but may never have been published.
+
+        Due is the current action, or the goal's answer of a finished plan,
+        that ``cause`` (the envelope being handled) brought about: it comes
+        again only because its first handling did not finish. With ``by_age``,
+        also a current action older than a grace period (at most once per grace
+        by this process) and an answer still unconfirmed after one. Both go out
+        with their first ids (receivers deduplicate; a second answer is stale).
+
+        Returns:
+            How many envelopes were published again.
+        """
+        data = plan._data
+        now = _now()
+
+        def due(key: str, caused_by: str | None, since: datetime | None, grace: timedelta) -> bool:
+            if cause is not None and caused_by == cause:
+                return True
+            return by_age and since is not None and now - since > grace and self._resent.due(key)
+
+        if data.status.is_final:
+            if data.outcome is None or data.outcome_sent:
+                return 0
+            if not due(data.plan_id, data.finished_by, data.updated_at, _FINISHER_GRACE):
+                return 0
+            _log.info("answering a finished plan's goal again", plan_id=data.plan_id)
+            await plan._publish_end()
+            self._resent.sent(data.plan_id)
+            return 1
+        pending = data.current_action
+        if pending is None or pending.correlation_id not in data.correlation_ids:
+            return 0
+        if not due(pending.correlation_id, pending.caused_by, pending.sent_at, _RESEND_GRACE):
+            return 0
+        if pending.data_kept:
+            payload = pending.data
+        else:
+            config = data.state_machine.get(pending.state_name)
+            if config is None or config.action is None:
+                return 0
+            payload = plan._action_payload(config)
+        _log.info(
+            "publishing a plan's action again",
+            plan_id=data.plan_id,
+            state=pending.state_name,
+            correlation_id=pending.correlation_id,
+        )
+        await plan._send_action(pending, payload)
+        self._resent.sent(pending.correlation_id)
+        return 1
 
     # -- running -------------------------------------------------------------------------
 
@@ -1205,6 +1312,13 @@ class Planner(Agent):
                 await handler(goal)
         except TaskConflictError:
             _log.info("goal already taken up (redelivered); skipping", goal=goal.envelope.id)
+            plan = goal.plan
+            if plan is not None and plan.version is None:
+                # The goal came again: its first handling saved the plan and may
+                # have died before publishing what it saved.
+                stored = await self._load(plan.plan_id)
+                if stored is not None:
+                    await self._recover(stored, goal.envelope.id, by_age=False)
         except _TRANSIENT:
             raise
         except Exception as exc:
@@ -1228,13 +1342,16 @@ class Planner(Agent):
 
     async def _move(self, plan_id: str, envelope: Envelope, topic: str) -> None:
         for attempt in range(1, _CONFLICT_RETRIES + 1):
-            plan = await self.restore_plan(plan_id)
-            if plan is None or plan.finished:
+            plan = await self._load(plan_id)
+            if plan is None:
                 return
-            if envelope.correlation_id not in plan._data.correlation_ids:
+            if plan.finished or envelope.correlation_id not in plan._data.correlation_ids:
                 _log.debug(
                     "answer ignored (duplicate or late)", correlation_id=envelope.correlation_id
                 )
+                # This answer may be redelivered because the handling that
+                # recorded it died before publishing what it saved.
+                await self._recover(plan, envelope.id)
                 return
             transition = TransitionContext(envelope, plan, topic)
             try:
