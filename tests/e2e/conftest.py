@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import subprocess
 import sys
@@ -29,10 +28,9 @@ from typing import IO, Any
 
 import httpx
 import pytest
-from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from disco._dev.ports import free_port
-from disco.bus import BusClient
+from disco.bus import BusClient, TopicReader
 from disco.settings import BusSettings
 from disco_common.envelope import Envelope
 from tests.fixtures.infra import DatabaseUrls
@@ -250,38 +248,23 @@ class Watcher:
 
     def __init__(self, stack: Stack, topics: list[str]) -> None:
         self._stack = stack
-        self._names = {f"{stack.prefix}{topic}": topic for topic in topics}
+        self._reader = TopicReader(stack.bus_settings(), topics, from_beginning=True)
         self.seen: list[tuple[str, Envelope]] = []
         self._changed = asyncio.Event()
-        self._consumer: AIOKafkaConsumer | None = None
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        consumer = AIOKafkaConsumer(
-            bootstrap_servers=self._stack.bootstrap, enable_auto_commit=False, fetch_max_wait_ms=20
-        )
-        await consumer.start()
-        await consumer.topics()
-        partitions = [
-            TopicPartition(name, p)
-            for name in self._names
-            for p in consumer.partitions_for_topic(name) or ()
-        ]
-        consumer.assign(partitions)
-        await consumer.seek_to_beginning()
-        self._consumer = consumer
+        await self._reader.start()
         self._task = asyncio.create_task(self._read())
 
     async def _read(self) -> None:
-        assert self._consumer is not None
         while True:
-            batches = await self._consumer.getmany(timeout_ms=100)
-            for tp, records in batches.items():
-                topic = self._names[tp.topic]
-                for record in records:
-                    with contextlib.suppress(Exception):
-                        self.seen.append((topic, Envelope.model_validate(json.loads(record.value))))
-            if batches:
+            records = await self._reader.read(timeout=0.1)
+            for record in records:
+                envelope = record.envelope_or_none()
+                if envelope is not None:
+                    self.seen.append((record.topic, envelope))
+            if records:
                 self._changed.set()
 
     async def stop(self) -> None:
@@ -289,8 +272,7 @@ class Watcher:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        if self._consumer is not None:
-            await self._consumer.stop()
+        await self._reader.stop()
 
     def matching(self, predicate: Callable[[str, Envelope], bool]) -> list[Envelope]:
         return [envelope for topic, envelope in self.seen if predicate(topic, envelope)]

@@ -21,6 +21,7 @@ async def test_the_broker_stores_and_returns_a_record(
     consumer = AIOKafkaConsumer(bootstrap_servers=kafka_bootstrap, enable_auto_commit=False)
     await consumer.start()
     try:
+        await consumer.topics()  # fresh metadata: the topic was created a moment ago
         partitions = consumer.partitions_for_topic(topic) or set()
         consumer.assign([TopicPartition(topic, p) for p in partitions])
         await consumer.seek_to_beginning()

@@ -24,9 +24,11 @@ def test_disco_bus_exports_exactly_its_public_api() -> None:
         "MessageTooLargeError",
         "NonRetryableError",
         "PublishError",
+        "ReadRecord",
         "ReplyListener",
         "RequestTimeout",
         "TopicProvisioningError",
+        "TopicReader",
     ]
     assert all(hasattr(disco.bus, name) for name in disco.bus.__all__)
 

@@ -8,11 +8,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.structs import ConsumerRecord
 
-from disco.bus import BusClient
+from disco.bus import BusClient, ReadRecord
 from disco.settings import BusSettings
 from disco_common.envelope import Envelope
+from tests.fixtures.bus import read_records
 
 # Short enough that a group join (about half the session timeout on Tansu)
 # stays around a second, long enough not to flap on a busy two-core machine.
@@ -72,26 +72,19 @@ def recorder() -> Recorder:
 
 async def read_topic(
     bootstrap: str, name: str, count: int, timeout: float = 20.0
-) -> list[ConsumerRecord[bytes, bytes]]:
-    """Read ``name`` from the beginning, without a group, until ``count`` records came."""
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap, enable_auto_commit=False, fetch_max_wait_ms=20
+) -> list[ReadRecord]:
+    """Read ``name`` from the beginning, without a group, until ``count`` records came.
+
+    Returns what came within ``timeout`` (perhaps fewer: some tests check absence).
+    """
+    return await read_records(
+        bootstrap,
+        name,
+        lambda records: len(records) >= count,
+        timeout=timeout,
+        drain=False,
+        fail_on_timeout=False,
     )
-    await consumer.start()
-    records: list[ConsumerRecord[bytes, bytes]] = []
-    try:
-        await consumer.topics()
-        partitions = consumer.partitions_for_topic(name) or set()
-        consumer.assign([TopicPartition(name, p) for p in partitions])
-        await consumer.seek_to_beginning()
-        deadline = time.monotonic() + timeout
-        while len(records) < count and time.monotonic() < deadline:
-            batches = await consumer.getmany(timeout_ms=200)
-            for batch in batches.values():
-                records.extend(batch)
-    finally:
-        await consumer.stop()
-    return records
 
 
 async def committed_total(bootstrap: str, group: str, topic: str) -> int:

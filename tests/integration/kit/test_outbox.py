@@ -11,9 +11,10 @@ import asyncpg
 from disco_common.envelope import BusinessFact, Envelope
 from disco_common.topics import Topic, topic_name
 from disco_service import Database, ServiceSettings, publish_after_commit
+from tests.fixtures.bus import read_envelopes
 from tests.fixtures.infra import DatabaseUrls
 from tests.integration.kit.app import NOTE_CREATED
-from tests.integration.kit.support import bearer, build_app, new_tenant, read_envelopes, serve
+from tests.integration.kit.support import bearer, build_app, new_tenant, serve
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 

@@ -4,21 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg
 import httpx
 import uvicorn
-from aiokafka import AIOKafkaConsumer, TopicPartition
 from fastapi import FastAPI
 
 from disco._auth import DEV_AUTH_SECRET, mint_dev_token
-from disco.bus import BusClient
-from disco.settings import BusSettings
 from disco_common.auth import Role
-from disco_common.envelope import Envelope
 
 OBJECT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -171,45 +167,3 @@ async def age_instances(admin_url: str, tenant: str, agent_id: str, seconds: flo
         agent_id,
         float(seconds),
     )
-
-
-async def read_envelopes(
-    bootstrap: str,
-    topic: str,
-    until: Callable[[list[Envelope]], bool],
-    timeout: float = 20.0,
-) -> list[Envelope]:
-    """Read ``topic`` from the start (no group) until ``until(envelopes)`` holds.
-
-    Fails the test (TimeoutError) when the condition is not met within ``timeout``.
-    """
-    async with BusClient(BusSettings(kafka_bootstrap=bootstrap)) as bus:
-        await bus.ensure_topics([topic])
-    envelopes: list[Envelope] = []
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap, enable_auto_commit=False, fetch_max_wait_ms=20
-    )
-    await consumer.start()
-    try:
-        async with asyncio.timeout(timeout):
-            partitions = consumer.partitions_for_topic(topic) or set()
-            consumer.assign([TopicPartition(topic, p) for p in sorted(partitions)])
-            await consumer.seek_to_beginning()
-            assigned = [TopicPartition(topic, p) for p in sorted(partitions)]
-
-            async def fetch() -> None:
-                batches = await consumer.getmany(timeout_ms=200)
-                for records in batches.values():
-                    envelopes.extend(Envelope.from_kafka_value(r.value) for r in records)
-
-            while not until(envelopes):
-                await fetch()
-            # Partitions are read independently: read on to the end of each as it is
-            # now, so that nothing published before the condition held is missed.
-            ends = await consumer.end_offsets(assigned)
-            for partition, end in ends.items():
-                while await consumer.position(partition) < end:
-                    await fetch()
-    finally:
-        await consumer.stop()
-    return envelopes

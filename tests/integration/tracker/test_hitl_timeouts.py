@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 import httpx
 import pytest
-from aiokafka import AIOKafkaConsumer, TopicPartition
 from asgi_lifespan import LifespanManager
 
 from disco._auth import DEV_AUTH_SECRET, mint_dev_token
@@ -22,6 +21,7 @@ from disco_common.system_events import SystemEventType
 from disco_common.topics import Topic, dlq_topic, topic_name
 from disco_tracker.main import create_app
 from disco_tracker.settings import TrackerSettings
+from tests.fixtures.bus import read_envelopes
 from tests.fixtures.infra import DatabaseUrls
 
 RESPONSE_EVENT = "document.approval.received"
@@ -102,25 +102,8 @@ async def _read(
     tracker: Tracker, topic: str, keep: Callable[[Envelope], bool], *, seconds: float
 ) -> list[Envelope]:
     """Every envelope on ``topic`` (from the start) that ``keep`` accepts, read for ``seconds``."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=tracker.bootstrap, enable_auto_commit=False)
-    await consumer.start()
-    try:
-        name = topic_name(topic, tracker.prefix)
-        partitions = [TopicPartition(name, p) for p in consumer.partitions_for_topic(name) or ()]
-        consumer.assign(partitions)
-        await consumer.seek_to_beginning(*partitions)
-        found: list[Envelope] = []
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            batches = await consumer.getmany(timeout_ms=200)
-            for records in batches.values():
-                for record in records:
-                    envelope = Envelope.from_kafka_value(record.value)
-                    if keep(envelope):
-                        found.append(envelope)
-        return found
-    finally:
-        await consumer.stop()
+    name = topic_name(topic, tracker.prefix)
+    return [e for e in await read_envelopes(tracker.bootstrap, name, seconds=seconds) if keep(e)]
 
 
 async def _wait_for(

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from disco_common.envelope import Envelope, EnvelopeError
-from disco_common.topics import DLQ_SUFFIX, Topic, strip_prefix, topic_name
+from disco_common.topics import DLQ_SUFFIX, Topic
 
 _DEFAULT_TOPICS = [topic.value for topic in Topic]
 _COLOURS = {
@@ -59,56 +59,30 @@ async def _tail(
     raw: bool,
     seconds: float | None,
 ) -> int:
-    from aiokafka import AIOKafkaConsumer, TopicPartition
-
+    from disco.bus import BusError, TopicReader
     from disco.settings import BusSettings
 
     settings = BusSettings()
-    names = {topic_name(topic, settings.topic_prefix): topic for topic in topics}
-    consumer = AIOKafkaConsumer(
-        **settings.kafka_connection_options(),
-        enable_auto_commit=False,
-        fetch_max_wait_ms=settings.kafka_fetch_max_wait_ms,
-    )
-    await consumer.start()
+    reader = TopicReader(settings, topics, from_beginning=from_beginning, metadata_timeout=3.0)
+    try:
+        await reader.start()
+    except BusError as exc:
+        typer.secho(f"{exc} (is the stack up?)", fg=typer.colors.RED, err=True)
+        return 1
     shown = 0
     try:
-        await consumer.topics()  # fetches fresh metadata, so new topics are known
-        partitions = [
-            TopicPartition(name, p)
-            for name in names
-            for p in sorted(consumer.partitions_for_topic(name) or ())
-        ]
-        if not partitions:
-            typer.secho(
-                f"none of {sorted(names)} exists on {settings.kafka_bootstrap} yet "
-                "(is the stack up, and DISCO_TOPIC_PREFIX right?)",
-                fg=typer.colors.RED,
-                err=True,
-            )
-            return 1
-        consumer.assign(partitions)
-        if from_beginning:
-            await consumer.seek_to_beginning(*partitions)
-        else:
-            # Explicit end offsets: the embedded broker's "latest" reset is unreliable.
-            for partition, offset in (await consumer.end_offsets(partitions)).items():
-                consumer.seek(partition, offset)
         deadline = time.monotonic() + seconds if seconds is not None else None
         while deadline is None or time.monotonic() < deadline:
-            batches = await consumer.getmany(timeout_ms=200)
-            for partition, records in batches.items():
-                topic = strip_prefix(partition.topic, settings.topic_prefix)
-                for record in records:
-                    line = _line(record.value, topic, event_type, tenant, correlation_id, raw)
-                    if line is None:
-                        continue
-                    typer.secho(line, fg=_COLOURS.get(topic.removesuffix(DLQ_SUFFIX)))
-                    shown += 1
-                    if limit is not None and shown >= limit:
-                        return 0
+            for record in await reader.read():
+                line = _line(record.value, record.topic, event_type, tenant, correlation_id, raw)
+                if line is None:
+                    continue
+                typer.secho(line, fg=_COLOURS.get(record.topic.removesuffix(DLQ_SUFFIX)))
+                shown += 1
+                if limit is not None and shown >= limit:
+                    return 0
     finally:
-        await consumer.stop()
+        await reader.stop()
     return 0
 
 

@@ -76,17 +76,22 @@ class EmbeddedPostgres:
         ensure_port_free(self.port, "PostgreSQL", "DISCO_POSTGRES_PORT", self.host)
         self._prepare_user_and_dirs()
         if not (self.data_dir / "PG_VERSION").exists():
-            self._run(
-                "initdb",
-                "-D",
-                str(self.data_dir),
-                "-U",
-                SUPERUSER,
-                "--auth=trust",
-                "--encoding=UTF8",
-                "--locale=C",
-                *([] if self.durable else ["--no-sync"]),
-            )
+            try:
+                self._run(
+                    "initdb",
+                    "-D",
+                    str(self.data_dir),
+                    "-U",
+                    SUPERUSER,
+                    "--auth=trust",
+                    "--encoding=UTF8",
+                    "--locale=C",
+                    *([] if self.durable else ["--no-sync"]),
+                )
+            except subprocess.CalledProcessError as exc:
+                output = (exc.stderr or exc.stdout or "").strip() or f"exit {exc.returncode}"
+                detail = f"initdb could not create {self.data_dir}: {output}"
+                raise EmbeddedStartError("PostgreSQL", self.log_path, detail) from exc
         options = [
             f"-h {self.host}",
             f"-p {self.port}",

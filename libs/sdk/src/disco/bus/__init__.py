@@ -9,6 +9,8 @@
   envelope id through a :class:`DedupStore`, graceful shutdown.
 - :class:`ReplyListener` reads a response topic without a group; ``request(...,
   wait=seconds)`` uses one.
+- :class:`TopicReader` reads topics without a group, from their start or end
+  (tools, tests, listeners that must take nobody's work).
 
 Settings come from :class:`disco.settings.BusSettings` (``DISCO_*``).
 """
@@ -27,6 +29,7 @@ from disco.bus._errors import (
     RequestTimeout,
     TopicProvisioningError,
 )
+from disco.bus._reader import ReadRecord, TopicReader
 from disco.bus._replies import ReplyListener
 from disco.bus._wire import DlqHeader
 
@@ -47,7 +50,9 @@ __all__ = [
     "MessageTooLargeError",
     "NonRetryableError",
     "PublishError",
+    "ReadRecord",
     "ReplyListener",
     "RequestTimeout",
     "TopicProvisioningError",
+    "TopicReader",
 ]

@@ -8,10 +8,9 @@ import json
 from collections.abc import AsyncIterator
 
 import structlog
-from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.errors import KafkaError
 
-from disco.bus._errors import BusError, BusNotStartedError, BusUnavailableError
+from disco.bus._errors import BusError, BusNotStartedError
+from disco.bus._reader import TopicReader
 from disco.settings import BusSettings
 from disco_common.envelope import Envelope, EnvelopeError, envelope_class_for
 
@@ -35,7 +34,7 @@ class ReplyListener:
         self.topic = topic
         self._kind = envelope_class_for(topic)
         self._name = f"{settings.topic_prefix}{topic}"
-        self._consumer: AIOKafkaConsumer | None = None
+        self._reader: TopicReader | None = None
         self._task: asyncio.Task[None] | None = None
         self._waiters: dict[str, asyncio.Future[Envelope]] = {}
         self._failure: BaseException | None = None
@@ -49,55 +48,29 @@ class ReplyListener:
     async def start(self) -> None:
         """Assign every partition of the topic and position at its end (idempotent)."""
         async with self._lock:
-            if self._consumer is not None:
+            if self._reader is not None:
                 return
-            consumer = AIOKafkaConsumer(
-                group_id=None,
-                enable_auto_commit=False,
-                fetch_max_wait_ms=self._settings.kafka_fetch_max_wait_ms,
-                max_poll_records=self._settings.kafka_max_poll_records,
-                **self._settings.kafka_connection_options(),
-            )
-            try:
-                await consumer.start()
-                await consumer.topics()  # load metadata for every topic, ours included
-                partitions = consumer.partitions_for_topic(self._name)
-                if not partitions:
-                    raise BusError(
-                        f"the response topic {self._name!r} does not exist: provision it "
-                        "with BusClient.ensure_topics() before waiting for responses"
-                    )
-                assigned = [TopicPartition(self._name, p) for p in sorted(partitions)]
-                consumer.assign(assigned)
-                ends = await consumer.end_offsets(assigned)
-                for tp in assigned:
-                    consumer.seek(tp, ends[tp])
-            except KafkaError as exc:
-                await consumer.stop()
-                raise BusUnavailableError(
-                    f"cannot listen for responses on {self._name!r} at "
-                    f"{self._settings.kafka_bootstrap}: {exc}"
-                ) from exc
-            except BaseException:
-                await consumer.stop()
-                raise
-            self._consumer = consumer
+            # A short metadata wait: a response topic provisioned a moment ago may
+            # not show yet, but a missing one should fail a request quickly.
+            reader = TopicReader(self._settings, [self.topic], metadata_timeout=3.0)
+            await reader.start()
+            self._reader = reader
             self._failure = None
             self._task = asyncio.create_task(
-                self._listen(consumer), name=f"disco-replies-{self.topic}"
+                self._listen(reader), name=f"disco-replies-{self.topic}"
             )
 
     async def stop(self) -> None:
         """Stop reading; waiters still pending fail with :class:`BusNotStartedError`."""
         async with self._lock:
             task, self._task = self._task, None
-            consumer, self._consumer = self._consumer, None
+            reader, self._reader = self._reader, None
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-            if consumer is not None:
-                await consumer.stop()
+            if reader is not None:
+                await reader.stop()
             self._fail_all(BusNotStartedError("the reply listener was stopped"))
 
     @contextlib.asynccontextmanager
@@ -121,15 +94,14 @@ class ReplyListener:
             if not future.done():
                 future.cancel()
 
-    async def _listen(self, consumer: AIOKafkaConsumer) -> None:
+    async def _listen(self, reader: TopicReader) -> None:
         try:
             while True:
-                batches = await consumer.getmany(timeout_ms=1000)
+                records = await reader.read(timeout=1.0)
                 if not self._waiters:
                     continue
-                for records in batches.values():
-                    for record in records:
-                        self._offer(record.value)
+                for record in records:
+                    self._offer(record.value)
         except asyncio.CancelledError:
             raise
         except Exception as exc:

@@ -1,0 +1,196 @@
+"""Reading topics without a consumer group.
+
+For whatever must see envelopes go by without taking anyone's work or moving
+anyone's offsets: the reply listener, ``disco tail``, tests, operators' tools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Self
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.errors import KafkaError
+
+from disco.bus._errors import BusError, BusUnavailableError
+from disco.settings import BusSettings
+from disco_common.envelope import Envelope, EnvelopeError
+from disco_common.topics import strip_prefix, topic_name
+
+__all__ = ["ReadRecord", "TopicReader"]
+
+
+@dataclass(frozen=True, slots=True)
+class ReadRecord:
+    """One record read: its logical topic, position, and the envelope (or why not)."""
+
+    topic: str
+    """The logical topic (without the environment prefix)."""
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes], ...]
+
+    def envelope(self) -> Envelope:
+        """The record's envelope; :class:`EnvelopeError` when it is not one."""
+        return Envelope.from_kafka_value(self.value)
+
+    def envelope_or_none(self) -> Envelope | None:
+        """The record's envelope, or ``None`` when the value is not one."""
+        try:
+            return self.envelope()
+        except EnvelopeError:
+            return None
+
+
+class TopicReader:
+    """Reads every partition of some topics, group-less, from their start or end.
+
+    Topics are logical names: the settings' prefix is put in front. Positioning
+    uses explicit end offsets (the embedded broker's "latest" reset is not
+    reliable), and start waits until the broker's metadata knows every topic,
+    so a topic created a moment ago is not silently read as empty.
+    """
+
+    def __init__(
+        self,
+        settings: BusSettings,
+        topics: Sequence[str],
+        *,
+        from_beginning: bool = False,
+        metadata_timeout: float = 10.0,
+    ) -> None:
+        if not topics:
+            raise ValueError("TopicReader needs at least one topic")
+        self.settings = settings
+        self._names = {topic_name(topic, settings.topic_prefix): str(topic) for topic in topics}
+        self._from_beginning = from_beginning
+        self._metadata_timeout = metadata_timeout
+        self._consumer: AIOKafkaConsumer | None = None
+
+    @property
+    def started(self) -> bool:
+        """Whether the reader is positioned and can read."""
+        return self._consumer is not None
+
+    async def start(self) -> None:
+        """Assign every partition of the topics and position the reader (idempotent).
+
+        Raises:
+            BusError: a topic does not exist (after waiting ``metadata_timeout``).
+            BusUnavailableError: the broker cannot be reached.
+        """
+        if self._consumer is not None:
+            return
+        consumer = AIOKafkaConsumer(
+            group_id=None,
+            enable_auto_commit=False,
+            fetch_max_wait_ms=self.settings.kafka_fetch_max_wait_ms,
+            max_poll_records=self.settings.kafka_max_poll_records,
+            **self.settings.kafka_connection_options(),
+        )
+        try:
+            await consumer.start()
+            partitions = await self._partitions(consumer)
+            consumer.assign(partitions)
+            if self._from_beginning:
+                await consumer.seek_to_beginning(*partitions)
+            else:
+                for partition, offset in (await consumer.end_offsets(partitions)).items():
+                    consumer.seek(partition, offset)
+        except KafkaError as exc:
+            await consumer.stop()
+            raise BusUnavailableError(
+                f"cannot read {sorted(self._names.values())} at {self.settings.kafka_bootstrap}: "
+                f"{exc}"
+            ) from exc
+        except BaseException:
+            await consumer.stop()
+            raise
+        self._consumer = consumer
+
+    async def _partitions(self, consumer: AIOKafkaConsumer) -> list[TopicPartition]:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._metadata_timeout
+        while True:
+            await consumer.topics()  # a fresh metadata request
+            found = {name: consumer.partitions_for_topic(name) for name in self._names}
+            missing = sorted(self._names[name] for name, parts in found.items() if not parts)
+            if not missing:
+                return [
+                    TopicPartition(name, partition)
+                    for name, parts in found.items()
+                    for partition in sorted(parts or ())
+                ]
+            if loop.time() >= deadline:
+                raise BusError(
+                    f"topic(s) {missing} do not exist at {self.settings.kafka_bootstrap} "
+                    f"(prefix {self.settings.topic_prefix!r}); provision them with "
+                    "BusClient.ensure_topics() or `disco dev up`"
+                )
+            await asyncio.sleep(0.1)
+
+    def _require(self) -> AIOKafkaConsumer:
+        if self._consumer is None:
+            raise BusError("TopicReader is not started: call start() or use `async with`")
+        return self._consumer
+
+    async def stop(self) -> None:
+        """Stop reading (idempotent)."""
+        consumer, self._consumer = self._consumer, None
+        if consumer is not None:
+            await consumer.stop()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    async def read(self, timeout: float = 0.2) -> list[ReadRecord]:  # noqa: ASYNC109
+        """The records that arrive within ``timeout`` seconds (maybe none)."""
+        batches = await self._require().getmany(timeout_ms=int(timeout * 1000))
+        prefix = self.settings.topic_prefix
+        return [
+            ReadRecord(
+                topic=strip_prefix(partition.topic, prefix),
+                partition=record.partition,
+                offset=record.offset,
+                key=record.key,
+                value=record.value,
+                headers=tuple(record.headers),
+            )
+            for partition, records in batches.items()
+            for record in records
+        ]
+
+    async def read_to_end(self) -> list[ReadRecord]:
+        """Everything up to the end of every partition as it is now.
+
+        Partitions are read independently: after one shows what you waited
+        for, this also takes what is already on the others.
+        """
+        consumer = self._require()
+        ends = await consumer.end_offsets(list(consumer.assignment()))
+        records: list[ReadRecord] = []
+        while True:
+            behind = [tp for tp, end in ends.items() if await consumer.position(tp) < end]
+            if not behind:
+                return records
+            records += await self.read()
+
+    async def records(self) -> AsyncIterator[ReadRecord]:
+        """Every record from the position on, as it arrives (until the reader stops)."""
+        while self._consumer is not None:
+            for record in await self.read():
+                yield record

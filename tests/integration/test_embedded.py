@@ -1,0 +1,35 @@
+"""The embedded servers fail at start with an error that says what went wrong."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from disco._dev.broker import EmbeddedBroker
+from disco._dev.errors import EmbeddedStartError
+from disco._dev.ports import PortInUseError, free_port
+from disco._dev.postgres import EmbeddedPostgres
+
+
+def test_postgres_says_when_initdb_cannot_create_the_data_folder(tmp_path: Path) -> None:
+    data = tmp_path / "pg"
+    data.mkdir()
+    (data / "someone-elses-file").write_text("not a database")
+    server = EmbeddedPostgres(data_dir=data, port=free_port(), log_path=tmp_path / "pg.log")
+
+    with pytest.raises(EmbeddedStartError, match="initdb could not create") as raised:
+        server.start()
+
+    assert "not empty" in str(raised.value)
+
+
+def test_the_broker_says_which_port_is_taken(tmp_path: Path) -> None:
+    first = EmbeddedBroker(port=free_port(), log_path=tmp_path / "a.log")
+    first.start()
+    try:
+        second = EmbeddedBroker(port=first.port, log_path=tmp_path / "b.log")
+        with pytest.raises(PortInUseError, match=rf"{first.port}.*DISCO_KAFKA_PORT"):
+            second.start()
+    finally:
+        first.stop()
