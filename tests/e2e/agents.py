@@ -312,10 +312,75 @@ def gatherer() -> list[Agent]:
     return [worker]
 
 
+def relay() -> list[Agent]:
+    """A two-step worker; the crash tests kill one instance between a save and its publish.
+
+    Its second delegation is made by a result handler, the window that only a
+    redelivered answer can close.
+    """
+    worker = Worker("e2e-relay")
+
+    @worker.on_task("e2e.relay.requested")
+    async def first(task: TaskContext[Any]) -> None:
+        n = task.data["n"]
+        await task.delegate("e2e.add.requested", {"a": n, "b": n}, response_event="e2e.relay.one")
+
+    @worker.on_result("e2e.relay.one")
+    async def second(result: ResultContext) -> None:
+        task = await result.restore_task()
+        total = result.result["total"]  # type: ignore[index,call-overload]
+        await task.delegate(
+            "e2e.add.requested", {"a": total, "b": 1}, response_event="e2e.relay.two"
+        )
+
+    @worker.on_result("e2e.relay.two")
+    async def finish(result: ResultContext) -> None:
+        task = await result.restore_task()
+        await task.complete({"total": result.result["total"], "completed_by": os.getpid()})  # type: ignore[index,call-overload]
+
+    return [worker]
+
+
+RELAY_PLAN = PlanDefinition(
+    plan_type="e2e.relay",
+    states=[
+        StateConfig(state_name="start", default_next="pricing"),
+        StateConfig(
+            state_name="pricing",
+            action=StateAction(
+                event_type="e2e.add.requested",
+                response_event="e2e.relay.priced",
+                data={"a": "{goal_data.n}", "b": "{goal_data.n}"},
+            ),
+            transitions=[StateTransition(on_event="e2e.relay.priced", to_state="taxing")],
+        ),
+        StateConfig(
+            state_name="taxing",
+            action=StateAction(
+                event_type="e2e.add.requested",
+                response_event="e2e.relay.taxed",
+                data={"a": "{results.pricing.total}", "b": 1},
+            ),
+            transitions=[StateTransition(on_event="e2e.relay.taxed", to_state="done")],
+        ),
+        StateConfig(state_name="done", is_terminal=True),
+    ],
+)
+
+
+def relay_planner() -> list[Agent]:
+    """A two-action planner; the crash tests kill one instance after it saved its second state."""
+    planner = Planner("e2e-relay-planner")
+    planner.add_plan("e2e.relay.goal", RELAY_PLAN)
+    return [planner]
+
+
 ROLES = {
     "tools": tools,
     "workers": workers,
     "planners": planners,
     "survivor": survivor,
     "gatherer": gatherer,
+    "relay": relay,
+    "relay-planner": relay_planner,
 }

@@ -167,6 +167,7 @@ class TaskContext(Generic[InputT]):
         # in the context: enough to re-send them if this very run finds its save
         # already done (a redelivered request).
         self._unkept: dict[str, JsonValue] = {}
+        self._kept_bytes: int | None = None  # pending payloads kept, counted when first needed
 
     # -- what the task is ---------------------------------------------------------
 
@@ -307,6 +308,7 @@ class TaskContext(Generic[InputT]):
         # Answered: the request will never be re-sent, its payload need not be kept.
         info.request_data = None
         info.request_kept = False
+        self._kept_bytes = None
         if success:
             info.status = SubTaskStatus.COMPLETED
             info.result = to_json(result)
@@ -498,12 +500,16 @@ class TaskContext(Generic[InputT]):
         size = json_size(payload)
         if size > KEPT_PAYLOAD_MAX_BYTES:
             return False
-        kept = sum(
-            json_size(info.request_data)
-            for info in self._data.sub_tasks.values()
-            if info.request_kept and info.status is SubTaskStatus.PENDING
-        )
-        return kept + size <= KEPT_TOTAL_MAX_BYTES
+        if self._kept_bytes is None:
+            self._kept_bytes = sum(
+                json_size(info.request_data)
+                for info in self._data.sub_tasks.values()
+                if info.request_kept and info.status is SubTaskStatus.PENDING
+            )
+        if self._kept_bytes + size > KEPT_TOTAL_MAX_BYTES:
+            return False
+        self._kept_bytes += size
+        return True
 
     async def _publish_request(self, sub_task_id: str) -> None:
         info = self._data.sub_tasks[sub_task_id]
