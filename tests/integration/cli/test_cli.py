@@ -181,3 +181,17 @@ def test_dev_up_says_which_port_is_taken_and_how_to_move_it(stack_env: dict[str,
     assert "registry" in up.stderr
     assert "already in use" in up.stderr
     assert "DISCO_REGISTRY_PORT" in up.stderr
+
+
+def test_dev_up_says_which_service_died_at_start_and_shows_its_log(
+    stack_env: dict[str, str],
+) -> None:
+    # Production refuses the dev secret: the first service exits at start.
+    up = _run_disco("dev", "up", "--detach", env={**stack_env, "DISCO_ENV": "production"})
+    after = _run_disco("dev", "status", env=stack_env)
+
+    assert up.returncode == 1
+    assert "The registry service failed to start" in up.stderr
+    assert "registry.log" in up.stderr
+    assert "DISCO_AUTH" in up.stderr  # the service's own words, from its log
+    assert "no stack is running" in after.stdout  # what had started was stopped again
