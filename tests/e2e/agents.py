@@ -17,6 +17,7 @@ from disco import (
     GoalContext,
     PlanDefinition,
     Planner,
+    PlatformContext,
     ResultContext,
     StateAction,
     StateConfig,
@@ -71,6 +72,15 @@ def tools() -> list[Agent]:
         if query == "boom":
             raise RuntimeError("search backend down")
         return {"query": query, "count": int(request.data.get("hits", 0))}
+
+    @tool.on_invoke("e2e.inbox.requested")
+    async def inbox(request: Any, context: PlatformContext) -> dict[str, Any]:
+        """The questions of a task still waiting for a human, read from the tracker."""
+        assert context.tracker is not None
+        page = await context.tracker.list_questions(
+            status="waiting", task_id=request.data["task_id"]
+        )
+        return {"questions": [question.question for question in page.items]}
 
     return [tool]
 

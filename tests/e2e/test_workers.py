@@ -332,3 +332,41 @@ async def test_answers_arriving_together_at_two_instances_complete_each_task_exa
         )
         assert len({e.id for e in copies}) == 1
         assert len({e.id for e in completed}) == 1
+
+
+async def test_an_agent_reads_the_open_questions_of_a_task_from_the_tracker(
+    fleet: dict[str, AgentProcess], caller: BusClient, watcher: Watcher
+) -> None:
+    request = await caller.request(
+        "e2e.review.requested",
+        {"title": "inbox", "timeout_seconds": 60},
+        response_event="e2e.review.done",
+        tenant_id=TENANT,
+    )
+    question = await _question_for(watcher, request)
+    listed: list[str] = []
+    async with asyncio.timeout(30):
+        while not listed:  # the tracker records the question from the bus
+            answer = await caller.request(
+                "e2e.inbox.requested",
+                {"task_id": request.id},
+                response_event="e2e.inbox.done",
+                tenant_id=TENANT,
+                wait=30,
+            )
+            result = ActionResultData.model_validate(answer.data)
+            assert result.success, result.error
+            listed = result.result["questions"]  # type: ignore[index,call-overload,assignment]
+            await asyncio.sleep(0.2)
+    await caller.publish(
+        Topic.NOTIFICATION_EVENTS,
+        "e2e.review.answer",
+        HumanInputResponse(answer="yes", request_id=question.id, answered_by="alice"),
+        correlation_id=question.correlation_id,
+        tenant_id=TENANT,
+    )
+    await watcher.wait_for(
+        lambda topic, e: topic == "action-results" and e.correlation_id == request.correlation_id
+    )
+
+    assert listed == ["Approve 'inbox'?"]

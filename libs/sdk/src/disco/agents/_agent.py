@@ -30,7 +30,7 @@ from disco_common.registry import (
 from disco_common.topics import DLQ_SUFFIX, Topic, topic_name
 
 if TYPE_CHECKING:
-    from disco.clients import MemoryClient, RegistryClient, ServiceClientSettings
+    from disco.clients import MemoryClient, RegistryClient, ServiceClientSettings, TrackerClient
 
 __all__ = ["Agent", "AgentIdentity", "PlatformContext"]
 
@@ -67,6 +67,9 @@ class PlatformContext:
         registry: the registry service client (discovery, schemas), or ``None``
             when the agent runs without a registry.
         agent: who this agent instance is.
+        tracker: the tracker service client (e.g. the questions to humans and where
+            they stand), or ``None`` (under :mod:`disco.testing`). Agents report
+            progress on ``system-events``, never through it.
     """
 
     bus: BusClient
@@ -75,6 +78,7 @@ class PlatformContext:
     agent: AgentIdentity
     validator: RequestValidator | None = None
     extras: dict[str, Any] = field(default_factory=dict)
+    tracker: TrackerClient | None = None
 
     async def validate_request(self, event_type: str, data: Any) -> None:
         """Check an ``action-requests`` payload against its registered schema, if any.
@@ -143,6 +147,7 @@ class Agent:
         ttl_seconds: registry TTL of this agent (registry default if ``None``).
         memory: a memory client to use instead of one built from the settings.
         registry: a registry client to use instead of one built from the settings.
+        tracker: a tracker client to use instead of one built from the settings.
     """
 
     kind = "agent"
@@ -165,6 +170,7 @@ class Agent:
         ttl_seconds: int | None = None,
         memory: Any = None,
         registry: Any = None,
+        tracker: Any = None,
     ) -> None:
         instance_id = f"{socket.gethostname()}:{os.getpid()}"
         agent_id = f"{name}.{uuid.uuid4().hex[:12]}"
@@ -203,6 +209,7 @@ class Agent:
         self._ttl_seconds = ttl_seconds
         self._memory = memory
         self._registry = registry
+        self._tracker = tracker
         self._routes: dict[tuple[str, str], _Route] = {}
         self._bus: BusClient | None = None
         self._consumer: BusConsumer | None = None
@@ -397,9 +404,9 @@ class Agent:
         bus = BusClient(bus_settings, name=self.name)
         self._bus = bus
         await bus.start()
-        memory, registry = self._memory, self._registry
+        memory, registry, tracker = self._memory, self._registry, self._tracker
         needs_registry = self._register or self._validate_requests
-        if memory is None or (registry is None and needs_registry):
+        if memory is None or tracker is None or (registry is None and needs_registry):
             from disco.clients import ServiceClientSettings
 
             settings = (
@@ -411,6 +418,9 @@ class Agent:
                 memory = self._build_memory_client(settings)
             if registry is None and needs_registry:
                 registry = self._build_registry_client(settings)
+            if tracker is None:
+                # No connection is made until it is used: cheap for agents that never do.
+                tracker = self._build_tracker_client(settings)
         for client in self._owned:
             await client.start()
         validator: RequestValidator | None = None
@@ -423,6 +433,7 @@ class Agent:
             registry=registry,
             agent=self.identity,
             validator=validator,
+            tracker=tracker,
         )
         await self._on_starting(self._context)
         if registry is not None and self._register:
@@ -452,6 +463,13 @@ class Agent:
         from disco.clients import RegistryClient
 
         client = RegistryClient.from_settings(settings)
+        self._owned.append(client)
+        return client
+
+    def _build_tracker_client(self, settings: ServiceClientSettings) -> Any:
+        from disco.clients import TrackerClient
+
+        client = TrackerClient.from_settings(settings)
         self._owned.append(client)
         return client
 

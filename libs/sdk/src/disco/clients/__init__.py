@@ -20,6 +20,7 @@ from disco.clients._base import (
 from disco.clients._settings import ServiceClientSettings
 from disco.clients.memory import MemoryClient
 from disco.clients.registry import RegistryClient
+from disco.clients.tracker import TrackerClient
 
 __all__ = [
     "DevTokenMinter",
@@ -35,4 +36,5 @@ __all__ = [
     "ServiceValidationError",
     "StaticToken",
     "TokenProvider",
+    "TrackerClient",
 ]

@@ -11,10 +11,10 @@ from disco.bus import NonRetryableError
 from disco_common.envelope import Envelope
 from disco_common.ids import utcnow
 from disco_common.notifications import HumanInputRequest, HumanInputResponse, NotificationType
-from disco_common.pagination import Page, decode_cursor, encode_cursor
+from disco_common.pagination import CursorError, Page, decode_cursor, encode_cursor
 from disco_common.topics import Topic
 from disco_common.tracker import HumanInputWaitQuery, HumanInputWaitRecord
-from disco_service import Database, publish_after_commit
+from disco_service import BadRequest, Database, publish_after_commit
 from disco_tracker.hitl.events import task_timeout, timeout_answer
 from disco_tracker.hitl.repository import HitlRepository
 from disco_tracker.hitl.schemas import WaitCursor
@@ -134,7 +134,11 @@ async def list_waits(
     """One page of the tenant's questions to humans, oldest first."""
     after = None
     if query.cursor is not None:
-        position = decode_cursor(query.cursor, WaitCursor)
+        try:
+            position = decode_cursor(query.cursor, WaitCursor)
+        except CursorError as exc:
+            # A client's mistake, not ours: 400 with the stable error shape.
+            raise BadRequest(str(exc), code="invalid_cursor") from None
         after = (position.created_at, position.correlation_id, position.response_event)
     rows = await repository.list(
         status=query.status,
