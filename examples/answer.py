@@ -4,10 +4,12 @@
     uv run python examples/answer.py yes        # answer the latest one
     uv run python examples/answer.py no --question <correlation id>
 
-Questions are ``notification.human_input`` envelopes on ``notification-events``;
-the answer goes back there typed as the question's ``response_event`` with its
-correlation id, exactly as a UI would send it. A question already answered (or
-timed out by the tracker) is not listed.
+The waiting questions come from the tracker's inbox (``TrackerClient``: the
+questions it watches, those answered or timed out left out) for the tenant
+``DISCO_TENANT_ID``. When no tracker answers, they are read from
+``notification-events`` instead (a question nobody answered there yet). The
+answer goes back on ``notification-events`` typed as the question's
+``response_event`` with its correlation id, exactly as a UI would send it.
 """
 
 from __future__ import annotations
@@ -17,49 +19,69 @@ import asyncio
 import contextlib
 import json
 import sys
+from dataclasses import dataclass
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
-
-from disco.bus import BusClient
+from disco.bus import BusClient, TopicReader
+from disco.clients import ServiceClientSettings, ServiceError, TrackerClient
 from disco.settings import BusSettings
-from disco_common.envelope import Envelope, EnvelopeError
+from disco_common.envelope import Envelope
 from disco_common.notifications import HumanInputRequest, HumanInputResponse, NotificationType
 from disco_common.topics import Topic
 
 
-async def read_notifications(settings: BusSettings) -> list[Envelope]:
-    """Every envelope on notification-events so far (group-less, from the beginning)."""
-    name = f"{settings.topic_prefix}{Topic.NOTIFICATION_EVENTS}"
-    consumer = AIOKafkaConsumer(enable_auto_commit=False, **settings.kafka_connection_options())
-    await consumer.start()
+@dataclass(frozen=True)
+class Question:
+    """A question waiting for an answer, from the tracker or from the topic."""
+
+    correlation_id: str
+    response_event: str
+    question: str
+    request_id: str | None
+    tenant_id: str | None
+    user_id: str | None = None
+    session_id: str | None = None
+    plan_id: str | None = None
+    task_id: str | None = None
+    options: tuple[str, ...] = ()
+
+
+async def from_tracker(settings: ServiceClientSettings) -> list[Question] | None:
+    """The tenant's waiting questions, oldest first; None when the tracker cannot be asked."""
     try:
-        await consumer.topics()
-        partitions = [TopicPartition(name, p) for p in consumer.partitions_for_topic(name) or ()]
-        if not partitions:
-            return []
-        consumer.assign(partitions)
-        await consumer.seek_to_beginning()
-        found: list[Envelope] = []
-        idle = 0
-        # Read until the topic stays quiet (end offsets are not reliable on every
-        # Kafka-protocol broker, so "caught up" means "nothing more came").
-        while idle < 3:
-            batches = await consumer.getmany(timeout_ms=300)
-            idle = 0 if batches else idle + 1
-            for records in batches.values():
-                for record in records:
-                    try:
-                        found.append(Envelope.from_kafka_value(record.value))
-                    except EnvelopeError:
-                        continue
-        return sorted(found, key=lambda envelope: envelope.time)
-    finally:
-        await consumer.stop()
+        async with TrackerClient.from_settings(settings) as tracker:
+            return [
+                Question(
+                    correlation_id=wait.correlation_id,
+                    response_event=wait.response_event,
+                    question=wait.question or "",
+                    request_id=wait.request_id,
+                    tenant_id=settings.tenant_id,
+                    user_id=wait.user_id,
+                    session_id=wait.session_id,
+                    plan_id=wait.plan_id,
+                    task_id=wait.task_id,
+                )
+                async for wait in tracker.iter_questions(status="waiting")
+            ]
+    except ServiceError as exc:
+        print(f"(no tracker: {exc.message}; reading notification-events)", file=sys.stderr)
+        return None
 
 
-def pending(notifications: list[Envelope]) -> list[tuple[Envelope, HumanInputRequest]]:
-    """Questions without an answer yet, oldest first."""
+async def from_topic(settings: BusSettings) -> list[Question]:
+    """Questions on notification-events without an answer there yet, oldest first."""
+    async with TopicReader(settings, [Topic.NOTIFICATION_EVENTS], from_beginning=True) as reader:
+        records = await reader.read_to_end()
+    envelopes = sorted(
+        (e for record in records if (e := record.envelope_or_none()) is not None),
+        key=lambda envelope: envelope.time,
+    )
+    return pending(envelopes)
+
+
+def pending(notifications: list[Envelope]) -> list[Question]:
+    """The questions among ``notifications`` that no envelope among them answers."""
     questions: list[tuple[Envelope, HumanInputRequest]] = []
     answered: set[tuple[str, str]] = set()
     for envelope in notifications:
@@ -71,49 +93,65 @@ def pending(notifications: list[Envelope]) -> list[tuple[Envelope, HumanInputReq
         elif envelope.correlation_id:
             answered.add((envelope.correlation_id, envelope.type))
     return [
-        (envelope, body)
+        Question(
+            correlation_id=envelope.correlation_id or "",
+            response_event=body.response_event,
+            question=body.question,
+            request_id=envelope.id,
+            tenant_id=envelope.tenant_id,
+            user_id=envelope.user_id,
+            session_id=envelope.session_id,
+            plan_id=body.plan_id or envelope.plan_id,
+            task_id=body.task_id or envelope.task_id,
+            options=tuple(str(option.value) for option in body.options or ()),
+        )
         for envelope, body in questions
         if (envelope.correlation_id or "", body.response_event) not in answered
     ]
 
 
-def describe(envelope: Envelope, body: HumanInputRequest) -> str:
-    options = f"  options: {[o.value for o in body.options]}" if body.options else ""
-    who = f"task {body.task_id}" if body.task_id else f"plan {body.plan_id}"
-    return f"[{envelope.correlation_id}] {body.question}{options}  ({who})"
+def describe(question: Question) -> str:
+    options = f"  options: {list(question.options)}" if question.options else ""
+    who = f"task {question.task_id}" if question.task_id else f"plan {question.plan_id}"
+    return f"[{question.correlation_id}] {question.question}{options}  ({who})"
 
 
 async def main(answer: str | None, question_id: str | None) -> int:
-    settings = BusSettings()
-    waiting = pending(await read_notifications(settings))
+    bus_settings = BusSettings()
+    waiting = await from_tracker(ServiceClientSettings())
+    if waiting is None:
+        waiting = await from_topic(bus_settings)
     if question_id is not None:
-        waiting = [item for item in waiting if item[0].correlation_id == question_id]
+        waiting = [item for item in waiting if item.correlation_id == question_id]
     if not waiting:
         print("no question is waiting for an answer")
         return 1
     if answer is None:
-        for envelope, body in waiting:
-            print(describe(envelope, body))
+        for question in waiting:
+            print(describe(question))
         return 0
-    envelope, body = waiting[-1]
+    question = waiting[-1]
     value: Any = answer
     with contextlib.suppress(json.JSONDecodeError):
         value = json.loads(answer)  # numbers, booleans and objects as JSON; text as it is
-    async with BusClient(settings, name="answer") as bus:
+    async with BusClient(bus_settings, name="answer") as bus:
         await bus.publish(
             Topic.NOTIFICATION_EVENTS,
-            body.response_event,
+            question.response_event,
             HumanInputResponse(
-                answer=value, request_id=envelope.id, task_id=body.task_id, plan_id=body.plan_id
+                answer=value,
+                request_id=question.request_id,
+                task_id=question.task_id,
+                plan_id=question.plan_id,
             ),
-            correlation_id=envelope.correlation_id,
-            tenant_id=envelope.tenant_id,
-            user_id=envelope.user_id,
-            session_id=envelope.session_id,
-            plan_id=envelope.plan_id,
-            task_id=envelope.task_id,
+            correlation_id=question.correlation_id,
+            tenant_id=question.tenant_id,
+            user_id=question.user_id,
+            session_id=question.session_id,
+            plan_id=question.plan_id,
+            task_id=question.task_id,
         )
-    print(f"answered {body.question!r} with {value!r}")
+    print(f"answered {question.question!r} with {value!r}")
     return 0
 
 

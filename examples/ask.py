@@ -4,7 +4,9 @@
 
 The answer is published to ``--response-event`` (default: the request's type
 with ``.requested`` replaced by ``.answered``); this script waits for it.
-Settings come from ``DISCO_*`` variables (the defaults reach ``make dev``).
+Settings come from ``DISCO_*`` variables (the defaults reach ``make dev``); the
+request is made for the tenant ``DISCO_TENANT_ID``, the one the services see
+the agents act for (so its questions to humans show in that tenant's inbox).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 import sys
 
 from disco.bus import BusClient, RequestTimeout
+from disco.clients import ServiceClientSettings
 from disco.settings import BusSettings
 
 
@@ -24,9 +27,12 @@ def default_response_event(event_type: str) -> str:
 
 
 async def ask(event_type: str, data: object, response_event: str, wait: float) -> int:
+    tenant = ServiceClientSettings().tenant_id
     async with BusClient(BusSettings(), name="ask") as bus:
         try:
-            answer = await bus.request(event_type, data, response_event=response_event, wait=wait)
+            answer = await bus.request(
+                event_type, data, response_event=response_event, wait=wait, tenant_id=tenant
+            )
         except RequestTimeout as exc:
             print(f"no answer: {exc}", file=sys.stderr)
             return 1

@@ -88,10 +88,10 @@ async def test_the_travel_planner_pauses_for_a_human_answered_from_the_command_l
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
-        listing = ""
+        listing, complaints = "", ""
         for _ in range(60):
             listed = await asyncio.to_thread(run_example, e2e_stack, "answer.py")
-            listing = listed.stdout
+            listing, complaints = listed.stdout, listed.stderr
             if "Go by boat instead?" in listing:
                 break
             await asyncio.sleep(1)
@@ -102,6 +102,7 @@ async def test_the_travel_planner_pauses_for_a_human_answered_from_the_command_l
         planner.wait(20)
 
     assert "No flights to Atlantis. Go by boat instead? (yes/no)" in listing
+    assert "no tracker" not in complaints  # listed from the tracker's inbox
     assert answered.returncode == 0, answered.stdout + answered.stderr
     assert asking.returncode == 0, err.decode()
     assert '"booked": "boat"' in out.decode()
