@@ -135,6 +135,11 @@ async def test_a_result_handler_killed_after_saving_its_next_delegation_still_fi
     second = [r for r in kit.requests("add.requested") if r.response_event == "step.two"]
     assert len(second) == 1  # sent once: by the redelivered answer
     assert second[0].causation_id == crash.envelope.id
+    delegated = kit.system_events("task.delegated")
+    assert [e.data["sub_tasks"][0]["response_event"] for e in delegated] == [  # type: ignore[index,call-overload]
+        "step.one",
+        "step.two",  # announced by the recovery too
+    ]
     assert kit.memory.tasks == {}
 
 
@@ -310,6 +315,15 @@ async def test_a_plan_killed_after_saving_its_second_action_sends_it_on_redelive
     assert crash.envelope.type == "search.done"
     (summary,) = kit.requests("summarize.requested")
     assert summary.causation_id == crash.envelope.id
+    moves = [
+        (e.data["from_state"], e.data["to_state"]) for e in kit.system_events("plan.state_changed")
+    ]  # type: ignore[index,call-overload]
+    assert moves == [
+        (None, "start"),
+        ("start", "searching"),
+        ("searching", "summarizing"),  # announced by the recovery
+        ("summarizing", "done"),
+    ]
     assert kit.result_of(goal).result == {
         "searching": {"query": "x", "count": 2},
         "summarizing": {"summary": "2 results for x"},

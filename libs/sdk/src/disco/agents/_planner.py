@@ -516,7 +516,7 @@ class PlanContext:
     async def _enter(
         self, target: str, trigger: TransitionContext | None, *, announce_start: bool = False
     ) -> None:
-        changes: list[PlanStateChangedData] = []
+        changes: list[tuple[int, PlanStateChangedData]] = []
         for _ in range(MAX_PLAN_STATES + 1):
             config = self._config(target)
             previous = self._data.current_state
@@ -531,16 +531,7 @@ class PlanContext:
                 )
             )
             changes.append(
-                PlanStateChangedData(
-                    plan_id=self.plan_id,
-                    agent_name=self._data.agent_name,
-                    agent_id=self._data.agent_id,
-                    from_state=previous,
-                    to_state=target,
-                    trigger_event=trigger.event_type if trigger else None,
-                    trigger_event_id=trigger.envelope.id if trigger else None,
-                    status=self._data.status,
-                )
+                (len(self._data.history) - 1, self._state_changed(self._data.history[-1]))
             )
             self._data.current_action = None
             self._dirty = True
@@ -571,7 +562,7 @@ class PlanContext:
                 await self._send_action(pending, payload)
                 await self._announce(changes, announce_start)
                 if human:
-                    await self._announce_paused()
+                    await self._announce_paused(id=derived_id(pending.correlation_id, "paused"))
                 return
             if config.default_next is None:
                 await self._store()
@@ -660,7 +651,21 @@ class PlanContext:
 
     # -- lifecycle events --------------------------------------------------------------
 
-    async def _announce(self, changes: list[PlanStateChangedData], start: bool) -> None:
+    def _state_changed(self, entry: PlanHistoryEntry) -> PlanStateChangedData:
+        return PlanStateChangedData(
+            plan_id=self.plan_id,
+            agent_name=self._data.agent_name,
+            agent_id=self._data.agent_id,
+            from_state=entry.from_state,
+            to_state=entry.to_state,
+            trigger_event=entry.event_type,
+            trigger_event_id=entry.event_id,
+            status=PlanStatus.RUNNING if self._data.status.is_final else self._data.status,
+        )
+
+    async def _announce(self, changes: list[tuple[int, PlanStateChangedData]], start: bool) -> None:
+        # Ids derive from the plan and the step, so announcing again after a
+        # crash (see Planner._recover) is deduplicated by readers.
         bus = self._platform.bus
         if start:
             await publish_system_event(
@@ -679,12 +684,31 @@ class PlanContext:
                 id=derived_id(self.plan_id, "started"),
                 plan_id=self.plan_id,
             )
-        for change in changes:
+        for index, change in changes:
             await publish_system_event(
-                bus, SystemEventType.PLAN_STATE_CHANGED, change, plan_id=self.plan_id
+                bus,
+                SystemEventType.PLAN_STATE_CHANGED,
+                change,
+                id=derived_id(self.plan_id, "state", str(index)),
+                plan_id=self.plan_id,
             )
 
-    async def _announce_paused(self) -> None:
+    async def _announce_again(self, pending: PendingAction) -> None:
+        """Announce again the moves that entered the current state (a recovery's publishing).
+
+        They are the history entries the handling that saved ``pending`` made:
+        from the last one an event triggered (or the plan's start) to the end.
+        """
+        history = self._data.history
+        first = len(history) - 1
+        while first > 0 and history[first].event_id is None:
+            first -= 1
+        changes = [(i, self._state_changed(history[i])) for i in range(first, len(history))]
+        await self._announce(changes, start=history[first].from_state is None)
+        if pending.topic == Topic.NOTIFICATION_EVENTS.value:
+            await self._announce_paused(id=derived_id(pending.correlation_id, "paused"))
+
+    async def _announce_paused(self, *, id: str | None = None) -> None:
         await publish_system_event(
             self._platform.bus,
             SystemEventType.PLAN_PAUSED,
@@ -695,6 +719,7 @@ class PlanContext:
                 reason=self._data.pause_reason or "",
                 current_state=self._data.current_state,
             ),
+            id=id,
             plan_id=self.plan_id,
         )
 
@@ -1294,6 +1319,7 @@ class Planner(Agent):
         )
         await plan._send_action(pending, payload)
         self._resent.sent(pending.correlation_id)
+        await plan._announce_again(pending)
         return 1
 
     # -- running -------------------------------------------------------------------------

@@ -519,28 +519,8 @@ class TaskContext(Generic[InputT]):
     async def _announce_delegation(
         self, delegated: list[tuple[str, DelegationSpec]], group: str | None
     ) -> None:
-        await publish_system_event(
-            self._platform.bus,
-            SystemEventType.TASK_DELEGATED,
-            TaskDelegatedData(
-                task_id=self.task_id,
-                plan_id=self.plan_id,
-                agent_name=self._data.agent_name,
-                agent_id=self._data.agent_id,
-                sub_tasks=[
-                    DelegatedSubTask(
-                        sub_task_id=sid,
-                        event_type=spec.event_type,
-                        response_event=spec.response_event,
-                    )
-                    for sid, spec in delegated
-                ],
-                parallel_group_id=group,
-            ),
-            id=derived_id(delegated[0][0], "delegated"),
-            plan_id=self.plan_id,
-            task_id=self.task_id,
-        )
+        infos = [self._data.sub_tasks[sid] for sid, _ in delegated]
+        await _announce_delegation(self._platform, self._data, infos, group)
 
     def _envelope_scope(self) -> dict[str, Any]:
         scope: dict[str, Any] = {}
@@ -752,6 +732,37 @@ async def _send_question(
         causation_id=wait.caused_by,
         task_id=data.task_id,
         **_scope_of(data),
+    )
+
+
+async def _announce_delegation(
+    platform: PlatformContext,
+    data: TaskContextData,
+    infos: Sequence[SubTaskInfo],
+    group: str | None,
+) -> None:
+    """``task.delegated`` for one delegation (its id derived: announcing again is harmless)."""
+    await publish_system_event(
+        platform.bus,
+        SystemEventType.TASK_DELEGATED,
+        TaskDelegatedData(
+            task_id=data.task_id,
+            plan_id=data.plan_id,
+            agent_name=data.agent_name,
+            agent_id=data.agent_id,
+            sub_tasks=[
+                DelegatedSubTask(
+                    sub_task_id=info.sub_task_id,
+                    event_type=info.event_type,
+                    response_event=info.response_event,
+                )
+                for info in infos
+            ],
+            parallel_group_id=group,
+        ),
+        id=derived_id(infos[0].sub_task_id, "delegated"),
+        plan_id=data.plan_id,
+        task_id=data.task_id,
     )
 
 
@@ -1014,8 +1025,11 @@ class Worker(Agent):
             await _forget(platform, data.task_id)
             return 1
         sent = 0
+        announce: dict[str, None] = {}  # delegations to announce again, in order
         wait = data.human_input
-        for info in data.sub_tasks.values():
+        # Stored as JSONB, whose key order is not ours: delegation order by time.
+        ordered = sorted(data.sub_tasks.values(), key=_delegation_order)
+        for info in ordered:
             if info.status is not SubTaskStatus.PENDING:
                 continue
             if not due(info.sub_task_id, info.caused_by, info.delegated_at, _RESEND_GRACE):
@@ -1040,6 +1054,15 @@ class Worker(Agent):
             _log.info("published again", task_id=data.task_id, sub_task_id=info.sub_task_id)
             self._resent.sent(info.sub_task_id)
             sent += 1
+            if info.event_type != NotificationType.HUMAN_INPUT.value:
+                announce.setdefault(info.parallel_group_id or info.sub_task_id, None)
+        # The delegation was announced after its requests: announce it again too.
+        for key in announce:
+            members = [
+                info for info in ordered if key in (info.parallel_group_id, info.sub_task_id)
+            ]
+            group = members[0].parallel_group_id
+            await _announce_delegation(platform, data, members, group)
         return sent
 
     def _task_input(self, data: TaskContextData) -> Any:
