@@ -40,8 +40,13 @@ __all__ = [
 
 KEPT_PAYLOAD_MAX_BYTES = 64 * 1024
 """The largest request payload a context keeps to re-send it after a crash."""
-KEPT_TOTAL_MAX_BYTES = 1024 * 1024
-"""The most pending payloads one context keeps together (contexts hold at most 4 MiB)."""
+KEPT_TOTAL_MAX_BYTES = 256 * 1024
+"""The most pending payloads one context keeps together.
+
+Contexts hold at most 4 MiB, and every answer rewrites the whole context: kept
+payloads must not make a large fan-out's writes much heavier. (Payloads
+delegated by a task handler are re-sent from the handler's own run anyway.)
+"""
 
 _log = structlog.get_logger("disco.agents")
 

@@ -595,7 +595,7 @@ class PlanContext:
             options=data.get("options"),
             context={k: v for k, v in data.items() if k not in _HUMAN_KEYS},
         )
-        return body.model_dump(mode="json", exclude_none=True)
+        return body.model_dump(mode="json")  # as published before: every key, nulls too
 
     def _prepare_action(self, config: StateConfig) -> tuple[PendingAction, JsonValue]:
         """Record the action of the state being entered as pending (published after the save)."""

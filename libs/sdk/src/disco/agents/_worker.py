@@ -583,7 +583,7 @@ class TaskContext(Generic[InputT]):
             timeout_seconds=timeout_seconds,
             asked_at=asked_at,
             caused_by=cause,
-            request_data=body.model_dump(mode="json", exclude_none=True),
+            request_data=body.model_dump(mode="json"),
         )
         self._data.human_input = wait
         self._data.sub_tasks[correlation_id] = SubTaskInfo(
@@ -1050,6 +1050,7 @@ class Worker(Agent):
                     task_id=data.task_id,
                     sub_task_id=info.sub_task_id,
                 )
+                self._resent.sent(info.sub_task_id)  # say so once per grace, not per answer
                 continue
             _log.info("published again", task_id=data.task_id, sub_task_id=info.sub_task_id)
             self._resent.sent(info.sub_task_id)
