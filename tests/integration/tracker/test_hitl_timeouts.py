@@ -98,12 +98,10 @@ async def _answer(tracker: Tracker, question: Envelope, answer: object) -> None:
     )
 
 
-async def _read(
-    tracker: Tracker, topic: str, keep: Callable[[Envelope], bool], *, seconds: float
-) -> list[Envelope]:
-    """Every envelope on ``topic`` (from the start) that ``keep`` accepts, read for ``seconds``."""
+async def _read(tracker: Tracker, topic: str, keep: Callable[[Envelope], bool]) -> list[Envelope]:
+    """Every envelope on ``topic`` so far (start to current end) that ``keep`` accepts."""
     name = topic_name(topic, tracker.prefix)
-    return [e for e in await read_envelopes(tracker.bootstrap, name, seconds=seconds) if keep(e)]
+    return [e for e in await read_envelopes(tracker.bootstrap, name) if keep(e)]
 
 
 async def _wait_for(
@@ -111,9 +109,10 @@ async def _wait_for(
 ) -> list[Envelope]:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        found = await _read(tracker, topic, keep, seconds=0.5)
+        found = await _read(tracker, topic, keep)
         if found:
             return found
+        await asyncio.sleep(0.2)
     return []
 
 
@@ -154,13 +153,12 @@ async def test_an_unanswered_question_gets_one_timeout_answer_and_a_task_timeout
     question = await _ask(tracker, timeout_seconds=1)
 
     answers = await _wait_for(tracker, Topic.NOTIFICATION_EVENTS, _timeout_answer_for(question))
-    timeouts = await _read(
+    timeouts = await _wait_for(
         tracker,
         Topic.SYSTEM_EVENTS,
         lambda e: (
             e.type == SystemEventType.TASK_TIMEOUT and e.correlation_id == question.correlation_id
         ),
-        seconds=1.0,
     )
 
     assert len(answers) == 1
@@ -181,9 +179,7 @@ async def test_a_question_answered_in_time_does_not_time_out(tracker: Tracker) -
 
     # Past the deadline and several sweeps: still answered, and no timeout published.
     await asyncio.sleep(3.0)
-    timeouts = await _read(
-        tracker, Topic.NOTIFICATION_EVENTS, _timeout_answer_for(question), seconds=1.0
-    )
+    timeouts = await _read(tracker, Topic.NOTIFICATION_EVENTS, _timeout_answer_for(question))
 
     assert timeouts == []
     assert await _status(tracker, question.correlation_id or "") == "answered"
@@ -196,9 +192,7 @@ async def test_a_question_delivered_twice_times_out_once(tracker: Tracker) -> No
 
     await _wait_for(tracker, Topic.NOTIFICATION_EVENTS, _timeout_answer_for(first))
     await asyncio.sleep(1.5)  # room for a second, wrong, timeout to show up
-    answers = await _read(
-        tracker, Topic.NOTIFICATION_EVENTS, _timeout_answer_for(first), seconds=1.0
-    )
+    answers = await _read(tracker, Topic.NOTIFICATION_EVENTS, _timeout_answer_for(first))
 
     assert len(answers) == 1
 
