@@ -42,7 +42,7 @@ format: bootstrap ## apply ruff's fixes and formatting
 	$(UV) run ruff format .
 
 bench: bootstrap ## run the benchmarks and print their figures
-	@for script in bench/*.py; do \
+	@for script in bench/[!_]*.py; do \
 		echo "== $$script"; \
 		$(UV) run python $$script $(BENCH_ARGS) || exit 1; \
 	done

@@ -38,6 +38,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from _common import percentile
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from pydantic import BaseModel
 
@@ -275,11 +276,6 @@ async def planner_per_transition(settings: BusSettings, goals: int) -> list[floa
                 raise RuntimeError(f"the plan failed: {answer.data}")
             per_transition.append(elapsed / (STEPS + 1))
         return per_transition
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 async def main(bootstrap: str, rounds: int, invocations: int, window: int, goals: int) -> None:

@@ -40,6 +40,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from _common import percentile
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from disco._dev.broker import EmbeddedBroker
@@ -332,11 +333,6 @@ async def disco_round_trips(settings: BusSettings, rounds: int) -> list[float]:
 # -- the run --------------------------------------------------------------------
 
 
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 async def main(bootstrap: str, messages: int, rounds: int, repeats: int) -> None:
     run = uuid.uuid4().hex[:6]
     phases = 0
@@ -421,7 +417,7 @@ async def main(bootstrap: str, messages: int, rounds: int, repeats: int) -> None
     )
     p50_raw, p50_disco = statistics.median(raw_rt) * ms, statistics.median(disco_rt) * ms
     print(row("round trip p50 (ms)", p50_raw, p50_disco, ".1f", "<= 1.50"))
-    p99_raw, p99_disco = _percentile(raw_rt, 0.99) * ms, _percentile(disco_rt, 0.99) * ms
+    p99_raw, p99_disco = percentile(raw_rt, 0.99) * ms, percentile(disco_rt, 0.99) * ms
     print(row("round trip p99 (ms)", p99_raw, p99_disco, ".1f", ""))
 
 

@@ -58,6 +58,7 @@ from pathlib import Path
 import asyncpg
 import httpx
 import numpy as np
+from _common import create_database, percentile, wait_ready
 
 from disco._auth import DEV_AUTH_SECRET, mint_dev_token
 from disco._dev.broker import EmbeddedBroker
@@ -88,11 +89,6 @@ QUESTIONS = [
 def question(index: int) -> str:
     """A short question, different for every index."""
     return f"{QUESTIONS[index % len(QUESTIONS)]} (case {index})"
-
-
-def percentile(samples: list[float], fraction: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))]
 
 
 def line(label: str, samples: list[float], extra: str = "") -> None:
@@ -269,21 +265,6 @@ async def rate(
     )
 
 
-async def wait_ready(base_url: str, process: subprocess.Popen[bytes], limit_seconds: float) -> None:
-    async with httpx.AsyncClient(base_url=base_url) as client:
-        deadline = time.monotonic() + limit_seconds
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise RuntimeError(f"the memory service exited with {process.returncode}")
-            try:
-                if (await client.get("/readyz")).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            await asyncio.sleep(0.2)
-    raise TimeoutError("the memory service did not become ready")
-
-
 async def bench(args: argparse.Namespace, admin_url: str, app_url: str, bootstrap: str) -> None:
     rng = np.random.default_rng(11)
     centers = rng.normal(size=(TOPICS, DIMENSIONS)).astype(np.float32)
@@ -328,7 +309,7 @@ async def bench(args: argparse.Namespace, admin_url: str, app_url: str, bootstra
         )
     base_url = f"http://127.0.0.1:{port}"
     try:
-        await wait_ready(base_url, process, limit_seconds=90)
+        await wait_ready("memory service", base_url, process, limit_seconds=90)
         token = mint_dev_token(DEV_AUTH_SECRET, TENANT, USER, (Role.USER,), 3600)
         # Idle connections expire before uvicorn's 5 s keep-alive closes them
         # (reusing a connection the server is closing fails the request).
@@ -433,14 +414,6 @@ async def bench(args: argparse.Namespace, admin_url: str, app_url: str, bootstra
             process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             process.kill()
-
-
-async def create_database(admin_url: str, name: str) -> None:
-    conn = await asyncpg.connect(with_database(admin_url, "postgres"))
-    try:
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
 
 
 def main() -> None:

@@ -41,8 +41,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import httpx
+from _common import create_database, percentile, wait_ready
 
 from disco._auth import DEV_AUTH_SECRET, mint_dev_token
 from disco._dev.broker import EmbeddedBroker
@@ -147,11 +147,6 @@ class CpuMeter:
         return tuple(b - a for a, b in zip(self._begin, end, strict=True))  # type: ignore[return-value]
 
 
-def percentile(samples: list[float], fraction: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))]
-
-
 async def run_phase(
     concurrency: int, seconds: float, make_call: Callable[[], Awaitable[httpx.Response]]
 ) -> tuple[int, float, list[float], int]:
@@ -196,29 +191,6 @@ def report(
     )
 
 
-async def create_database(admin_url: str, name: str) -> None:
-    conn = await asyncpg.connect(with_database(admin_url, "postgres"))
-    try:
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
-
-
-async def wait_ready(base_url: str, process: subprocess.Popen[bytes], budget: float) -> None:
-    async with httpx.AsyncClient(base_url=base_url) as client:
-        deadline = time.monotonic() + budget
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise RuntimeError(f"the registry exited with {process.returncode}")
-            try:
-                if (await client.get("/readyz")).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            await asyncio.sleep(0.2)
-    raise TimeoutError("the registry did not become ready")
-
-
 async def bench(
     args: argparse.Namespace, database_app_url: str, bootstrap: str, postmaster_pid: int | None
 ) -> None:
@@ -239,7 +211,7 @@ async def bench(
         )
     base_url = f"http://127.0.0.1:{port}"
     try:
-        await wait_ready(base_url, process, budget=60)
+        await wait_ready("registry", base_url, process, limit_seconds=60)
         token = mint_dev_token(DEV_AUTH_SECRET, TENANT, "bench", (Role.SERVICE,), 3600)
         limits = httpx.Limits(max_connections=args.concurrency, max_keepalive_connections=64)
         async with httpx.AsyncClient(

@@ -31,12 +31,12 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from types import TracebackType
-from typing import Any, Self, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
 
 from disco._context import HandlerContext, handler_context, maybe_current_context
+from disco._lifecycle import StartStop
 from disco.agents import Agent, PlatformContext
 from disco.agents._faults import CRASH_ENV, CRASH_EXIT_CODE, CrashPoint, set_crash_hook
 from disco.agents._ports import RequestValidator
@@ -363,7 +363,7 @@ class _ArmedCrash:
     remaining: int
 
 
-class AgentTestKit:
+class AgentTestKit(StartStop):
     """Runs agents in-process, with an in-memory bus and memory (see the module docs).
 
     Args:
@@ -434,18 +434,6 @@ class AgentTestKit:
         for member in self._members:
             member.agent._detach()
         self._started = False
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
     # -- publishing as the test -----------------------------------------------------------
 

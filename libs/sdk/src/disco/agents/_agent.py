@@ -10,11 +10,11 @@ import socket
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import structlog
 
+from disco._lifecycle import StartStop
 from disco.agents._errors import AgentDefinitionError, AgentError
 from disco.agents._handlers import describe, inspect_handler
 from disco.agents._ports import ContextMemory, Registrar, RequestValidator
@@ -115,7 +115,7 @@ class _Route:
     internal: bool
 
 
-class Agent:
+class Agent(StartStop):
     """A disco agent: handlers for envelopes on explicit topics, and a lifecycle.
 
     The base layer: ``@agent.on_event(topic=..., event_type=...)`` receives raw
@@ -561,15 +561,3 @@ class Agent:
             await runner
 
         asyncio.run(main())
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()

@@ -787,39 +787,37 @@ async def _publish_outcome(
         task_id=data.task_id,
         **scope,
     )
+    kind: SystemEventType
+    payload: TaskCompletedData | TaskFailedData
     if outcome.success:
-        await publish_system_event(
-            platform.bus,
-            SystemEventType.TASK_COMPLETED,
-            TaskCompletedData(
-                task_id=data.task_id,
-                plan_id=data.plan_id,
-                agent_name=data.agent_name,
-                agent_id=data.agent_id,
-                duration_seconds=duration,
-                result=outcome.result,
-            ),
-            id=derived_id(data.task_id, "completed"),
-            plan_id=data.plan_id,
+        kind = SystemEventType.TASK_COMPLETED
+        payload = TaskCompletedData(
             task_id=data.task_id,
+            plan_id=data.plan_id,
+            agent_name=data.agent_name,
+            agent_id=data.agent_id,
+            duration_seconds=duration,
+            result=outcome.result,
         )
     else:
         assert outcome.error is not None
-        await publish_system_event(
-            platform.bus,
-            SystemEventType.TASK_FAILED,
-            TaskFailedData(
-                task_id=data.task_id,
-                plan_id=data.plan_id,
-                agent_name=data.agent_name,
-                agent_id=data.agent_id,
-                duration_seconds=duration,
-                error=outcome.error,
-            ),
-            id=derived_id(data.task_id, "failed"),
-            plan_id=data.plan_id,
+        kind = SystemEventType.TASK_FAILED
+        payload = TaskFailedData(
             task_id=data.task_id,
+            plan_id=data.plan_id,
+            agent_name=data.agent_name,
+            agent_id=data.agent_id,
+            duration_seconds=duration,
+            error=outcome.error,
         )
+    await publish_system_event(
+        platform.bus,
+        kind,
+        payload,
+        id=derived_id(data.task_id, "completed" if outcome.success else "failed"),
+        plan_id=data.plan_id,
+        task_id=data.task_id,
+    )
 
 
 async def _forget(platform: PlatformContext, task_id: str) -> None:

@@ -8,8 +8,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from types import TracebackType
-from typing import Any, Self, TypedDict, cast, overload
+from typing import Any, TypedDict, cast, overload
 
 import structlog
 from aiokafka import AIOKafkaClient, AIOKafkaProducer
@@ -19,6 +18,7 @@ from pydantic import BaseModel
 from typing_extensions import Unpack
 
 from disco._context import maybe_current_context
+from disco._lifecycle import StartStop
 from disco.bus._errors import (
     BusNotStartedError,
     BusUnavailableError,
@@ -95,7 +95,7 @@ _log = structlog.get_logger("disco.bus")
 _TOPIC_ALREADY_EXISTS = 36
 
 
-class BusClient:
+class BusClient(StartStop):
     """Publishes envelopes to the bus and waits for responses.
 
     Every method names its topic (there is no inference); topics are the
@@ -207,18 +207,6 @@ class BusClient:
             probe, self._probe = self._probe, None
             if probe is not None:
                 await probe.close()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
     # -- topics and readiness ------------------------------------------------
 

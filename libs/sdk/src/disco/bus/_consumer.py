@@ -9,8 +9,7 @@ import random
 import re
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
-from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 
 import structlog
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
@@ -18,6 +17,7 @@ from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 from aiokafka.structs import ConsumerRecord
 
 from disco._context import HandlerContext, enter_handler, exit_handler, handler_context
+from disco._lifecycle import StartStop
 from disco.bus._client import BusClient
 from disco.bus._dedup import DedupStore, InMemoryDedupStore
 from disco.bus._errors import (
@@ -51,7 +51,7 @@ class _Abandoned(Exception):
     """The consumer is stopping: leave this record uncommitted for redelivery."""
 
 
-class BusConsumer:
+class BusConsumer(StartStop):
     """Consumes topics as one consumer group and calls handlers, at least once.
 
     Agents of one name share one group (instances split the partitions).
@@ -310,18 +310,6 @@ class BusConsumer:
         async with asyncio.timeout(timeout):
             await self._assigned.wait()
         return self.assignment
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
     # -- fetching --------------------------------------------------------------
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Self
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
+from disco._lifecycle import StartStop
 from disco.bus._errors import BusError, BusUnavailableError
 from disco.settings import BusSettings
 from disco_common.envelope import Envelope, EnvelopeError
@@ -47,7 +46,7 @@ class ReadRecord:
             return None
 
 
-class TopicReader:
+class TopicReader(StartStop):
     """Reads every partition of some topics, group-less, from their start or end.
 
     Topics are logical names: the settings' prefix is put in front. Positioning
@@ -144,18 +143,6 @@ class TopicReader:
         consumer, self._consumer = self._consumer, None
         if consumer is not None:
             await consumer.stop()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
     async def read(self, timeout: float = 0.2) -> list[ReadRecord]:  # noqa: ASYNC109
         """The records that arrive within ``timeout`` seconds (maybe none)."""

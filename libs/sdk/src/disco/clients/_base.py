@@ -18,14 +18,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping
-from types import TracebackType
-from typing import Any, Protocol, Self, TypeVar, overload
+from typing import Any, Protocol, TypeVar, overload
 
 import httpx
 from pydantic import BaseModel, SecretStr, TypeAdapter, ValidationError
 
 from disco._auth import DEV_AUTH_SECRET, mint_dev_token
 from disco._context import maybe_current_context
+from disco._lifecycle import StartStop
 from disco_common.auth import ON_BEHALF_OF_TENANT_HEADER, ON_BEHALF_OF_USER_HEADER, Role
 from disco_common.errors import ErrorResponse
 
@@ -183,7 +183,7 @@ def _to_json(body: Any) -> Any:
     return body
 
 
-class ServiceClient:
+class ServiceClient(StartStop):
     """Base of the typed service clients; subclasses add one method per endpoint."""
 
     service_name = "service"
@@ -216,18 +216,6 @@ class ServiceClient:
         http, self._http = self._http, None
         if http is not None:
             await http.aclose()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
     async def _headers(self) -> dict[str, str]:
         headers: dict[str, str] = {}

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any, Literal, Protocol, Self, TypedDict
+from typing import Any, Literal, Protocol, TypedDict
 
 import httpx
+
+from disco._lifecycle import StartStop
 
 __all__ = [
     "ChatMessage",
@@ -93,7 +94,7 @@ class ScriptedDriver:
 
 
 @dataclass
-class OpenAICompatibleDriver:
+class OpenAICompatibleDriver(StartStop):
     """A driver for any server speaking the OpenAI chat-completions API.
 
     Use ``async with`` (or ``start``/``stop``). ``base_url`` includes the API
@@ -131,18 +132,6 @@ class OpenAICompatibleDriver:
         http, self._http = self._http, None
         if http is not None:
             await http.aclose()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
     async def complete(
         self,
