@@ -38,7 +38,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from _common import percentile
+from _common import BusyCores, cpu_seconds, percentile
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from pydantic import BaseModel
 
@@ -307,10 +307,24 @@ async def main(bootstrap: str, rounds: int, invocations: int, window: int, goals
             await asyncio.sleep(2.5)  # let the group settle after the last join
             if instances == 1:
                 results["tool_rt"] = await tool_round_trips(settings, rounds)
+            busy = BusyCores()
+            tools_before = sum(cpu_seconds(tool.pid) for tool in tools)
+            client_before, wall_before = time.process_time(), time.perf_counter()
+            busy.start()
             results[f"tps{instances}"] = await tool_throughput(settings, invocations, window)
+            cores = busy.stop()
+            wall = time.perf_counter() - wall_before
+            tools_cores = (sum(cpu_seconds(tool.pid) for tool in tools) - tools_before) / wall
+            client_cores = (time.process_time() - client_before) / wall
         finally:
             stop_tools(tools)
-        print(f"  {instances} tool process(es): {results[f'tps{instances}']:,.0f} invocations/s")
+        print(
+            f"  {instances} tool process(es): {results[f'tps{instances}']:,.0f} invocations/s; "
+            f"cores busy {cores:.2f} of {os.cpu_count()}: tools {tools_cores:.2f}, "
+            f"load generator {client_cores:.2f}, broker and the rest "
+            f"{max(0.0, cores - tools_cores - client_cores):.2f}"
+        )
+        results[f"cores{instances}"] = cores
 
     settings = fresh()
     await provision(settings)
@@ -344,6 +358,10 @@ async def main(bootstrap: str, rounds: int, invocations: int, window: int, goals
     print(
         f"{'Tool invocations/s, 4 processes':44} {results['tps4']:>10,.0f} "
         f"{results['tps4'] / results['tps1']:>7.2f}x"
+    )
+    print(
+        f"{'  cores busy, 1 / 4 processes':44} "
+        f"{results['cores1']:>5.2f}/{results['cores4']:<4.2f} of {os.cpu_count()}"
     )
     print(f"{'Planner time per state transition p50 (ms)':44} {step_p50:>10.1f}")
     print(f"{'  of which planner overhead (ms)':44} {overhead:>10.1f}")

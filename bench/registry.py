@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from _common import create_database, percentile, wait_ready
+from _common import cpu_seconds, create_database, percentile, wait_ready
 
 from disco._auth import DEV_AUTH_SECRET, mint_dev_token
 from disco._dev.broker import EmbeddedBroker
@@ -102,15 +102,6 @@ def registration(index: int, rng: random.Random) -> dict[str, Any]:
     }
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of ``pid`` so far (Linux ``/proc``)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _children(pid: int) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
@@ -136,8 +127,8 @@ class CpuMeter:
         postgres = 0.0
         if self.postmaster_pid is not None:
             pids = [self.postmaster_pid, *_children(self.postmaster_pid)]
-            postgres = sum(_cpu_seconds(pid) for pid in pids)
-        return _cpu_seconds(self.registry_pid), postgres, time.process_time()
+            postgres = sum(cpu_seconds(pid) for pid in pids)
+        return cpu_seconds(self.registry_pid), postgres, time.process_time()
 
     def start(self) -> None:
         self._begin = self._sample()
