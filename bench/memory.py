@@ -56,9 +56,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import asyncpg
-import httpx
 import numpy as np
-from _common import create_database, percentile, wait_ready
+from _common import LeanHttp, LeanResponse, create_database, percentile, wait_ready
 
 from disco._auth import DEV_AUTH_SECRET, mint_dev_token
 from disco._dev.broker import EmbeddedBroker
@@ -228,7 +227,7 @@ async def raw_queries(
     return query_times, transaction_times, approximate, exact
 
 
-async def timed(calls: int, make_call: Callable[[int], Awaitable[httpx.Response]]) -> list[float]:
+async def timed(calls: int, make_call: Callable[[int], Awaitable[LeanResponse]]) -> list[float]:
     samples: list[float] = []
     for index in range(calls):
         started = time.perf_counter()
@@ -240,7 +239,7 @@ async def timed(calls: int, make_call: Callable[[int], Awaitable[httpx.Response]
 
 
 async def rate(
-    label: str, seconds: float, concurrency: int, make_call: Callable[[], Awaitable[httpx.Response]]
+    label: str, seconds: float, concurrency: int, make_call: Callable[[], Awaitable[LeanResponse]]
 ) -> None:
     latencies: list[float] = []
     errors = 0
@@ -311,44 +310,41 @@ async def bench(args: argparse.Namespace, admin_url: str, app_url: str, bootstra
     try:
         await wait_ready("memory service", base_url, process, limit_seconds=90)
         token = mint_dev_token(DEV_AUTH_SECRET, TENANT, USER, (Role.USER,), 3600)
-        # Idle connections expire before uvicorn's 5 s keep-alive closes them
-        # (reusing a connection the server is closing fails the request).
-        limits = httpx.Limits(
-            max_connections=64, max_keepalive_connections=64, keepalive_expiry=2.0
-        )
-        async with httpx.AsyncClient(
-            base_url=base_url,
-            headers={"Authorization": f"Bearer {token}"},
-            limits=limits,
-            timeout=30,
-        ) as client:
+        # A lean client, as the raw side uses asyncpg: httpx would add more
+        # CPU per request than the service spends (see bench/_common.py).
+        lean = LeanHttp([base_url], {"Authorization": f"Bearer {token}"}, connections=64)
+        try:
             vectors_json = [[float(x) for x in v.strip("[]").split(",")] for v in query_vectors]
             warm = [
-                client.post("/v1/memory/semantic/query", json={"embedding": vectors_json[0]})
+                lean.json("POST", "/v1/memory/semantic/query", {"embedding": vectors_json[0]})
                 for _ in range(20)
             ]
             for call in warm:
                 await call
             by_vector = await timed(
                 args.queries,
-                lambda i: client.post(
-                    "/v1/memory/semantic/query", json={"embedding": vectors_json[i], "limit": 10}
+                lambda i: lean.json(
+                    "POST",
+                    "/v1/memory/semantic/query",
+                    {"embedding": vectors_json[i], "limit": 10},
                 ),
             )
             # Distinct texts: the service caches recent query embeddings, so a
             # repeated question would not pay for the model.
             by_text = await timed(
                 args.queries,
-                lambda i: client.post(
+                lambda i: lean.json(
+                    "POST",
                     "/v1/memory/semantic/query",
-                    json={"text": question(i), "limit": 10},
+                    {"text": question(i), "limit": 10},
                 ),
             )
             repeated = await timed(
                 args.queries,
-                lambda i: client.post(
+                lambda i: lean.json(
+                    "POST",
                     "/v1/memory/semantic/query",
-                    json={"text": question(i % 8), "limit": 10},
+                    {"text": question(i % 8), "limit": 10},
                 ),
             )
 
@@ -376,9 +372,10 @@ async def bench(args: argparse.Namespace, admin_url: str, app_url: str, bootstra
                 "API by vector, concurrent",
                 args.seconds,
                 8,
-                lambda: client.post(
+                lambda: lean.json(
+                    "POST",
                     "/v1/memory/semantic/query",
-                    json={"embedding": vectors_json[next(vector_index) % len(vectors_json)]},
+                    {"embedding": vectors_json[next(vector_index) % len(vectors_json)]},
                 ),
             )
 
@@ -389,7 +386,7 @@ async def bench(args: argparse.Namespace, admin_url: str, app_url: str, bootstra
             for start in range(0, len(keys), args.concurrency):
                 await asyncio.gather(
                     *(
-                        client.put(f"/v1/memory/working/{plan}/{key}", json={"value": 0})
+                        lean.json("PUT", f"/v1/memory/working/{plan}/{key}", {"value": 0})
                         for key in keys[start : start + args.concurrency]
                     )
                 )
@@ -398,16 +395,18 @@ async def bench(args: argparse.Namespace, admin_url: str, app_url: str, bootstra
                 "working memory PUT",
                 args.seconds,
                 args.concurrency,
-                lambda: client.put(
-                    f"/v1/memory/working/{plan}/{random_key.choice(keys)}", json={"value": value}
+                lambda: lean.json(
+                    "PUT", f"/v1/memory/working/{plan}/{random_key.choice(keys)}", {"value": value}
                 ),
             )
             await rate(
                 "working memory GET",
                 args.seconds,
                 args.concurrency,
-                lambda: client.get(f"/v1/memory/working/{plan}/{random_key.choice(keys)}"),
+                lambda: lean.request("GET", f"/v1/memory/working/{plan}/{random_key.choice(keys)}"),
             )
+        finally:
+            await lean.close()
     finally:
         process.terminate()
         try:

@@ -1,14 +1,18 @@
 """Benchmark: the registry with 10,000 registered agents — discovery and heartbeats.
 
-    uv run python bench/registry.py [--agents 10000] [--seconds 10] [--concurrency 16]
+    uv run python bench/registry.py [--agents 10000] [--seconds 8] [--instances N] ...
 
 Starts an embedded PostgreSQL and Tansu broker on free loopback ports unless
 ``DISCO_DATABASE_ADMIN_URL`` / ``DISCO_KAFKA_BOOTSTRAP`` name existing ones
 (a fresh database is created and migrated either way), then runs the registry
-as a real ``python -m disco_registry`` subprocess (uvicorn, one process) and
-drives it from a concurrent ``httpx.AsyncClient`` in this process, over
-loopback with keep-alive connections. Both share the machine's cores with
-PostgreSQL and the broker, so the figures are for the whole stack on one box.
+as real ``python -m disco_registry`` subprocesses (``--instances``, default 1:
+a service is one uvicorn process and scales by running more, as behind a load
+balancer) and drives them from this process over loopback
+keep-alive connections spread across the instances. Seeding uses httpx; the
+measured phases use a lean HTTP/1.1 client (``bench/_common.py``), because
+httpx costs more CPU per request than the registry does and all of it shares
+the machine's cores with PostgreSQL and the broker: the figures are for the
+whole stack on one box, with the per-request CPU of each part printed.
 
 Seeding: ``--agents`` registrations through the API (one tenant: the worst case
 for a tenant-scoped query), 2,000 agent names with ``agents/2000`` instances
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
 import subprocess
@@ -40,9 +45,10 @@ import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import httpx
-from _common import cpu_seconds, create_database, percentile, wait_ready
+from _common import LeanHttp, LeanResponse, cpu_seconds, create_database, percentile, wait_ready
 
 from disco._auth import DEV_AUTH_SECRET, mint_dev_token
 from disco._dev.broker import EmbeddedBroker
@@ -116,11 +122,11 @@ def _children(pid: int) -> list[int]:
 
 
 class CpuMeter:
-    """CPU seconds used by the registry process, PostgreSQL (postmaster and backends,
+    """CPU seconds used by the registry processes, PostgreSQL (postmaster and backends,
     when embedded) and this client process, between :meth:`start` and :meth:`stop`."""
 
-    def __init__(self, registry_pid: int, postmaster_pid: int | None) -> None:
-        self.registry_pid = registry_pid
+    def __init__(self, registry_pids: list[int], postmaster_pid: int | None) -> None:
+        self.registry_pids = registry_pids
         self.postmaster_pid = postmaster_pid
 
     def _sample(self) -> tuple[float, float, float]:
@@ -128,7 +134,7 @@ class CpuMeter:
         if self.postmaster_pid is not None:
             pids = [self.postmaster_pid, *_children(self.postmaster_pid)]
             postgres = sum(cpu_seconds(pid) for pid in pids)
-        return cpu_seconds(self.registry_pid), postgres, time.process_time()
+        return sum(map(cpu_seconds, self.registry_pids)), postgres, time.process_time()
 
     def start(self) -> None:
         self._begin = self._sample()
@@ -139,7 +145,7 @@ class CpuMeter:
 
 
 async def run_phase(
-    concurrency: int, seconds: float, make_call: Callable[[], Awaitable[httpx.Response]]
+    concurrency: int, seconds: float, make_call: Callable[[], Awaitable[LeanResponse]]
 ) -> tuple[int, float, list[float], int]:
     """Run calls from ``concurrency`` workers for ``seconds``.
 
@@ -185,24 +191,32 @@ def report(
 async def bench(
     args: argparse.Namespace, database_app_url: str, bootstrap: str, postmaster_pid: int | None
 ) -> None:
-    port = free_port()
-    env = {
-        **os.environ,
-        "DISCO_DATABASE_URL": database_app_url,
-        "DISCO_KAFKA_BOOTSTRAP": bootstrap,
-        "DISCO_TOPIC_PREFIX": f"bench{uuid.uuid4().hex[:6]}.",
-        "DISCO_REGISTRY_PORT": str(port),
-        "DISCO_LOG_LEVEL": "WARNING",
-        "DISCO_DATABASE_POOL_SIZE": str(args.pool_size),
-    }
-    log_path = Path(tempfile.gettempdir()) / f"disco-bench-registry-{port}.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(  # noqa: ASYNC220 - once, before any measurement
-            [sys.executable, "-m", "disco_registry"], env=env, stdout=log, stderr=log
-        )
-    base_url = f"http://127.0.0.1:{port}"
+    prefix = f"bench{uuid.uuid4().hex[:6]}."
+    processes: list[subprocess.Popen[bytes]] = []
+    base_urls: list[str] = []
+    for _ in range(args.instances):
+        port = free_port()
+        env = {
+            **os.environ,
+            "DISCO_DATABASE_URL": database_app_url,
+            "DISCO_KAFKA_BOOTSTRAP": bootstrap,
+            "DISCO_TOPIC_PREFIX": prefix,
+            "DISCO_REGISTRY_PORT": str(port),
+            "DISCO_LOG_LEVEL": "WARNING",
+            "DISCO_DATABASE_POOL_SIZE": str(args.pool_size),
+        }
+        log_path = Path(tempfile.gettempdir()) / f"disco-bench-registry-{port}.log"
+        with log_path.open("wb") as log:
+            processes.append(
+                subprocess.Popen(  # noqa: ASYNC220 - before any measurement
+                    [sys.executable, "-m", "disco_registry"], env=env, stdout=log, stderr=log
+                )
+            )
+        base_urls.append(f"http://127.0.0.1:{port}")
+    base_url = base_urls[0]
     try:
-        await wait_ready("registry", base_url, process, limit_seconds=60)
+        for url, process in zip(base_urls, processes, strict=True):
+            await wait_ready("registry", url, process, limit_seconds=60)
         token = mint_dev_token(DEV_AUTH_SECRET, TENANT, "bench", (Role.SERVICE,), 3600)
         limits = httpx.Limits(max_connections=args.concurrency, max_keepalive_connections=64)
         async with httpx.AsyncClient(
@@ -234,28 +248,36 @@ async def bench(
             for _ in range(200):
                 await client.get("/v1/discover", params={"capability": "task-001"})
 
-            def by_capability() -> Awaitable[httpx.Response]:
-                task = f"task-{rng.randrange(CAPABILITY_POOL):03d}"
-                return client.get("/v1/discover", params={"capability": task})
+            # Measured with the lean client: httpx would cost more CPU than the registry.
+            lean = LeanHttp(
+                base_urls, {"Authorization": f"Bearer {token}"}, connections=args.concurrency
+            )
 
-            def by_text() -> Awaitable[httpx.Response]:
-                return client.get("/v1/discover", params={"text": rng.choice(WORDS), "limit": 10})
+            def by_capability() -> Awaitable[LeanResponse]:
+                query = urlencode({"capability": f"task-{rng.randrange(CAPABILITY_POOL):03d}"})
+                return lean.request("GET", f"/v1/discover?{query}")
 
-            def heartbeat() -> Awaitable[httpx.Response]:
-                body = bodies[rng.randrange(len(bodies))]
-                return client.post(
-                    f"/v1/agents/{body['agent_id']}/heartbeat",
-                    json={"instance_id": body["instance_id"]},
+            def by_text() -> Awaitable[LeanResponse]:
+                return lean.request(
+                    "GET", f"/v1/discover?{urlencode({'text': rng.choice(WORDS), 'limit': 10})}"
                 )
 
-            sample = (await by_capability()).json()
+            def heartbeat() -> Awaitable[LeanResponse]:
+                body = bodies[rng.randrange(len(bodies))]
+                return lean.request(
+                    "POST",
+                    f"/v1/agents/{body['agent_id']}/heartbeat",
+                    json.dumps({"instance_id": body["instance_id"]}).encode(),
+                )
+
+            sample = json.loads((await by_capability()).content)
             print(
                 f"a capability query answers {len(sample)} agent names "
                 f"({sum(a['instance_count'] for a in sample)} instances)"
             )
             load = os.getloadavg()[0]
             print(f"{args.seconds:.0f} s per phase; load average before: {load:.2f}")
-            meter = CpuMeter(process.pid, postmaster_pid)
+            meter = CpuMeter([p.pid for p in processes], postmaster_pid)
             for label, concurrency, call in (
                 ("discovery by capability", 1, by_capability),
                 ("discovery by capability", args.concurrency, by_capability),
@@ -267,14 +289,17 @@ async def bench(
                 meter.start()
                 count, elapsed, latencies, errors = await run_phase(concurrency, args.seconds, call)
                 report(f"{label} x{concurrency}", count, elapsed, latencies, errors, meter.stop())
+            await lean.close()
             load = os.getloadavg()[0]
             print(f"load average after: {load:.2f} (the machine has {os.cpu_count()} cores)")
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
 
 
 def postmaster_pid(server: EmbeddedPostgres | None) -> int | None:
@@ -293,6 +318,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--pool-size", type=int, default=10)
+    parser.add_argument(
+        "--instances",
+        type=int,
+        default=1,
+        help="registry processes, connections spread over them round robin",
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="disco-bench-registry-") as scratch:
