@@ -82,5 +82,7 @@ async def test_envelopes_nobody_handles_are_committed_and_not_dead_lettered(
 
     dead = await read_topic(kafka_bootstrap, bus.topic_name("business-facts.dlq"), 1, timeout=1.0)
     assert dead == []
-    committed = await committed_total(kafka_bootstrap, "skipper", bus.topic_name("business-facts"))
+    committed = await committed_total(
+        kafka_bootstrap, bus.group_name("skipper"), bus.topic_name("business-facts")
+    )
     assert committed == 4

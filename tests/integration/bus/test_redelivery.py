@@ -46,7 +46,7 @@ async def test_a_consumer_killed_before_committing_gets_every_uncommitted_envelo
             await asyncio.to_thread(process.wait, 10)
         first_run = log.read_text().split()
         committed = await committed_total(
-            settings.kafka_bootstrap, group, bus.topic_name(Topic.BUSINESS_FACTS)
+            settings.kafka_bootstrap, bus.group_name(group), bus.topic_name(Topic.BUSINESS_FACTS)
         )
 
         consumer = BusConsumer(bus, group)

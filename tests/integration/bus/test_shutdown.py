@@ -38,7 +38,7 @@ async def test_stop_lets_the_running_handler_finish_and_commits_it(
 
     assert finished == [sent.id]
     committed = await committed_total(
-        kafka_bootstrap, "slowpoke", bus.topic_name(Topic.BUSINESS_FACTS)
+        kafka_bootstrap, bus.group_name("slowpoke"), bus.topic_name(Topic.BUSINESS_FACTS)
     )
     assert committed == 1
 

@@ -214,6 +214,11 @@ class BusClient(StartStop):
         """The broker's name for the logical ``topic`` (with the prefix)."""
         return topic_name(topic, self.settings.topic_prefix)
 
+    def group_name(self, group: str) -> str:
+        """The broker's name for consumer group ``group``: the topic prefix isolates
+        groups too, so environments sharing a cluster never share a group."""
+        return f"{self.settings.topic_prefix}{group}"
+
     async def ensure_topics(self, topics: Iterable[str | Topic] | None = None) -> list[str]:
         """Create the topics (default: the five disco topics) and their ``.dlq`` topics.
 

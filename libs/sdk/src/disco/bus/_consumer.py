@@ -67,7 +67,8 @@ class BusConsumer(StartStop):
     Args:
         client: the bus client whose settings, prefix and producer (for the DLQ)
             are used; started and stopped with the consumer if it is not yet started.
-        group: the consumer group, normally the agent's name.
+        group: the consumer group, normally the agent's name. On the broker it
+            carries the topic prefix (``BusClient.group_name``), like the topics.
         dedup_store: where handled ids are remembered (default: an in-process
             window of ``bus_dedup_window_size`` ids for ``bus_dedup_ttl_seconds``).
         max_buffered_per_partition: records fetched ahead per partition before
@@ -207,7 +208,7 @@ class BusConsumer(StartStop):
                 settings.kafka_request_timeout_ms, settings.kafka_session_timeout_ms + 5000
             )
             consumer = AIOKafkaConsumer(
-                group_id=self.group,
+                group_id=self.client.group_name(self.group),
                 enable_auto_commit=False,
                 # A new group reads what was published before it first joined;
                 # Tansu also reports "latest" wrongly.
