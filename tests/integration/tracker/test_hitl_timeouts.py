@@ -44,8 +44,9 @@ async def tracker(
         database_url=database.app,
         kafka_bootstrap=kafka_bootstrap,
         topic_prefix=topic_prefix,
-        kafka_session_timeout_ms=1000,
-        kafka_heartbeat_interval_ms=300,
+        # Room for the event loop to stall (the test shares it with the app).
+        kafka_session_timeout_ms=4000,
+        kafka_heartbeat_interval_ms=1000,
         hitl_sweep_interval_seconds=0.2,
         outbox_sweep_interval_seconds=0.5,
     )
@@ -105,15 +106,19 @@ async def _read(tracker: Tracker, topic: str, keep: Callable[[Envelope], bool]) 
 
 
 async def _wait_for(
-    tracker: Tracker, topic: str, keep: Callable[[Envelope], bool], *, seconds: float = 20.0
+    tracker: Tracker, topic: str, keep: Callable[[Envelope], bool], *, seconds: float = 30.0
 ) -> list[Envelope]:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        found = await _read(tracker, topic, keep)
-        if found:
-            return found
-        await asyncio.sleep(0.2)
-    return []
+    """Read ``topic`` with one reader until an envelope ``keep`` accepts came; all such.
+
+    One reader for the whole wait: a reader per poll fetched the metadata of
+    every topic of the session again and again, starving the in-process
+    tracker's consumer of the event loop until its group session expired.
+    """
+    name = topic_name(topic, tracker.prefix)
+    found = await read_envelopes(
+        tracker.bootstrap, name, lambda seen: any(keep(e) for e in seen), timeout=seconds
+    )
+    return [e for e in found if keep(e)]
 
 
 async def _status(tracker: Tracker, correlation_id: str, tenant: str = "acme") -> str | None:
