@@ -40,7 +40,7 @@ from disco._lifecycle import StartStop
 from disco.agents import Agent, PlatformContext
 from disco.agents._faults import CRASH_ENV, CRASH_EXIT_CODE, CrashPoint, set_crash_hook
 from disco.agents._ports import RequestValidator
-from disco.bus import BusClient, MessageTooLargeError
+from disco.bus import BusClient, BusError, MessageTooLargeError
 from disco.bus._wire import record_for
 from disco.clients import ServiceConflictError
 from disco.settings import BusSettings
@@ -317,7 +317,9 @@ class _KitBus(BusClient):
         return done
 
     async def _reply_listener(self, topic: str) -> Any:
-        raise NotImplementedError(
+        # Waiting inside a handler would block the kit's single delivery loop:
+        # refuse at once, saying what to do instead.
+        raise BusError(
             "request(..., wait=...) needs a broker; in an AgentTestKit publish with "
             "kit.request(...) and read kit.result_of(request)"
         )

@@ -17,23 +17,18 @@ from typing import Any
 
 import pytest
 
-from disco.agents import GoalContext, Planner, ResultContext, TaskContext, Tool, Worker
+from disco.agents import GoalContext, Planner, ResultContext, TaskContext, Worker
 from disco.testing import CRASH_ENV, CRASH_EXIT_CODE, AgentTestKit, CrashPoint
 from disco_common.envelope import Envelope
 from disco_common.plans import PlanDefinition, StateAction, StateConfig, StateTransition
 from disco_common.tasks import DelegationSpec, SubTaskStatus
-from libs.sdk.tests.agents._agents import Addition, Total
-from libs.sdk.tests.agents.test_planner import RESEARCH, research_planner, search_tool
-
-
-def adder() -> Tool:
-    tool = Tool("adder", register=False)
-
-    @tool.on_invoke("add.requested")
-    async def add(request: Addition) -> Total:
-        return Total(total=request.a + request.b)
-
-    return tool
+from libs.sdk.tests.agents._agents import adder
+from libs.sdk.tests.agents.test_planner import (
+    RESEARCH,
+    booking_plan,
+    research_planner,
+    search_tool,
+)
 
 
 def stepper() -> Worker:
@@ -374,25 +369,7 @@ def _trip_and_booking() -> tuple[Planner, Planner]:
             ],
         ),
     )
-    child.add_plan(
-        "booking.goal",
-        PlanDefinition(
-            plan_type="booking",
-            states=[
-                StateConfig(state_name="start", default_next="searching"),
-                StateConfig(
-                    state_name="searching",
-                    action=StateAction(
-                        event_type="search.requested",
-                        response_event="hotel.found",
-                        data={"query": "hotel in {goal_data.city}", "hits": 2},
-                    ),
-                    transitions=[StateTransition(on_event="hotel.found", to_state="done")],
-                ),
-                StateConfig(state_name="done", is_terminal=True),
-            ],
-        ),
-    )
+    child.add_plan("booking.goal", booking_plan())
     return parent, child
 
 

@@ -211,6 +211,26 @@ async def test_a_plan_can_be_paused_and_resumed_and_answers_meanwhile_are_held()
     assert "plan.resumed" in types
 
 
+def booking_plan() -> PlanDefinition:
+    """A sub-plan: search a hotel in ``goal_data.city``, then done."""
+    return PlanDefinition(
+        plan_type="booking",
+        states=[
+            StateConfig(state_name="start", default_next="searching"),
+            StateConfig(
+                state_name="searching",
+                action=StateAction(
+                    event_type="search.requested",
+                    response_event="hotel.found",
+                    data={"query": "hotel in {goal_data.city}", "hits": 2},
+                ),
+                transitions=[StateTransition(on_event="hotel.found", to_state="done")],
+            ),
+            StateConfig(state_name="done", is_terminal=True),
+        ],
+    )
+
+
 async def test_a_state_action_can_start_a_nested_sub_plan_of_another_planner() -> None:
     parent, child = Planner("parent", register=False), Planner("child", register=False)
     parent.add_plan(
@@ -232,25 +252,7 @@ async def test_a_state_action_can_start_a_nested_sub_plan_of_another_planner() -
             ],
         ),
     )
-    child.add_plan(
-        "booking.goal",
-        PlanDefinition(
-            plan_type="booking",
-            states=[
-                StateConfig(state_name="start", default_next="searching"),
-                StateConfig(
-                    state_name="searching",
-                    action=StateAction(
-                        event_type="search.requested",
-                        response_event="hotel.found",
-                        data={"query": "hotel in {goal_data.city}", "hits": 2},
-                    ),
-                    transitions=[StateTransition(on_event="hotel.found", to_state="done")],
-                ),
-                StateConfig(state_name="done", is_terminal=True),
-            ],
-        ),
-    )
+    child.add_plan("booking.goal", booking_plan())
 
     async with AgentTestKit(parent, child, search_tool()) as kit:
         goal = await kit.request("trip.goal", {"city": "Lyon"}, response_event="trip.done")

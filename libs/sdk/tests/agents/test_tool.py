@@ -110,3 +110,21 @@ async def test_an_answer_too_large_for_the_bus_reaches_the_caller_as_an_error() 
     assert result.error is not None
     assert result.error.type == "MessageTooLargeError"
     assert "DISCO_BUS_MAX_MESSAGE_BYTES" in result.error.message
+
+
+async def test_waiting_for_a_response_inside_the_kit_fails_at_once_saying_what_to_do() -> None:
+    tool = Tool("asker", register=False)
+
+    @tool.on_invoke("ask.requested")
+    async def ask(request: InvocationContext[Any], context: PlatformContext) -> Any:
+        return await context.bus.request("other.requested", {}, response_event="other", wait=5)
+
+    async with AgentTestKit(tool) as kit:
+        request = await kit.request("ask.requested", {}, response_event="asked")
+
+    result = kit.result_of(request)
+    assert result.success is False
+    assert result.error is not None
+    assert result.error.type == "BusError"
+    assert "needs a broker" in result.error.message
+    assert "kit.request" in result.error.message

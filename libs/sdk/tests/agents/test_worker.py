@@ -13,23 +13,12 @@ from disco.agents import (
     PlatformContext,
     ResultContext,
     TaskContext,
-    Tool,
     Worker,
 )
 from disco.testing import AgentTestKit
 from disco_common.envelope import ActionRequest
 from disco_common.tasks import DelegationSpec
-from libs.sdk.tests.agents._agents import Addition, Text, Total
-
-
-def adder() -> Tool:
-    tool = Tool("adder", register=False)
-
-    @tool.on_invoke("add.requested")
-    async def add(request: Addition) -> Total:
-        return Total(total=request.a + request.b)
-
-    return tool
+from libs.sdk.tests.agents._agents import Text, adder
 
 
 def summer(name: str = "summer") -> Worker:
