@@ -160,3 +160,54 @@ async def test_publish_after_commit_refuses_an_envelope_for_another_tenant(
                 )
     finally:
         await database.dispose()
+
+
+async def test_rows_that_can_never_be_published_are_dropped_and_the_rest_go_in_order(
+    make_settings: Callable[..., ServiceSettings],
+    kit_schema: str,
+    kafka_bootstrap: str,
+    database: DatabaseUrls,
+) -> None:
+    settings = make_settings(bus_max_message_bytes=64 * 1024)
+    tenant = new_tenant()
+
+    def note(subject: str, data: str = "") -> BusinessFact:
+        return BusinessFact(
+            source="disco://test",
+            type=NOTE_CREATED,
+            subject=subject,
+            correlation_id=tenant,
+            data=data,
+        )
+
+    # Rows a process committed before it died: more than one relay batch, one
+    # too large for the bus, then one another version wrote that no longer
+    # parses as an envelope, then a last good one.
+    crashed = Database(settings, schema=kit_schema)
+    conn = await asyncpg.connect(database.admin)
+    try:
+        async with crashed.unit_of_work(tenant) as session:
+            for n in range(150):
+                body = "x" * (100 * 1024) if n == 40 else ""
+                await publish_after_commit(session, Topic.BUSINESS_FACTS, note(f"n-{n}", body))
+        await conn.execute(
+            f'INSERT INTO "{kit_schema}".outbox (topic, envelope, tenant_id) '
+            "VALUES ('business-facts', '{\"type\": \"broken\"}'::jsonb, $1)",
+            tenant,
+        )
+        async with crashed.unit_of_work(tenant) as session:
+            await publish_after_commit(session, Topic.BUSINESS_FACTS, note("last"))
+    finally:
+        await conn.close()
+        await crashed.dispose()
+
+    async with serve(build_app(settings, kit_schema)):
+        topic = topic_name(Topic.BUSINESS_FACTS, settings.topic_prefix)
+        envelopes = await read_envelopes(
+            kafka_bootstrap, topic, lambda seen: "last" in subjects(seen), timeout=30
+        )
+
+    expected = [f"n-{n}" for n in range(150) if n != 40] + ["last"]
+    # One key (the correlation id), one partition: commit order is topic order.
+    assert subjects(envelopes) == expected
+    assert await outbox_rows(database, kit_schema, tenant) == 0

@@ -179,6 +179,7 @@ async def test_sweepers_running_side_by_side_expire_each_agent_exactly_once(
         kafka_bootstrap,
         topic_name(Topic.SYSTEM_EVENTS, topic_prefix),
         lambda seen: {e.subject for e in ours(seen)} >= agent_ids,
+        timeout=30,
     )
     # The bus is at-least-once: a publish retried after a lost ack repeats the
     # same envelope (same id), which consumers deduplicate. What must hold is one

@@ -381,13 +381,17 @@ class BusClient(StartStop):
         Returns:
             The envelope as sent.
         """
-        kind = envelope_class_for(topic)
-        if not isinstance(envelope, kind):
-            envelope = envelope.as_(kind)
-        traceparent = current_traceparent()
-        if traceparent is not None and traceparent != envelope.traceparent:
-            envelope = envelope.model_copy(update={"traceparent": traceparent})
-        return await self._deliver(self._broker_name(topic), envelope)
+        return await self._deliver(self._broker_name(topic), _ready(topic, envelope))
+
+    async def send_envelope(
+        self, topic: str | Topic, envelope: Envelope
+    ) -> asyncio.Future[Envelope]:
+        """Queue a ready-made envelope for ``topic``; a future of its acknowledgement.
+
+        The pipelining form of :meth:`publish_envelope`, as :meth:`send` is of
+        :meth:`publish`: records queued one after another keep their order.
+        """
+        return await self._enqueue(self._broker_name(topic), _ready(topic, envelope))
 
     @overload
     async def request(
@@ -673,6 +677,17 @@ class BusClient(StartStop):
 
 
 _INHERITED = ("tenant_id", "user_id", "session_id", "plan_id")
+
+
+def _ready(topic: str | Topic, envelope: Envelope) -> Envelope:
+    """``envelope`` as ``topic``'s envelope kind (checked), with the current trace."""
+    kind = envelope_class_for(topic)
+    if not isinstance(envelope, kind):
+        envelope = envelope.as_(kind)
+    traceparent = current_traceparent()
+    if traceparent is not None and traceparent != envelope.traceparent:
+        envelope = envelope.model_copy(update={"traceparent": traceparent})
+    return envelope
 
 
 def _rejected(name: str, envelope: Envelope, error: BaseException) -> PublishError:
