@@ -1,15 +1,16 @@
-"""End-to-end fixtures: the real services and agent processes, shared by the whole e2e session.
+"""End-to-end fixtures: the real services and agent processes, shared by the e2e tests.
 
 - :func:`e2e_stack`: registry, memory and tracker as ``python -m disco_<svc>``
-  processes on free loopback ports, against the session's database and broker,
-  under one topic prefix.
+  processes on free loopback ports, against a database of their own and the
+  session's broker, under one topic prefix.
 - :func:`fleet`: three agent processes (tools, workers, planners) from
   :mod:`tests.e2e.agents`, registered with the registry, ready to consume.
 - :func:`caller`: a started :class:`BusClient` in the test's loop, and
   :class:`Watcher`: reads topics group-less to see what the agents published.
 
 Tests tell their traffic apart by event types and correlation ids, so the
-processes are started once per session (the suite stays lean on two cores).
+processes are started once for all e2e tests (the suite stays lean on two cores)
+and stopped when they are done.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from disco._dev.ports import free_port
 from disco.bus import BusClient, TopicReader
 from disco.settings import BusSettings
 from disco_common.envelope import Envelope
-from tests.fixtures.infra import DatabaseUrls
+from tests.fixtures.infra import migrated_database
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICES = ("registry", "memory", "tracker")
@@ -93,14 +94,21 @@ def _provision(settings: BusSettings) -> None:
     asyncio.run(provision())
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def e2e_stack(
-    database: DatabaseUrls,
+    postgres_admin_url: str,
     kafka_bootstrap: str,
     session_topic_prefix: str,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Stack]:
-    """Registry, memory and tracker running as real processes."""
+    """Registry, memory and tracker running as real processes, until the e2e tests end.
+
+    They get a database of their own: their HITL, liveness and expiry sweepers
+    claim every tenant's due rows, so on the session's database they took rows
+    of the integration tests running later and announced them under the e2e
+    topic prefix, where those tests never saw them.
+    """
+    database = migrated_database(postgres_admin_url)
     logs = tmp_path_factory.mktemp("e2e-logs")
     prefix = f"{session_topic_prefix}e2e."
     ports = {name: free_port() for name in SERVICES}
@@ -223,7 +231,7 @@ def stop_agents(agent: AgentProcess) -> None:
             agent.process.wait(5)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def fleet(e2e_stack: Stack) -> Iterator[dict[str, AgentProcess]]:
     """The tools, workers and planners processes."""
     started: dict[str, AgentProcess] = {}

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import httpx
 import pytest
+from aiokafka import AIOKafkaConsumer, TopicPartition
 from asgi_lifespan import LifespanManager
 
 from disco._auth import DEV_AUTH_SECRET, mint_dev_token
@@ -115,10 +116,38 @@ async def _wait_for(
     tracker's consumer of the event loop until its group session expired.
     """
     name = topic_name(topic, tracker.prefix)
-    found = await read_envelopes(
-        tracker.bootstrap, name, lambda seen: any(keep(e) for e in seen), timeout=seconds
-    )
+    try:
+        found = await read_envelopes(
+            tracker.bootstrap, name, lambda seen: any(keep(e) for e in seen), timeout=seconds
+        )
+    except TimeoutError:
+        pytest.fail(f"nothing awaited reached {name} in {seconds} s; {await _diagnosis(tracker)}")
     return [e for e in found if keep(e)]
+
+
+async def _diagnosis(tracker: Tracker) -> str:
+    """What the tracker knows, for a failure message: its waits and its outbox counters."""
+    waits = await tracker.http.get("/v1/tracker/hitl", headers=_auth("acme"))
+    metrics = await tracker.http.get("/metrics")
+    counters = [
+        line
+        for line in metrics.text.splitlines()
+        if line.startswith(("disco_outbox", "disco_bus", "disco_consumer"))
+    ]
+    group = f"{tracker.prefix}disco-tracker"
+    name = topic_name(Topic.NOTIFICATION_EVENTS, tracker.prefix)
+    probe = AIOKafkaConsumer(bootstrap_servers=tracker.bootstrap, group_id=group)
+    try:
+        await probe.start()
+        partitions = [TopicPartition(name, p) for p in probe.partitions_for_topic(name) or ()]
+        ends = await probe.end_offsets(partitions)
+        committed = {tp.partition: await probe.committed(tp) for tp in partitions}
+        offsets = f"end {[ends[tp] for tp in partitions]} committed {committed}"
+    except Exception as exc:
+        offsets = repr(exc)
+    finally:
+        await probe.stop()
+    return f"waits: {waits.text}; metrics: {counters}; {name}: {offsets}"
 
 
 async def _status(tracker: Tracker, correlation_id: str, tenant: str = "acme") -> str | None:
