@@ -126,15 +126,16 @@ async def _wait_for(
 
 
 async def _diagnosis(tracker: Tracker) -> str:
-    """What the tracker knows, for a failure message: its waits and its outbox counters."""
+    """For a failure message: the tracker's waits and outbox counters, and how far its
+    consumer group got on ``notification-events``."""
     waits = await tracker.http.get("/v1/tracker/hitl", headers=_auth("acme"))
     metrics = await tracker.http.get("/metrics")
     counters = [
         line
         for line in metrics.text.splitlines()
-        if line.startswith(("disco_outbox", "disco_bus", "disco_consumer"))
+        if line.startswith("disco_outbox") and "_total " in line
     ]
-    group = f"{tracker.prefix}disco-tracker"
+    group = tracker.bus.group_name(TrackerSettings().hitl_consumer_group)
     name = topic_name(Topic.NOTIFICATION_EVENTS, tracker.prefix)
     probe = AIOKafkaConsumer(bootstrap_servers=tracker.bootstrap, group_id=group)
     try:
