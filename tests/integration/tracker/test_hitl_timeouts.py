@@ -34,6 +34,7 @@ class Tracker:
     bus: BusClient
     prefix: str
     bootstrap: str
+    group: str  # the tracker's consumer group, as the broker names it
 
 
 @pytest.fixture
@@ -58,7 +59,13 @@ async def tracker(
         async with LifespanManager(app, startup_timeout=30, shutdown_timeout=30) as manager:
             transport = httpx.ASGITransport(app=manager.app)
             async with httpx.AsyncClient(transport=transport, base_url="http://tracker") as http:
-                yield Tracker(http, bus, topic_prefix, kafka_bootstrap)
+                yield Tracker(
+                    http,
+                    bus,
+                    topic_prefix,
+                    kafka_bootstrap,
+                    bus.group_name(settings.hitl_consumer_group),
+                )
 
 
 def _auth(tenant: str) -> dict[str, str]:
@@ -135,9 +142,8 @@ async def _diagnosis(tracker: Tracker) -> str:
         for line in metrics.text.splitlines()
         if line.startswith("disco_outbox") and "_total " in line
     ]
-    group = tracker.bus.group_name(TrackerSettings().hitl_consumer_group)
     name = topic_name(Topic.NOTIFICATION_EVENTS, tracker.prefix)
-    probe = AIOKafkaConsumer(bootstrap_servers=tracker.bootstrap, group_id=group)
+    probe = AIOKafkaConsumer(bootstrap_servers=tracker.bootstrap, group_id=tracker.group)
     try:
         await probe.start()
         partitions = [TopicPartition(name, p) for p in probe.partitions_for_topic(name) or ()]
