@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from disco_gateway.settings import GatewaySettings
+from disco_gateway.state import GatewayState
 from disco_service import create_service_app, run_service
 
 __all__ = ["create_app", "main"]
@@ -18,7 +19,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     Nothing connects here: the database and the bus start in the lifespan.
     """
     return create_service_app(
-        settings if settings is not None else GatewaySettings(),
+        GatewayState(settings if settings is not None else GatewaySettings()),
         title="disco gateway",
         description=DESCRIPTION,
     )

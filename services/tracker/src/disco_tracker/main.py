@@ -8,6 +8,7 @@ from disco_service import create_service_app, run_service
 from disco_tracker.hitl.consumer import hitl_watch
 from disco_tracker.hitl.endpoints import router as hitl_router
 from disco_tracker.settings import TrackerSettings
+from disco_tracker.state import TrackerState
 
 __all__ = ["create_app", "main"]
 
@@ -20,7 +21,7 @@ def create_app(settings: TrackerSettings | None = None) -> FastAPI:
     Nothing connects here: the database and the bus start in the lifespan.
     """
     return create_service_app(
-        settings if settings is not None else TrackerSettings(),
+        TrackerState(settings if settings is not None else TrackerSettings()),
         title="disco tracker",
         description=DESCRIPTION,
         routers=[hitl_router],

@@ -17,9 +17,9 @@ from disco_common.memory import (
 )
 from disco_common.pagination import Page
 from disco_memory._shared import IfMatch, expected_version, set_etag
+from disco_memory.deps import RuntimeDep
 from disco_memory.procedural import service
 from disco_memory.procedural.repository import ProcedureRepository
-from disco_memory.runtime import RuntimeDep
 from disco_service import IdentityDep, NotFound, SessionDep, error_responses
 
 router = APIRouter(prefix="/v1/memory/procedural", tags=["procedural memory"])
