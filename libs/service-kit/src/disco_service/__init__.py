@@ -42,6 +42,7 @@ from disco_service._logging import configure_logging
 from disco_service._metrics import ServiceMetrics
 from disco_service._operations import CheckResult, Liveness, Readiness
 from disco_service._outbox import OutboxRelay, publish_after_commit
+from disco_service._pagination import InvalidCursor, Keyset, PageRequest, Paginator
 from disco_service._run import run_service
 from disco_service._settings import DEFAULT_DATABASE_URL, ServiceSettings, settings_env_vars
 from disco_service._state import ReadinessCheck, ServiceState, get_state
@@ -57,10 +58,14 @@ __all__ = [
     "Forbidden",
     "Identity",
     "IdentityDep",
+    "InvalidCursor",
+    "Keyset",
     "LifespanHook",
     "Liveness",
     "NotFound",
     "OutboxRelay",
+    "PageRequest",
+    "Paginator",
     "PayloadTooLarge",
     "Readiness",
     "ReadinessCheck",

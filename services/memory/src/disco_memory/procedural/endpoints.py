@@ -47,7 +47,7 @@ async def create_procedure(
     return procedure
 
 
-@router.get("", response_model=Page[Procedure], responses=error_responses(422))
+@router.get("", response_model=Page[Procedure], responses=error_responses(400))
 async def list_procedures(
     repository: RepositoryDep, query: Annotated[ProcedureListQuery, Query()]
 ) -> Page[Procedure]:
