@@ -25,7 +25,11 @@ from disco_memory.task_context.endpoints import router as task_context_router
 from disco_memory.working.endpoints import router as working_router
 from disco_service import create_service_app, run_service
 
-__all__ = ["create_app", "main"]
+__all__ = ["SERVICE", "create_app", "main"]
+
+SERVICE = MemorySettings.manifest(module="disco_memory", start_order=20)
+"""How ``disco db upgrade`` and ``disco dev up`` find this service (the ``disco.services``
+entry point of its pyproject.toml)."""
 
 DESCRIPTION = (
     "Working memory, task and plan context, plans, sessions, "

@@ -14,7 +14,11 @@ from disco_registry.settings import RegistrySettings
 from disco_registry.state import RegistryState
 from disco_service import create_service_app, run_service
 
-__all__ = ["create_app", "main"]
+__all__ = ["SERVICE", "create_app", "main"]
+
+SERVICE = RegistrySettings.manifest(module="disco_registry", start_order=10)
+"""How ``disco db upgrade`` and ``disco dev up`` find this service (the ``disco.services``
+entry point of its pyproject.toml)."""
 
 DESCRIPTION = (
     "Agents, capabilities, event definitions, payload schemas and liveness: how agents "

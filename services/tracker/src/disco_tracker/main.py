@@ -10,7 +10,11 @@ from disco_tracker.hitl.endpoints import router as hitl_router
 from disco_tracker.settings import TrackerSettings
 from disco_tracker.state import TrackerState
 
-__all__ = ["create_app", "main"]
+__all__ = ["SERVICE", "create_app", "main"]
+
+SERVICE = TrackerSettings.manifest(module="disco_tracker", start_order=30)
+"""How ``disco db upgrade`` and ``disco dev up`` find this service (the ``disco.services``
+entry point of its pyproject.toml)."""
 
 DESCRIPTION = "Plan and task progress, timelines, metrics and HITL timeouts."
 
