@@ -350,7 +350,7 @@ def main() -> None:
             asyncio.run(create_database(admin_root, name))
             admin = with_database(admin_root, name)
             app = with_user(admin, "disco_app", "disco_app")
-            upgrade(admin, app, migrations_dir=Path(__file__).resolve().parents[1] / "migrations")
+            upgrade(admin, app)
             asyncio.run(bench(args, app, bootstrap, postmaster_pid(server)))
         finally:
             if broker is not None:

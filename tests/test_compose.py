@@ -21,6 +21,7 @@ import typer
 import yaml
 
 from disco._dev import migrate
+from disco._dev.services import installed_services, migrations_dir
 from disco._dev.settings import DevSettings
 from disco_gateway import GatewaySettings
 from disco_gateway import create_app as create_gateway
@@ -75,6 +76,16 @@ def cli_command(path: list[str]) -> object | None:
 
 def test_compose_has_the_four_services_kafka_postgres_and_migrations() -> None:
     assert set(COMPOSE["services"]) == {*SERVICES, *INFRASTRUCTURE, "migrate"}
+
+
+def test_the_installed_services_are_the_ones_compose_runs() -> None:
+    assert [service.name for service in installed_services()] == [
+        "registry",
+        "memory",
+        "tracker",
+        "gateway",
+    ]
+    assert {service.name for service in installed_services()} == set(SERVICES)
 
 
 @pytest.mark.parametrize("name", [*SERVICES, "migrate"])
@@ -144,7 +155,6 @@ def test_the_migrate_step_connects_as_the_owner_and_names_the_app_role() -> None
     env = environment("migrate")
     assert env["DISCO_DATABASE_URL"] == environment("registry")["DISCO_DATABASE_URL"]
     assert env["DISCO_DATABASE_ADMIN_URL"] != env["DISCO_DATABASE_URL"]
-    assert Path(env["DISCO_MIGRATIONS_DIR"]).name == "migrations"
 
 
 @pytest.mark.parametrize("name", list(SERVICES))
@@ -205,7 +215,21 @@ def test_the_dockerfile_copies_every_member_pyproject_before_the_dependency_laye
         assert f"COPY {relative} " in dependency_layer, relative
 
 
-def test_the_dockerfile_runs_as_a_non_root_user_and_ships_the_migrations() -> None:
+def test_the_dockerfile_runs_as_a_non_root_user() -> None:
     assert re.search(r"^USER (?!root)\w+", DOCKERFILE, re.MULTILINE)
-    assert "COPY migrations /app/migrations" in DOCKERFILE
     assert "FROM python:3.11-slim" in DOCKERFILE
+
+
+@pytest.mark.parametrize("name", list(SERVICES))
+def test_the_image_ships_each_service_s_migrations_inside_its_package(name: str) -> None:
+    # The image installs the packages from `COPY services` (not editable): the
+    # Alembic environment must sit inside the package the manifest names.
+    (service,) = [service for service in installed_services() if service.name == name]
+    location = migrations_dir(service)
+
+    assert location == ROOT / "services" / name / "src" / f"disco_{name}" / "migrations"
+    assert (location / "script.py.mako").is_file()
+    assert sorted(location.glob("versions/0001_*.py"))
+    assert "COPY services /app/services" in DOCKERFILE
+    assert "--no-editable" in DOCKERFILE
+    assert "DISCO_MIGRATIONS_DIR" not in DOCKERFILE

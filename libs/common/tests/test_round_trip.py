@@ -619,6 +619,13 @@ EXAMPLES: list[BaseModel] = [
     ),
     dc.HumanInputWaitQuery(status=dc.HumanInputWaitStatus.WAITING, task_id="task-1"),
     dc.TaskProgressQuery(plan_id="plan-1"),
+    dc.ServiceManifest(
+        name="registry",
+        module="disco_registry",
+        default_port=8081,
+        migrations="disco_registry:migrations",
+        start_order=10,
+    ),
 ]
 
 

@@ -13,13 +13,13 @@ from fastapi import FastAPI
 
 from disco._auth import DEV_AUTH_SECRET, mint_dev_token
 from disco_common.auth import Role
-from disco_service import ServiceSettings, create_service_app
+from disco_service import ServiceSettings, ServiceState, create_service_app
 from tests.integration.kit.app import router
 
 
 def build_app(settings: ServiceSettings, schema: str, **options: Any) -> FastAPI:
     return create_service_app(
-        settings, title="kit test", routers=[router], schema=schema, **options
+        ServiceState(settings, schema=schema), title="kit test", routers=[router], **options
     )
 
 

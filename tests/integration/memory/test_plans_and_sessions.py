@@ -121,6 +121,36 @@ async def test_plans_filter_by_status_and_session_and_page_newest_first(
     assert second.json()["next_cursor"] is None
 
 
+async def test_a_cursor_of_another_list_or_other_filters_or_too_long_is_a_bad_request(
+    client: httpx.AsyncClient, alice: dict[str, str]
+) -> None:
+    session = new_id("session")
+    for _ in range(2):
+        await create_plan(client, alice, session_id=session)
+    page = await client.get(
+        "/v1/memory/plans", params={"session_id": session, "limit": 1}, headers=alice
+    )
+    cursor = page.json()["next_cursor"]
+
+    same_filters = await client.get(
+        "/v1/memory/plans", params={"session_id": session, "cursor": cursor}, headers=alice
+    )
+    other_filters = await client.get(
+        "/v1/memory/plans",
+        params={"session_id": session, "status": "pending", "cursor": cursor},
+        headers=alice,
+    )
+    other_list = await client.get("/v1/memory/sessions", params={"cursor": cursor}, headers=alice)
+    too_long = await client.get("/v1/memory/plans", params={"cursor": "A" * 2000}, headers=alice)
+
+    assert same_filters.status_code == 200
+    assert len(same_filters.json()["items"]) == 1
+    for refused in (other_filters, other_list, too_long):
+        assert refused.status_code == 400, refused.text
+        assert error_code(refused) == "invalid_cursor"
+        assert "cursor" in refused.json()["error"]["message"]
+
+
 async def test_an_unknown_status_filter_is_a_validation_error(
     client: httpx.AsyncClient, alice: dict[str, str]
 ) -> None:

@@ -164,7 +164,7 @@ async def test_a_value_over_the_limit_is_refused_and_nothing_is_written(
     assert (await client.get(url, headers=alice)).status_code == 404
 
 
-async def test_a_malformed_key_or_cursor_is_a_validation_error(
+async def test_a_malformed_key_or_ttl_is_a_validation_error_and_a_bad_cursor_a_bad_request(
     client: httpx.AsyncClient, alice: dict[str, str]
 ) -> None:
     plan = new_id("plan")
@@ -179,7 +179,7 @@ async def test_a_malformed_key_or_cursor_is_a_validation_error(
         f"/v1/memory/working/{plan}/k", json={"value": 1, "ttl_seconds": 0}, headers=alice
     )
 
-    assert [bad_key.status_code, bad_cursor.status_code, bad_ttl.status_code] == [422, 422, 422]
+    assert [bad_key.status_code, bad_cursor.status_code, bad_ttl.status_code] == [422, 400, 422]
     assert error_code(bad_cursor) == "invalid_cursor"
 
 

@@ -10,7 +10,8 @@ submodules or from here:
 - ``system_events``, ``notifications``: payloads on ``system-events`` and
   ``notification-events`` (HITL, agent UI events, tool lifecycle);
 - ``memory``, ``tracker``: the memory and tracker services' DTOs;
-- ``pagination``, ``errors``, ``auth``, ``ids``, ``canonical``: shared plumbing.
+- ``pagination``, ``errors``, ``auth``, ``ids``, ``canonical``: shared plumbing;
+- ``services``: how an installed service makes itself known to the tooling.
 """
 
 from disco_common.auth import (
@@ -192,6 +193,7 @@ from disco_common.registry import (
     check_json_schema,
     validate_payload,
 )
+from disco_common.services import SERVICE_ENTRY_POINT_GROUP, ServiceManifest
 from disco_common.system_events import (
     SYSTEM_EVENT_DATA,
     DelegatedSubTask,
@@ -267,6 +269,7 @@ __all__ = [
     "METADATA_MAX_BYTES",
     "ON_BEHALF_OF_TENANT_HEADER",
     "ON_BEHALF_OF_USER_HEADER",
+    "SERVICE_ENTRY_POINT_GROUP",
     "SNAPSHOT_FULL_MAX_BYTES",
     "SNAPSHOT_SLIM_MAX_BYTES",
     "SYSTEM_EVENT_DATA",
@@ -387,6 +390,7 @@ __all__ = [
     "SemanticMemoryRecord",
     "SemanticMemoryUpsert",
     "SemanticQuery",
+    "ServiceManifest",
     "SessionCreate",
     "SessionListQuery",
     "SessionRecord",

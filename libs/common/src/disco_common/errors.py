@@ -18,6 +18,7 @@ class ErrorCode(StrEnum):
     """Codes shared by every service. Services add their own domain codes."""
 
     BAD_REQUEST = "bad_request"
+    INVALID_CURSOR = "invalid_cursor"
     VALIDATION_FAILED = "validation_failed"
     UNAUTHENTICATED = "unauthenticated"
     FORBIDDEN = "forbidden"

@@ -6,7 +6,8 @@ next page, and stop when it is ``None``. Services build it with
 :func:`encode_cursor` from a small JSON object (typically the sort key of the
 last item, e.g. ``{"after": "<created_at>", "id": "<id>"}``) and read it back
 with :func:`decode_cursor`, which raises :class:`CursorError` (a ``ValueError``)
-on anything it did not produce, so a bad cursor becomes a clear 4xx.
+on anything it did not produce. Every service answers a cursor its list did not
+issue with 400 and the code ``invalid_cursor`` (``disco_service.Paginator``).
 """
 
 from __future__ import annotations
@@ -59,10 +60,15 @@ class Page(BaseModel, Generic[ItemT]):
 class PageQuery(Body):
     """The paging part of every list query (list filters extend it)."""
 
+    # The length is checked where the cursor is decoded, not here, so that a
+    # too-long cursor is refused like any other bad one (400 invalid_cursor).
     cursor: str | None = Field(
         default=None,
-        max_length=CURSOR_MAX_CHARS,
-        description="The `next_cursor` of the previous page; omit for the first page.",
+        description=(
+            "The `next_cursor` of the previous page; omit for the first page. A cursor the "
+            "list did not issue for the same filters is refused with 400 `invalid_cursor`."
+        ),
+        json_schema_extra={"maxLength": CURSOR_MAX_CHARS},
     )
     limit: int = Field(
         default=DEFAULT_PAGE_LIMIT,

@@ -1,8 +1,10 @@
 """disco_service: what every disco service shares.
 
-A service is thin: a :class:`ServiceSettings` subclass, routers whose routes
-take :data:`SessionDep` and :data:`IdentityDep`, and a ``main.py`` calling
-:func:`create_service_app` and :func:`run_service`. The kit brings the
+A service is thin: a :class:`ServiceSettings` subclass, a :class:`ServiceState`
+subclass holding what it keeps while it runs, routers whose routes take
+:data:`SessionDep` and :data:`IdentityDep` (list routes page with
+:class:`Paginator`), and a ``main.py`` calling :func:`create_service_app` and
+:func:`run_service`. The kit brings the
 database (tenant-scoped transactions for row-level security), bearer-token
 auth, the stable error shape, publish-after-commit through an outbox, health,
 readiness, metrics, structured logs, the body limit and tracing.
@@ -10,9 +12,18 @@ readiness, metrics, structured logs, the body limit and tracing.
 Migrations import :mod:`disco_service.migration_helpers`.
 """
 
-from disco_service._app import BusDep, LifespanHook, create_service_app, get_bus
-from disco_service._auth import Identity, IdentityDep, TokenVerifier, get_identity, require_role
-from disco_service._db import Database, SessionDep, get_session
+from disco_service._app import LifespanHook, create_service_app
+from disco_service._auth import Identity, TokenVerifier
+from disco_service._db import Database
+from disco_service._deps import (
+    BusDep,
+    IdentityDep,
+    SessionDep,
+    get_bus,
+    get_identity,
+    get_session,
+    require_role,
+)
 from disco_service._errors import (
     BadRequest,
     Conflict,
@@ -27,10 +38,11 @@ from disco_service._errors import (
     error_responses,
     install_error_handlers,
 )
-from disco_service._health import CheckResult, Liveness, Readiness
 from disco_service._logging import configure_logging
 from disco_service._metrics import ServiceMetrics
+from disco_service._operations import CheckResult, Liveness, Readiness
 from disco_service._outbox import OutboxRelay, publish_after_commit
+from disco_service._pagination import InvalidCursor, Keyset, PageRequest, Paginator
 from disco_service._run import run_service
 from disco_service._settings import DEFAULT_DATABASE_URL, ServiceSettings, settings_env_vars
 from disco_service._state import ReadinessCheck, ServiceState, get_state
@@ -46,10 +58,14 @@ __all__ = [
     "Forbidden",
     "Identity",
     "IdentityDep",
+    "InvalidCursor",
+    "Keyset",
     "LifespanHook",
     "Liveness",
     "NotFound",
     "OutboxRelay",
+    "PageRequest",
+    "Paginator",
     "PayloadTooLarge",
     "Readiness",
     "ReadinessCheck",

@@ -5,32 +5,32 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from typing import Annotated
+from typing import Any, TypeVar
 
 import structlog
-from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi import APIRouter, FastAPI
 from starlette.types import Scope
 
 from disco.bus import BusClient
-from disco_service._auth import TokenVerifier
 from disco_service._db import Database
 from disco_service._errors import error_responses, install_error_handlers
-from disco_service._health import health_router
 from disco_service._logging import configure_logging
-from disco_service._metrics import ServiceMetrics, metrics_router
 from disco_service._middleware import BodySizeLimitMiddleware, RequestContextMiddleware
+from disco_service._operations import operations_router
 from disco_service._outbox import OutboxRelay
-from disco_service._settings import ServiceSettings
-from disco_service._state import ReadinessCheck, ServiceState, get_state
-from disco_service._tracing import create_tracer_provider, start_export
+from disco_service._state import ReadinessCheck, ServiceState
+from disco_service._tracing import start_export
 
-__all__ = ["BusDep", "LifespanHook", "create_service_app", "get_bus"]
+__all__ = ["LifespanHook", "create_service_app"]
 
 log = structlog.get_logger("disco_service")
 
-LifespanHook = Callable[[ServiceState], AbstractAsyncContextManager[None]]
-"""A service's own start/stop step, entered after the kit's (database, bus, relay)
-and exited before them: ``@asynccontextmanager async def sweeper(state): ...``."""
+StateT = TypeVar("StateT", bound=ServiceState[Any])
+
+LifespanHook = Callable[[StateT], AbstractAsyncContextManager[None]]
+"""A service's own start/stop step, handed the service's state; entered after the
+kit's (database, bus, relay) and exited before them:
+``@asynccontextmanager async def sweeper(state: RegistryState) -> AsyncIterator[None]: ...``."""
 
 _UNTRACED_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 
@@ -56,35 +56,35 @@ def _kafka_check(bus: BusClient, timeout: float) -> ReadinessCheck:
 
 
 def create_service_app(
-    settings: ServiceSettings,
+    state: StateT,
     *,
     title: str,
     version: str = "0.1.0",
     description: str = "",
     routers: Sequence[APIRouter] = (),
-    lifespan_hooks: Sequence[LifespanHook] = (),
-    schema: str | None = None,
+    lifespan_hooks: Sequence[LifespanHook[StateT]] = (),
     database: bool = True,
     bus: bool = True,
     outbox: bool = True,
 ) -> FastAPI:
     """A FastAPI app with everything a disco service shares.
 
-    Wires: settings; the database (engine, tenant-scoped request sessions) and
-    the Kafka :class:`~disco.bus.BusClient`, both created in the lifespan;
-    the outbox relay (publish after commit); bearer-token auth; the stable
-    error shape for every error; ``/healthz``, ``/readyz`` and ``/metrics``
-    (unauthenticated); structured logs with request, trace and tenant ids; the
-    request body limit; OpenTelemetry server spans.
+    Wires: the service's state (``app.state.disco``, see :class:`ServiceState`);
+    the database (engine, tenant-scoped request sessions) and the Kafka
+    :class:`~disco.bus.BusClient`, both created in the lifespan; the outbox
+    relay (publish after commit); bearer-token auth; the stable error shape for
+    every error; ``/healthz``, ``/readyz`` and ``/metrics`` (unauthenticated);
+    structured logs with request, trace and tenant ids; the request body limit;
+    OpenTelemetry server spans.
 
     Args:
-        settings: the service's settings (a :class:`ServiceSettings` subclass).
+        state: the service's state, built from its settings (``RegistryState(settings)``,
+            or a plain ``ServiceState(settings)``); it names the schema the service owns.
         title: the OpenAPI title.
         version: the OpenAPI version.
         description: the OpenAPI description.
         routers: the service's routers, included in order.
         lifespan_hooks: the service's own start/stop steps (see :data:`LifespanHook`).
-        schema: the Postgres schema the service owns (default: ``settings.service_name``).
         database: create the database and check it in ``/readyz``.
         bus: start the bus client and check Kafka in ``/readyz``.
         outbox: run the outbox relay (needs ``database`` and ``bus``).
@@ -94,14 +94,7 @@ def create_service_app(
     """
     if outbox and not (database and bus):
         raise ValueError("outbox=True needs database=True and bus=True")
-    owned_schema = schema or settings.service_name
-    state = ServiceState(
-        settings=settings,
-        schema=owned_schema,
-        metrics=ServiceMetrics(settings.service_name),
-        verifier=TokenVerifier(settings),
-        tracer_provider=create_tracer_provider(settings),
-    )
+    settings = state.settings
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -111,7 +104,7 @@ def create_service_app(
         try:
             async with AsyncExitStack() as stack:
                 if database:
-                    db = Database(settings, schema=owned_schema)
+                    db = Database(settings, schema=state.schema)
                     stack.push_async_callback(db.dispose)
                     state.database = db
                     state.readiness_checks["database"] = _database_check(db, timeout)
@@ -185,21 +178,7 @@ def create_service_app(
         BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes, metrics=state.metrics
     )
     app.add_middleware(RequestContextMiddleware, metrics=state.metrics)
-    app.include_router(health_router)
-    app.include_router(metrics_router)
+    app.include_router(operations_router)
     for router in routers:
         app.include_router(router)
     return app
-
-
-async def get_bus(request: Request) -> BusClient:
-    """FastAPI dependency: the service's started bus client.
-
-    For publishing that is not tied to a database transaction; anything a
-    transaction causes goes through :func:`disco_service.publish_after_commit`.
-    """
-    return get_state(request).require_bus()
-
-
-BusDep = Annotated[BusClient, Depends(get_bus)]
-"""The service's bus client."""

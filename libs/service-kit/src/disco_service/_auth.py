@@ -11,15 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Any
 
 import jwt
-import structlog
-from fastapi import Depends, Request
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from opentelemetry import trace
 from pydantic import TypeAdapter, ValidationError
 
 from disco_common.auth import (
@@ -29,11 +25,10 @@ from disco_common.auth import (
     TokenClaims,
 )
 from disco_common.ids import Id, TenantId
-from disco_service._errors import BadRequest, Forbidden, ServiceUnavailable, Unauthenticated
+from disco_service._errors import BadRequest, ServiceUnavailable, Unauthenticated
 from disco_service._settings import ServiceSettings
-from disco_service._state import get_state
 
-__all__ = ["Identity", "IdentityDep", "TokenVerifier", "get_identity", "require_role"]
+__all__ = ["Identity", "TokenVerifier"]
 
 _HMAC_ALGORITHMS = frozenset({"HS256", "HS384", "HS512"})
 _ASYMMETRIC_ALGORITHMS = frozenset(
@@ -46,8 +41,6 @@ VERIFIED_TOKEN_SECONDS = 60
 """How long a verified token's claims are reused without checking the signature again."""
 VERIFIED_TOKEN_CAPACITY = 10_000
 """How many verified tokens are remembered at most."""
-
-_bearer = HTTPBearer(auto_error=False, bearerFormat="JWT", description="A disco JWT.")
 
 
 @dataclass(frozen=True)
@@ -212,44 +205,3 @@ class TokenVerifier:
                 f"The bearer token's signing key is unknown: {exc}.", error="invalid_token"
             ) from None
         return signing_key.key
-
-
-async def get_identity(
-    request: Request,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> Identity:
-    """FastAPI dependency: the caller's :class:`Identity` from its bearer token."""
-    if credentials is None:
-        raise Unauthenticated("A bearer token is required (Authorization: Bearer <jwt>).")
-    claims = await get_state(request).verifier.verify(credentials.credentials)
-    identity = Identity.from_claims(claims, request.headers)
-    # Every later log line of this request carries the tenant and user.
-    structlog.contextvars.bind_contextvars(
-        tenant_id=identity.tenant_id, user_id=identity.user_id, sub=identity.sub
-    )
-    span = trace.get_current_span()
-    span.set_attribute("disco.tenant_id", identity.tenant_id)
-    span.set_attribute("enduser.id", identity.user_id)
-    return identity
-
-
-IdentityDep = Annotated[Identity, Depends(get_identity)]
-"""The authenticated caller (401 when there is no valid token)."""
-
-
-def require_role(*roles: Role) -> Callable[[Identity], Awaitable[Identity]]:
-    """A dependency that lets through callers holding any of ``roles`` (403 otherwise).
-
-    ``AdminDep = Annotated[Identity, Depends(require_role(Role.ADMIN))]``.
-    """
-    if not roles:
-        raise ValueError("require_role needs at least one role")
-    wanted = frozenset(roles)
-
-    async def check(identity: IdentityDep) -> Identity:
-        if identity.roles.isdisjoint(wanted):
-            names = ", ".join(sorted(role.value for role in wanted))
-            raise Forbidden(f"This operation needs the role {names}.")
-        return identity
-
-    return check

@@ -1,4 +1,4 @@
-"""Async SQLAlchemy engine, tenant-scoped units of work and the request session.
+"""Async SQLAlchemy engine and tenant-scoped units of work.
 
 Row-level security (see :mod:`disco_service.migration_helpers`) reads the
 tenant and user from two transaction-local settings, ``disco.tenant_id`` and
@@ -16,9 +16,7 @@ import asyncio
 import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Annotated
 
-from fastapi import Depends, Request
 from sqlalchemy import event, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
@@ -30,11 +28,9 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.orm import Session, SessionTransaction
 
-from disco_service._auth import IdentityDep
 from disco_service._settings import ServiceSettings
-from disco_service._state import get_state
 
-__all__ = ["Database", "SessionDep", "get_session"]
+__all__ = ["Database"]
 
 TENANT_SETTING = "disco.tenant_id"
 USER_SETTING = "disco.user_id"
@@ -124,7 +120,7 @@ class Database:
         For background jobs acting for one tenant (outside a request). With
         ``tenant_id=None`` the transaction sees no tenant-scoped row: that is
         how system jobs touch only what is theirs (the outbox, or the
-        ``SECURITY DEFINER`` functions described in ``migrations/README.md``).
+        ``SECURITY DEFINER`` functions described in ``services/MIGRATIONS.md``).
         """
         async with self.session(tenant_id=tenant_id, user_id=user_id) as session:
             await _begin(session)
@@ -172,20 +168,3 @@ async def _begin(session: AsyncSession) -> None:
             await session.rollback()
             if not exc.connection_invalidated or attempt == 2:
                 raise
-
-
-async def get_session(request: Request, identity: IdentityDep) -> AsyncIterator[AsyncSession]:
-    """FastAPI dependency: the request's one transaction, scoped to the caller's tenant.
-
-    Committed after the route returned and its response was rendered, but
-    before it is sent — so a client never sees success for a transaction that
-    then failed — and rolled back if anything raised. Events added with
-    :func:`disco_service.publish_after_commit` are published once it committed.
-    """
-    database = get_state(request).require_database()
-    async with database.unit_of_work(identity.tenant_id, identity.user_id) as session:
-        yield session
-
-
-SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
-"""The request's session (one transaction, committed once at the end of the route)."""

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, Response
 from prometheus_client import (
-    CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
     Gauge,
@@ -14,9 +12,7 @@ from prometheus_client import (
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
-from disco_service._state import get_state
-
-__all__ = ["ServiceMetrics", "metrics_router"]
+__all__ = ["ServiceMetrics"]
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -87,17 +83,3 @@ class ServiceMetrics:
     def render(self) -> bytes:
         """The registry in the Prometheus text format."""
         return generate_latest(self.registry)
-
-
-metrics_router = APIRouter(tags=["operations"])
-
-
-@metrics_router.get(
-    "/metrics",
-    response_class=Response,
-    summary="Prometheus metrics",
-    responses={200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Metrics."}},
-)
-async def metrics(request: Request) -> Response:
-    """The service's metrics in the Prometheus text format (unauthenticated)."""
-    return Response(get_state(request).metrics.render(), media_type=CONTENT_TYPE_LATEST)

@@ -17,21 +17,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING
 
 import structlog
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from disco.bus import MessageTooLargeError
+from disco.bus import BusClient, MessageTooLargeError
 from disco_common.envelope import Envelope, EnvelopeError
 from disco_common.topics import Topic
 from disco_service._db import _SCHEMA_KEY, _TENANT_KEY, OUTBOX_PENDING_KEY, Database
-
-if TYPE_CHECKING:
-    from disco.bus import BusClient
-    from disco_service._metrics import ServiceMetrics
+from disco_service._metrics import ServiceMetrics
 
 __all__ = ["OutboxRelay", "publish_after_commit"]
 

@@ -10,6 +10,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from disco._auth import DEV_AUTH_SECRET
 from disco.settings import BusSettings
+from disco_common.services import ServiceManifest
 
 __all__ = ["DEFAULT_DATABASE_URL", "ServiceSettings", "settings_env_vars"]
 
@@ -50,6 +51,27 @@ class ServiceSettings(BusSettings):
 
     service_name: ClassVar[str] = "service"
     """The service's name: its Postgres schema, its log and trace ``service``."""
+
+    @classmethod
+    def manifest(cls, *, module: str, start_order: int) -> ServiceManifest:
+        """What the disco tooling needs to find, migrate and run this service.
+
+        Publish it under the ``disco.services`` entry-point group of the
+        service's ``pyproject.toml`` (see :mod:`disco_common.services`). The
+        name and default port come from these settings; the migrations are the
+        Alembic environment in the ``migrations/`` folder of ``module``.
+
+        Args:
+            module: the service's package, run with ``python -m <module>``.
+            start_order: services start in ascending order.
+        """
+        return ServiceManifest(
+            name=cls.service_name,
+            module=module,
+            default_port=cls.model_fields["port"].default,
+            migrations=f"{module}:migrations",
+            start_order=start_order,
+        )
 
     env: Literal["dev", "production"] = Field(
         default="dev", description="`dev` allows built-in secrets; `production` refuses them."

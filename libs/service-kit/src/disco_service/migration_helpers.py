@@ -1,4 +1,4 @@
-"""Building blocks for hand-written Alembic migrations (see ``migrations/README.md``).
+"""Building blocks for hand-written Alembic migrations (see ``services/MIGRATIONS.md``).
 
 Each helper comes in two forms: ``*_statements(...)`` returns the SQL (to read,
 test or run by other means) and the plain verb (``enable_tenant_rls``,

@@ -1,4 +1,4 @@
-"""What the memory domains share: JSON sizes, versions and ETags, cursors, vectors.
+"""What the memory domains share: JSON sizes, versions and ETags, vectors.
 
 Private to the service (each domain imports from here; nothing here imports a
 domain).
@@ -8,32 +8,27 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import pydantic_core
 from fastapi import Header
 from pydantic import BaseModel, ValidationError
 from starlette.responses import Response
 
-from disco_common.pagination import CursorError, decode_cursor
 from disco_service import Conflict, DiscoHTTPError, PayloadTooLarge, UnprocessableEntity
 
 __all__ = [
     "EmbeddingUnavailable",
     "IfMatch",
-    "InvalidCursor",
     "VersionConflict",
     "encoded_json",
     "expected_version",
     "limited_json",
     "limited_model_json",
     "model_errors",
-    "read_cursor",
     "set_etag",
     "vector_literal",
 ]
-
-CursorT = TypeVar("CursorT", bound=BaseModel)
 
 _ETAG = re.compile(r'^\s*(?:W/)?"(\d{1,9})"\s*$')
 
@@ -129,20 +124,6 @@ def expected_version(body_version: int | None, if_match: str | None) -> int | No
 def set_etag(response: Response, version: int) -> None:
     """Send the record's version as its ``ETag``."""
     response.headers["ETag"] = f'"{version}"'
-
-
-def read_cursor(cursor: str, model: type[CursorT]) -> CursorT:
-    """The position in ``cursor``, or 422 when this list did not issue it."""
-    try:
-        return decode_cursor(cursor, model)
-    except CursorError as exc:
-        raise InvalidCursor(str(exc)) from None
-
-
-class InvalidCursor(UnprocessableEntity):
-    """422: a pagination cursor this list did not issue."""
-
-    code = "invalid_cursor"
 
 
 def vector_literal(vector: Sequence[float]) -> str:

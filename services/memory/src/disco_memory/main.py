@@ -7,25 +7,29 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from disco_memory.embeddings import EmbeddingProvider, create_provider
+from disco_memory.embeddings import EmbeddingProvider
 from disco_memory.episodic.endpoints import router as episodic_router
 from disco_memory.erasure.endpoints import router as erasure_router
 from disco_memory.expiry import ttl_sweeper
 from disco_memory.plan_context.endpoints import router as plan_context_router
 from disco_memory.plans.endpoints import router as plans_router
 from disco_memory.procedural.endpoints import router as procedural_router
-from disco_memory.runtime import MemoryRuntime
 from disco_memory.semantic.endpoints import router as semantic_router
 from disco_memory.semantic.repository import configure_search
 from disco_memory.sessions.endpoints import router as sessions_router
 from disco_memory.settings import MemorySettings
 from disco_memory.snapshots.endpoints import router as snapshots_router
 from disco_memory.startup import check_vector_columns
+from disco_memory.state import MemoryState
 from disco_memory.task_context.endpoints import router as task_context_router
 from disco_memory.working.endpoints import router as working_router
-from disco_service import ServiceState, create_service_app, run_service
+from disco_service import create_service_app, run_service
 
-__all__ = ["create_app", "main"]
+__all__ = ["SERVICE", "create_app", "main"]
+
+SERVICE = MemorySettings.manifest(module="disco_memory", start_order=20)
+"""How ``disco db upgrade`` and ``disco dev up`` find this service (the ``disco.services``
+entry point of its pyproject.toml)."""
 
 DESCRIPTION = (
     "Working memory, task and plan context, plans, sessions, "
@@ -46,6 +50,27 @@ ROUTERS = (
 )
 
 
+@asynccontextmanager
+async def embeddings(state: MemoryState) -> AsyncIterator[None]:
+    """Start the embedding model, and refuse to serve unless the vector columns fit it."""
+    embedder = state.runtime.embedder
+    await embedder.start()
+    try:
+        database = state.require_database()
+        configure_search(database.engine, ef_search=state.settings.hnsw_ef_search)
+        await check_vector_columns(database, embedder)
+        yield
+    finally:
+        await embedder.stop()
+
+
+@asynccontextmanager
+async def expiry(state: MemoryState) -> AsyncIterator[None]:
+    """Run the TTL sweeper while the app runs."""
+    async with ttl_sweeper(state.require_database(), state.settings):
+        yield
+
+
 def create_app(
     settings: MemorySettings | None = None, *, embedder: EmbeddingProvider | None = None
 ) -> FastAPI:
@@ -54,34 +79,14 @@ def create_app(
     Nothing connects here: the database, the bus and the embedding model start
     in the lifespan. ``embedder`` replaces the provider the settings name.
     """
-    settings = settings if settings is not None else MemorySettings()
-    runtime = MemoryRuntime(settings=settings, embedder=embedder or create_provider(settings))
-
-    @asynccontextmanager
-    async def embeddings(state: ServiceState) -> AsyncIterator[None]:
-        await runtime.embedder.start()
-        try:
-            database = state.require_database()
-            configure_search(database.engine, ef_search=settings.hnsw_ef_search)
-            await check_vector_columns(database, runtime.embedder)
-            yield
-        finally:
-            await runtime.embedder.stop()
-
-    @asynccontextmanager
-    async def expiry(state: ServiceState) -> AsyncIterator[None]:
-        async with ttl_sweeper(state.require_database(), settings):
-            yield
-
-    app = create_service_app(
-        settings,
+    state = MemoryState(settings if settings is not None else MemorySettings(), embedder=embedder)
+    return create_service_app(
+        state,
         title="disco memory",
         description=DESCRIPTION,
         routers=ROUTERS,
         lifespan_hooks=(embeddings, expiry),
     )
-    app.state.memory = runtime
-    return app
 
 
 def main() -> None:

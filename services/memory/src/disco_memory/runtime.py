@@ -1,7 +1,7 @@
-"""What the memory service holds while it runs: its settings and embedding provider.
+"""The memory service's embedding runtime: its provider and a cache of query vectors.
 
-Created by :func:`disco_memory.main.create_app`, started in the lifespan, and
-reached from routes through :data:`RuntimeDep`.
+Held by :class:`disco_memory.state.MemoryState`, started in the lifespan, and
+reached from routes through :data:`disco_memory.deps.RuntimeDep`.
 """
 
 from __future__ import annotations
@@ -9,24 +9,22 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Annotated
 
 import structlog
-from fastapi import Depends, Request
 
 from disco_memory._shared import EmbeddingUnavailable, vector_literal
 from disco_memory.embeddings import EmbeddingError, EmbeddingProvider, EmbeddingPurpose
 from disco_memory.settings import MemorySettings
 from disco_service import UnprocessableEntity
 
-__all__ = ["MemoryRuntime", "RuntimeDep", "get_runtime"]
+__all__ = ["MemoryRuntime"]
 
 log = structlog.get_logger("disco_memory")
 
 
 @dataclass
 class MemoryRuntime:
-    """The memory service's own state (beside the kit's :class:`~disco_service.ServiceState`)."""
+    """Embeds texts for the memory families (503 when the provider fails)."""
 
     settings: MemorySettings
     embedder: EmbeddingProvider
@@ -75,15 +73,3 @@ class MemoryRuntime:
                 details={"dimensions": len(vector), "expected": self.embedder.dimensions},
             )
         return vector_literal(vector)
-
-
-async def get_runtime(request: Request) -> MemoryRuntime:
-    """FastAPI dependency: the memory runtime of the app serving ``request``."""
-    runtime = getattr(request.app.state, "memory", None)
-    if not isinstance(runtime, MemoryRuntime):
-        raise RuntimeError("not the memory app: build it with disco_memory.create_app()")
-    return runtime
-
-
-RuntimeDep = Annotated[MemoryRuntime, Depends(get_runtime)]
-"""The memory service's runtime (settings, embedding provider)."""

@@ -9,7 +9,7 @@ from fastapi import Depends, Path, Request
 from disco_common.ids import Id
 from disco_registry.liveness.batcher import HeartbeatBatcher
 from disco_registry.settings import RegistrySettings
-from disco_service import get_state
+from disco_registry.state import RegistryState
 
 __all__ = [
     "AgentIdPath",
@@ -22,10 +22,7 @@ __all__ = [
 
 async def get_registry_settings(request: Request) -> RegistrySettings:
     """The running registry's settings."""
-    settings = get_state(request).settings
-    if not isinstance(settings, RegistrySettings):  # pragma: no cover - wiring mistake
-        raise TypeError("the registry app must be built with RegistrySettings")
-    return settings
+    return RegistryState.of(request).settings
 
 
 SettingsDep = Annotated[RegistrySettings, Depends(get_registry_settings)]
@@ -37,10 +34,7 @@ AgentIdPath = Annotated[Id, Path(description="The agent's registration id.")]
 
 async def get_heartbeats(request: Request) -> HeartbeatBatcher:
     """The app's heartbeat batcher (made by :func:`disco_registry.create_app`)."""
-    batcher = getattr(request.app.state, "heartbeats", None)
-    if not isinstance(batcher, HeartbeatBatcher):  # pragma: no cover - wiring mistake
-        raise TypeError("the registry app has no heartbeat batcher: build it with create_app")
-    return batcher
+    return RegistryState.of(request).heartbeats
 
 
 HeartbeatsDep = Annotated[HeartbeatBatcher, Depends(get_heartbeats)]

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from disco_service import BadRequest, Conflict, NotFound, UnprocessableEntity
+from disco_service import Conflict, NotFound, UnprocessableEntity
 
 __all__ = [
     "AgentNotFound",
     "ConflictingEventDefinition",
     "EventNotFound",
-    "InvalidCursor",
     "SchemaNotFound",
     "SchemaVersionConflict",
     "UnknownSchemaReference",
@@ -49,9 +48,3 @@ class ConflictingEventDefinition(UnprocessableEntity):
     """One registration defines the same event type twice, differently."""
 
     code = "conflicting_event_definition"
-
-
-class InvalidCursor(BadRequest):
-    """A pagination cursor this service did not issue for this list."""
-
-    code = "invalid_cursor"

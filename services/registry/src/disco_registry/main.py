@@ -8,13 +8,17 @@ from disco_registry.agents.endpoints import router as agents_router
 from disco_registry.cards.endpoints import router as cards_router
 from disco_registry.discovery.endpoints import router as discovery_router
 from disco_registry.events.endpoints import router as events_router
-from disco_registry.liveness.batcher import HeartbeatBatcher
 from disco_registry.liveness.lifespan import sweeper_lifespan
 from disco_registry.payload_schemas.endpoints import router as schemas_router
 from disco_registry.settings import RegistrySettings
-from disco_service import create_service_app, get_state, run_service
+from disco_registry.state import RegistryState
+from disco_service import create_service_app, run_service
 
-__all__ = ["create_app", "main"]
+__all__ = ["SERVICE", "create_app", "main"]
+
+SERVICE = RegistrySettings.manifest(module="disco_registry", start_order=10)
+"""How ``disco db upgrade`` and ``disco dev up`` find this service (the ``disco.services``
+entry point of its pyproject.toml)."""
 
 DESCRIPTION = (
     "Agents, capabilities, event definitions, payload schemas and liveness: how agents "
@@ -29,15 +33,13 @@ def create_app(settings: RegistrySettings | None = None) -> FastAPI:
     TTL sweeper start in the lifespan; the heartbeat batcher uses the database
     once it is there.
     """
-    app = create_service_app(
-        settings if settings is not None else RegistrySettings(),
+    return create_service_app(
+        RegistryState(settings if settings is not None else RegistrySettings()),
         title="disco registry",
         description=DESCRIPTION,
         routers=[agents_router, cards_router, discovery_router, events_router, schemas_router],
         lifespan_hooks=[sweeper_lifespan],
     )
-    app.state.heartbeats = HeartbeatBatcher(get_state(app))
-    return app
 
 
 def main() -> None:

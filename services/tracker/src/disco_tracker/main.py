@@ -8,8 +8,13 @@ from disco_service import create_service_app, run_service
 from disco_tracker.hitl.consumer import hitl_watch
 from disco_tracker.hitl.endpoints import router as hitl_router
 from disco_tracker.settings import TrackerSettings
+from disco_tracker.state import TrackerState
 
-__all__ = ["create_app", "main"]
+__all__ = ["SERVICE", "create_app", "main"]
+
+SERVICE = TrackerSettings.manifest(module="disco_tracker", start_order=30)
+"""How ``disco db upgrade`` and ``disco dev up`` find this service (the ``disco.services``
+entry point of its pyproject.toml)."""
 
 DESCRIPTION = "Plan and task progress, timelines, metrics and HITL timeouts."
 
@@ -20,7 +25,7 @@ def create_app(settings: TrackerSettings | None = None) -> FastAPI:
     Nothing connects here: the database and the bus start in the lifespan.
     """
     return create_service_app(
-        settings if settings is not None else TrackerSettings(),
+        TrackerState(settings if settings is not None else TrackerSettings()),
         title="disco tracker",
         description=DESCRIPTION,
         routers=[hitl_router],

@@ -7,7 +7,6 @@ from typing import Annotated
 import typer
 
 from disco._dev.errors import DevStackError
-from disco._dev.migrate import SERVICES
 
 app = typer.Typer(help="Manage the services' database schemas.", no_args_is_help=True)
 
@@ -26,13 +25,14 @@ def upgrade(
     """
     from disco._dev import migrate
     from disco._dev.dburl import redact
+    from disco._dev.services import select_services
     from disco._dev.settings import DevSettings
 
     settings = DevSettings()
-    services = service or list(SERVICES)
     try:
-        migrate.upgrade(settings.admin_url(), settings.app_url(), services=services)
+        names = [chosen.name for chosen in select_services(service or None)]
+        migrate.upgrade(settings.admin_url(), settings.app_url(), services=names)
     except DevStackError as exc:
         typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
         raise typer.Exit(1) from exc
-    typer.echo(f"migrated {', '.join(services)} at {redact(settings.admin_url())}")
+    typer.echo(f"migrated {', '.join(names)} at {redact(settings.admin_url())}")

@@ -7,21 +7,22 @@ from typing import Annotated
 import typer
 
 from disco._dev.errors import DevStackError
-from disco._dev.migrate import SERVICES
+from disco_common.services import ServiceManifest
 
 app = typer.Typer(
     help="Run the whole disco stack locally (embedded Postgres and Kafka).", no_args_is_help=True
 )
 
 
-def _services(names: list[str] | None, no_services: bool) -> list[str]:
+def _services(names: list[str] | None, no_services: bool) -> list[ServiceManifest]:
+    from disco._dev.services import select_services
+
     if no_services:
         return []
-    chosen = names or list(SERVICES)
-    unknown = sorted(set(chosen) - set(SERVICES))
-    if unknown:
-        raise typer.BadParameter(f"unknown service(s) {unknown}; known: {list(SERVICES)}")
-    return [s for s in SERVICES if s in chosen]
+    try:
+        return select_services(names or None)
+    except DevStackError as exc:
+        raise typer.BadParameter(str(exc)) from exc
 
 
 @app.command()
@@ -37,7 +38,7 @@ def up(
         bool, typer.Option("--no-services", help="Start Postgres and Kafka only (and migrate).")
     ] = False,
 ) -> None:
-    """Start Postgres, Kafka, migrations and the four services; Ctrl-C stops them."""
+    """Start Postgres, Kafka, migrations and the installed services; Ctrl-C stops them."""
     from disco._dev.dburl import redact
     from disco._dev.settings import DevSettings
     from disco._dev.stack import DevStack

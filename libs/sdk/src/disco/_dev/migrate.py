@@ -1,8 +1,10 @@
 """``disco db upgrade``: bring every service's schema to its newest migration.
 
-Layout it expects (see ``migrations/README.md``): one Alembic environment per
-service under ``migrations/<service>/`` (``env.py``, ``script.py.mako``,
-``versions/``), each owning the Postgres schema named after the service.
+Every installed service (found by its ``disco.services`` entry point, see
+:mod:`disco._dev.services`) ships one Alembic environment inside its package
+(``disco_<service>/migrations/``: ``env.py``, ``script.py.mako``,
+``versions/``; see ``services/MIGRATIONS.md``) and owns the Postgres schema
+named after it.
 
 One run, as the database owner (``DISCO_DATABASE_ADMIN_URL``):
 
@@ -24,15 +26,14 @@ import asyncio
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from disco._dev.dburl import redact
 from disco._dev.errors import DevStackError, missing_dev_extra
+from disco._dev.services import migrations_dir, select_services
+from disco_common.services import ServiceManifest
 
-__all__ = ["SERVICES", "AppRole", "asyncpg_url", "find_migrations_dir", "upgrade"]
-
-SERVICES: tuple[str, ...] = ("registry", "memory", "tracker", "gateway")
+__all__ = ["AppRole", "asyncpg_url", "upgrade"]
 
 _ROLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
@@ -67,27 +68,6 @@ def asyncpg_url(url: str) -> str:
 
 def _literal(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
-
-
-def find_migrations_dir(start: Path | None = None) -> Path:
-    """The ``migrations/`` folder: ``DISCO_MIGRATIONS_DIR``, else the nearest one upward."""
-    import os
-
-    configured = os.environ.get("DISCO_MIGRATIONS_DIR")
-    if configured:
-        path = Path(configured)
-        if not path.is_dir():
-            raise DevStackError(f"DISCO_MIGRATIONS_DIR={configured} is not a folder")
-        return path.resolve()
-    here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        candidate = folder / "migrations"
-        if (candidate / "registry" / "env.py").exists():
-            return candidate
-    raise DevStackError(
-        "cannot find the migrations/ folder: run from the disco repository or set "
-        "DISCO_MIGRATIONS_DIR"
-    )
 
 
 async def _ensure_database(admin_url: str) -> None:
@@ -181,43 +161,35 @@ async def _grant(admin_url: str, schema: str, role: AppRole) -> None:
         await engine.dispose()
 
 
-def _alembic_upgrade(migrations_dir: Path, service: str, admin_url: str, role: AppRole) -> None:
+def _alembic_upgrade(service: ServiceManifest, admin_url: str, role: AppRole) -> None:
     try:
         from alembic import command
         from alembic.config import Config
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise missing_dev_extra("alembic") from exc
-    location = migrations_dir / service
-    if not (location / "env.py").exists():
-        raise DevStackError(f"no Alembic environment for {service}: {location}/env.py is missing")
     config = Config()
-    config.set_main_option("script_location", str(location))
+    config.set_main_option("script_location", str(migrations_dir(service)))
     config.set_main_option("sqlalchemy.url", asyncpg_url(admin_url).replace("%", "%%"))
     # env.py reads these: the schema it owns and the role it may name in policies.
-    config.attributes["schema"] = service
+    config.attributes["schema"] = service.name
     config.attributes["app_role"] = role.name
     command.upgrade(config, "head")
 
 
-def upgrade(
-    admin_url: str,
-    app_url: str,
-    *,
-    services: Sequence[str] = SERVICES,
-    migrations_dir: Path | None = None,
-) -> None:
-    """Migrate ``services`` to head as the owner at ``admin_url``.
+def upgrade(admin_url: str, app_url: str, *, services: Sequence[str] | None = None) -> None:
+    """Migrate ``services`` (every installed one when None) to head as the owner at ``admin_url``.
 
     ``app_url`` is the URL the services connect with; its user becomes the
     application role. Safe to run again: every step is idempotent.
+
+    Raises:
+        DevStackError: an unknown service, a missing Alembic environment, or an
+            application role that row-level security would not bind.
     """
-    unknown = sorted(set(services) - set(SERVICES))
-    if unknown:
-        raise DevStackError(f"unknown service(s) {unknown}; known: {list(SERVICES)}")
-    folder = migrations_dir or find_migrations_dir()
+    chosen = select_services(services)
     role = AppRole.from_url(app_url)
     asyncio.run(_ensure_database(admin_url))
     asyncio.run(_bootstrap(admin_url, role))
-    for service in services:
-        _alembic_upgrade(folder, service, admin_url, role)
-        asyncio.run(_grant(admin_url, service, role))
+    for service in chosen:
+        _alembic_upgrade(service, admin_url, role)
+        asyncio.run(_grant(admin_url, service.name, role))

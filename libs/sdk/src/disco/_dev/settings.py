@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import Field
+from pydantic import Field, TypeAdapter, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from disco._dev.dburl import with_user
+from disco._dev.errors import DevStackError
+from disco_common.services import ServiceManifest
 
-__all__ = ["DEFAULT_APP_PASSWORD", "DEFAULT_APP_ROLE", "SERVICE_PORTS", "DevSettings"]
+__all__ = ["DEFAULT_APP_PASSWORD", "DEFAULT_APP_ROLE", "DevSettings"]
 
 DEFAULT_APP_ROLE = "disco_app"
 DEFAULT_APP_PASSWORD = "disco_app"  # noqa: S105  local default; production sets DISCO_DATABASE_URL
 
-# The services in the order they start, with their default ports (DESIGN.md).
-SERVICE_PORTS: dict[str, int] = {"registry": 8081, "memory": 8082, "tracker": 8083, "gateway": 8080}
+_PORT: TypeAdapter[int] = TypeAdapter(Annotated[int, Field(ge=1, le=65535)])
 
 
 class DevSettings(BaseSettings):
@@ -23,7 +26,8 @@ class DevSettings(BaseSettings):
 
     Setting ``DISCO_DATABASE_URL`` (or ``DISCO_DATABASE_ADMIN_URL``) or
     ``DISCO_KAFKA_BOOTSTRAP`` makes the stack use that server instead of starting
-    its embedded one.
+    its embedded one. Each service listens on ``DISCO_<NAME>_PORT``, else on
+    the default port its manifest gives (see :meth:`service_port`).
     """
 
     model_config = SettingsConfigDict(env_prefix="DISCO_", extra="ignore")
@@ -36,10 +40,6 @@ class DevSettings(BaseSettings):
     database_admin_url: str | None = Field(default=None, description="Owner URL for migrations.")
     kafka_bootstrap: str | None = None
     topic_prefix: str = ""
-    gateway_port: int = Field(default=SERVICE_PORTS["gateway"], ge=1, le=65535)
-    registry_port: int = Field(default=SERVICE_PORTS["registry"], ge=1, le=65535)
-    memory_port: int = Field(default=SERVICE_PORTS["memory"], ge=1, le=65535)
-    tracker_port: int = Field(default=SERVICE_PORTS["tracker"], ge=1, le=65535)
 
     @property
     def external_database(self) -> bool:
@@ -69,6 +69,20 @@ class DevSettings(BaseSettings):
         """The Kafka bootstrap servers the stack uses."""
         return self.kafka_bootstrap or f"127.0.0.1:{self.kafka_port}"
 
-    def service_port(self, service: str) -> int:
-        """The port ``service`` listens on."""
-        return int(getattr(self, f"{service}_port"))
+    def service_port(self, service: ServiceManifest) -> int:
+        """The port ``service`` listens on: ``DISCO_<NAME>_PORT``, else its default.
+
+        The service itself reads the same variable; the services are found at
+        run time, so their variables are read here rather than declared as fields.
+
+        Raises:
+            DevStackError: the variable is set but is not a port.
+        """
+        variable = f"DISCO_{service.name.upper()}_PORT"
+        raw = os.environ.get(variable)
+        if raw is None:
+            return service.default_port
+        try:
+            return _PORT.validate_python(raw)
+        except ValidationError:
+            raise DevStackError(f"{variable}={raw!r} is not a port (1-65535)") from None

@@ -24,10 +24,12 @@ import httpx
 from disco._dev.broker import EmbeddedBroker
 from disco._dev.dburl import redact
 from disco._dev.errors import DevStackError, EmbeddedStartError
-from disco._dev.migrate import SERVICES, upgrade
+from disco._dev.migrate import upgrade
 from disco._dev.ports import ensure_port_free
 from disco._dev.postgres import EmbeddedPostgres
+from disco._dev.services import installed_services
 from disco._dev.settings import DevSettings
+from disco_common.services import ServiceManifest
 
 __all__ = ["DevStack", "StackState", "read_state", "stop_from_state"]
 
@@ -43,10 +45,16 @@ class ServiceProcess:
     port: int
     pid: int
     log: str
+    module: str = ""
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def marker(self) -> str:
+        """What its command line contains (``python -m <module>``)."""
+        return self.module or f"disco_{self.name}"
 
 
 @dataclass
@@ -102,11 +110,14 @@ class DevStack:
         self,
         settings: DevSettings,
         *,
-        services: Sequence[str] = SERVICES,
+        services: Sequence[ServiceManifest] | None = None,
         echo: Callable[[str], None] = print,
     ) -> None:
         self.settings = settings
-        self.services = list(services)
+        # Every installed service is reachable through the environment each one
+        # gets (DISCO_<NAME>_URL); only ``services`` are started.
+        self.installed = installed_services()
+        self.services = list(self.installed if services is None else services)
         self.echo = echo
         self.state_dir = settings.state_dir.resolve()
         self.logs_dir = self.state_dir / "logs"
@@ -132,7 +143,11 @@ class DevStack:
             self._start_broker()
             self._write_state()
             self.echo("migrating the database (disco db upgrade)")
-            upgrade(self.settings.admin_url(), self.settings.app_url())
+            upgrade(
+                self.settings.admin_url(),
+                self.settings.app_url(),
+                services=[service.name for service in self.installed],
+            )
             self._provision_topics()
             for service in self.services:
                 self._start_service(service)
@@ -146,7 +161,9 @@ class DevStack:
     def _check_service_ports(self) -> None:
         for service in self.services:
             port = self.settings.service_port(service)
-            ensure_port_free(port, f"The {service} service", f"DISCO_{service.upper()}_PORT")
+            ensure_port_free(
+                port, f"The {service.name} service", f"DISCO_{service.name.upper()}_PORT"
+            )
 
     def _start_postgres(self) -> None:
         if self.settings.external_database:
@@ -191,7 +208,7 @@ class DevStack:
 
         asyncio.run(provision())
 
-    def service_env(self, service: str) -> dict[str, str]:
+    def service_env(self, service: ServiceManifest) -> dict[str, str]:
         """The environment ``service`` runs with."""
         env = dict(os.environ)
         env.update(
@@ -201,33 +218,35 @@ class DevStack:
                 "DISCO_KAFKA_BOOTSTRAP": self.settings.bootstrap(),
                 "DISCO_TOPIC_PREFIX": self.settings.topic_prefix,
                 "DISCO_HOST": "127.0.0.1",
-                f"DISCO_{service.upper()}_PORT": str(self.settings.service_port(service)),
+                f"DISCO_{service.name.upper()}_PORT": str(self.settings.service_port(service)),
             }
         )
-        for other in SERVICES:
-            env[f"DISCO_{other.upper()}_URL"] = (
+        for other in self.installed:
+            env[f"DISCO_{other.name.upper()}_URL"] = (
                 f"http://127.0.0.1:{self.settings.service_port(other)}"
             )
         return env
 
-    def _start_service(self, service: str) -> None:
+    def _start_service(self, service: ServiceManifest) -> None:
         port = self.settings.service_port(service)
-        log_path = self.logs_dir / f"{service}.log"
-        self.echo(f"starting {service} on http://127.0.0.1:{port}")
+        log_path = self.logs_dir / f"{service.name}.log"
+        self.echo(f"starting {service.name} on http://127.0.0.1:{port}")
         with log_path.open("ab") as log:
             process = subprocess.Popen(
-                [sys.executable, "-m", f"disco_{service}"],
+                [sys.executable, "-m", service.module],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env=self.service_env(service),
                 start_new_session=True,
             )
-        self._processes[service] = process
-        record = ServiceProcess(name=service, port=port, pid=process.pid, log=str(log_path))
+        self._processes[service.name] = process
+        record = ServiceProcess(
+            name=service.name, port=port, pid=process.pid, log=str(log_path), module=service.module
+        )
         self._state.services.append(record)
         self._write_state()
-        self._wait_ready(service, process, record, log_path)
+        self._wait_ready(service.name, process, record, log_path)
 
     def _wait_ready(
         self,
@@ -345,7 +364,7 @@ def read_state(state_dir: Path) -> StackState | None:
 
 
 def _stack_alive(state: StackState) -> bool:
-    if any(_pid_runs(s.pid, f"disco_{s.name}") for s in state.services):
+    if any(_pid_runs(s.pid, s.marker) for s in state.services):
         return True
     if state.broker_pid is not None and _pid_runs(state.broker_pid, "tansu"):
         return True
@@ -363,9 +382,9 @@ def stop_from_state(state_dir: Path, echo: Callable[[str], None] = print) -> boo
     if state is None:
         return False
     for service in reversed(state.services):
-        if _pid_runs(service.pid, f"disco_{service.name}"):
+        if _pid_runs(service.pid, service.marker):
             echo(f"stopping {service.name} (pid {service.pid})")
-            _terminate(service.pid, f"disco_{service.name}")
+            _terminate(service.pid, service.marker)
     if state.broker_pid is not None and _pid_runs(state.broker_pid, "tansu"):
         echo(f"stopping the broker (pid {state.broker_pid})")
         _terminate(state.broker_pid, "tansu")
@@ -394,6 +413,6 @@ def status_lines(state_dir: Path) -> list[str]:
     broker_up = state.broker_pid is None or _pid_runs(state.broker_pid, "tansu")
     lines.append(f"  kafka      {'up' if broker_up else 'down'}   {state.broker_bootstrap}")
     for service in state.services:
-        up = _pid_runs(service.pid, f"disco_{service.name}")
+        up = _pid_runs(service.pid, service.marker)
         lines.append(f"  {service.name:<10} {'up' if up else 'down'}   {service.url}")
     return lines

@@ -13,9 +13,9 @@ from disco_common.memory import (
     EpisodicTurn,
     EpisodicTurnCreate,
 )
+from disco_memory.deps import RuntimeDep
 from disco_memory.episodic import service
 from disco_memory.episodic.repository import EpisodicRepository
-from disco_memory.runtime import RuntimeDep
 from disco_memory.sessions.repository import SessionRepository
 from disco_service import IdentityDep, SessionDep, error_responses
 

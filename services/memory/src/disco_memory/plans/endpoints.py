@@ -45,7 +45,7 @@ async def create_plan(
     return record
 
 
-@router.get("", response_model=Page[PlanRecord], responses=error_responses(422))
+@router.get("", response_model=Page[PlanRecord], responses=error_responses(400))
 async def list_plans(
     repository: RepositoryDep,
     identity: IdentityDep,

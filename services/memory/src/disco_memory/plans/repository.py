@@ -7,6 +7,8 @@ from datetime import datetime
 from sqlalchemy import RowMapping, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from disco_service import Keyset
+
 __all__ = ["PlanRepository"]
 
 _COLUMNS = (
@@ -38,15 +40,13 @@ _UPDATE_STATUS = text(
     "WHERE tenant_id = :tenant_id AND plan_id = :plan_id "
     f"RETURNING {_COLUMNS}"
 )
-_LIST = text(
+_LIST_ORDER = Keyset("created_at", "plan_id", descending=True)
+_LIST = (
     f"SELECT {_COLUMNS} FROM memory.plans "  # noqa: S608
     "WHERE tenant_id = :tenant_id AND user_id = :user_id "
     "AND (CAST(:status AS text) IS NULL OR status = :status) "
     "AND (CAST(:session_id AS text) IS NULL OR session_id = :session_id) "
     "AND (CAST(:parent_plan_id AS text) IS NULL OR parent_plan_id = :parent_plan_id) "
-    "AND (CAST(:after_at AS timestamptz) IS NULL "
-    "     OR (created_at, plan_id) < (:after_at, :after_id)) "
-    "ORDER BY created_at DESC, plan_id DESC LIMIT :limit"
 )
 
 
@@ -125,16 +125,16 @@ class PlanRepository:
         limit: int,
     ) -> list[RowMapping]:
         """A user's plans, newest first, filtered, after ``after``."""
+        seek, params = _LIST_ORDER.after(after)
         result = await self._session.execute(
-            _LIST,
+            text(f"{_LIST} AND {seek} {_LIST_ORDER.order_by} LIMIT :limit"),
             {
+                **params,
                 "tenant_id": self._tenant_id,
                 "user_id": user_id,
                 "status": status,
                 "session_id": session_id,
                 "parent_plan_id": parent_plan_id,
-                "after_at": after[0] if after else None,
-                "after_id": after[1] if after else None,
                 "limit": limit,
             },
         )

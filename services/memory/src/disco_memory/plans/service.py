@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
-from pydantic import BaseModel
-
-from disco_common.ids import new_id
+from disco_common.ids import UtcDatetime, new_id
 from disco_common.memory import (
     CONTEXT_MAX_BYTES,
     PlanCreate,
@@ -14,13 +10,13 @@ from disco_common.memory import (
     PlanRecord,
     PlanStatusUpdate,
 )
-from disco_common.pagination import Page, encode_cursor
+from disco_common.pagination import Page
 from disco_common.plans import PlanStatus
-from disco_memory._shared import VersionConflict, limited_json, read_cursor
+from disco_memory._shared import VersionConflict, limited_json
 from disco_memory.plans.repository import PlanRepository
 from disco_memory.sessions.repository import SessionRepository
 from disco_memory.sessions.service import touch_session
-from disco_service import Conflict, UnprocessableEntity
+from disco_service import Conflict, Paginator, UnprocessableEntity
 
 __all__ = ["PlanExists", "PlanFinished", "create_plan", "get_plan", "list_plans", "update_status"]
 
@@ -37,9 +33,7 @@ class PlanFinished(Conflict):
     code = "plan_finished"
 
 
-class _Cursor(BaseModel):
-    created_at: datetime
-    plan_id: str
+_PLAN_PAGES = Paginator("plans", tuple[UtcDatetime, str])
 
 
 async def create_plan(
@@ -122,22 +116,19 @@ async def update_status(
 async def list_plans(
     repository: PlanRepository, query: PlanListQuery, *, user_id: str
 ) -> Page[PlanRecord]:
-    """One page of the caller's plans, newest first."""
-    after = None
-    if query.cursor is not None:
-        position = read_cursor(query.cursor, _Cursor)
-        after = (position.created_at, position.plan_id)
+    """One page of the caller's plans, newest first.
+
+    Raises:
+        InvalidCursor: ``query.cursor`` was not issued for this list and these filters.
+    """
+    request = _PLAN_PAGES.open(query)
     rows = await repository.list(
         user_id=user_id,
         status=query.status.value if isinstance(query.status, PlanStatus) else None,
         session_id=query.session_id,
         parent_plan_id=query.parent_plan_id,
-        after=after,
-        limit=query.limit + 1,
+        after=request.after,
+        limit=request.fetch,
     )
-    items = [PlanRecord.model_validate(dict(row)) for row in rows[: query.limit]]
-    next_cursor = None
-    if len(rows) > query.limit:
-        last = items[-1]
-        next_cursor = encode_cursor(_Cursor(created_at=last.created_at, plan_id=last.plan_id))
-    return Page[PlanRecord](items=items, next_cursor=next_cursor)
+    items = [PlanRecord.model_validate(dict(row)) for row in rows]
+    return request.page(items, key=lambda plan: (plan.created_at, plan.plan_id))

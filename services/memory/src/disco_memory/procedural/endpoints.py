@@ -17,9 +17,9 @@ from disco_common.memory import (
 )
 from disco_common.pagination import Page
 from disco_memory._shared import IfMatch, expected_version, set_etag
+from disco_memory.deps import RuntimeDep
 from disco_memory.procedural import service
 from disco_memory.procedural.repository import ProcedureRepository
-from disco_memory.runtime import RuntimeDep
 from disco_service import IdentityDep, NotFound, SessionDep, error_responses
 
 router = APIRouter(prefix="/v1/memory/procedural", tags=["procedural memory"])
@@ -47,7 +47,7 @@ async def create_procedure(
     return procedure
 
 
-@router.get("", response_model=Page[Procedure], responses=error_responses(422))
+@router.get("", response_model=Page[Procedure], responses=error_responses(400))
 async def list_procedures(
     repository: RepositoryDep, query: Annotated[ProcedureListQuery, Query()]
 ) -> Page[Procedure]:

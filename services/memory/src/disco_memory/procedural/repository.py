@@ -8,6 +8,8 @@ from typing import Any
 from sqlalchemy import RowMapping, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from disco_service import Keyset
+
 __all__ = ["ProcedureRepository"]
 
 _COLUMNS = (
@@ -49,12 +51,10 @@ _DELETE = text(
     "DELETE FROM memory.procedures WHERE tenant_id = :tenant_id AND user_id = :user_id "
     "AND procedure_id = :procedure_id RETURNING procedure_id"
 )
-_LIST = text(
+_LIST_ORDER = Keyset("p.created_at", "p.procedure_id", descending=True)
+_LIST = (
     f"SELECT {_COLUMNS} FROM memory.procedures p WHERE {_READABLE} "  # noqa: S608
     "AND (CAST(:agent_id AS text) IS NULL OR p.agent_id = :agent_id) "
-    "AND (CAST(:after_at AS timestamptz) IS NULL "
-    "     OR (p.created_at, p.procedure_id) < (:after_at, :after_id)) "
-    "ORDER BY p.created_at DESC, p.procedure_id DESC LIMIT :limit"
 )
 _SEARCH = text(
     f"""
@@ -120,15 +120,10 @@ class ProcedureRepository:
         self, *, agent_id: str | None, after: tuple[datetime, str] | None, limit: int
     ) -> list[RowMapping]:
         """Readable procedures, newest first, after ``after``."""
+        seek, params = _LIST_ORDER.after(after)
         result = await self._session.execute(
-            _LIST,
-            {
-                **self._scope,
-                "agent_id": agent_id,
-                "after_at": after[0] if after else None,
-                "after_id": after[1] if after else None,
-                "limit": limit,
-            },
+            text(f"{_LIST} AND {seek} {_LIST_ORDER.order_by} LIMIT :limit"),
+            {**params, **self._scope, "agent_id": agent_id, "limit": limit},
         )
         return list(result.mappings().all())
 

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
-from pydantic import BaseModel
-
-from disco_common.ids import new_id
+from disco_common.ids import UtcDatetime, new_id
 from disco_common.memory import (
     METADATA_MAX_BYTES,
     MemoryVisibility,
@@ -17,12 +13,12 @@ from disco_common.memory import (
     ProcedureSearchQuery,
     ProcedureUpdate,
 )
-from disco_common.pagination import Page, encode_cursor
-from disco_memory._shared import VersionConflict, encoded_json, limited_json, read_cursor
+from disco_common.pagination import Page
+from disco_memory._shared import VersionConflict, encoded_json, limited_json
 from disco_memory.procedural.repository import ProcedureRepository
 from disco_memory.runtime import MemoryRuntime
 from disco_memory.semantic.repository import set_search_options
-from disco_service import UnprocessableEntity
+from disco_service import Paginator, UnprocessableEntity
 
 __all__ = [
     "create_procedure",
@@ -34,9 +30,7 @@ __all__ = [
 ]
 
 
-class _Cursor(BaseModel):
-    created_at: datetime
-    procedure_id: str
+_PROCEDURE_PAGES = Paginator("procedures", tuple[UtcDatetime, str])
 
 
 def _searchable(name: str, trigger: str) -> str:
@@ -127,22 +121,17 @@ async def delete_procedure(repository: ProcedureRepository, procedure_id: str) -
 async def list_procedures(
     repository: ProcedureRepository, query: ProcedureListQuery
 ) -> Page[Procedure]:
-    """One page of the procedures the caller may read, newest first."""
-    after = None
-    if query.cursor is not None:
-        position = read_cursor(query.cursor, _Cursor)
-        after = (position.created_at, position.procedure_id)
+    """One page of the procedures the caller may read, newest first.
+
+    Raises:
+        InvalidCursor: ``query.cursor`` was not issued for this list and these filters.
+    """
+    request = _PROCEDURE_PAGES.open(query)
     rows = await repository.list_readable(
-        agent_id=query.agent_id, after=after, limit=query.limit + 1
+        agent_id=query.agent_id, after=request.after, limit=request.fetch
     )
-    items = [Procedure.model_validate(dict(row)) for row in rows[: query.limit]]
-    next_cursor = None
-    if len(rows) > query.limit:
-        last = items[-1]
-        next_cursor = encode_cursor(
-            _Cursor(created_at=last.created_at, procedure_id=last.procedure_id)
-        )
-    return Page[Procedure](items=items, next_cursor=next_cursor)
+    items = [Procedure.model_validate(dict(row)) for row in rows]
+    return request.page(items, key=lambda procedure: (procedure.created_at, procedure.procedure_id))
 
 
 async def search_procedures(

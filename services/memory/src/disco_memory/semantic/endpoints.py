@@ -14,7 +14,7 @@ from disco_common.memory import (
     SemanticMemoryUpsert,
     SemanticQuery,
 )
-from disco_memory.runtime import RuntimeDep
+from disco_memory.deps import RuntimeDep
 from disco_memory.semantic import service
 from disco_memory.semantic.repository import SemanticRepository
 from disco_service import IdentityDep, NotFound, SessionDep, error_responses

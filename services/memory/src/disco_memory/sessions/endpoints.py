@@ -34,12 +34,12 @@ async def create_session(body: SessionCreate, repository: RepositoryDep) -> Sess
     return await service.create_session(repository, body)
 
 
-@router.get("", response_model=Page[SessionRecord], responses=error_responses(422))
+@router.get("", response_model=Page[SessionRecord], responses=error_responses(400))
 async def list_sessions(
     repository: RepositoryDep, query: Annotated[SessionListQuery, Query()]
 ) -> Page[SessionRecord]:
     """The caller's sessions, most recently active first."""
-    return await service.list_sessions(repository, cursor=query.cursor, limit=query.limit)
+    return await service.list_sessions(repository, query)
 
 
 @router.get("/{session_id}", response_model=SessionRecord, responses=error_responses(404))

@@ -7,6 +7,8 @@ from datetime import datetime
 from sqlalchemy import RowMapping, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from disco_service import Keyset
+
 __all__ = ["SessionRepository"]
 
 _COLUMNS = "session_id, name, metadata, user_id, plan_count, created_at, last_activity_at"
@@ -26,12 +28,10 @@ _GET = text(
     f"SELECT {_COLUMNS} FROM memory.sessions "  # noqa: S608
     "WHERE tenant_id = :tenant_id AND user_id = :user_id AND session_id = :session_id"
 )
-_LIST = text(
+_LIST_ORDER = Keyset("last_activity_at", "session_id", descending=True)
+_LIST = (
     f"SELECT {_COLUMNS} FROM memory.sessions "  # noqa: S608
     "WHERE tenant_id = :tenant_id AND user_id = :user_id "
-    "AND (CAST(:after_at AS timestamptz) IS NULL "
-    "     OR (last_activity_at, session_id) < (:after_at, :after_id)) "
-    "ORDER BY last_activity_at DESC, session_id DESC LIMIT :limit"
 )
 
 
@@ -65,13 +65,9 @@ class SessionRepository:
 
     async def list(self, *, after: tuple[datetime, str] | None, limit: int) -> list[RowMapping]:
         """Sessions, most recently active first, after ``after``."""
+        seek, params = _LIST_ORDER.after(after)
         result = await self._session.execute(
-            _LIST,
-            {
-                **self._scope,
-                "after_at": after[0] if after else None,
-                "after_id": after[1] if after else None,
-                "limit": limit,
-            },
+            text(f"{_LIST} AND {seek} {_LIST_ORDER.order_by} LIMIT :limit"),
+            {**params, **self._scope, "limit": limit},
         )
         return list(result.mappings().all())

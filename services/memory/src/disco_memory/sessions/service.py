@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
-from pydantic import BaseModel
-
-from disco_common.ids import new_id
-from disco_common.memory import METADATA_MAX_BYTES, SessionCreate, SessionRecord
-from disco_common.pagination import Page, encode_cursor
-from disco_memory._shared import limited_json, read_cursor
+from disco_common.ids import UtcDatetime, new_id
+from disco_common.memory import METADATA_MAX_BYTES, SessionCreate, SessionListQuery, SessionRecord
+from disco_common.pagination import Page
+from disco_memory._shared import limited_json
 from disco_memory.sessions.repository import SessionRepository
-from disco_service import Conflict
+from disco_service import Conflict, Paginator
 
 __all__ = ["SessionExists", "create_session", "get_session", "list_sessions", "touch_session"]
 
@@ -22,9 +18,7 @@ class SessionExists(Conflict):
     code = "session_exists"
 
 
-class _Cursor(BaseModel):
-    last_activity_at: datetime
-    session_id: str
+_SESSION_PAGES = Paginator("sessions", tuple[UtcDatetime, str])
 
 
 async def create_session(repository: SessionRepository, body: SessionCreate) -> SessionRecord:
@@ -54,19 +48,14 @@ async def get_session(repository: SessionRepository, session_id: str) -> Session
 
 
 async def list_sessions(
-    repository: SessionRepository, *, cursor: str | None, limit: int
+    repository: SessionRepository, query: SessionListQuery
 ) -> Page[SessionRecord]:
-    """One page of the caller's sessions, most recently active first."""
-    after = None
-    if cursor is not None:
-        position = read_cursor(cursor, _Cursor)
-        after = (position.last_activity_at, position.session_id)
-    rows = await repository.list(after=after, limit=limit + 1)
-    items = [SessionRecord.model_validate(dict(row)) for row in rows[:limit]]
-    next_cursor = None
-    if len(rows) > limit:
-        last = items[-1]
-        next_cursor = encode_cursor(
-            _Cursor(last_activity_at=last.last_activity_at, session_id=last.session_id)
-        )
-    return Page[SessionRecord](items=items, next_cursor=next_cursor)
+    """One page of the caller's sessions, most recently active first.
+
+    Raises:
+        InvalidCursor: ``query.cursor`` was not issued for this list.
+    """
+    request = _SESSION_PAGES.open(query)
+    rows = await repository.list(after=request.after, limit=request.fetch)
+    items = [SessionRecord.model_validate(dict(row)) for row in rows]
+    return request.page(items, key=lambda session: (session.last_activity_at, session.session_id))

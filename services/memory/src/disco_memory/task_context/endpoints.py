@@ -25,14 +25,12 @@ async def _repository(session: SessionDep, identity: IdentityDep) -> TaskContext
 RepositoryDep = Annotated[TaskContextRepository, Depends(_repository)]
 
 
-@router.get("", response_model=Page[TaskContextRecord], responses=error_responses(422))
+@router.get("", response_model=Page[TaskContextRecord], responses=error_responses(400))
 async def list_task_contexts(
     repository: RepositoryDep, query: Annotated[TaskContextListQuery, Query()]
 ) -> Page[TaskContextRecord]:
     """The live task contexts of a plan, oldest first."""
-    return await service.list_for_plan(
-        repository, query.plan_id, cursor=query.cursor, limit=query.limit
-    )
+    return await service.list_for_plan(repository, query)
 
 
 @router.get(

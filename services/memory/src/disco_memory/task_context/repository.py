@@ -14,6 +14,8 @@ from datetime import datetime
 from sqlalchemy import RowMapping, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from disco_service import Keyset
+
 __all__ = ["TaskContextRepository"]
 
 _COLUMNS = (
@@ -96,12 +98,10 @@ _DELETE = text(
     f"WHERE t.tenant_id = :tenant_id AND t.task_id = :task_id RETURNING {_LIVE} AS live"
 )
 
-_LIST = text(
+_LIST_ORDER = Keyset("t.created_at", "t.task_id")
+_LIST = (
     f"SELECT {_COLUMNS} FROM memory.task_contexts t "  # noqa: S608
     f"WHERE t.tenant_id = :tenant_id AND t.plan_id = :plan_id AND {_LIVE} "
-    "AND (CAST(:after_created AS timestamptz) IS NULL "
-    "     OR (t.created_at, t.task_id) > (:after_created, :after_id)) "
-    "ORDER BY t.created_at, t.task_id LIMIT :limit"
 )
 
 
@@ -190,14 +190,9 @@ class TaskContextRepository:
         self, plan_id: str, *, after: tuple[datetime, str] | None, limit: int
     ) -> list[RowMapping]:
         """Live contexts of ``plan_id``, oldest first, after ``after``."""
+        seek, params = _LIST_ORDER.after(after)
         result = await self._session.execute(
-            _LIST,
-            {
-                "tenant_id": self._tenant_id,
-                "plan_id": plan_id,
-                "after_created": after[0] if after else None,
-                "after_id": after[1] if after else None,
-                "limit": limit,
-            },
+            text(f"{_LIST} AND {seek} {_LIST_ORDER.order_by} LIMIT :limit"),
+            {**params, "tenant_id": self._tenant_id, "plan_id": plan_id, "limit": limit},
         )
         return list(result.mappings().all())

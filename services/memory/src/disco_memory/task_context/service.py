@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 
-from pydantic import BaseModel, JsonValue
+from pydantic import JsonValue
 from sqlalchemy import RowMapping
 
-from disco_common.ids import utcnow
+from disco_common.ids import UtcDatetime, utcnow
 from disco_common.memory import CONTEXT_MAX_BYTES, TaskContextRecord, TaskContextStore
-from disco_common.pagination import Page, encode_cursor
-from disco_memory._shared import VersionConflict, limited_model_json, read_cursor
+from disco_common.pagination import Page
+from disco_memory._shared import VersionConflict, limited_model_json
 from disco_memory.task_context.repository import TaskContextRepository
-from disco_service import Conflict, UnprocessableEntity
+from disco_memory.task_context.schemas import TaskContextListQuery
+from disco_service import Conflict, Paginator, UnprocessableEntity
 
 __all__ = [
     "SubTaskClaimed",
@@ -30,9 +31,7 @@ class SubTaskClaimed(Conflict):
     code = "sub_task_claimed"
 
 
-class _Cursor(BaseModel):
-    created_at: datetime
-    task_id: str
+_CONTEXT_PAGES = Paginator("task_contexts", tuple[UtcDatetime, str])
 
 
 def _record(row: RowMapping) -> TaskContextRecord:
@@ -115,17 +114,14 @@ async def delete_context(repository: TaskContextRepository, task_id: str) -> boo
 
 
 async def list_for_plan(
-    repository: TaskContextRepository, plan_id: str, *, cursor: str | None, limit: int
+    repository: TaskContextRepository, query: TaskContextListQuery
 ) -> Page[TaskContextRecord]:
-    """One page of a plan's live task contexts, oldest first."""
-    after = None
-    if cursor is not None:
-        position = read_cursor(cursor, _Cursor)
-        after = (position.created_at, position.task_id)
-    rows = await repository.list_by_plan(plan_id, after=after, limit=limit + 1)
-    items = [_record(row) for row in rows[:limit]]
-    next_cursor = None
-    if len(rows) > limit:
-        last = items[-1]
-        next_cursor = encode_cursor(_Cursor(created_at=last.created_at, task_id=last.task_id))
-    return Page[TaskContextRecord](items=items, next_cursor=next_cursor)
+    """One page of a plan's live task contexts, oldest first.
+
+    Raises:
+        InvalidCursor: ``query.cursor`` was not issued for this plan's list.
+    """
+    request = _CONTEXT_PAGES.open(query)
+    rows = await repository.list_by_plan(query.plan_id, after=request.after, limit=request.fetch)
+    items = [_record(row) for row in rows]
+    return request.page(items, key=lambda context: (context.created_at, context.task_id))

@@ -68,12 +68,12 @@ async def get_key(
     return entry
 
 
-@router.get("/{plan_id}", response_model=Page[WorkingMemoryEntry], responses=error_responses(422))
+@router.get("/{plan_id}", response_model=Page[WorkingMemoryEntry], responses=error_responses(400))
 async def list_keys(
     plan_id: Id, repository: RepositoryDep, query: Annotated[PageQuery, Query()]
 ) -> Page[WorkingMemoryEntry]:
     """The plan's live keys, in key order."""
-    return await service.list_entries(repository, plan_id, cursor=query.cursor, limit=query.limit)
+    return await service.list_entries(repository, plan_id, query)
 
 
 @router.delete(

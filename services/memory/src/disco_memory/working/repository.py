@@ -12,6 +12,8 @@ from datetime import datetime
 from sqlalchemy import RowMapping, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from disco_service import Keyset
+
 __all__ = ["WorkingMemoryRepository"]
 
 _COLUMNS = "plan_id, key, value, version, expires_at, created_at, updated_at"
@@ -70,10 +72,10 @@ _CLEAR = text(
     f"RETURNING {_LIVE} AS live) SELECT count(*) FILTER (WHERE live) FROM gone"
 )
 
-_LIST = text(
+_LIST_ORDER = Keyset("key")
+_LIST = (
     f"SELECT {_COLUMNS} FROM memory.working_memory "  # noqa: S608
     f"WHERE tenant_id = :tenant_id AND plan_id = :plan_id AND {_LIVE} "
-    "AND (CAST(:after AS text) IS NULL OR key > :after) ORDER BY key LIMIT :limit"
 )
 
 
@@ -136,10 +138,13 @@ class WorkingMemoryRepository:
         )
         return int(result.scalar_one())
 
-    async def list(self, plan_id: str, *, after: str | None, limit: int) -> list[RowMapping]:
+    async def list(
+        self, plan_id: str, *, after: tuple[str, ...] | None, limit: int
+    ) -> list[RowMapping]:
         """Live entries of the plan by key, after ``after``."""
+        seek, params = _LIST_ORDER.after(after)
         result = await self._session.execute(
-            _LIST,
-            {"tenant_id": self._tenant_id, "plan_id": plan_id, "after": after, "limit": limit},
+            text(f"{_LIST} AND {seek} {_LIST_ORDER.order_by} LIMIT :limit"),
+            {**params, "tenant_id": self._tenant_id, "plan_id": plan_id, "limit": limit},
         )
         return list(result.mappings().all())

@@ -4,23 +4,21 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from pydantic import BaseModel
-
 from disco_common.ids import utcnow
 from disco_common.memory import (
     WORKING_MEMORY_VALUE_MAX_BYTES,
     WorkingMemoryEntry,
     WorkingMemoryPut,
 )
-from disco_common.pagination import Page, encode_cursor
-from disco_memory._shared import VersionConflict, limited_json, read_cursor
+from disco_common.pagination import Page, PageQuery
+from disco_memory._shared import VersionConflict, limited_json
 from disco_memory.working.repository import WorkingMemoryRepository
+from disco_service import Paginator
 
 __all__ = ["clear_plan", "delete_entry", "get_entry", "list_entries", "put_entry"]
 
 
-class _KeyCursor(BaseModel):
-    key: str
+_ENTRY_PAGES = Paginator("working_memory", tuple[str])
 
 
 async def get_entry(
@@ -80,11 +78,14 @@ async def clear_plan(repository: WorkingMemoryRepository, plan_id: str) -> int:
 
 
 async def list_entries(
-    repository: WorkingMemoryRepository, plan_id: str, *, cursor: str | None, limit: int
+    repository: WorkingMemoryRepository, plan_id: str, query: PageQuery
 ) -> Page[WorkingMemoryEntry]:
-    """One page of a plan's live keys, in key order."""
-    after = read_cursor(cursor, _KeyCursor).key if cursor is not None else None
-    rows = await repository.list(plan_id, after=after, limit=limit + 1)
-    items = [WorkingMemoryEntry.model_validate(dict(row)) for row in rows[:limit]]
-    next_cursor = encode_cursor(_KeyCursor(key=items[-1].key)) if len(rows) > limit else None
-    return Page[WorkingMemoryEntry](items=items, next_cursor=next_cursor)
+    """One page of a plan's live keys, in key order.
+
+    Raises:
+        InvalidCursor: ``query.cursor`` was not issued for this plan's list.
+    """
+    request = _ENTRY_PAGES.open(query, scope=plan_id)
+    rows = await repository.list(plan_id, after=request.after, limit=request.fetch)
+    items = [WorkingMemoryEntry.model_validate(dict(row)) for row in rows]
+    return request.page(items, key=lambda entry: (entry.key,))

@@ -18,8 +18,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from disco_common.canonical import canonical_json
 from disco_common.registry import AgentRecord, AgentStatus
+from disco_service import Keyset
 
 __all__ = ["AgentFilters", "AgentRepository", "AgentRow", "HeartbeatRow", "LockedAgent"]
+
+_LIST_ORDER = Keyset("a.name", "a.tenant_id", "a.agent_id")
 
 _RECORD_SELECT = """
 SELECT a.tenant_id, a.agent_id, a.name, a.version, a.description, a.tags, a.instance_id,
@@ -415,8 +418,9 @@ class AgentRepository:
         limit: int,
     ) -> list[AgentRecord]:
         """Visible agents matching ``filters`` in (name, tenant, agent id) order after ``after``."""
-        clauses = ["(a.tenant_id = :tenant OR a.visibility = 'public')"]
-        params: dict[str, Any] = {"tenant": tenant_id, "limit": limit}
+        seek, params = _LIST_ORDER.after(after)
+        clauses = ["(a.tenant_id = :tenant OR a.visibility = 'public')", seek]
+        params.update(tenant=tenant_id, limit=limit)
         if filters.name is not None:
             clauses.append("a.name = :name")
             params["name"] = filters.name
@@ -438,16 +442,11 @@ class AgentRepository:
             params["terms"] = terms
         if not filters.include_expired:
             clauses.append("li.live_instances > 0")
-        if after is not None:
-            clauses.append(
-                "(a.name, a.tenant_id, a.agent_id) > (:after_name, :after_tenant, :after_id)"
-            )
-            params.update(after_name=after[0], after_tenant=after[1], after_id=after[2])
         statement = text(
             _RECORD_SELECT
             + "WHERE "
             + " AND ".join(clauses)
-            + " ORDER BY a.name, a.tenant_id, a.agent_id LIMIT :limit"
+            + f" {_LIST_ORDER.order_by} LIMIT :limit"
         )
         rows = (await self._session.execute(statement, params)).all()
         return [record_from_row(row) for row in rows]

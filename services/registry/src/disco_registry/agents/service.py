@@ -25,10 +25,10 @@ from disco_common.registry import (
 )
 from disco_registry.agents import events as announce
 from disco_registry.agents.repository import AgentFilters, AgentRepository, AgentRow
-from disco_registry.errors import AgentNotFound, ConflictingEventDefinition, InvalidCursor
+from disco_registry.errors import AgentNotFound, ConflictingEventDefinition
 from disco_registry.events.repository import EventRepository, OwnedEvent
-from disco_registry.pagination import CursorPosition, read_cursor, write_cursor
 from disco_registry.payload_schemas.service import resolve_refs
+from disco_service import Paginator
 
 __all__ = [
     "Beat",
@@ -336,15 +336,8 @@ async def get_agent(session: AsyncSession, *, tenant_id: str, agent_id: str) -> 
     return await AgentRepository(session).get_visible(tenant_id=tenant_id, agent_id=agent_id)
 
 
-class _AgentCursor(CursorPosition):
-    name: str
-    tenant_id: str
-    agent_id: str
-    filters: str
-
-
-def _filter_key(query: AgentListQuery) -> str:
-    return json_hash(query.model_dump(mode="json", exclude={"cursor", "limit"}))[:16]
+# Sort key: (name, tenant, agent id).
+_AGENT_PAGES = Paginator("agents", tuple[str, str, str])
 
 
 async def list_agents(
@@ -355,9 +348,7 @@ async def list_agents(
     Raises:
         InvalidCursor: the cursor was not issued for this list and these filters.
     """
-    position = read_cursor(query.cursor, _AgentCursor, "agents")
-    if position is not None and position.filters != _filter_key(query):
-        raise InvalidCursor("invalid cursor: it was issued for other filters")
+    request = _AGENT_PAGES.open(query)
     rows = await AgentRepository(session).list(
         tenant_id=tenant_id,
         filters=AgentFilters(
@@ -369,22 +360,10 @@ async def list_agents(
             text=query.q,
             include_expired=query.include_expired,
         ),
-        after=(position.name, position.tenant_id, position.agent_id) if position else None,
-        limit=query.limit + 1,
+        after=request.after,
+        limit=request.fetch,
     )
-    next_cursor = None
-    if len(rows) > query.limit:
-        last = rows[query.limit - 1]
-        next_cursor = write_cursor(
-            _AgentCursor(
-                kind="agents",
-                name=last.name,
-                tenant_id=last.tenant_id,
-                agent_id=last.agent_id,
-                filters=_filter_key(query),
-            )
-        )
-    return Page[AgentRecord](items=rows[: query.limit], next_cursor=next_cursor)
+    return request.page(rows, key=lambda agent: (agent.name, agent.tenant_id, agent.agent_id))
 
 
 async def deregister(

@@ -10,8 +10,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from disco_common.canonical import canonical_json
 from disco_common.registry import EventRecord
+from disco_service import Keyset
 
 __all__ = ["EventFilters", "EventRepository", "OwnedEvent"]
+
+_LIST_ORDER = Keyset("e.event_type", "e.tenant_id", "e.owner_agent_id")
 
 _COLUMNS = (
     "e.tenant_id, e.owner_agent_id, e.event_type, e.topic, e.description, e.json_schema, "
@@ -147,8 +150,9 @@ class EventRepository:
         limit: int,
     ) -> list[EventRecord]:
         """Visible definitions in (event type, tenant, owner) order after ``after``."""
-        clauses = ["(e.tenant_id = :tenant OR e.visibility = 'public')"]
-        params: dict[str, Any] = {"tenant": tenant_id, "limit": limit}
+        seek, params = _LIST_ORDER.after(after)
+        clauses = ["(e.tenant_id = :tenant OR e.visibility = 'public')", seek]
+        params.update(tenant=tenant_id, limit=limit)
         if filters.topic is not None:
             clauses.append("e.topic = :topic")
             params["topic"] = filters.topic
@@ -158,16 +162,10 @@ class EventRepository:
         if filters.event_type is not None:
             clauses.append("e.event_type = :event_type")
             params["event_type"] = filters.event_type
-        if after is not None:
-            clauses.append(
-                "(e.event_type, e.tenant_id, e.owner_agent_id) "
-                "> (:after_type, :after_tenant, :after_owner)"
-            )
-            params.update(after_type=after[0], after_tenant=after[1], after_owner=after[2])
         statement = text(
             f"SELECT {_COLUMNS} FROM registry.events e WHERE "  # noqa: S608 - fixed fragments
             + " AND ".join(clauses)
-            + " ORDER BY e.event_type, e.tenant_id, e.owner_agent_id LIMIT :limit"
+            + f" {_LIST_ORDER.order_by} LIMIT :limit"
         )
         rows = (await self._session.execute(statement, params)).all()
         return [_record(row) for row in rows]

@@ -6,22 +6,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from disco_common.pagination import Page
 from disco_common.registry import EventListQuery, EventRecord
-from disco_registry.errors import InvalidCursor
 from disco_registry.events.repository import EventFilters, EventRepository
-from disco_registry.pagination import CursorPosition, read_cursor, write_cursor
+from disco_service import Paginator
 
 __all__ = ["get_effective", "list_events"]
 
 
-class _EventCursor(CursorPosition):
-    event_type: str
-    tenant_id: str
-    owner_agent_id: str
-    filters: list[str | None]
-
-
-def _filter_key(query: EventListQuery) -> list[str | None]:
-    return [query.topic, query.owner_agent_id, query.event_type]
+# Sort key: (event type, tenant, owner agent id).
+_EVENT_PAGES = Paginator("events", tuple[str, str, str])
 
 
 async def list_events(
@@ -32,32 +24,18 @@ async def list_events(
     Raises:
         InvalidCursor: ``query.cursor`` was not issued for this list and these filters.
     """
-    position = read_cursor(query.cursor, _EventCursor, "events")
-    if position is not None and position.filters != _filter_key(query):
-        raise InvalidCursor("invalid cursor: it was issued for other filters")
+    request = _EVENT_PAGES.open(query)
     rows = await EventRepository(session).list(
         tenant_id=tenant_id,
         filters=EventFilters(
             topic=query.topic, owner_agent_id=query.owner_agent_id, event_type=query.event_type
         ),
-        after=(position.event_type, position.tenant_id, position.owner_agent_id)
-        if position
-        else None,
-        limit=query.limit + 1,
+        after=request.after,
+        limit=request.fetch,
     )
-    next_cursor = None
-    if len(rows) > query.limit:
-        last = rows[query.limit - 1]
-        next_cursor = write_cursor(
-            _EventCursor(
-                kind="events",
-                event_type=last.event_type,
-                tenant_id=last.tenant_id,
-                owner_agent_id=last.owner_agent_id,
-                filters=_filter_key(query),
-            )
-        )
-    return Page[EventRecord](items=rows[: query.limit], next_cursor=next_cursor)
+    return request.page(
+        rows, key=lambda event: (event.event_type, event.tenant_id, event.owner_agent_id)
+    )
 
 
 async def get_effective(

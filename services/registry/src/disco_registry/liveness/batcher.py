@@ -21,7 +21,7 @@ import asyncio
 
 from disco_common.registry import HeartbeatAck
 from disco_registry.agents.service import Beat, heartbeat_batch
-from disco_service import ServiceState
+from disco_service import ServiceSettings, ServiceState
 
 __all__ = ["HeartbeatBatcher"]
 
@@ -34,7 +34,7 @@ class HeartbeatBatcher:
         max_batch: the most beats one transaction writes.
     """
 
-    def __init__(self, state: ServiceState, *, max_batch: int = 500) -> None:
+    def __init__(self, state: ServiceState[ServiceSettings], *, max_batch: int = 500) -> None:
         self._state = state
         self._max_batch = max_batch
         self._queues: dict[str, list[tuple[Beat, asyncio.Future[HeartbeatAck | None]]]] = {}

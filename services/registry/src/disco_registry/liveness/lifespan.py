@@ -6,18 +6,16 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from disco_registry.liveness.service import Sweeper
-from disco_registry.settings import RegistrySettings
-from disco_service import ServiceState
+from disco_registry.state import RegistryState
 
 __all__ = ["sweeper_lifespan"]
 
 
 @asynccontextmanager
-async def sweeper_lifespan(state: ServiceState) -> AsyncIterator[None]:
+async def sweeper_lifespan(state: RegistryState) -> AsyncIterator[None]:
     """Run the TTL sweeper while the app runs (after the database and the outbox relay
     started, stopped before them)."""
     settings = state.settings
-    assert isinstance(settings, RegistrySettings)
     sweeper = Sweeper(
         state.require_database(),
         interval_seconds=settings.sweep_interval_seconds,

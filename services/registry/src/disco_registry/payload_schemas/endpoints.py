@@ -78,11 +78,7 @@ async def list_versions(
 ) -> Page[PayloadSchema]:
     """Every version of ``name``, highest precedence first (an empty page if none)."""
     return await service.list_versions(
-        session,
-        tenant_id=identity.tenant_id,
-        name=name,
-        cursor=query.cursor,
-        limit=query.limit,
+        session, tenant_id=identity.tenant_id, name=name, query=query
     )
 
 

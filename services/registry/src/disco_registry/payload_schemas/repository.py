@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import Row, text
@@ -10,8 +10,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from disco_common.canonical import canonical_json
 from disco_common.registry import PayloadSchema
+from disco_service import Keyset
 
 __all__ = ["PayloadSchemaRepository"]
+
+_VERSION_ORDER = Keyset("sort_key", "version", descending=True)
 
 # Fixed column list spliced into fixed statements (S608 does not apply: nothing is user input).
 _COLUMNS = "tenant_id, name, version, json_schema, description, content_hash, created_at"
@@ -94,21 +97,17 @@ class PayloadSchemaRepository:
 
     async def list_versions(
         self, *, tenant_id: str, name: str, after: tuple[str, str] | None, limit: int
-    ) -> Sequence[tuple[PayloadSchema, str]]:
-        """Versions by descending precedence after the ``(sort_key, version)`` position,
-        each with its sort key (for the next cursor)."""
-        clause = ""
-        params: dict[str, Any] = {"tenant": tenant_id, "name": name, "limit": limit}
-        if after is not None:
-            clause = "AND (sort_key, version) < (:after_key, :after_version) "
-            params.update(after_key=after[0], after_version=after[1])
+    ) -> list[PayloadSchema]:
+        """Versions by descending precedence after the ``(sort_key, version)`` position."""
+        seek, params = _VERSION_ORDER.after(after)
+        params.update(tenant=tenant_id, name=name, limit=limit)
         statement = text(
-            f"SELECT {_COLUMNS}, sort_key FROM registry.payload_schemas "  # noqa: S608 - fixed fragments
-            f"WHERE tenant_id = :tenant AND name = :name {clause}"
-            "ORDER BY sort_key DESC, version DESC LIMIT :limit"
+            f"SELECT {_COLUMNS} FROM registry.payload_schemas "  # noqa: S608 - fixed fragments
+            f"WHERE tenant_id = :tenant AND name = :name AND {seek} "
+            f"{_VERSION_ORDER.order_by} LIMIT :limit"
         )
         rows = (await self._session.execute(statement, params)).all()
-        return [(_schema(row), str(row.sort_key)) for row in rows]
+        return [_schema(row) for row in rows]
 
     async def find_many(
         self, *, tenant_id: str, refs: Iterable[tuple[str, str]]

@@ -9,7 +9,7 @@ from pydantic import JsonValue
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from disco_common.canonical import json_hash
-from disco_common.pagination import Page
+from disco_common.pagination import Page, PageQuery
 from disco_common.registry import (
     PayloadSchema,
     PayloadSchemaCreate,
@@ -18,13 +18,12 @@ from disco_common.registry import (
     validate_payload,
 )
 from disco_registry.errors import (
-    InvalidCursor,
     SchemaNotFound,
     SchemaVersionConflict,
     UnknownSchemaReference,
 )
-from disco_registry.pagination import CursorPosition, read_cursor, write_cursor
 from disco_registry.payload_schemas.repository import PayloadSchemaRepository
+from disco_service import Paginator
 
 __all__ = [
     "create_schema",
@@ -64,10 +63,8 @@ def semver_sort_key(version: str) -> str:
     return key + _SEPARATOR + _SEPARATOR.join(parts)
 
 
-class _VersionCursor(CursorPosition):
-    name: str
-    sort_key: str
-    version: str
+# Sort key: (semver_sort_key(version), version), highest first.
+_VERSION_PAGES = Paginator("schema_versions", tuple[str, str])
 
 
 async def create_schema(
@@ -127,30 +124,18 @@ async def get_latest(session: AsyncSession, *, tenant_id: str, name: str) -> Pay
 
 
 async def list_versions(
-    session: AsyncSession, *, tenant_id: str, name: str, cursor: str | None, limit: int
+    session: AsyncSession, *, tenant_id: str, name: str, query: PageQuery
 ) -> Page[PayloadSchema]:
     """A page of ``name``'s versions, newest (highest precedence) first.
 
     Raises:
-        InvalidCursor: ``cursor`` was not issued for this list.
+        InvalidCursor: ``query.cursor`` was not issued for this schema's version list.
     """
-    position = read_cursor(cursor, _VersionCursor, "schema_versions")
-    if position is not None and position.name != name:
-        raise InvalidCursor("invalid cursor: it belongs to another schema's version list")
+    request = _VERSION_PAGES.open(query, scope=name)
     rows = await PayloadSchemaRepository(session).list_versions(
-        tenant_id=tenant_id,
-        name=name,
-        after=(position.sort_key, position.version) if position else None,
-        limit=limit + 1,
+        tenant_id=tenant_id, name=name, after=request.after, limit=request.fetch
     )
-    items = [schema for schema, _ in rows[:limit]]
-    next_cursor = None
-    if len(rows) > limit:
-        last, key = rows[limit - 1]
-        next_cursor = write_cursor(
-            _VersionCursor(kind="schema_versions", name=name, sort_key=key, version=last.version)
-        )
-    return Page[PayloadSchema](items=items, next_cursor=next_cursor)
+    return request.page(rows, key=lambda schema: (semver_sort_key(schema.version), schema.version))
 
 
 async def validate_against(

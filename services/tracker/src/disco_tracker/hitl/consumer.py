@@ -17,9 +17,9 @@ import structlog
 from disco.bus import BusConsumer
 from disco_common.envelope import Envelope
 from disco_common.topics import Topic
-from disco_service import Database, ServiceState
+from disco_service import Database
 from disco_tracker.hitl.service import handle_notification, sweep_timeouts
-from disco_tracker.settings import TrackerSettings
+from disco_tracker.state import TrackerState
 
 __all__ = ["hitl_watch"]
 
@@ -37,10 +37,9 @@ async def _sweep_forever(database: Database, interval_seconds: float) -> None:
 
 
 @asynccontextmanager
-async def hitl_watch(state: ServiceState) -> AsyncIterator[None]:
+async def hitl_watch(state: TrackerState) -> AsyncIterator[None]:
     """Consume questions and answers; publish timeouts; stop both on exit."""
     settings = state.settings
-    assert isinstance(settings, TrackerSettings)
     database = state.require_database()
     consumer = BusConsumer(state.require_bus(), settings.hitl_consumer_group)
 

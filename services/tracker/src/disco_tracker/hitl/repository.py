@@ -10,6 +10,7 @@ from sqlalchemy import RowMapping, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from disco_common.tracker import HumanInputWaitStatus
+from disco_service import Keyset
 
 __all__ = ["HitlRepository", "QuestionRow"]
 
@@ -50,6 +51,7 @@ _RECORD_ANSWER = text(
 
 _CLAIM_TIMEOUTS = text("SELECT * FROM tracker.claim_hitl_timeouts(:cutoff, :max_rows)")
 
+_LIST_ORDER = Keyset("created_at", "correlation_id", "response_event")
 _COLUMNS = (
     "correlation_id, response_event, status, request_id, user_id, session_id, plan_id, "
     "task_id, question, timeout_seconds, asked_at, deadline, answered_at, timed_out_at, "
@@ -113,8 +115,9 @@ class HitlRepository:
         limit: int,
     ) -> Sequence[RowMapping]:
         """The session tenant's waits, oldest first, after the cursor position."""
-        clauses = ["true"]
-        params: dict[str, Any] = {"limit": limit}
+        seek, params = _LIST_ORDER.after(after)
+        clauses = [seek]
+        params["limit"] = limit
         if status is not None:
             clauses.append("status = :status")
             params["status"] = status.value
@@ -124,13 +127,10 @@ class HitlRepository:
         if plan_id is not None:
             clauses.append("plan_id = :plan_id")
             params["plan_id"] = plan_id
-        if after is not None:
-            clauses.append("(created_at, correlation_id, response_event) > (:at, :corr, :resp)")
-            params.update(at=after[0], corr=after[1], resp=after[2])
         result = await self.session.execute(
             text(
                 f"SELECT {_COLUMNS} FROM tracker.hitl_waits WHERE {' AND '.join(clauses)} "  # noqa: S608
-                "ORDER BY created_at, correlation_id, response_event LIMIT :limit"
+                f"{_LIST_ORDER.order_by} LIMIT :limit"
             ),
             params,
         )

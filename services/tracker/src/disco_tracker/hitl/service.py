@@ -9,15 +9,14 @@ from pydantic import ValidationError
 
 from disco.bus import NonRetryableError
 from disco_common.envelope import Envelope
-from disco_common.ids import utcnow
+from disco_common.ids import UtcDatetime, utcnow
 from disco_common.notifications import HumanInputRequest, HumanInputResponse, NotificationType
-from disco_common.pagination import CursorError, Page, decode_cursor, encode_cursor
+from disco_common.pagination import Page
 from disco_common.topics import Topic
 from disco_common.tracker import HumanInputWaitQuery, HumanInputWaitRecord
-from disco_service import BadRequest, Database, publish_after_commit
+from disco_service import Database, Paginator, publish_after_commit
 from disco_tracker.hitl.events import task_timeout, timeout_answer
 from disco_tracker.hitl.repository import HitlRepository
-from disco_tracker.hitl.schemas import WaitCursor
 
 __all__ = ["DEFAULT_TENANT", "get_waits", "handle_notification", "list_waits", "sweep_timeouts"]
 
@@ -28,6 +27,9 @@ DEFAULT_TENANT = "default"
 
 # An asker's clock may run ahead of ours; never let that stretch the deadline.
 _MAX_CLOCK_SKEW = timedelta(seconds=5)
+
+# Sort key: (created_at, correlation_id, response_event), oldest first.
+_WAIT_PAGES = Paginator("hitl_waits", tuple[UtcDatetime, str, str])
 
 
 async def handle_notification(database: Database, envelope: Envelope) -> None:
@@ -131,34 +133,24 @@ async def sweep_timeouts(database: Database, *, batch_size: int = 100) -> int:
 async def list_waits(
     repository: HitlRepository, query: HumanInputWaitQuery
 ) -> Page[HumanInputWaitRecord]:
-    """One page of the tenant's questions to humans, oldest first."""
-    after = None
-    if query.cursor is not None:
-        try:
-            position = decode_cursor(query.cursor, WaitCursor)
-        except CursorError as exc:
-            # A client's mistake, not ours: 400 with the stable error shape.
-            raise BadRequest(str(exc), code="invalid_cursor") from None
-        after = (position.created_at, position.correlation_id, position.response_event)
+    """One page of the tenant's questions to humans, oldest first.
+
+    Raises:
+        InvalidCursor: ``query.cursor`` was not issued for this list and these filters.
+    """
+    request = _WAIT_PAGES.open(query)
     rows = await repository.list(
         status=query.status,
         task_id=query.task_id,
         plan_id=query.plan_id,
-        after=after,
-        limit=query.limit + 1,
+        after=request.after,
+        limit=request.fetch,
     )
-    items = [HumanInputWaitRecord.model_validate(dict(row)) for row in rows[: query.limit]]
-    next_cursor = None
-    if len(rows) > query.limit:
-        last = rows[query.limit - 1]
-        next_cursor = encode_cursor(
-            WaitCursor(
-                created_at=last["created_at"],
-                correlation_id=last["correlation_id"],
-                response_event=last["response_event"],
-            )
-        )
-    return Page[HumanInputWaitRecord](items=items, next_cursor=next_cursor)
+    return request.page(
+        rows,
+        key=lambda row: (row["created_at"], row["correlation_id"], row["response_event"]),
+        item=lambda row: HumanInputWaitRecord.model_validate(dict(row)),
+    )
 
 
 async def get_waits(repository: HitlRepository, correlation_id: str) -> list[HumanInputWaitRecord]:

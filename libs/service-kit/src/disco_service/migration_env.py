@@ -1,9 +1,10 @@
-"""The body of every ``migrations/<service>/env.py``.
+"""The body of every service's Alembic ``env.py`` (``disco_<service>/migrations/env.py``).
 
 Each service's Alembic environment is the same but for the schema it owns, so
-the environment files call :func:`run` and nothing else. Migrations are written
-by hand (no autogenerate): they create tables, indexes and row-level-security
-policies explicitly.
+the environment files call :func:`run` and nothing else. ``disco db upgrade``
+gives the schema and the application role in the Alembic config's attributes.
+Migrations are written by hand (no autogenerate): they create tables, indexes
+and row-level-security policies explicitly.
 """
 
 from __future__ import annotations

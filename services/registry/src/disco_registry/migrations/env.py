@@ -1,5 +1,5 @@
 """Alembic environment of the registry service (schema `registry`). Run with `disco db upgrade`."""
 
-from disco._dev.alembic_env import run
+from disco_service.migration_env import run
 
 run()

@@ -1,5 +1,5 @@
 """Alembic environment of the gateway service (schema `gateway`). Run with `disco db upgrade`."""
 
-from disco._dev.alembic_env import run
+from disco_service.migration_env import run
 
 run()

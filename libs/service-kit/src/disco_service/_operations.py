@@ -1,10 +1,11 @@
-"""Liveness and readiness (unauthenticated).
+"""The operations routes (unauthenticated): liveness, readiness and metrics.
 
 ``/healthz`` answers as long as the process serves HTTP. ``/readyz`` checks
 every dependency (the database with ``SELECT 1``, Kafka with a metadata round
 trip, plus any check a service added) concurrently, each within
 ``DISCO_READINESS_TIMEOUT_SECONDS``, on every call: nothing is cached, so the
-answer follows a dependency going away and coming back.
+answer follows a dependency going away and coming back. ``/metrics`` serves the
+app's Prometheus registry (:class:`~disco_service.ServiceMetrics`).
 """
 
 from __future__ import annotations
@@ -14,15 +15,16 @@ import time
 from typing import Literal
 
 import structlog
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, Field
 
 from disco_common.errors import ErrorCode
 from disco_service._errors import error_response, error_responses
 from disco_service._state import ReadinessCheck, get_state
 
-__all__ = ["CheckResult", "Liveness", "Readiness", "health_router"]
+__all__ = ["CheckResult", "Liveness", "Readiness", "operations_router"]
 
 log = structlog.get_logger("disco_service.health")
 
@@ -50,10 +52,10 @@ class Readiness(BaseModel):
     checks: dict[str, CheckResult] = Field(default_factory=dict)
 
 
-health_router = APIRouter(tags=["operations"])
+operations_router = APIRouter(tags=["operations"])
 
 
-@health_router.get("/healthz", response_model=Liveness, summary="Liveness")
+@operations_router.get("/healthz", response_model=Liveness, summary="Liveness")
 async def healthz(request: Request) -> Liveness:
     """200 while the process serves requests."""
     return Liveness(service=get_state(request).settings.service_name)
@@ -77,7 +79,7 @@ async def _run_check(name: str, check: ReadinessCheck, timeout: float) -> CheckR
     return CheckResult(ok=error is None, latency_ms=latency_ms, error=error)
 
 
-@health_router.get(
+@operations_router.get(
     "/readyz",
     response_model=Readiness,
     summary="Readiness",
@@ -106,3 +108,14 @@ async def readyz(request: Request) -> Readiness | JSONResponse:
             },
         )
     return Readiness(service=state.settings.service_name, checks=checks)
+
+
+@operations_router.get(
+    "/metrics",
+    response_class=Response,
+    summary="Prometheus metrics",
+    responses={200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Metrics."}},
+)
+async def metrics(request: Request) -> Response:
+    """The service's metrics in the Prometheus text format (unauthenticated)."""
+    return Response(get_state(request).metrics.render(), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,89 @@
+"""Services and their migrations are found by package metadata, wherever the process runs."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+import disco_gateway
+import disco_memory
+import disco_registry
+import disco_tracker
+from disco._dev.errors import DevStackError
+from disco._dev.services import installed_services, migrations_dir, select_services
+from disco._dev.settings import DevSettings
+from tests.fixtures.infra import DatabaseUrls
+
+PACKAGES = {
+    "registry": disco_registry,
+    "memory": disco_memory,
+    "tracker": disco_tracker,
+    "gateway": disco_gateway,
+}
+# The newest revision of each service: the files moved into the packages as they were.
+HEADS = {
+    "registry": "registry_0003",
+    "memory": "memory_0002",
+    "tracker": "tracker_0002",
+    "gateway": "gateway_0001",
+}
+
+
+def test_each_installed_service_names_its_module_port_and_the_migrations_in_its_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # nothing is looked up from the working folder
+
+    services = {service.name: service for service in installed_services()}
+
+    assert set(services) == set(PACKAGES)
+    for name, package in PACKAGES.items():
+        service = services[name]
+        settings_cls = getattr(package, f"{name.capitalize()}Settings")
+        assert service.module == package.__name__
+        assert service.default_port == settings_cls.model_fields["port"].default
+        assert migrations_dir(service) == Path(package.__file__).parent / "migrations"
+
+
+def test_services_start_registry_first_and_gateway_last() -> None:
+    names = [service.name for service in select_services(["gateway", "tracker", "registry"])]
+
+    assert names == ["registry", "tracker", "gateway"]
+
+
+def test_an_unknown_service_is_refused_with_the_installed_ones_listed() -> None:
+    with pytest.raises(DevStackError, match=r"unknown service\(s\) \['nope'\].*registry"):
+        select_services(["registry", "nope"])
+
+
+def test_a_service_port_comes_from_its_own_variable_else_from_its_manifest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    registry, memory = select_services(["registry", "memory"])
+    monkeypatch.setenv("DISCO_REGISTRY_PORT", "9081")
+    monkeypatch.delenv("DISCO_MEMORY_PORT", raising=False)
+
+    assert DevSettings().service_port(registry) == 9081
+    assert DevSettings().service_port(memory) == 8082
+    monkeypatch.setenv("DISCO_REGISTRY_PORT", "not-a-port")
+    with pytest.raises(DevStackError, match="DISCO_REGISTRY_PORT"):
+        DevSettings().service_port(registry)
+
+
+def test_every_schema_is_at_its_head_revision_in_its_own_version_table(
+    database: DatabaseUrls,
+) -> None:
+    async def heads() -> dict[str, str]:
+        conn = await asyncpg.connect(database.admin)
+        try:
+            return {
+                schema: await conn.fetchval(f'SELECT version_num FROM "{schema}".alembic_version')  # noqa: S608
+                for schema in HEADS
+            }
+        finally:
+            await conn.close()
+
+    assert asyncio.run(heads()) == HEADS
