@@ -1,0 +1,181 @@
+"""What a saved task publishes, as its record describes it: the first time or again.
+
+Every envelope here takes its id (and time) from the task context, so that
+publishing it again after a crash (see ``Worker._recover``) publishes the very
+same envelope and receivers deduplicate it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import structlog
+from pydantic import JsonValue
+
+from disco.agents._common import answer, derived_id, publish_system_event
+from disco.agents._durable import publish_again, scope_of
+from disco.clients import ServiceNotFoundError
+from disco_common.notifications import NotificationType
+from disco_common.system_events import (
+    DelegatedSubTask,
+    SystemEventType,
+    TaskCompletedData,
+    TaskDelegatedData,
+    TaskFailedData,
+)
+from disco_common.tasks import HumanInputWait, SubTaskInfo, TaskContextData
+from disco_common.topics import Topic
+
+if TYPE_CHECKING:
+    from disco.agents._agent import PlatformContext
+
+__all__ = [
+    "announce_delegation",
+    "delegation_order",
+    "forget",
+    "publish_outcome",
+    "send_question",
+    "send_request",
+]
+
+_log = structlog.get_logger("disco.agents")
+
+
+def delegation_order(info: SubTaskInfo) -> tuple[datetime, str]:
+    """Sort key of sub-tasks in delegation order (contexts are JSONB: key order is not ours)."""
+    return (info.delegated_at or datetime.min.replace(tzinfo=UTC), info.sub_task_id)
+
+
+async def send_request(
+    platform: PlatformContext, data: TaskContextData, info: SubTaskInfo, payload: JsonValue
+) -> None:
+    """Publish a sub-task's request as its saved record describes it (first time or again)."""
+    assert info.delegated_at is not None
+    await publish_again(
+        platform.bus,
+        Topic.ACTION_REQUESTS,
+        info.event_type,
+        payload,
+        id=derived_id(info.sub_task_id, "request"),
+        time=info.delegated_at,
+        traceparent=data.traceparent,
+        correlation_id=info.sub_task_id,
+        causation_id=info.caused_by,
+        response_event=info.response_event,
+        response_topic=Topic.ACTION_RESULTS.value,
+        task_id=info.sub_task_id,
+        **scope_of(data),
+    )
+
+
+async def send_question(
+    platform: PlatformContext, data: TaskContextData, wait: HumanInputWait
+) -> None:
+    """Publish a task's question to a human as its saved wait describes it."""
+    await publish_again(
+        platform.bus,
+        Topic.NOTIFICATION_EVENTS,
+        NotificationType.HUMAN_INPUT.value,
+        wait.request_data,
+        id=wait.request_id,
+        time=wait.asked_at,
+        traceparent=data.traceparent,
+        correlation_id=wait.correlation_id,
+        causation_id=wait.caused_by,
+        task_id=data.task_id,
+        **scope_of(data),
+    )
+
+
+async def announce_delegation(
+    platform: PlatformContext,
+    data: TaskContextData,
+    infos: Sequence[SubTaskInfo],
+    group: str | None,
+) -> None:
+    """``task.delegated`` for one delegation (its id derived: announcing again is harmless)."""
+    await publish_system_event(
+        platform.bus,
+        SystemEventType.TASK_DELEGATED,
+        TaskDelegatedData(
+            task_id=data.task_id,
+            plan_id=data.plan_id,
+            agent_name=data.agent_name,
+            agent_id=data.agent_id,
+            sub_tasks=[
+                DelegatedSubTask(
+                    sub_task_id=info.sub_task_id,
+                    event_type=info.event_type,
+                    response_event=info.response_event,
+                )
+                for info in infos
+            ],
+            parallel_group_id=group,
+        ),
+        id=derived_id(infos[0].sub_task_id, "delegated"),
+        plan_id=data.plan_id,
+        task_id=data.task_id,
+    )
+
+
+async def publish_outcome(
+    platform: PlatformContext, data: TaskContextData, duration: float | None
+) -> None:
+    """Publish a final task's answer and its system event (ids derived: repeatable)."""
+    outcome = data.outcome
+    assert outcome is not None
+    await answer(
+        platform.bus,
+        data.response_event,
+        outcome.model_dump(mode="json", exclude_none=True),
+        correlation_id=data.correlation_id or data.task_id,
+        topic=data.response_topic,
+        id=derived_id(data.task_id, "answer"),
+        task_id=data.task_id,
+        **scope_of(data),
+    )
+    kind: SystemEventType
+    payload: TaskCompletedData | TaskFailedData
+    if outcome.success:
+        kind = SystemEventType.TASK_COMPLETED
+        payload = TaskCompletedData(
+            task_id=data.task_id,
+            plan_id=data.plan_id,
+            agent_name=data.agent_name,
+            agent_id=data.agent_id,
+            duration_seconds=duration,
+            result=outcome.result,
+        )
+    else:
+        assert outcome.error is not None
+        kind = SystemEventType.TASK_FAILED
+        payload = TaskFailedData(
+            task_id=data.task_id,
+            plan_id=data.plan_id,
+            agent_name=data.agent_name,
+            agent_id=data.agent_id,
+            duration_seconds=duration,
+            error=outcome.error,
+        )
+    await publish_system_event(
+        platform.bus,
+        kind,
+        payload,
+        id=derived_id(data.task_id, "completed" if outcome.success else "failed"),
+        plan_id=data.plan_id,
+        task_id=data.task_id,
+    )
+
+
+async def forget(platform: PlatformContext, task_id: str) -> None:
+    """Delete a finished task's context (best effort: the answer is out already)."""
+    # A context left behind expires by its TTL, and a late answer that finds it
+    # sees a final task and is ignored.
+    try:
+        await platform.context_memory.delete_task_context(task_id)
+    except ServiceNotFoundError:
+        pass
+    except Exception as exc:
+        _log.warning("finished task context not deleted", task_id=task_id, error=repr(exc))
