@@ -138,7 +138,8 @@ async def test_a_plan_saved_over_a_newer_version_raises_a_plan_conflict() -> Non
         ((plan_id, _),) = kit.memory.plans.items()
         first = await planner.restore_plan(plan_id)
         second = await planner.restore_plan(plan_id)
-        assert first is not None and second is not None
+        assert first is not None
+        assert second is not None
         first.state["note"] = "first"
         await first.save()
         second.state["note"] = "second"

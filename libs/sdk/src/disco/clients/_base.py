@@ -16,21 +16,19 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Mapping
-from typing import Any, Protocol, TypeVar, overload
+from typing import Any, TypeVar, overload
 
 import httpx
 from pydantic import BaseModel, SecretStr, TypeAdapter, ValidationError
 
-from disco._auth import DEV_AUTH_SECRET, mint_dev_token
 from disco._context import maybe_current_context
 from disco._lifecycle import StartStop
+from disco.auth import DEV_AUTH_SECRET, DevTokenMinter, StaticToken, TokenProvider
 from disco_common.auth import ON_BEHALF_OF_TENANT_HEADER, ON_BEHALF_OF_USER_HEADER, Role
 from disco_common.errors import ErrorResponse
 
 __all__ = [
-    "DevTokenMinter",
     "ServiceAuthError",
     "ServiceClient",
     "ServiceConflictError",
@@ -38,8 +36,6 @@ __all__ = [
     "ServiceNotFoundError",
     "ServiceUnavailableError",
     "ServiceValidationError",
-    "StaticToken",
-    "TokenProvider",
     "token_provider_from_settings",
 ]
 
@@ -47,57 +43,6 @@ ModelT = TypeVar("ModelT")
 
 _IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 _RETRY_STATUSES = frozenset({502, 503, 504})
-
-
-class TokenProvider(Protocol):
-    """Supplies the bearer token for the next request."""
-
-    async def token(self) -> str:
-        """A token that is valid now."""
-        ...
-
-
-class StaticToken:
-    """A token given from outside (``DISCO_AUTH_TOKEN``); never refreshed."""
-
-    def __init__(self, token: str) -> None:
-        if not token:
-            raise ValueError("StaticToken needs a non-empty token")
-        self._token = token
-
-    async def token(self) -> str:
-        return self._token
-
-
-class DevTokenMinter:
-    """Mints HS256 dev tokens for one tenant/user and renews them before expiry."""
-
-    def __init__(
-        self,
-        secret: str,
-        *,
-        tenant_id: str,
-        user_id: str,
-        roles: tuple[Role, ...] = (Role.SERVICE,),
-        ttl_seconds: int = 3600,
-    ) -> None:
-        self._secret = secret
-        self._tenant_id = tenant_id
-        self._user_id = user_id
-        self._roles = roles
-        self._ttl_seconds = ttl_seconds
-        self._token: str | None = None
-        self._renew_at = 0.0
-
-    async def token(self) -> str:
-        now = time.monotonic()
-        if self._token is None or now >= self._renew_at:
-            self._token = mint_dev_token(
-                self._secret, self._tenant_id, self._user_id, self._roles, self._ttl_seconds
-            )
-            # Renew with a fifth of the lifetime left, so no request carries a stale token.
-            self._renew_at = now + self._ttl_seconds * 0.8
-        return self._token
 
 
 def token_provider_from_settings(

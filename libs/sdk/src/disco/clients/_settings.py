@@ -5,7 +5,8 @@ from __future__ import annotations
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from disco.clients._base import TokenProvider, token_provider_from_settings
+from disco.auth import TokenProvider
+from disco.clients._base import token_provider_from_settings
 from disco_common.auth import Role
 from disco_common.ids import Id, TenantId
 

@@ -18,7 +18,8 @@ from urllib.parse import quote
 
 from pydantic import JsonValue
 
-from disco.clients._base import ServiceClient, ServiceNotFoundError, TokenProvider
+from disco.auth import TokenProvider
+from disco.clients._base import ServiceClient, ServiceNotFoundError
 from disco.clients._settings import ServiceClientSettings
 from disco_common.memory import (
     AgentStateSnapshot,

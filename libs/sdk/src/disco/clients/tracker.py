@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from urllib.parse import quote
 
-from disco.clients._base import ServiceClient, ServiceNotFoundError, TokenProvider
+from disco.auth import TokenProvider
+from disco.clients._base import ServiceClient, ServiceNotFoundError
 from disco.clients._settings import ServiceClientSettings
 from disco_common.pagination import Page
 from disco_common.tracker import HumanInputWaitQuery, HumanInputWaitRecord, HumanInputWaitStatus
