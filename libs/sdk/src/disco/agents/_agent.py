@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import structlog
 
 from disco._lifecycle import StartStop
+from disco.agents._common import capability_for
 from disco.agents._errors import AgentDefinitionError, AgentError
-from disco.agents._handlers import describe, inspect_handler
+from disco.agents._handlers import HandlerSpec, describe, inspect_handler
 from disco.agents._ports import AgentMemory, ContextMemory, Registrar, RequestValidator
 from disco.bus import ANY_EVENT, BusClient, BusConsumer
 from disco.settings import BusSettings
@@ -263,8 +264,6 @@ class Agent(StartStop):
                 decorator="on_event",
                 first="event: Envelope",
                 context_types=(Envelope,),
-                allow_model_argument=False,
-                check_return=False,
             )
             agent = self
 
@@ -320,8 +319,32 @@ class Agent(StartStop):
         route = self._routes.get((topic, event_type)) or self._routes.get((topic, ANY_EVENT))
         return route.dispatch if route is not None else None
 
-    def _derive_capability(self, capability: AgentCapability) -> None:
-        self._derived.append(capability)
+    def _serve_requests(
+        self,
+        event_type: str,
+        spec: HandlerSpec,
+        dispatch: Dispatch,
+        *,
+        capability: str | None,
+        description: str | None,
+        response_event: str | None,
+    ) -> None:
+        """Route ``event_type`` requests on ``action-requests`` to ``dispatch``.
+
+        The capability the handler offers (derived from ``spec``'s type hints) is
+        registered with the agent.
+        """
+        derived = capability_for(
+            spec,
+            event_type,
+            capability=capability,
+            description=description,
+            response_event=response_event,
+        )
+        self._add_route(
+            Topic.ACTION_REQUESTS.value, event_type, dispatch, describe(spec.func), internal=True
+        )
+        self._derived.append(derived)
 
     @property
     def routes(self) -> list[tuple[str, str]]:

@@ -65,8 +65,8 @@ def inspect_handler(
     decorator: str,
     first: str,
     context_types: tuple[type, ...],
-    allow_model_argument: bool,
-    check_return: bool,
+    allow_model_argument: bool = False,
+    check_return: bool = False,
 ) -> HandlerSpec:
     """Check ``func`` for ``decorator`` and describe it.
 

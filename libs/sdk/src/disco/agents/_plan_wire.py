@@ -7,7 +7,7 @@ deduplicate them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import JsonValue
 
@@ -21,6 +21,7 @@ from disco_common.system_events import (
     PlanResumedData,
     PlanStartedData,
     PlanStateChangedData,
+    SystemEventData,
     SystemEventType,
 )
 from disco_common.topics import Topic
@@ -65,12 +66,26 @@ async def send_action(
     )
 
 
+def _plan_fields(data: PlanContextData) -> dict[str, Any]:
+    """What every ``plan.*`` event says of the plan."""
+    return {"plan_id": data.plan_id, "agent_name": data.agent_name, "agent_id": data.agent_id}
+
+
+async def _announce(
+    platform: PlatformContext,
+    data: PlanContextData,
+    kind: SystemEventType,
+    event: SystemEventData,
+    *,
+    id: str | None,
+) -> None:
+    await publish_system_event(platform.bus, kind, event, id=id, plan_id=data.plan_id)
+
+
 def state_changed(data: PlanContextData, entry: PlanHistoryEntry) -> PlanStateChangedData:
     """The ``plan.state_changed`` of one history entry."""
     return PlanStateChangedData(
-        plan_id=data.plan_id,
-        agent_name=data.agent_name,
-        agent_id=data.agent_id,
+        **_plan_fields(data),
         from_state=entry.from_state,
         to_state=entry.to_state,
         trigger_event=entry.event_type,
@@ -83,31 +98,29 @@ async def announce_moves(
     platform: PlatformContext, data: PlanContextData, changes: Moves, *, start: bool
 ) -> None:
     """``plan.started`` (with ``start``) and the ``plan.state_changed`` of ``changes``."""
-    bus = platform.bus
     if start:
-        await publish_system_event(
-            bus,
+        started = PlanStartedData(
+            **_plan_fields(data),
+            goal_event=data.goal_event,
+            plan_type=data.plan_type,
+            initial_state=data.initial_state,
+            session_id=data.session_id,
+            parent_plan_id=data.parent_plan_id,
+        )
+        await _announce(
+            platform,
+            data,
             SystemEventType.PLAN_STARTED,
-            PlanStartedData(
-                plan_id=data.plan_id,
-                agent_name=data.agent_name,
-                agent_id=data.agent_id,
-                goal_event=data.goal_event,
-                plan_type=data.plan_type,
-                initial_state=data.initial_state,
-                session_id=data.session_id,
-                parent_plan_id=data.parent_plan_id,
-            ),
+            started,
             id=derived_id(data.plan_id, "started"),
-            plan_id=data.plan_id,
         )
     for index, change in changes:
-        await publish_system_event(
-            bus,
+        await _announce(
+            platform,
+            data,
             SystemEventType.PLAN_STATE_CHANGED,
             change,
             id=derived_id(data.plan_id, "state", str(index)),
-            plan_id=data.plan_id,
         )
 
 
@@ -133,34 +146,16 @@ async def announce_paused(
     platform: PlatformContext, data: PlanContextData, *, id: str | None = None
 ) -> None:
     """``plan.paused`` (``id`` derived when the pause is a question: repeatable)."""
-    await publish_system_event(
-        platform.bus,
-        SystemEventType.PLAN_PAUSED,
-        PlanPausedData(
-            plan_id=data.plan_id,
-            agent_name=data.agent_name,
-            agent_id=data.agent_id,
-            reason=data.pause_reason or "",
-            current_state=data.current_state,
-        ),
-        id=id,
-        plan_id=data.plan_id,
+    paused = PlanPausedData(
+        **_plan_fields(data), reason=data.pause_reason or "", current_state=data.current_state
     )
+    await _announce(platform, data, SystemEventType.PLAN_PAUSED, paused, id=id)
 
 
 async def announce_resumed(platform: PlatformContext, data: PlanContextData) -> None:
     """``plan.resumed``."""
-    await publish_system_event(
-        platform.bus,
-        SystemEventType.PLAN_RESUMED,
-        PlanResumedData(
-            plan_id=data.plan_id,
-            agent_name=data.agent_name,
-            agent_id=data.agent_id,
-            current_state=data.current_state,
-        ),
-        plan_id=data.plan_id,
-    )
+    resumed = PlanResumedData(**_plan_fields(data), current_state=data.current_state)
+    await _announce(platform, data, SystemEventType.PLAN_RESUMED, resumed, id=None)
 
 
 async def answer_goal(platform: PlatformContext, data: PlanContextData) -> None:
@@ -182,32 +177,16 @@ async def announce_end(platform: PlatformContext, data: PlanContextData) -> None
     """``plan.completed`` or ``plan.failed`` of a final plan (id derived: repeatable)."""
     outcome = data.outcome
     assert outcome is not None
+    event: PlanCompletedData | PlanFailedData
     if outcome.success:
-        await publish_system_event(
-            platform.bus,
-            SystemEventType.PLAN_COMPLETED,
-            PlanCompletedData(
-                plan_id=data.plan_id,
-                agent_name=data.agent_name,
-                agent_id=data.agent_id,
-                final_state=data.current_state,
-                result=outcome.result,
-            ),
-            id=derived_id(data.plan_id, "completed"),
-            plan_id=data.plan_id,
+        kind, suffix = SystemEventType.PLAN_COMPLETED, "completed"
+        event = PlanCompletedData(
+            **_plan_fields(data), final_state=data.current_state, result=outcome.result
         )
     else:
         assert outcome.error is not None
-        await publish_system_event(
-            platform.bus,
-            SystemEventType.PLAN_FAILED,
-            PlanFailedData(
-                plan_id=data.plan_id,
-                agent_name=data.agent_name,
-                agent_id=data.agent_id,
-                error=outcome.error,
-                final_state=data.current_state,
-            ),
-            id=derived_id(data.plan_id, "failed"),
-            plan_id=data.plan_id,
+        kind, suffix = SystemEventType.PLAN_FAILED, "failed"
+        event = PlanFailedData(
+            **_plan_fields(data), error=outcome.error, final_state=data.current_state
         )
+    await _announce(platform, data, kind, event, id=derived_id(data.plan_id, suffix))

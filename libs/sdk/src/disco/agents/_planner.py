@@ -38,7 +38,7 @@ import structlog
 from pydantic import ValidationError
 
 from disco.agents._agent import Agent
-from disco.agents._common import capability_for, derived_id
+from disco.agents._common import derived_id
 from disco.agents._durable import (
     FINISHER_GRACE,
     RESEND_GRACE,
@@ -192,15 +192,6 @@ class Planner(Agent):
                 decorator="on_goal",
                 first="goal: GoalContext",
                 context_types=(GoalContext,),
-                allow_model_argument=False,
-                check_return=False,
-            )
-            derived = capability_for(
-                spec,
-                event_type,
-                capability=capability,
-                description=description,
-                response_event=response_event,
             )
             if not self._adding_plan:
                 self._dynamic = True
@@ -219,8 +210,14 @@ class Planner(Agent):
                 goal = GoalContext(request, platform, planner, goal_input)
                 await planner._run_goal(goal, spec, name)
 
-            self._add_route(Topic.ACTION_REQUESTS.value, event_type, dispatch, name, internal=True)
-            self._derive_capability(derived)
+            self._serve_requests(
+                event_type,
+                spec,
+                dispatch,
+                capability=capability,
+                description=description,
+                response_event=response_event,
+            )
             return handler
 
         return register
@@ -280,8 +277,6 @@ class Planner(Agent):
                 decorator="on_transition",
                 first="transition: TransitionContext",
                 context_types=(TransitionContext,),
-                allow_model_argument=False,
-                check_return=False,
             )
             self._transition = spec
             self._dynamic = True

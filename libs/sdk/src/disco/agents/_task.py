@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import JsonValue
 
-from disco.agents._common import derived_id, publish_system_event
+from disco.agents._common import derived_id
 from disco.agents._durable import (
     KEPT_PAYLOAD_MAX_BYTES,
     KEPT_TOTAL_MAX_BYTES,
@@ -31,11 +31,13 @@ from disco.agents._faults import CrashPoint, crash_point
 from disco.agents._handlers import to_json
 from disco.agents._task_wire import (
     announce_delegation,
+    announce_task,
     delegation_order,
     forget,
     publish_outcome,
     send_question,
     send_request,
+    task_fields,
 )
 from disco_common.memory import TaskContextRecord
 from disco_common.notifications import HumanInputOption, HumanInputRequest, NotificationType
@@ -526,21 +528,10 @@ class TaskContext(DurableContext[TaskContextData], Generic[InputT]):
         status: TaskStatus = TaskStatus.RUNNING,
     ) -> None:
         """Report progress on ``system-events`` (``task.progress``); the tracker reads it."""
-        await publish_system_event(
-            self._platform.bus,
-            SystemEventType.TASK_PROGRESS,
-            TaskProgressData(
-                task_id=self.task_id,
-                plan_id=self.plan_id,
-                agent_name=self._data.agent_name,
-                agent_id=self._data.agent_id,
-                status=status,
-                progress=fraction,
-                message=message,
-            ),
-            plan_id=self.plan_id,
-            task_id=self.task_id,
+        progress = TaskProgressData(
+            **task_fields(self._data), status=status, progress=fraction, message=message
         )
+        await announce_task(self._platform, self._data, SystemEventType.TASK_PROGRESS, progress)
 
     async def complete(self, result: Any = None) -> None:
         """Answer the caller with success and end the task (exactly once).

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from pydantic import JsonValue
@@ -20,6 +20,7 @@ from disco.clients import ServiceNotFoundError
 from disco_common.notifications import NotificationType
 from disco_common.system_events import (
     DelegatedSubTask,
+    SystemEventData,
     SystemEventType,
     TaskCompletedData,
     TaskDelegatedData,
@@ -33,14 +34,40 @@ if TYPE_CHECKING:
 
 __all__ = [
     "announce_delegation",
+    "announce_task",
     "delegation_order",
     "forget",
     "publish_outcome",
     "send_question",
     "send_request",
+    "task_fields",
 ]
 
 _log = structlog.get_logger("disco.agents")
+
+
+def task_fields(data: TaskContextData) -> dict[str, Any]:
+    """What every ``task.*`` event says of the task."""
+    return {
+        "task_id": data.task_id,
+        "plan_id": data.plan_id,
+        "agent_name": data.agent_name,
+        "agent_id": data.agent_id,
+    }
+
+
+async def announce_task(
+    platform: PlatformContext,
+    data: TaskContextData,
+    kind: SystemEventType,
+    event: SystemEventData,
+    *,
+    id: str | None = None,
+) -> None:
+    """Publish a ``task.*`` event of ``data`` on ``system-events`` (never fails the caller)."""
+    await publish_system_event(
+        platform.bus, kind, event, id=id, plan_id=data.plan_id, task_id=data.task_id
+    )
 
 
 def delegation_order(info: SubTaskInfo) -> tuple[datetime, str]:
@@ -96,27 +123,24 @@ async def announce_delegation(
     group: str | None,
 ) -> None:
     """``task.delegated`` for one delegation (its id derived: announcing again is harmless)."""
-    await publish_system_event(
-        platform.bus,
+    delegated = TaskDelegatedData(
+        **task_fields(data),
+        sub_tasks=[
+            DelegatedSubTask(
+                sub_task_id=info.sub_task_id,
+                event_type=info.event_type,
+                response_event=info.response_event,
+            )
+            for info in infos
+        ],
+        parallel_group_id=group,
+    )
+    await announce_task(
+        platform,
+        data,
         SystemEventType.TASK_DELEGATED,
-        TaskDelegatedData(
-            task_id=data.task_id,
-            plan_id=data.plan_id,
-            agent_name=data.agent_name,
-            agent_id=data.agent_id,
-            sub_tasks=[
-                DelegatedSubTask(
-                    sub_task_id=info.sub_task_id,
-                    event_type=info.event_type,
-                    response_event=info.response_event,
-                )
-                for info in infos
-            ],
-            parallel_group_id=group,
-        ),
+        delegated,
         id=derived_id(infos[0].sub_task_id, "delegated"),
-        plan_id=data.plan_id,
-        task_id=data.task_id,
     )
 
 
@@ -141,32 +165,16 @@ async def publish_outcome(
     if outcome.success:
         kind = SystemEventType.TASK_COMPLETED
         payload = TaskCompletedData(
-            task_id=data.task_id,
-            plan_id=data.plan_id,
-            agent_name=data.agent_name,
-            agent_id=data.agent_id,
-            duration_seconds=duration,
-            result=outcome.result,
+            **task_fields(data), duration_seconds=duration, result=outcome.result
         )
     else:
         assert outcome.error is not None
         kind = SystemEventType.TASK_FAILED
         payload = TaskFailedData(
-            task_id=data.task_id,
-            plan_id=data.plan_id,
-            agent_name=data.agent_name,
-            agent_id=data.agent_id,
-            duration_seconds=duration,
-            error=outcome.error,
+            **task_fields(data), duration_seconds=duration, error=outcome.error
         )
-    await publish_system_event(
-        platform.bus,
-        kind,
-        payload,
-        id=derived_id(data.task_id, "completed" if outcome.success else "failed"),
-        plan_id=data.plan_id,
-        task_id=data.task_id,
-    )
+    suffix = "completed" if outcome.success else "failed"
+    await announce_task(platform, data, kind, payload, id=derived_id(data.task_id, suffix))
 
 
 async def forget(platform: PlatformContext, task_id: str) -> None:

@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import structlog
 from pydantic import BaseModel, JsonValue, ValidationError
 
-from disco.agents._agent import Agent, PlatformContext
-from disco.agents._common import capability_for, derived_id, publish_system_event
+from disco.agents._agent import Agent
+from disco.agents._common import derived_id
 from disco.agents._durable import (
     FINISHER_GRACE,
     RESEND_GRACE,
@@ -55,11 +55,13 @@ from disco.agents._result import ResultContext
 from disco.agents._task import DEFAULT_TASK_TTL_SECONDS, TaskContext
 from disco.agents._task_wire import (
     announce_delegation,
+    announce_task,
     delegation_order,
     forget,
     publish_outcome,
     send_question,
     send_request,
+    task_fields,
 )
 from disco.settings import BusSettings
 from disco_common.envelope import ActionRequest, Envelope
@@ -251,17 +253,6 @@ class Worker(Agent):
                 decorator="on_task",
                 first="task: TaskContext",
                 context_types=(TaskContext,),
-                allow_model_argument=False,
-                check_return=False,
-            )
-            if spec.input_model is not None:
-                self._input_models[event_type] = spec.input_model
-            derived = capability_for(
-                spec,
-                event_type,
-                capability=capability,
-                description=description,
-                response_event=response_event,
             )
             worker = self
             name = describe(handler)
@@ -269,8 +260,16 @@ class Worker(Agent):
             async def dispatch(envelope: Envelope) -> None:
                 await worker._run_task(envelope, spec, name)
 
-            self._add_route(Topic.ACTION_REQUESTS.value, event_type, dispatch, name, internal=True)
-            self._derive_capability(derived)
+            self._serve_requests(
+                event_type,
+                spec,
+                dispatch,
+                capability=capability,
+                description=description,
+                response_event=response_event,
+            )
+            if spec.input_model is not None:
+                self._input_models[event_type] = spec.input_model
             return handler
 
         return register
@@ -294,8 +293,6 @@ class Worker(Agent):
                 decorator="on_result",
                 first="result: ResultContext",
                 context_types=(ResultContext,),
-                allow_model_argument=False,
-                check_return=False,
             )
             worker = self
             name = describe(handler)
@@ -319,9 +316,9 @@ class Worker(Agent):
 
     # -- running handlers ------------------------------------------------------------
 
-    def _new_task(self, request: ActionRequest, platform: PlatformContext) -> TaskContext[Any]:
-        now = utc_now()
-        data = TaskContextData(
+    def _task_data(self, request: ActionRequest) -> TaskContextData:
+        created = utc_now()
+        return TaskContextData(
             task_id=request.task_id or request.id,
             event_type=request.type,
             plan_id=request.plan_id,
@@ -336,47 +333,32 @@ class Worker(Agent):
             agent_id=self.identity.agent_id,
             agent_name=self.name,
             traceparent=request.traceparent,
-            created_at=now,
-            updated_at=now,
+            created_at=created,
+            updated_at=created,
         )
-        task_input = self._task_input(data)
-        return TaskContext(data, platform, input=task_input, ttl_seconds=self.task_ttl_seconds)
 
     async def _run_task(self, envelope: Envelope, handler: HandlerSpec, name: str) -> None:
         request: ActionRequest = envelope  # type: ignore[assignment]
         platform = self.context
+        data = self._task_data(request)
         try:
-            task = self._new_task(request, platform)
+            task_input = self._task_input(data)
         except ValidationError as exc:
             # Invalid request data: answer at once, nothing was saved.
-            data = TaskContextData(
-                task_id=request.task_id or request.id,
-                event_type=request.type,
-                response_event=request.response_event,
-                response_topic=request.response_topic,
-                correlation_id=request.correlation_id,
-                plan_id=request.plan_id,
-                agent_name=self.name,
-                agent_id=self.identity.agent_id,
-                status=TaskStatus.FAILED,
-                outcome=ActionResultData(success=False, error=error_info(exc)),
-            )
+            data.status = TaskStatus.FAILED
+            data.outcome = ActionResultData(success=False, error=error_info(exc))
             await publish_outcome(platform, data, None)
             return
-        await publish_system_event(
-            platform.bus,
+        task = TaskContext(data, platform, input=task_input, ttl_seconds=self.task_ttl_seconds)
+        started = TaskStartedData(
+            **task_fields(data), event_type=request.type, correlation_id=request.correlation_id
+        )
+        await announce_task(
+            platform,
+            data,
             SystemEventType.TASK_STARTED,
-            TaskStartedData(
-                task_id=task.task_id,
-                plan_id=task.plan_id,
-                agent_name=self.name,
-                agent_id=self.identity.agent_id,
-                event_type=request.type,
-                correlation_id=request.correlation_id,
-            ),
+            started,
             id=derived_id(task.task_id, "started"),
-            plan_id=task.plan_id,
-            task_id=task.task_id,
         )
         try:
             await handler.call(task, platform)

@@ -25,23 +25,6 @@ __all__ = [
 ]
 
 
-class EnvelopeAttributes(TypedDict, total=False):
-    """Envelope attributes a publishing call may set (all optional)."""
-
-    correlation_id: str | None
-    causation_id: str | None
-    response_event: str | None
-    response_topic: str | None
-    tenant_id: str | None
-    user_id: str | None
-    session_id: str | None
-    plan_id: str | None
-    task_id: str | None
-    subject: str | None
-    payload_schema: str | None
-    id: str | None
-
-
 class ContextAttributes(TypedDict, total=False):
     """Attributes ``request`` and ``respond`` take beyond their correlation arguments."""
 
@@ -54,6 +37,14 @@ class ContextAttributes(TypedDict, total=False):
     subject: str | None
     payload_schema: str | None
     id: str | None
+
+
+class EnvelopeAttributes(ContextAttributes, total=False):
+    """Envelope attributes a publishing call may set (all optional)."""
+
+    correlation_id: str | None
+    response_event: str | None
+    response_topic: str | None
 
 
 _INHERITED = ("tenant_id", "user_id", "session_id", "plan_id")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, JsonValue
 
@@ -75,6 +75,29 @@ class InMemoryMemory:
                 f"{kind} {key!r} is at version {current or 0}, not {expected}",
             )
 
+    @staticmethod
+    def _check_claims(
+        index: dict[str, str], ids: Iterable[str], owner: str, *, code: str, what: str, of: str
+    ) -> None:
+        # An id (sub-task, correlation) finds one context: another may not take it.
+        for claimed in ids:
+            holder = index.get(claimed)
+            if holder is not None and holder != owner:
+                raise ServiceConflictError(
+                    409, code, f"{what} {claimed!r} belongs to {of} {holder!r}"
+                )
+
+    @staticmethod
+    def _stamps(
+        existing: TaskContextRecord | PlanContextRecord | WorkingMemoryEntry | None,
+    ) -> dict[str, Any]:
+        now = _now()
+        return {
+            "version": (existing.version if existing else 0) + 1,
+            "created_at": existing.created_at if existing else now,
+            "updated_at": now,
+        }
+
     async def store_task_context(
         self,
         task_id: str,
@@ -89,21 +112,20 @@ class InMemoryMemory:
         self._check_version(
             "task", task_id, existing.version if existing else None, expected_version
         )
-        for sub_task_id in context.sub_tasks:
-            owner = self._by_subtask.get(sub_task_id)
-            if owner is not None and owner != task_id:
-                raise ServiceConflictError(
-                    409, "sub_task_claimed", f"sub-task {sub_task_id!r} belongs to task {owner!r}"
-                )
-        now = _now()
+        self._check_claims(
+            self._by_subtask,
+            context.sub_tasks,
+            task_id,
+            code="sub_task_claimed",
+            what="sub-task",
+            of="task",
+        )
         record = TaskContextRecord(
-            version=(existing.version if existing else 0) + 1,
+            **self._stamps(existing),
             task_id=task_id,
             plan_id=plan_id or context.plan_id,
             sub_task_ids=list(context.sub_task_ids),
             context=_over_the_wire(context),
-            created_at=existing.created_at if existing else now,
-            updated_at=now,
         )
         self.tasks[task_id] = record
         for sub_task_id in context.sub_tasks:
@@ -143,23 +165,20 @@ class InMemoryMemory:
         self._check_version(
             "plan", plan_id, existing.version if existing else None, expected_version
         )
-        for correlation_id in context.correlation_ids:
-            owner = self._by_correlation.get(correlation_id)
-            if owner is not None and owner != plan_id:
-                raise ServiceConflictError(
-                    409,
-                    "correlation_claimed",
-                    f"correlation id {correlation_id!r} belongs to plan {owner!r}",
-                )
-        now = _now()
+        self._check_claims(
+            self._by_correlation,
+            context.correlation_ids,
+            plan_id,
+            code="correlation_claimed",
+            what="correlation id",
+            of="plan",
+        )
         record = PlanContextRecord(
-            version=(existing.version if existing else 0) + 1,
+            **self._stamps(existing),
             plan_id=plan_id,
             session_id=session_id or context.session_id,
             correlation_ids=list(context.correlation_ids),
             context=_over_the_wire(context),
-            created_at=existing.created_at if existing else now,
-            updated_at=now,
         )
         if existing is not None:
             for correlation_id in existing.correlation_ids:
@@ -193,14 +212,11 @@ class InMemoryMemory:
         self._check_version(
             "key", f"{plan_id}/{key}", existing.version if existing else None, expected_version
         )
-        now = _now()
         entry = WorkingMemoryEntry(
-            version=(existing.version if existing else 0) + 1,
+            **self._stamps(existing),
             plan_id=plan_id,
             key=key,
             value=json.loads(json.dumps(value)),
-            created_at=existing.created_at if existing else now,
-            updated_at=now,
         )
         self.working[(plan_id, key)] = entry
         return entry.model_copy(deep=True)
