@@ -7,7 +7,7 @@ same envelope and receivers deduplicate it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +15,13 @@ import structlog
 from pydantic import JsonValue
 
 from disco.agents._common import answer, derived_id, publish_system_event
-from disco.agents._durable import publish_again, scope_of
+from disco.agents._durable import (
+    FINISHER_GRACE,
+    RESEND_GRACE,
+    Recovery,
+    publish_again,
+    scope_of,
+)
 from disco.clients import ServiceNotFoundError
 from disco_common.notifications import NotificationType
 from disco_common.system_events import (
@@ -26,7 +32,7 @@ from disco_common.system_events import (
     TaskDelegatedData,
     TaskFailedData,
 )
-from disco_common.tasks import HumanInputWait, SubTaskInfo, TaskContextData
+from disco_common.tasks import HumanInputWait, SubTaskInfo, SubTaskStatus, TaskContextData
 from disco_common.topics import Topic
 
 if TYPE_CHECKING:
@@ -37,6 +43,7 @@ __all__ = [
     "announce_task",
     "delegation_order",
     "forget",
+    "publish_due",
     "publish_outcome",
     "send_question",
     "send_request",
@@ -187,3 +194,71 @@ async def forget(platform: PlatformContext, task_id: str) -> None:
         pass
     except Exception as exc:
         _log.warning("finished task context not deleted", task_id=task_id, error=repr(exc))
+
+
+async def publish_due(
+    platform: PlatformContext,
+    data: TaskContextData,
+    recovery: Recovery,
+    *,
+    unkept: Mapping[str, JsonValue] | None = None,
+) -> int:
+    """Publish again what ``recovery`` finds due of what the saved task promised.
+
+    That is the pending requests and question to a human (with their
+    delegation's ``task.delegated``), or the final answer of a finished task
+    (whose context is then deleted). ``unkept`` has payloads too large to keep
+    in the context, from the handler run that delegated them.
+
+    Returns:
+        How many envelopes were published again.
+    """
+    if data.status.is_final:
+        if data.outcome is None or not recovery.due(
+            data.task_id, data.finished_by, data.updated_at, FINISHER_GRACE
+        ):
+            return 0
+        _log.info("publishing a finished task's answer again", task_id=data.task_id)
+        await publish_outcome(platform, data, None)
+        recovery.sent(data.task_id)
+        await forget(platform, data.task_id)
+        return 1
+    sent = 0
+    announce: dict[str, None] = {}  # delegations to announce again, in order
+    wait = data.human_input
+    # Stored as JSONB, whose key order is not ours: delegation order by time.
+    ordered = sorted(data.sub_tasks.values(), key=delegation_order)
+    for info in ordered:
+        if info.status is not SubTaskStatus.PENDING:
+            continue
+        if not recovery.due(info.sub_task_id, info.caused_by, info.delegated_at, RESEND_GRACE):
+            continue
+        if wait is not None and info.sub_task_id == wait.correlation_id:
+            if wait.request_data is None:
+                continue  # asked by an older SDK: the question is not kept
+            await send_question(platform, data, wait)
+        elif info.event_type == NotificationType.HUMAN_INPUT.value:
+            continue  # a question no longer outstanding
+        elif info.request_kept:
+            await send_request(platform, data, info, info.request_data)
+        elif unkept is not None and info.sub_task_id in unkept:
+            await send_request(platform, data, info, unkept[info.sub_task_id])
+        else:
+            _log.warning(
+                "a pending sub-task cannot be sent again: its payload was too large to keep",
+                task_id=data.task_id,
+                sub_task_id=info.sub_task_id,
+            )
+            recovery.sent(info.sub_task_id)  # say so once per grace, not per answer
+            continue
+        _log.info("published again", task_id=data.task_id, sub_task_id=info.sub_task_id)
+        recovery.sent(info.sub_task_id)
+        sent += 1
+        if info.event_type != NotificationType.HUMAN_INPUT.value:
+            announce.setdefault(info.parallel_group_id or info.sub_task_id, None)
+    # The delegation was announced after its requests: announce it again too.
+    for key in announce:
+        members = [info for info in ordered if key in (info.parallel_group_id, info.sub_task_id)]
+        group = members[0].parallel_group_id
+        await announce_delegation(platform, data, members, group)
+    return sent

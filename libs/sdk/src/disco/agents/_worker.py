@@ -40,8 +40,6 @@ from pydantic import BaseModel, JsonValue, ValidationError
 from disco.agents._agent import Agent
 from disco.agents._common import derived_id
 from disco.agents._durable import (
-    FINISHER_GRACE,
-    RESEND_GRACE,
     TRANSIENT,
     Recovery,
     ResendMemo,
@@ -53,22 +51,12 @@ from disco.agents._handlers import HandlerSpec, describe, error_info, inspect_ha
 from disco.agents._ports import AgentMemory
 from disco.agents._result import ResultContext
 from disco.agents._task import DEFAULT_TASK_TTL_SECONDS, TaskContext
-from disco.agents._task_wire import (
-    announce_delegation,
-    announce_task,
-    delegation_order,
-    forget,
-    publish_outcome,
-    send_question,
-    send_request,
-    task_fields,
-)
+from disco.agents._task_wire import announce_task, publish_due, publish_outcome, task_fields
 from disco.settings import BusSettings
 from disco_common.envelope import ActionRequest, Envelope
-from disco_common.notifications import NotificationType
 from disco_common.registry import AgentCapability, EventDefinition, Visibility
 from disco_common.system_events import SystemEventType, TaskStartedData
-from disco_common.tasks import ActionResultData, SubTaskStatus, TaskContextData, TaskStatus
+from disco_common.tasks import ActionResultData, TaskContextData, TaskStatus
 from disco_common.topics import Topic
 
 if TYPE_CHECKING:
@@ -167,59 +155,8 @@ class Worker(Agent):
         Returns:
             How many envelopes were published again.
         """
-        platform = self.context
         recovery = Recovery(self._resent, cause, by_age=by_age)
-        if data.status.is_final:
-            if data.outcome is None or not recovery.due(
-                data.task_id, data.finished_by, data.updated_at, FINISHER_GRACE
-            ):
-                return 0
-            _log.info("publishing a finished task's answer again", task_id=data.task_id)
-            await publish_outcome(platform, data, None)
-            recovery.sent(data.task_id)
-            await forget(platform, data.task_id)
-            return 1
-        sent = 0
-        announce: dict[str, None] = {}  # delegations to announce again, in order
-        wait = data.human_input
-        # Stored as JSONB, whose key order is not ours: delegation order by time.
-        ordered = sorted(data.sub_tasks.values(), key=delegation_order)
-        for info in ordered:
-            if info.status is not SubTaskStatus.PENDING:
-                continue
-            if not recovery.due(info.sub_task_id, info.caused_by, info.delegated_at, RESEND_GRACE):
-                continue
-            if wait is not None and info.sub_task_id == wait.correlation_id:
-                if wait.request_data is None:
-                    continue  # asked by an older SDK: the question is not kept
-                await send_question(platform, data, wait)
-            elif info.event_type == NotificationType.HUMAN_INPUT.value:
-                continue  # a question no longer outstanding
-            elif info.request_kept:
-                await send_request(platform, data, info, info.request_data)
-            elif unkept is not None and info.sub_task_id in unkept:
-                await send_request(platform, data, info, unkept[info.sub_task_id])
-            else:
-                _log.warning(
-                    "a pending sub-task cannot be sent again: its payload was too large to keep",
-                    task_id=data.task_id,
-                    sub_task_id=info.sub_task_id,
-                )
-                recovery.sent(info.sub_task_id)  # say so once per grace, not per answer
-                continue
-            _log.info("published again", task_id=data.task_id, sub_task_id=info.sub_task_id)
-            recovery.sent(info.sub_task_id)
-            sent += 1
-            if info.event_type != NotificationType.HUMAN_INPUT.value:
-                announce.setdefault(info.parallel_group_id or info.sub_task_id, None)
-        # The delegation was announced after its requests: announce it again too.
-        for key in announce:
-            members = [
-                info for info in ordered if key in (info.parallel_group_id, info.sub_task_id)
-            ]
-            group = members[0].parallel_group_id
-            await announce_delegation(platform, data, members, group)
-        return sent
+        return await publish_due(self.context, data, recovery, unkept=unkept)
 
     def _task_input(self, data: TaskContextData) -> Any:
         model = self._input_models.get(data.event_type)
