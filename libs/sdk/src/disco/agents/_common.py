@@ -10,10 +10,11 @@ from typing import Any
 
 import structlog
 from pydantic import BaseModel
+from typing_extensions import Unpack
 
 from disco.agents._errors import AgentDefinitionError
 from disco.agents._handlers import HandlerSpec
-from disco.bus import BusClient, MessageTooLargeError
+from disco.bus import BusClient, ContextAttributes, MessageTooLargeError
 from disco_common.registry import AgentCapability, EventDefinition
 from disco_common.system_events import SystemEventData
 from disco_common.topics import Topic
@@ -162,7 +163,13 @@ async def publish_system_event(
 
 
 async def answer(
-    bus: BusClient, event_type: str, outcome: dict[str, Any], **attributes: Any
+    bus: BusClient,
+    event_type: str,
+    outcome: dict[str, Any],
+    *,
+    correlation_id: str,
+    topic: str | Topic,
+    **attributes: Unpack[ContextAttributes],
 ) -> None:
     """Publish an answer (an ``ActionResultData`` dict) with ``bus.respond``.
 
@@ -170,7 +177,9 @@ async def answer(
     the caller is told, instead of waiting for an answer that never comes.
     """
     try:
-        await bus.respond(event_type, outcome, **attributes)
+        await bus.respond(
+            event_type, outcome, correlation_id=correlation_id, topic=topic, **attributes
+        )
     except MessageTooLargeError as exc:
         _log.warning("answer too large; answering with the error", event_type=event_type)
         failure: dict[str, Any] = {
@@ -179,4 +188,6 @@ async def answer(
         }
         if "task_id" in outcome:
             failure["task_id"] = outcome["task_id"]
-        await bus.respond(event_type, failure, **attributes)
+        await bus.respond(
+            event_type, failure, correlation_id=correlation_id, topic=topic, **attributes
+        )

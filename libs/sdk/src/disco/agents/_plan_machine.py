@@ -56,7 +56,7 @@ def plan_definition(
             definition = PlanDefinition(
                 plan_type=plan_type or "plan",
                 initial_state=initial_state or "start",
-                states=listed,  # type: ignore[arg-type]
+                states=listed,
             )
         except ValidationError as exc:
             raise PlanError(f"the plan's state machine is not valid: {exc}") from None
