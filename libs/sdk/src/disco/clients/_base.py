@@ -17,15 +17,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import Any, TypeVar, overload
+from typing import Any, Self, TypeVar, overload
 
 import httpx
-from pydantic import BaseModel, SecretStr, TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from disco._context import maybe_current_context
 from disco._lifecycle import StartStop
-from disco.auth import DEV_AUTH_SECRET, DevTokenMinter, StaticToken, TokenProvider
-from disco_common.auth import ON_BEHALF_OF_TENANT_HEADER, ON_BEHALF_OF_USER_HEADER, Role
+from disco.auth import TokenProvider
+from disco.clients._settings import ServiceClientSettings
+from disco_common.auth import ON_BEHALF_OF_TENANT_HEADER, ON_BEHALF_OF_USER_HEADER
 from disco_common.errors import ErrorResponse
 
 __all__ = [
@@ -36,28 +37,12 @@ __all__ = [
     "ServiceNotFoundError",
     "ServiceUnavailableError",
     "ServiceValidationError",
-    "token_provider_from_settings",
 ]
 
 ModelT = TypeVar("ModelT")
 
 _IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 _RETRY_STATUSES = frozenset({502, 503, 504})
-
-
-def token_provider_from_settings(
-    *,
-    auth_token: SecretStr | None,
-    auth_secret: SecretStr | None,
-    tenant_id: str,
-    user_id: str,
-    roles: tuple[Role, ...] = (Role.SERVICE,),
-) -> TokenProvider:
-    """The token source the settings describe: a given token, else dev minting."""
-    if auth_token is not None and auth_token.get_secret_value():
-        return StaticToken(auth_token.get_secret_value())
-    secret = auth_secret.get_secret_value() if auth_secret is not None else DEV_AUTH_SECRET
-    return DevTokenMinter(secret, tenant_id=tenant_id, user_id=user_id, roles=roles)
 
 
 class ServiceError(Exception):
@@ -148,6 +133,31 @@ class ServiceClient(StartStop):
         self._retries = retries
         self._transport = transport
         self._http: httpx.AsyncClient | None = None
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: ServiceClientSettings | None = None,
+        *,
+        token: TokenProvider | None = None,
+    ) -> Self:
+        """A client for the service's URL in ``settings`` (from ``DISCO_*`` when not given).
+
+        Its token comes from ``token``, else from the settings
+        (:meth:`ServiceClientSettings.token_provider`).
+        """
+        settings = settings if settings is not None else ServiceClientSettings()
+        return cls(
+            cls._url(settings),
+            token=token if token is not None else settings.token_provider(),
+            timeout_seconds=settings.http_timeout_seconds,
+            retries=settings.http_retries,
+        )
+
+    @classmethod
+    def _url(cls, settings: ServiceClientSettings) -> str:
+        """The base URL of this client's service in ``settings``."""
+        raise NotImplementedError(f"{cls.__name__} does not say where its service is")
 
     async def start(self) -> None:
         """Open the connection pool. Idempotent."""

@@ -77,15 +77,8 @@ class RegistryClient(ServiceClient):
     service_name = "registry"
 
     @classmethod
-    def from_settings(cls, settings: ServiceClientSettings | None = None) -> RegistryClient:
-        """A client for ``settings.registry_url`` (settings from ``DISCO_*`` when not given)."""
-        settings = settings if settings is not None else ServiceClientSettings()
-        return cls(
-            settings.registry_url,
-            token=settings.token_provider(),
-            timeout_seconds=settings.http_timeout_seconds,
-            retries=settings.http_retries,
-        )
+    def _url(cls, settings: ServiceClientSettings) -> str:
+        return settings.registry_url  # DISCO_REGISTRY_URL
 
     # -- agents -------------------------------------------------------------------
 
