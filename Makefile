@@ -35,7 +35,7 @@ test: bootstrap ## run the whole test suite (unit, integration, end to end)
 lint: bootstrap ## ruff (lint + format check) and mypy
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
-	$(UV) run mypy libs/common/src libs/sdk/src libs/service-kit/src services/registry/src services/memory/src services/tracker/src services/gateway/src
+	$(UV) run mypy libs/common/src libs/sdk/src libs/service-kit/src services/registry/src services/memory/src services/tracker/src services/gateway/src examples
 
 format: bootstrap ## apply ruff's fixes and formatting
 	$(UV) run ruff check --fix .

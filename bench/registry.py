@@ -50,12 +50,12 @@ from urllib.parse import urlencode
 import httpx
 from _common import LeanHttp, LeanResponse, cpu_seconds, create_database, percentile, wait_ready
 
-from disco._auth import DEV_AUTH_SECRET, mint_dev_token
 from disco._dev.broker import EmbeddedBroker
 from disco._dev.dburl import with_database, with_user
 from disco._dev.migrate import upgrade
 from disco._dev.ports import free_port
 from disco._dev.postgres import EmbeddedPostgres
+from disco.auth import DEV_AUTH_SECRET, mint_dev_token
 from disco_common.auth import Role
 
 TENANT = "bench"

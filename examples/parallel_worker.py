@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-from typing import Any
 
 from pydantic import BaseModel
 
@@ -27,11 +26,16 @@ class QuoteRequest(BaseModel):
     kg: float
 
 
+class Quote(BaseModel):
+    carrier: str
+    price: float
+
+
 @carriers.on_invoke("carrier.quote.requested")
-async def quote(request: QuoteRequest) -> dict[str, Any]:
+async def quote(request: QuoteRequest) -> Quote:
     """One carrier's price for a parcel."""
     await asyncio.sleep(random.uniform(0.05, 0.5))  # carriers answer in their own time
-    return {"carrier": request.carrier, "price": round(_RATES[request.carrier] * request.kg, 2)}
+    return Quote(carrier=request.carrier, price=round(_RATES[request.carrier] * request.kg, 2))
 
 
 class Parcel(BaseModel):
@@ -64,7 +68,7 @@ async def collect(result: ResultContext) -> None:
     if quotes is None:
         return  # still waiting; the recorded answer is saved when this returns
     offers = [q for q in quotes.values() if q is not None]
-    best = min(offers, key=lambda offer: offer["price"])  # type: ignore[index,call-overload,no-any-return]
+    best = min(offers, key=lambda offer: Quote.model_validate(offer).price)
     await task.complete({"best": best, "offers": offers})
 
 

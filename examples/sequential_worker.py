@@ -12,11 +12,10 @@ it again: the order still completes).
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from pydantic import BaseModel
 
-from disco import Agent, InvocationContext, ResultContext, TaskContext, Tool, Worker
+from disco import Agent, ResultContext, TaskContext, Tool, Worker
 
 # -- two small tools the worker delegates to ----------------------------------------
 
@@ -29,21 +28,30 @@ class PriceQuery(BaseModel):
     qty: int
 
 
+class PricedLine(BaseModel):
+    sku: str
+    amount: float
+
+
 @prices.on_invoke("price.requested")
-async def price(request: PriceQuery) -> dict[str, Any]:
+async def price(request: PriceQuery) -> PricedLine:
     """The price of ``qty`` units of ``sku``."""
     if request.sku not in _PRICES:
         raise KeyError(f"no price for {request.sku!r}; known: {sorted(_PRICES)}")
-    return {"sku": request.sku, "amount": round(_PRICES[request.sku] * request.qty, 2)}
+    return PricedLine(sku=request.sku, amount=round(_PRICES[request.sku] * request.qty, 2))
 
 
 taxes = Tool("tax-office", description="VAT on an amount.")
 
 
+class NetAmount(BaseModel):
+    net: float
+
+
 @taxes.on_invoke("tax.requested")
-async def tax(request: InvocationContext[Any]) -> dict[str, float]:
+async def tax(request: NetAmount) -> dict[str, float]:
     """20% VAT."""
-    net = float(request.data["net"])  # type: ignore[index,call-overload,arg-type]
+    net = request.net
     return {"net": net, "vat": round(net * 0.2, 2), "gross": round(net * 1.2, 2)}
 
 
@@ -80,7 +88,7 @@ async def next_line(result: ResultContext) -> None:
             "price.requested", items[len(lines)].model_dump(), response_event="order.line.priced"
         )
     else:
-        net = sum(line["amount"] for line in lines)  # type: ignore[index,misc]
+        net = sum(PricedLine.model_validate(line).amount for line in lines)
         await task.delegate("tax.requested", {"net": net}, response_event="order.taxed")
 
 

@@ -26,7 +26,6 @@ from pydantic import BaseModel
 
 from disco import (
     Agent,
-    InvocationContext,
     PlanDefinition,
     Planner,
     StateAction,
@@ -53,11 +52,15 @@ async def search_flights(request: FlightSearch) -> dict[str, Any]:
     return {"city": request.city, "count": len(flights), "flights": flights}
 
 
+class Booking(BaseModel):
+    city: str
+    flight: str | None = None
+
+
 @travel.on_invoke("trip.book.requested")
-async def book(request: InvocationContext[Any]) -> dict[str, Any]:
+async def book(request: Booking) -> dict[str, Any]:
     """Books a trip (a flight, or a boat when there was none)."""
-    data: dict[str, Any] = request.data  # type: ignore[assignment]
-    return {"booked": data.get("flight") or "boat", "to": data["city"], "reference": "BK-42"}
+    return {"booked": request.flight or "boat", "to": request.city, "reference": "BK-42"}
 
 
 # -- the plan --------------------------------------------------------------------------

@@ -14,8 +14,8 @@ import jwt
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from disco._auth import DEV_AUTH_SECRET
 from disco._dev.ports import free_port
+from disco.auth import DEV_AUTH_SECRET
 from disco.bus import BusClient
 from disco.settings import BusSettings
 from disco_common.topics import Topic, topic_name

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from asgi_lifespan import LifespanManager
 
-from disco._auth import DEV_AUTH_SECRET, mint_dev_token
+from disco.auth import DEV_AUTH_SECRET, mint_dev_token
 from disco.bus import BusClient
 from disco.clients import ServiceValidationError, StaticToken, TrackerClient
 from disco.settings import BusSettings

@@ -11,7 +11,7 @@ import httpx
 from asgi_lifespan import LifespanManager
 from fastapi import FastAPI
 
-from disco._auth import DEV_AUTH_SECRET, mint_dev_token
+from disco.auth import DEV_AUTH_SECRET, mint_dev_token
 from disco_common.auth import Role
 from disco_service import ServiceSettings, ServiceState, create_service_app
 from tests.integration.kit.app import router

@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 
-from disco._auth import DEV_AUTH_SECRET
+from disco.auth import DEV_AUTH_SECRET
 from disco_common.auth import ON_BEHALF_OF_TENANT_HEADER, ON_BEHALF_OF_USER_HEADER, Role
 from disco_service import ServiceSettings
 from tests.integration.kit.support import bearer, build_app, serve

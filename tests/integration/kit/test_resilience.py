@@ -10,11 +10,11 @@ import httpx
 import pytest
 from asgi_lifespan import LifespanManager
 
-from disco._auth import DEV_AUTH_SECRET, mint_dev_token
 from disco._dev.dburl import with_database, with_user
 from disco._dev.migrate import upgrade
 from disco._dev.ports import free_port
 from disco._dev.postgres import EmbeddedPostgres
+from disco.auth import DEV_AUTH_SECRET, mint_dev_token
 from disco_common.auth import Role
 from disco_service import ServiceSettings, TokenVerifier, Unauthenticated
 from disco_tracker.main import create_app

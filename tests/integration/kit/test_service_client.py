@@ -9,9 +9,9 @@ import pytest
 from asgi_lifespan import LifespanManager
 from pydantic import BaseModel
 
-from disco._auth import DEV_AUTH_SECRET
 from disco._context import handler_context
 from disco._dev.ports import free_port
+from disco.auth import DEV_AUTH_SECRET
 from disco.clients import (
     DevTokenMinter,
     ServiceAuthError,

@@ -12,7 +12,7 @@ import pytest
 from asgi_lifespan import LifespanManager
 from fastapi import FastAPI
 
-from disco._auth import DEV_AUTH_SECRET, mint_dev_token
+from disco.auth import DEV_AUTH_SECRET, mint_dev_token
 from disco_common.auth import Role
 from disco_memory import MemorySettings, create_app
 from tests.fixtures.infra import DatabaseUrls

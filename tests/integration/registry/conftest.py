@@ -11,7 +11,7 @@ import pytest
 from asgi_lifespan import LifespanManager
 from starlette.types import ASGIApp
 
-from disco._auth import DEV_AUTH_SECRET, mint_dev_token
+from disco.auth import DEV_AUTH_SECRET, mint_dev_token
 from disco.clients import RegistryClient, StaticToken
 from disco_common.auth import Role
 from disco_registry import RegistrySettings, create_app

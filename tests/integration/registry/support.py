@@ -13,7 +13,7 @@ import httpx
 import uvicorn
 from fastapi import FastAPI
 
-from disco._auth import DEV_AUTH_SECRET, mint_dev_token
+from disco.auth import DEV_AUTH_SECRET, mint_dev_token
 from disco_common.auth import Role
 
 OBJECT_SCHEMA: dict[str, Any] = {

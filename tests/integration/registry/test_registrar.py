@@ -9,8 +9,8 @@ from datetime import datetime
 
 import httpx
 
-from disco._auth import DEV_AUTH_SECRET, mint_dev_token
 from disco._dev.ports import free_port
+from disco.auth import DEV_AUTH_SECRET, mint_dev_token
 from disco.clients import RegistryClient, StaticToken
 from disco.registry import AgentRegistrar
 from disco_common.auth import Role

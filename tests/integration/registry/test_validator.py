@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from disco._auth import DEV_AUTH_SECRET, mint_dev_token
 from disco._dev.ports import free_port
+from disco.auth import DEV_AUTH_SECRET, mint_dev_token
 from disco.bus import BusClient
 from disco.clients import RegistryClient, StaticToken
 from disco.registry import PayloadValidationError, PayloadValidator

@@ -13,7 +13,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from asgi_lifespan import LifespanManager
 
-from disco._auth import DEV_AUTH_SECRET, mint_dev_token
+from disco.auth import DEV_AUTH_SECRET, mint_dev_token
 from disco.bus import BusClient
 from disco.settings import BusSettings
 from disco_common.envelope import Envelope

@@ -11,9 +11,9 @@ when it is built, so a broken plan fails at registration, not mid-run.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
-from typing import Annotated, Any, Self
+from typing import TYPE_CHECKING, Annotated, Any, Self
 
 from pydantic import Field, JsonValue, StringConstraints, field_validator, model_validator
 
@@ -228,6 +228,18 @@ class PlanDefinition(Body):
         max_length=MAX_PLAN_STATES,
         description="The states by name (a list of states is accepted and keyed by name).",
     )
+
+    if TYPE_CHECKING:
+        # What the constructor accepts, for type checkers: the states also as a
+        # list (keyed by name when validated), which the dict field alone hides.
+        def __init__(
+            self,
+            *,
+            plan_type: str,
+            states: Mapping[str, StateConfig] | Sequence[StateConfig],
+            description: str = "",
+            initial_state: str = "start",
+        ) -> None: ...
 
     @field_validator("states", mode="before")
     @classmethod

@@ -9,8 +9,11 @@ import pytest
 from disco.agents import (
     GoalContext,
     InvocationContext,
+    PlanConflictError,
     PlanError,
     Planner,
+    StateConflictError,
+    TaskConflictError,
     Tool,
     TransitionContext,
 )
@@ -115,6 +118,38 @@ async def test_a_plan_runs_through_its_states_to_success_and_answers_the_goal() 
     types = [e.type for e in kit.system_events()]
     assert types[0] == "plan.started"
     assert types[-1] == "plan.completed"
+
+
+async def test_the_plans_listing_follows_a_plan_to_its_end() -> None:
+    async with AgentTestKit(research_planner(), search_tool()) as kit:
+        await kit.request("research.goal", {"topic": "tansu", "hits": 3}, response_event="r")
+
+    ((plan_id, record),) = kit.memory.plan_records.items()
+    assert record.plan_id == plan_id
+    assert record.goal_event == "research.goal"
+    assert record.status is PlanStatus.COMPLETED
+    assert record.completed_at is not None
+
+
+async def test_a_plan_saved_over_a_newer_version_raises_a_plan_conflict() -> None:
+    planner = research_planner()
+    async with AgentTestKit(planner, search_tool()) as kit:
+        await kit.request("research.goal", {"topic": "nothing", "hits": 0}, response_event="r")
+        ((plan_id, _),) = kit.memory.plans.items()
+        first = await planner.restore_plan(plan_id)
+        second = await planner.restore_plan(plan_id)
+        assert first is not None
+        assert second is not None
+        first.state["note"] = "first"
+        await first.save()
+        second.state["note"] = "second"
+        with pytest.raises(PlanConflictError) as raised:
+            await second.save()
+
+    assert raised.value.plan_id == plan_id
+    assert isinstance(raised.value, StateConflictError)
+    assert not isinstance(raised.value, TaskConflictError)
+    assert kit.memory.plans[plan_id].context.state["note"] == "first"
 
 
 async def test_a_failed_action_takes_the_failure_branch_and_the_goal_gets_an_error() -> None:

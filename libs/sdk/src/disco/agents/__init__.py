@@ -17,29 +17,40 @@ from disco.agents._errors import (
     AgentDefinitionError,
     AgentError,
     HandlerSignatureError,
+    PlanConflictError,
     PlanError,
     StaleResultError,
+    StateConflictError,
     TaskConflictError,
     TaskStateError,
 )
-from disco.agents._planner import GoalContext, PlanContext, Planner, TransitionContext
+from disco.agents._goal import GoalContext
+from disco.agents._plan import PlanContext
+from disco.agents._planner import Planner
+from disco.agents._ports import AgentMemory
+from disco.agents._result import ResultContext
+from disco.agents._task import TaskContext
 from disco.agents._tool import InvocationContext, Tool
-from disco.agents._worker import ResultContext, TaskContext, Worker
+from disco.agents._transition import TransitionContext
+from disco.agents._worker import Worker
 
 __all__ = [
     "Agent",
     "AgentDefinitionError",
     "AgentError",
     "AgentIdentity",
+    "AgentMemory",
     "GoalContext",
     "HandlerSignatureError",
     "InvocationContext",
+    "PlanConflictError",
     "PlanContext",
     "PlanError",
     "Planner",
     "PlatformContext",
     "ResultContext",
     "StaleResultError",
+    "StateConflictError",
     "TaskConflictError",
     "TaskContext",
     "TaskStateError",

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import structlog
 
 from disco._lifecycle import StartStop
+from disco.agents._common import capability_for
 from disco.agents._errors import AgentDefinitionError, AgentError
-from disco.agents._handlers import describe, inspect_handler
-from disco.agents._ports import ContextMemory, Registrar, RequestValidator
+from disco.agents._handlers import HandlerSpec, describe, inspect_handler
+from disco.agents._ports import AgentMemory, ContextMemory, Registrar, RequestValidator
 from disco.bus import ANY_EVENT, BusClient, BusConsumer
 from disco.settings import BusSettings
 from disco_common.envelope import Envelope
@@ -30,7 +31,13 @@ from disco_common.registry import (
 from disco_common.topics import DLQ_SUFFIX, Topic, topic_name
 
 if TYPE_CHECKING:
-    from disco.clients import MemoryClient, RegistryClient, ServiceClientSettings, TrackerClient
+    from disco.clients import (
+        MemoryClient,
+        RegistryClient,
+        ServiceClient,
+        ServiceClientSettings,
+        TrackerClient,
+    )
 
 __all__ = ["Agent", "AgentIdentity", "PlatformContext"]
 
@@ -61,9 +68,11 @@ class PlatformContext:
 
     Attributes:
         bus: publishes events (``publish``, ``request``, ``respond``, ``announce``).
-        memory: the memory service client (task and plan contexts, working memory,
-            sessions...); under :mod:`disco.testing`, an in-memory stand-in with the
-            task/plan-context and working-memory calls.
+        memory: the memory the agent runs with (:class:`~disco.agents.AgentMemory`:
+            task and plan contexts, the plans listing, working memory): the memory
+            service's :class:`~disco.clients.MemoryClient`, or under
+            :mod:`disco.testing` an in-memory stand-in. ``isinstance(context.memory,
+            MemoryClient)`` reaches the rest of the memory service's API.
         registry: the registry service client (discovery, schemas), or ``None``
             when the agent runs without a registry.
         agent: who this agent instance is.
@@ -73,7 +82,7 @@ class PlatformContext:
     """
 
     bus: BusClient
-    memory: MemoryClient
+    memory: AgentMemory
     registry: RegistryClient | None
     agent: AgentIdentity
     validator: RequestValidator | None = None
@@ -102,8 +111,7 @@ class PlatformContext:
                 "task and plan contexts in the memory service (set DISCO_MEMORY_URL, or pass "
                 "memory=... to the agent; disco.testing has an in-memory one)"
             )
-        memory: ContextMemory = self.memory
-        return memory
+        return self.memory
 
 
 @dataclass(slots=True)
@@ -145,7 +153,9 @@ class Agent(StartStop):
         heartbeat_interval_seconds: how often to heartbeat the registry (default:
             a third of the TTL).
         ttl_seconds: registry TTL of this agent (registry default if ``None``).
-        memory: a memory client to use instead of one built from the settings.
+        memory: the memory to use instead of a :class:`~disco.clients.MemoryClient`
+            built from the settings (any :class:`~disco.agents.AgentMemory`, e.g.
+            :class:`disco.testing.InMemoryMemory`).
         registry: a registry client to use instead of one built from the settings.
         tracker: a tracker client to use instead of one built from the settings.
     """
@@ -168,9 +178,9 @@ class Agent(StartStop):
         validate_requests: bool = True,
         heartbeat_interval_seconds: float | None = None,
         ttl_seconds: int | None = None,
-        memory: Any = None,
-        registry: Any = None,
-        tracker: Any = None,
+        memory: AgentMemory | None = None,
+        registry: RegistryClient | None = None,
+        tracker: TrackerClient | None = None,
     ) -> None:
         instance_id = f"{socket.gethostname()}:{os.getpid()}"
         agent_id = f"{name}.{uuid.uuid4().hex[:12]}"
@@ -214,7 +224,7 @@ class Agent(StartStop):
         self._bus: BusClient | None = None
         self._consumer: BusConsumer | None = None
         self._registrar: Registrar | None = None
-        self._owned: list[Any] = []
+        self._owned: list[ServiceClient] = []
         self._context: PlatformContext | None = None
         self._lifecycle = asyncio.Lock()
 
@@ -254,8 +264,6 @@ class Agent(StartStop):
                 decorator="on_event",
                 first="event: Envelope",
                 context_types=(Envelope,),
-                allow_model_argument=False,
-                check_return=False,
             )
             agent = self
 
@@ -311,8 +319,32 @@ class Agent(StartStop):
         route = self._routes.get((topic, event_type)) or self._routes.get((topic, ANY_EVENT))
         return route.dispatch if route is not None else None
 
-    def _derive_capability(self, capability: AgentCapability) -> None:
-        self._derived.append(capability)
+    def _serve_requests(
+        self,
+        event_type: str,
+        spec: HandlerSpec,
+        dispatch: Dispatch,
+        *,
+        capability: str | None,
+        description: str | None,
+        response_event: str | None,
+    ) -> None:
+        """Route ``event_type`` requests on ``action-requests`` to ``dispatch``.
+
+        The capability the handler offers (derived from ``spec``'s type hints) is
+        registered with the agent.
+        """
+        derived = capability_for(
+            spec,
+            event_type,
+            capability=capability,
+            description=description,
+            response_event=response_event,
+        )
+        self._add_route(
+            Topic.ACTION_REQUESTS.value, event_type, dispatch, describe(spec.func), internal=True
+        )
+        self._derived.append(derived)
 
     @property
     def routes(self) -> list[tuple[str, str]]:
@@ -452,34 +484,36 @@ class Agent(StartStop):
             routes=[f"{t}:{e}" for t, e in self._routes],
         )
 
-    def _build_memory_client(self, settings: ServiceClientSettings) -> Any:
+    def _build_memory_client(self, settings: ServiceClientSettings) -> MemoryClient:
         from disco.clients import MemoryClient
 
         client = MemoryClient.from_settings(settings)
         self._owned.append(client)
         return client
 
-    def _build_registry_client(self, settings: ServiceClientSettings) -> Any:
+    def _build_registry_client(self, settings: ServiceClientSettings) -> RegistryClient:
         from disco.clients import RegistryClient
 
         client = RegistryClient.from_settings(settings)
         self._owned.append(client)
         return client
 
-    def _build_tracker_client(self, settings: ServiceClientSettings) -> Any:
+    def _build_tracker_client(self, settings: ServiceClientSettings) -> TrackerClient:
         from disco.clients import TrackerClient
 
         client = TrackerClient.from_settings(settings)
         self._owned.append(client)
         return client
 
-    def _build_validator(self, registry: Any) -> RequestValidator:
+    def _build_validator(self, registry: RegistryClient) -> RequestValidator:
         from disco.registry import PayloadValidator
 
         validator: RequestValidator = PayloadValidator(registry)
         return validator
 
-    def _build_registrar(self, registry: Any, registration: AgentRegistration) -> Registrar:
+    def _build_registrar(
+        self, registry: RegistryClient, registration: AgentRegistration
+    ) -> Registrar:
         from disco.registry import AgentRegistrar
 
         registrar: Registrar = AgentRegistrar(

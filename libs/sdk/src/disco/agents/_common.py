@@ -4,49 +4,28 @@ from __future__ import annotations
 
 import inspect
 import re
-import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
-import pydantic_core
 import structlog
 from pydantic import BaseModel
+from typing_extensions import Unpack
 
-from disco._context import maybe_current_context
 from disco.agents._errors import AgentDefinitionError
 from disco.agents._handlers import HandlerSpec
-from disco.bus import BusClient, MessageTooLargeError
-from disco_common.envelope import envelope_class_for
+from disco.bus import BusClient, ContextAttributes, MessageTooLargeError
 from disco_common.registry import AgentCapability, EventDefinition
 from disco_common.system_events import SystemEventData
 from disco_common.topics import Topic
 
 __all__ = [
-    "KEPT_PAYLOAD_MAX_BYTES",
-    "KEPT_TOTAL_MAX_BYTES",
-    "ResendMemo",
     "answer",
     "capability_for",
-    "current_cause",
     "derived_id",
-    "json_size",
-    "publish_again",
     "publish_system_event",
     "result_schema",
 ]
-
-KEPT_PAYLOAD_MAX_BYTES = 64 * 1024
-"""The largest request payload a context keeps to re-send it after a crash."""
-KEPT_TOTAL_MAX_BYTES = 256 * 1024
-"""The most pending payloads one context keeps together.
-
-Contexts hold at most 4 MiB, and every answer rewrites the whole context: kept
-payloads must not make a large fan-out's writes much heavier. (Payloads
-delegated by a task handler are re-sent from the handler's own run anyway.)
-"""
 
 _log = structlog.get_logger("disco.agents")
 
@@ -184,7 +163,13 @@ async def publish_system_event(
 
 
 async def answer(
-    bus: BusClient, event_type: str, outcome: dict[str, Any], **attributes: Any
+    bus: BusClient,
+    event_type: str,
+    outcome: dict[str, Any],
+    *,
+    correlation_id: str,
+    topic: str | Topic,
+    **attributes: Unpack[ContextAttributes],
 ) -> None:
     """Publish an answer (an ``ActionResultData`` dict) with ``bus.respond``.
 
@@ -192,7 +177,9 @@ async def answer(
     the caller is told, instead of waiting for an answer that never comes.
     """
     try:
-        await bus.respond(event_type, outcome, **attributes)
+        await bus.respond(
+            event_type, outcome, correlation_id=correlation_id, topic=topic, **attributes
+        )
     except MessageTooLargeError as exc:
         _log.warning("answer too large; answering with the error", event_type=event_type)
         failure: dict[str, Any] = {
@@ -201,76 +188,6 @@ async def answer(
         }
         if "task_id" in outcome:
             failure["task_id"] = outcome["task_id"]
-        await bus.respond(event_type, failure, **attributes)
-
-
-def current_cause() -> str | None:
-    """The id of the envelope whose handler runs now (what a save records as its cause)."""
-    context = maybe_current_context()
-    return context.envelope.id if context is not None else None
-
-
-def json_size(value: Any) -> int:
-    """The size of ``value`` encoded as JSON, in bytes."""
-    return len(pydantic_core.to_json(value))
-
-
-async def publish_again(
-    bus: BusClient,
-    topic: str | Topic,
-    event_type: str,
-    data: Any,
-    *,
-    id: str,
-    time: datetime,
-    traceparent: str | None = None,
-    **attributes: Any,
-) -> None:
-    """Publish an envelope that a saved context describes: its id, time and cause fixed.
-
-    Used for the first publish and for every re-send, so that a re-sent
-    envelope is the one first sent: receivers deduplicate on the id, and the
-    time matters to readers that keep it (the tracker starts a question's
-    timeout from it). ``traceparent`` is used outside a handler.
-    """
-    fields: dict[str, Any] = {
-        "id": id,
-        "time": time,
-        "source": bus.source,
-        "type": event_type,
-        "data": data,
-    }
-    fields.update({key: value for key, value in attributes.items() if value is not None})
-    # The trace of the handler that publishes, else the one the caller kept.
-    context = maybe_current_context()
-    if context is not None and context.envelope.traceparent is not None:
-        traceparent = context.envelope.traceparent
-    if traceparent is not None:
-        fields["traceparent"] = traceparent
-    await bus.publish_envelope(topic, envelope_class_for(topic).from_dict(fields))
-
-
-class ResendMemo:
-    """What this process re-sent lately because it was old, so a burst re-sends once.
-
-    Re-sending is harmless (the same ids) but not free: without this, every
-    stale answer arriving while a sub-task is legitimately slow would send its
-    request again.
-    """
-
-    def __init__(self, interval_seconds: float, size: int = 10_000) -> None:
-        self._interval = interval_seconds
-        self._size = size
-        self._sent: OrderedDict[str, float] = OrderedDict()
-
-    def due(self, key: str) -> bool:
-        """Whether ``key`` was not re-sent by this process within the interval."""
-        last = self._sent.get(key)
-        return last is None or time.monotonic() - last >= self._interval
-
-    def sent(self, key: str) -> None:
-        """Remember that ``key`` was re-sent now."""
-        self._sent[key] = time.monotonic()
-        self._sent.move_to_end(key)
-        while len(self._sent) > self._size:
-            self._sent.popitem(last=False)
+        await bus.respond(
+            event_type, failure, correlation_id=correlation_id, topic=topic, **attributes
+        )

@@ -35,6 +35,12 @@ class HandlerSpec:
     """Validates and dumps the return value, from the return annotation."""
     return_annotation: Any
 
+    async def call(self, argument: Any, context: Any) -> Any:
+        """Call the handler with ``argument``, and with ``context`` when it takes one."""
+        if self.takes_context:
+            return await self.func(argument, context)
+        return await self.func(argument)
+
 
 def describe(func: Callable[..., Any]) -> str:
     """``module.qualname`` of a handler, for messages."""
@@ -59,8 +65,8 @@ def inspect_handler(
     decorator: str,
     first: str,
     context_types: tuple[type, ...],
-    allow_model_argument: bool,
-    check_return: bool,
+    allow_model_argument: bool = False,
+    check_return: bool = False,
 ) -> HandlerSpec:
     """Check ``func`` for ``decorator`` and describe it.
 

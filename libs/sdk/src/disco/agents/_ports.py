@@ -5,19 +5,35 @@ The typed service clients (:class:`disco.clients.MemoryClient`,
 stand-ins of :mod:`disco.testing`, which is how a handler is unit-tested
 without any service. A write with ``expected_version`` raises
 :class:`disco.clients.ServiceConflictError` when the stored version differs
-(``0``: only if absent).
+(``0``: only if absent). The signatures are the memory client's: a stand-in
+that drifts from it fails ``mypy``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol
 
-from disco_common.memory import PlanContextRecord, TaskContextRecord
-from disco_common.plans import PlanContextData
+from pydantic import JsonValue
+
+from disco_common.memory import (
+    PlanContextRecord,
+    PlanRecord,
+    TaskContextRecord,
+    WorkingMemoryEntry,
+)
+from disco_common.plans import PlanContextData, PlanStatus
 from disco_common.registry import AgentRegistration
 from disco_common.tasks import TaskContextData
 
-__all__ = ["ContextMemory", "Registrar", "RequestValidator"]
+__all__ = [
+    "AgentMemory",
+    "ContextMemory",
+    "PlanRecords",
+    "Registrar",
+    "RequestValidator",
+    "WorkingMemory",
+]
 
 
 class ContextMemory(Protocol):
@@ -35,7 +51,7 @@ class ContextMemory(Protocol):
 
     async def get_task_context(self, task_id: str) -> TaskContextRecord | None: ...
 
-    async def delete_task_context(self, task_id: str) -> Any: ...
+    async def delete_task_context(self, task_id: str) -> bool: ...
 
     async def get_task_by_subtask(self, sub_task_id: str) -> TaskContextRecord | None: ...
 
@@ -51,6 +67,65 @@ class ContextMemory(Protocol):
     async def get_plan_context(self, plan_id: str) -> PlanContextRecord | None: ...
 
     async def get_plan_by_correlation(self, correlation_id: str) -> PlanContextRecord | None: ...
+
+
+class PlanRecords(Protocol):
+    """The plans listing (by session and status) a Planner keeps up to date."""
+
+    async def create_plan(
+        self,
+        goal_event: str,
+        response_event: str,
+        *,
+        goal_data: Mapping[str, JsonValue] | None = None,
+        plan_id: str | None = None,
+        plan_type: str | None = None,
+        session_id: str | None = None,
+        parent_plan_id: str | None = None,
+        status: PlanStatus = PlanStatus.PENDING,
+    ) -> PlanRecord: ...
+
+    async def update_plan_status(
+        self,
+        plan_id: str,
+        status: PlanStatus,
+        *,
+        reason: str | None = None,
+        expected_version: int | None = None,
+    ) -> PlanRecord: ...
+
+
+class WorkingMemory(Protocol):
+    """A plan's working memory (key/value), for handlers."""
+
+    async def put_working(
+        self,
+        plan_id: str,
+        key: str,
+        value: JsonValue,
+        *,
+        ttl_seconds: int | None = None,
+        expected_version: int | None = None,
+    ) -> WorkingMemoryEntry: ...
+
+    async def get_working(self, plan_id: str, key: str) -> WorkingMemoryEntry | None: ...
+
+    async def delete_working(self, plan_id: str, key: str) -> bool: ...
+
+    async def store(self, key: str, value: JsonValue, plan_id: str) -> bool: ...
+
+    async def retrieve(self, key: str, plan_id: str) -> JsonValue | None: ...
+
+
+class AgentMemory(ContextMemory, PlanRecords, WorkingMemory, Protocol):
+    """The memory every agent runs with: :class:`disco.clients.MemoryClient` in production,
+    :class:`disco.testing.InMemoryMemory` under :mod:`disco.testing`.
+
+    Task and plan contexts (Workers, Planners), the plans listing and working
+    memory. The rest of the memory service's API (semantic, episodic,
+    procedural memory, sessions, snapshots) is on the client: narrow
+    ``context.memory`` with ``isinstance(..., MemoryClient)`` to reach it.
+    """
 
 
 class Registrar(Protocol):

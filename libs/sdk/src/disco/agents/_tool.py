@@ -9,7 +9,7 @@ import structlog
 from pydantic import JsonValue
 
 from disco.agents._agent import Agent
-from disco.agents._common import answer, capability_for, derived_id
+from disco.agents._common import answer, derived_id
 from disco.agents._handlers import describe, error_info, inspect_handler, to_json
 from disco_common.envelope import ActionRequest, Envelope
 from disco_common.topics import Topic
@@ -183,15 +183,14 @@ class Tool(Agent):
                     id=derived_id(request.id, "answer"),
                 )
 
-            derived = capability_for(
-                spec,
+            self._serve_requests(
                 event_type,
+                spec,
+                dispatch,
                 capability=capability,
                 description=description,
                 response_event=response_event,
             )
-            self._add_route(Topic.ACTION_REQUESTS.value, event_type, dispatch, name, internal=True)
-            self._derive_capability(derived)
             return handler
 
         return register

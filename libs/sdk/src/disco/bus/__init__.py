@@ -15,9 +15,10 @@
 Settings come from :class:`disco.settings.BusSettings` (``DISCO_*``).
 """
 
-from disco.bus._client import BusClient, ContextAttributes, EnvelopeAttributes
-from disco.bus._consumer import ANY_EVENT, BusConsumer, Handler
+from disco.bus._client import BusClient
+from disco.bus._consumer import BusConsumer
 from disco.bus._dedup import DedupStore, InMemoryDedupStore
+from disco.bus._envelopes import ContextAttributes, EnvelopeAttributes
 from disco.bus._errors import (
     BusError,
     BusNotStartedError,
@@ -31,6 +32,7 @@ from disco.bus._errors import (
 )
 from disco.bus._reader import ReadRecord, TopicReader
 from disco.bus._replies import ReplyListener
+from disco.bus._routes import ANY_EVENT, Handler
 from disco.bus._wire import DlqHeader
 
 __all__ = [

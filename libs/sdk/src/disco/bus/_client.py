@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 import asyncio
-import os
-from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any, TypedDict, cast, overload
+from typing import Any, cast, overload
 
 import structlog
 from aiokafka import AIOKafkaClient, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError
-from pydantic import BaseModel
 from typing_extensions import Unpack
 
-from disco._context import maybe_current_context
 from disco._lifecycle import StartStop
+from disco.bus._envelopes import (
+    ContextAttributes,
+    EnvelopeAttributes,
+    build_envelope,
+    fast_id,
+    ready_envelope,
+    rejected,
+)
 from disco.bus._errors import (
     BusNotStartedError,
     BusUnavailableError,
@@ -28,62 +30,14 @@ from disco.bus._errors import (
     TopicProvisioningError,
 )
 from disco.bus._partitioner import partition_for
+from disco.bus._producer import RecordWriter
 from disco.bus._replies import ReplyListener
-from disco.bus._tracing import current_traceparent
 from disco.bus._wire import record_for
 from disco.settings import BusSettings
-from disco_common.envelope import (
-    ActionRequest,
-    ActionResult,
-    Envelope,
-    KafkaHeaders,
-    envelope_class_for,
-)
+from disco_common.envelope import ActionRequest, ActionResult, Envelope, KafkaHeaders
 from disco_common.topics import DLQ_SUFFIX, Topic, dlq_topic, topic_name
 
-__all__ = ["BusClient", "ContextAttributes", "EnvelopeAttributes"]
-
-
-class EnvelopeAttributes(TypedDict, total=False):
-    """Envelope attributes a publishing call may set (all optional)."""
-
-    correlation_id: str | None
-    causation_id: str | None
-    response_event: str | None
-    response_topic: str | None
-    tenant_id: str | None
-    user_id: str | None
-    session_id: str | None
-    plan_id: str | None
-    task_id: str | None
-    subject: str | None
-    payload_schema: str | None
-    id: str | None
-
-
-class ContextAttributes(TypedDict, total=False):
-    """Attributes ``request`` and ``respond`` take beyond their correlation arguments."""
-
-    causation_id: str | None
-    tenant_id: str | None
-    user_id: str | None
-    session_id: str | None
-    plan_id: str | None
-    task_id: str | None
-    subject: str | None
-    payload_schema: str | None
-    id: str | None
-
-
-@dataclass(slots=True)
-class _Pending:
-    """A record waiting for its turn to enter the producer."""
-
-    name: str
-    key: bytes | None
-    value: bytes | None
-    headers: KafkaHeaders
-    delivery: asyncio.Future[asyncio.Future[Any]]
+__all__ = ["BusClient"]
 
 
 RequestValidator = Callable[[str, Any], Awaitable[None]]
@@ -123,21 +77,12 @@ class BusClient(StartStop):
         self.settings = settings if settings is not None else BusSettings()
         self.name = name
         self.source = source or f"disco://agent/{name}"
-        self._producer: AIOKafkaProducer | None = None
+        self._writer: RecordWriter | None = None
         self._probe: AIOKafkaClient | None = None
         self._listeners: dict[str, ReplyListener] = {}
         self._provisioned: set[str] = set()
         self._names: dict[str, str] = {}
         self._lock = asyncio.Lock()
-        # One writer into aiokafka's accumulator at a time. When a partition's
-        # batch is full, concurrent send() calls all wait for its drain and
-        # wake together, again and again (measured: ~4 wake-ups per message,
-        # a tenth of the raw rate). So a caller that finds the writer idle
-        # sends directly; otherwise it queues here and one pump task feeds
-        # the queue in order, in a tight loop, as a raw producer loop would.
-        self._writing = False
-        self._backlog: deque[_Pending] = deque()
-        self._pump: asyncio.Task[None] | None = None
         self._request_validator: RequestValidator | None = None
 
     def set_request_validator(self, validator: RequestValidator | None) -> None:
@@ -156,7 +101,7 @@ class BusClient(StartStop):
     @property
     def started(self) -> bool:
         """Whether the producer is running."""
-        return self._producer is not None
+        return self._writer is not None
 
     async def start(self) -> None:
         """Connect the producer (idempotent).
@@ -165,7 +110,7 @@ class BusClient(StartStop):
             BusUnavailableError: the broker could not be reached.
         """
         async with self._lock:
-            if self._producer is not None:
+            if self._writer is not None:
                 return
             settings = self.settings
             producer = AIOKafkaProducer(
@@ -190,7 +135,7 @@ class BusClient(StartStop):
                     f"(DISCO_KAFKA_BOOTSTRAP): {exc}. Is it running? `disco dev up` starts "
                     "a local one."
                 ) from exc
-            self._producer = producer
+            self._writer = RecordWriter(producer)
 
     async def stop(self) -> None:
         """Flush and close the producer, reply listeners and probes (idempotent)."""
@@ -198,12 +143,9 @@ class BusClient(StartStop):
             listeners, self._listeners = list(self._listeners.values()), {}
             for listener in listeners:
                 await listener.stop()
-            producer, self._producer = self._producer, None
-            pump, self._pump = self._pump, None
-            if pump is not None:
-                await asyncio.gather(pump, return_exceptions=True)
-            if producer is not None:
-                await producer.stop()
+            writer, self._writer = self._writer, None
+            if writer is not None:
+                await writer.stop()
             probe, self._probe = self._probe, None
             if probe is not None:
                 await probe.close()
@@ -381,7 +323,7 @@ class BusClient(StartStop):
         Returns:
             The envelope as sent.
         """
-        return await self._deliver(self._broker_name(topic), _ready(topic, envelope))
+        return await self._deliver(self._broker_name(topic), ready_envelope(topic, envelope))
 
     async def send_envelope(
         self, topic: str | Topic, envelope: Envelope
@@ -391,7 +333,7 @@ class BusClient(StartStop):
         The pipelining form of :meth:`publish_envelope`, as :meth:`send` is of
         :meth:`publish`: records queued one after another keep their order.
         """
-        return await self._enqueue(self._broker_name(topic), _ready(topic, envelope))
+        return await self._enqueue(self._broker_name(topic), ready_envelope(topic, envelope))
 
     @overload
     async def request(
@@ -448,7 +390,7 @@ class BusClient(StartStop):
         Raises:
             RequestTimeout: ``wait`` passed without a correlated response.
         """
-        correlation_id = correlation_id or _fast_id()
+        correlation_id = correlation_id or fast_id()
         fields: dict[str, Any] = {
             **attributes,
             "response_event": response_event,
@@ -529,34 +471,7 @@ class BusClient(StartStop):
     def _build(
         self, topic: str | Topic, event_type: str, data: Any, attributes: Mapping[str, Any]
     ) -> Envelope:
-        """The envelope for ``topic``, validated, with context inherited."""
-        fields: dict[str, Any] = {
-            # Given here rather than left to the model's default factories:
-            # validation is twice as fast that way (measured).
-            "id": _fast_id(),
-            "time": datetime.now(UTC),
-            "source": self.source,
-            "type": event_type,
-            "data": data.model_dump(mode="json") if isinstance(data, BaseModel) else data,
-        }
-        for key, value in attributes.items():
-            if value is not None:
-                fields[key] = value
-        context = maybe_current_context()
-        if context is not None:
-            cause = context.envelope
-            fields.setdefault("causation_id", cause.id)
-            for inherited in _INHERITED:
-                if inherited not in fields:
-                    value = getattr(cause, inherited)
-                    if value is not None:
-                        fields[inherited] = value
-        traceparent = current_traceparent()
-        if traceparent is None and context is not None:
-            traceparent = context.envelope.traceparent
-        if traceparent is not None:
-            fields["traceparent"] = traceparent
-        return envelope_class_for(topic).from_dict(fields)
+        return build_envelope(topic, event_type, data, attributes, source=self.source)
 
     async def _enqueue(self, name: str, envelope: Envelope) -> asyncio.Future[Envelope]:
         """Put ``envelope`` in the producer; a future resolves to it once acknowledged."""
@@ -569,7 +484,7 @@ class BusClient(StartStop):
             if done.cancelled():
                 acknowledged.cancel()
             elif (error := done.exception()) is not None:
-                acknowledged.set_exception(_rejected(name, envelope, error))
+                acknowledged.set_exception(rejected(name, envelope, error))
             else:
                 acknowledged.set_result(envelope)
 
@@ -582,7 +497,7 @@ class BusClient(StartStop):
         try:
             await delivery
         except KafkaError as exc:
-            raise _rejected(name, envelope, exc) from exc
+            raise rejected(name, envelope, exc) from exc
         return envelope
 
     async def _write_envelope(self, name: str, envelope: Envelope) -> asyncio.Future[Any]:
@@ -600,61 +515,13 @@ class BusClient(StartStop):
         self, name: str, key: bytes | None, value: bytes | None, headers: KafkaHeaders
     ) -> asyncio.Future[Any]:
         """Hand a record to aiokafka, one writer at a time; return its delivery future."""
-        producer = self._require_producer()
-        try:
-            if self._writing or self._backlog:
-                queued = _Pending(
-                    name, key, value, headers, asyncio.get_running_loop().create_future()
-                )
-                self._backlog.append(queued)
-                self._start_pump(producer)
-                return await queued.delivery
-            self._writing = True
-            try:
-                delivery: asyncio.Future[Any] = await producer.send(
-                    name, value=value, key=key, headers=headers
-                )
-            finally:
-                self._writing = False
-                if self._backlog:
-                    self._start_pump(producer)
-            return delivery
-        except KafkaError as exc:
-            raise PublishError(f"the producer refused a record for {name!r}: {exc}") from exc
-
-    def _start_pump(self, producer: AIOKafkaProducer) -> None:
-        if self._pump is None or self._pump.done():
-            self._pump = asyncio.create_task(self._drain_backlog(producer), name="disco-publish")
-
-    async def _drain_backlog(self, producer: AIOKafkaProducer) -> None:
-        backlog = self._backlog
-        while backlog:
-            if self._writing:
-                return  # a direct writer is mid-send; it restarts the pump when done
-            pending = backlog.popleft()
-            if pending.delivery.cancelled():
-                continue
-            self._writing = True
-            try:
-                delivery = await producer.send(
-                    pending.name, value=pending.value, key=pending.key, headers=pending.headers
-                )
-            except BaseException as exc:
-                if not pending.delivery.done():
-                    pending.delivery.set_exception(exc)
-                if isinstance(exc, asyncio.CancelledError):
-                    raise
-            else:
-                if not pending.delivery.done():
-                    pending.delivery.set_result(delivery)
-            finally:
-                self._writing = False
+        return await self._require_writer().write(name, key, value, headers)
 
     async def _reply_listener(self, topic: str) -> ReplyListener:
         listener = self._listeners.get(topic)
         if listener is not None and listener.running:
             return listener
-        self._require_producer()
+        self._require_writer()
         await self.ensure_topics([topic])
         async with self._lock:
             listener = self._listeners.get(topic)
@@ -666,42 +533,11 @@ class BusClient(StartStop):
                 self._listeners[topic] = listener
         return listener
 
-    def _require_producer(self) -> AIOKafkaProducer:
-        producer = self._producer
-        if producer is None:
+    def _require_writer(self) -> RecordWriter:
+        writer = self._writer
+        if writer is None:
             raise BusNotStartedError(
                 "the BusClient is not started: use `async with BusClient(...)` or "
                 "`await bus.start()` before publishing"
             )
-        return producer
-
-
-_INHERITED = ("tenant_id", "user_id", "session_id", "plan_id")
-
-
-def _ready(topic: str | Topic, envelope: Envelope) -> Envelope:
-    """``envelope`` as ``topic``'s envelope kind (checked), with the current trace."""
-    kind = envelope_class_for(topic)
-    if not isinstance(envelope, kind):
-        envelope = envelope.as_(kind)
-    traceparent = current_traceparent()
-    if traceparent is not None and traceparent != envelope.traceparent:
-        envelope = envelope.model_copy(update={"traceparent": traceparent})
-    return envelope
-
-
-def _rejected(name: str, envelope: Envelope, error: BaseException) -> PublishError:
-    failure = PublishError(
-        f"the broker did not accept the {envelope.type!r} envelope for {name!r}: {error}"
-    )
-    failure.__cause__ = error
-    return failure
-
-
-def _fast_id() -> str:
-    """A random (version 4) UUID as text, at a third of ``str(uuid.uuid4())``'s cost."""
-    raw = bytearray(os.urandom(16))
-    raw[6] = (raw[6] & 0x0F) | 0x40
-    raw[8] = (raw[8] & 0x3F) | 0x80
-    text = raw.hex()
-    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+        return writer

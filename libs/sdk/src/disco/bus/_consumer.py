@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import random
 import re
-from collections import deque
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable
 
 import structlog
-from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 from aiokafka.structs import ConsumerRecord
 
@@ -27,28 +24,25 @@ from disco.bus._errors import (
     HandlerRegistrationError,
     NonRetryableError,
 )
+from disco.bus._partitions import Abandoned, PartitionWorker, Rebalance, finish
+from disco.bus._routes import (
+    ANY_EVENT,
+    Handler,
+    HandlerT,
+    check_event_type,
+    check_handler,
+    describe,
+)
 from disco.bus._tracing import consumer_span, tracing_enabled
 from disco.bus._wire import dead_letter_headers
-from disco_common.envelope import Envelope, EnvelopeError, envelope_class_for
+from disco_common.envelope import EnvelopeError, envelope_class_for
 from disco_common.topics import DLQ_SUFFIX, Topic, dlq_topic, strip_prefix
 
-__all__ = ["ANY_EVENT", "BusConsumer", "Handler"]
+__all__ = ["BusConsumer"]
 
 _log = structlog.get_logger("disco.bus")
 
-Handler = Callable[[Envelope], Awaitable[object]]
-"""A handler: an ``async def`` taking the envelope (its topic's specialisation)."""
-HandlerT = TypeVar("HandlerT", bound=Handler)
-
-ANY_EVENT = "*"
-"""Register for every event type of a topic."""
-
-_EVENT_TYPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$")
 _GROUP = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-
-
-class _Abandoned(Exception):
-    """The consumer is stopping: leave this record uncommitted for redelivery."""
 
 
 class BusConsumer(StartStop):
@@ -106,7 +100,7 @@ class BusConsumer(StartStop):
         self._owns_client = False
         self._fetcher: asyncio.Task[None] | None = None
         self._committer: asyncio.Task[None] | None = None
-        self._workers: dict[TopicPartition, _PartitionWorker] = {}
+        self._workers: dict[TopicPartition, PartitionWorker] = {}
         self._paused: set[TopicPartition] = set()
         self._done: dict[TopicPartition, int] = {}
         self._committed: dict[TopicPartition, int] = {}
@@ -155,18 +149,14 @@ class BusConsumer(StartStop):
                 f"{logical!r} is a dead-letter topic: read it with a plain Kafka consumer, "
                 "a handler on it would dead-letter into '.dlq.dlq'"
             )
-        if event_type != ANY_EVENT and not _EVENT_TYPE.fullmatch(event_type):
-            raise HandlerRegistrationError(
-                f"event type {event_type!r} is not valid: letters, digits and '._:/-', or "
-                f"{ANY_EVENT!r} for every type"
-            )
-        _check_handler(handler)
+        check_event_type(event_type)
+        check_handler(handler)
         routes = self._routes.setdefault(logical, {})
         existing = routes.get(event_type)
         if existing is not None:
             raise HandlerRegistrationError(
-                f"{_describe(existing)} already handles {event_type!r} on {logical!r}; "
-                f"one handler per topic and event type (cannot add {_describe(handler)})"
+                f"{describe(existing)} already handles {event_type!r} on {logical!r}; "
+                f"one handler per topic and event type (cannot add {describe(handler)})"
             )
         routes[event_type] = handler
 
@@ -221,7 +211,7 @@ class BusConsumer(StartStop):
             )
             consumer.subscribe(
                 [self.client.topic_name(topic) for topic in self._routes],
-                listener=_Rebalance(self),
+                listener=Rebalance(self),
             )
             try:
                 await consumer.start()
@@ -273,7 +263,7 @@ class BusConsumer(StartStop):
                 return
             self._stopping = True
             if self._fetcher is not None:
-                await _finish(self._fetcher, grace)
+                await finish(self._fetcher, grace)
             workers = list(self._workers.values())
             for worker in workers:
                 worker.close()
@@ -325,7 +315,7 @@ class BusConsumer(StartStop):
                         continue
                     worker = self._workers.get(tp)
                     if worker is None or worker.closed:
-                        worker = self._workers[tp] = _PartitionWorker(self, tp)
+                        worker = self._workers[tp] = PartitionWorker(self, tp)
                     worker.feed(records)
                     if worker.backlog >= self._max_buffered and tp not in self._paused:
                         consumer.pause(tp)
@@ -438,14 +428,14 @@ class BusConsumer(StartStop):
                     )
                     return
                 if self._stopping:
-                    raise _Abandoned from exc
+                    raise Abandoned from exc
                 await asyncio.sleep(
                     _backoff(
                         attempt, settings.bus_retry_backoff_ms, settings.bus_retry_backoff_max_ms
                     )
                 )
                 if self._stopping:
-                    raise _Abandoned from exc
+                    raise Abandoned from exc
             else:
                 await self.dedup_store.mark(envelope.id)
                 return
@@ -481,7 +471,7 @@ class BusConsumer(StartStop):
                 # until the broker is back or we are told to stop.
                 _log.error("dead-lettering failed, retrying", dlq=target, error=repr(exc))
                 if self._stopping:
-                    raise _Abandoned from exc
+                    raise Abandoned from exc
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
             else:
@@ -578,103 +568,8 @@ class BusConsumer(StartStop):
         return self._fatal
 
 
-class _PartitionWorker:
-    """Handles one partition's records in order, one at a time."""
-
-    def __init__(self, owner: BusConsumer, tp: TopicPartition) -> None:
-        self.owner = owner
-        self.tp = tp
-        self.closed = False
-        self._queue: deque[ConsumerRecord[bytes, bytes]] = deque()
-        self._ready = asyncio.Event()
-        self.task = asyncio.create_task(
-            self._run(), name=f"disco-{owner.group}-{tp.topic}-{tp.partition}"
-        )
-
-    @property
-    def backlog(self) -> int:
-        return len(self._queue)
-
-    def feed(self, records: Iterable[ConsumerRecord[bytes, bytes]]) -> None:
-        self._queue.extend(records)
-        self._ready.set()
-
-    def close(self) -> None:
-        """Finish the record in hand, drop the rest, and end."""
-        self.closed = True
-        self._queue.clear()
-        self._ready.set()
-
-    async def _run(self) -> None:
-        owner = self.owner
-        try:
-            while True:
-                if not self._queue:
-                    if self.closed:
-                        return
-                    self._ready.clear()
-                    await self._ready.wait()
-                    continue
-                record = self._queue.popleft()
-                await owner._handle(record)
-                owner._record_done(self.tp, record.offset)
-        except _Abandoned:
-            return
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:  # surfaced through run(), never swallowed
-            owner._fail(exc)
-
-
-class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
-    def __init__(self, owner: BusConsumer) -> None:
-        self.owner = owner
-
-    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
-        await self.owner._on_revoked(set(revoked))
-
-    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
-        self.owner._on_assigned(set(assigned))
-
-
 def _backoff(attempt: int, base_ms: int, max_ms: int) -> float:
     """Seconds before retry ``attempt + 1``: exponential, capped, with "equal jitter"."""
     ceiling = min(max_ms, base_ms << (attempt - 1)) / 1000
     jitter: float = random.uniform(0, ceiling / 2)
     return ceiling / 2 + jitter
-
-
-async def _finish(task: asyncio.Task[None], seconds: float) -> None:
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(asyncio.shield(task), seconds)
-    if not task.done():
-        task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
-
-
-def _check_handler(handler: Any) -> None:
-    target = (
-        handler.__call__
-        if not inspect.isfunction(handler) and not inspect.ismethod(handler)
-        else handler
-    )
-    if not (inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(target)):
-        raise HandlerRegistrationError(
-            f"{_describe(handler)} must be an `async def` taking one envelope"
-        )
-    try:
-        inspect.signature(handler).bind(object())
-    except TypeError:
-        raise HandlerRegistrationError(
-            f"{_describe(handler)} must accept exactly one positional argument, the envelope "
-            f"(its signature is {inspect.signature(handler)})"
-        ) from None
-    except ValueError:  # a callable without a signature: trust it
-        return
-
-
-def _describe(handler: Any) -> str:
-    name = getattr(handler, "__qualname__", None) or type(handler).__qualname__
-    module = getattr(handler, "__module__", None)
-    return f"handler {module}.{name}" if module else f"handler {name}"

@@ -2,11 +2,13 @@
 
 :class:`ServiceClient` is the shared base: bearer tokens, on-behalf-of headers
 inside a bus handler, the stable error shape as :class:`ServiceError`
-subclasses, retries for idempotent calls.
+subclasses, retries for idempotent calls. Token providers
+(:class:`StaticToken`, :class:`DevTokenMinter`) live in :mod:`disco.auth` and are
+re-exported here.
 """
 
+from disco.auth import DevTokenMinter, StaticToken, TokenProvider
 from disco.clients._base import (
-    DevTokenMinter,
     ServiceAuthError,
     ServiceClient,
     ServiceConflictError,
@@ -14,8 +16,6 @@ from disco.clients._base import (
     ServiceNotFoundError,
     ServiceUnavailableError,
     ServiceValidationError,
-    StaticToken,
-    TokenProvider,
 )
 from disco.clients._settings import ServiceClientSettings
 from disco.clients.memory import MemoryClient

@@ -16,21 +16,20 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Mapping
-from typing import Any, Protocol, TypeVar, overload
+from typing import Any, Self, TypeVar, overload
 
 import httpx
-from pydantic import BaseModel, SecretStr, TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from disco._auth import DEV_AUTH_SECRET, mint_dev_token
 from disco._context import maybe_current_context
 from disco._lifecycle import StartStop
-from disco_common.auth import ON_BEHALF_OF_TENANT_HEADER, ON_BEHALF_OF_USER_HEADER, Role
+from disco.auth import TokenProvider
+from disco.clients._settings import ServiceClientSettings
+from disco_common.auth import ON_BEHALF_OF_TENANT_HEADER, ON_BEHALF_OF_USER_HEADER
 from disco_common.errors import ErrorResponse
 
 __all__ = [
-    "DevTokenMinter",
     "ServiceAuthError",
     "ServiceClient",
     "ServiceConflictError",
@@ -38,81 +37,12 @@ __all__ = [
     "ServiceNotFoundError",
     "ServiceUnavailableError",
     "ServiceValidationError",
-    "StaticToken",
-    "TokenProvider",
-    "token_provider_from_settings",
 ]
 
 ModelT = TypeVar("ModelT")
 
 _IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 _RETRY_STATUSES = frozenset({502, 503, 504})
-
-
-class TokenProvider(Protocol):
-    """Supplies the bearer token for the next request."""
-
-    async def token(self) -> str:
-        """A token that is valid now."""
-        ...
-
-
-class StaticToken:
-    """A token given from outside (``DISCO_AUTH_TOKEN``); never refreshed."""
-
-    def __init__(self, token: str) -> None:
-        if not token:
-            raise ValueError("StaticToken needs a non-empty token")
-        self._token = token
-
-    async def token(self) -> str:
-        return self._token
-
-
-class DevTokenMinter:
-    """Mints HS256 dev tokens for one tenant/user and renews them before expiry."""
-
-    def __init__(
-        self,
-        secret: str,
-        *,
-        tenant_id: str,
-        user_id: str,
-        roles: tuple[Role, ...] = (Role.SERVICE,),
-        ttl_seconds: int = 3600,
-    ) -> None:
-        self._secret = secret
-        self._tenant_id = tenant_id
-        self._user_id = user_id
-        self._roles = roles
-        self._ttl_seconds = ttl_seconds
-        self._token: str | None = None
-        self._renew_at = 0.0
-
-    async def token(self) -> str:
-        now = time.monotonic()
-        if self._token is None or now >= self._renew_at:
-            self._token = mint_dev_token(
-                self._secret, self._tenant_id, self._user_id, self._roles, self._ttl_seconds
-            )
-            # Renew with a fifth of the lifetime left, so no request carries a stale token.
-            self._renew_at = now + self._ttl_seconds * 0.8
-        return self._token
-
-
-def token_provider_from_settings(
-    *,
-    auth_token: SecretStr | None,
-    auth_secret: SecretStr | None,
-    tenant_id: str,
-    user_id: str,
-    roles: tuple[Role, ...] = (Role.SERVICE,),
-) -> TokenProvider:
-    """The token source the settings describe: a given token, else dev minting."""
-    if auth_token is not None and auth_token.get_secret_value():
-        return StaticToken(auth_token.get_secret_value())
-    secret = auth_secret.get_secret_value() if auth_secret is not None else DEV_AUTH_SECRET
-    return DevTokenMinter(secret, tenant_id=tenant_id, user_id=user_id, roles=roles)
 
 
 class ServiceError(Exception):
@@ -203,6 +133,31 @@ class ServiceClient(StartStop):
         self._retries = retries
         self._transport = transport
         self._http: httpx.AsyncClient | None = None
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: ServiceClientSettings | None = None,
+        *,
+        token: TokenProvider | None = None,
+    ) -> Self:
+        """A client for the service's URL in ``settings`` (from ``DISCO_*`` when not given).
+
+        Its token comes from ``token``, else from the settings
+        (:meth:`ServiceClientSettings.token_provider`).
+        """
+        settings = settings if settings is not None else ServiceClientSettings()
+        return cls(
+            cls._url(settings),
+            token=token if token is not None else settings.token_provider(),
+            timeout_seconds=settings.http_timeout_seconds,
+            retries=settings.http_retries,
+        )
+
+    @classmethod
+    def _url(cls, settings: ServiceClientSettings) -> str:
+        """The base URL of this client's service in ``settings``."""
+        raise NotImplementedError(f"{cls.__name__} does not say where its service is")
 
     async def start(self) -> None:
         """Open the connection pool. Idempotent."""

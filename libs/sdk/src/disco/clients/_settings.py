@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from disco.clients._base import TokenProvider, token_provider_from_settings
+from disco.auth import DEV_AUTH_SECRET, DevTokenMinter, StaticToken, TokenProvider
 from disco_common.auth import Role
 from disco_common.ids import Id, TenantId
 
@@ -45,3 +45,18 @@ class ServiceClientSettings(BaseSettings):
             user_id=self.user_id,
             roles=self.agent_roles,
         )
+
+
+def token_provider_from_settings(
+    *,
+    auth_token: SecretStr | None,
+    auth_secret: SecretStr | None,
+    tenant_id: str,
+    user_id: str,
+    roles: tuple[Role, ...] = (Role.SERVICE,),
+) -> TokenProvider:
+    """The token source the settings describe: a given token, else dev minting."""
+    if auth_token is not None and auth_token.get_secret_value():
+        return StaticToken(auth_token.get_secret_value())
+    secret = auth_secret.get_secret_value() if auth_secret is not None else DEV_AUTH_SECRET
+    return DevTokenMinter(secret, tenant_id=tenant_id, user_id=user_id, roles=roles)

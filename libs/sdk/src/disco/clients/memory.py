@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 from pydantic import JsonValue
 
-from disco.clients._base import ServiceClient, ServiceNotFoundError, TokenProvider
+from disco.clients._base import ServiceClient, ServiceNotFoundError
 from disco.clients._settings import ServiceClientSettings
 from disco_common.memory import (
     AgentStateSnapshot,
@@ -82,20 +82,8 @@ class MemoryClient(ServiceClient):
     service_name = "memory"
 
     @classmethod
-    def from_settings(
-        cls,
-        settings: ServiceClientSettings | None = None,
-        *,
-        token: TokenProvider | None = None,
-    ) -> MemoryClient:
-        """A client for ``DISCO_MEMORY_URL`` with the token the settings describe."""
-        settings = settings if settings is not None else ServiceClientSettings()
-        return cls(
-            settings.memory_url,
-            token=token if token is not None else settings.token_provider(),
-            timeout_seconds=settings.http_timeout_seconds,
-            retries=settings.http_retries,
-        )
+    def _url(cls, settings: ServiceClientSettings) -> str:
+        return settings.memory_url  # DISCO_MEMORY_URL
 
     async def _delete(self, path: str) -> bool:
         try:

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from pydantic import JsonValue
 
 from disco.clients._base import ServiceClient, ServiceNotFoundError
 from disco.clients._settings import ServiceClientSettings
-from disco_common.pagination import Page
+from disco_common.pagination import Page, PageQuery
 from disco_common.registry import (
     AgentListQuery,
     AgentRecord,
@@ -36,9 +36,31 @@ def _segment(value: str) -> str:
     return quote(value, safe="")
 
 
-def _query_params(query: Any) -> dict[str, Any]:
+def _query_params(query: PageQuery) -> dict[str, Any]:
     params: dict[str, Any] = query.model_dump(mode="json", exclude_none=True)
     return params
+
+
+QueryT = TypeVar("QueryT", bound=PageQuery)
+ItemT = TypeVar("ItemT")
+
+
+def _query_of(kind: type[QueryT], **filters: object) -> QueryT:
+    # Filters left out keep the query model's defaults (e.g. its page size).
+    return kind.model_validate({key: value for key, value in filters.items() if value is not None})
+
+
+async def _pages(
+    query: QueryT, fetch: Callable[[QueryT], Awaitable[Page[ItemT]]]
+) -> AsyncIterator[ItemT]:
+    """Every item of every page ``fetch`` returns for ``query``, following the cursors."""
+    while True:
+        page = await fetch(query)
+        for item in page.items:
+            yield item
+        if page.next_cursor is None:
+            return
+        query = query.model_copy(update={"cursor": page.next_cursor})
 
 
 class RegistryClient(ServiceClient):
@@ -55,15 +77,8 @@ class RegistryClient(ServiceClient):
     service_name = "registry"
 
     @classmethod
-    def from_settings(cls, settings: ServiceClientSettings | None = None) -> RegistryClient:
-        """A client for ``settings.registry_url`` (settings from ``DISCO_*`` when not given)."""
-        settings = settings if settings is not None else ServiceClientSettings()
-        return cls(
-            settings.registry_url,
-            token=settings.token_provider(),
-            timeout_seconds=settings.http_timeout_seconds,
-            retries=settings.http_retries,
-        )
+    def _url(cls, settings: ServiceClientSettings) -> str:
+        return settings.registry_url  # DISCO_REGISTRY_URL
 
     # -- agents -------------------------------------------------------------------
 
@@ -81,28 +96,74 @@ class RegistryClient(ServiceClient):
         return await self.call_or_none("GET", f"/v1/agents/{_segment(agent_id)}", AgentRecord)
 
     async def list_agents(
-        self, query: AgentListQuery | None = None, **filters: Any
+        self,
+        query: AgentListQuery | None = None,
+        *,
+        name: str | None = None,
+        capability: str | None = None,
+        consumed_event: str | None = None,
+        produced_event: str | None = None,
+        tag: str | None = None,
+        q: str | None = None,
+        include_expired: bool | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
     ) -> Page[AgentRecord]:
-        """One page of agents; filters as :class:`AgentListQuery` fields (or the model).
+        """One page of agents matching every filter given (or ``query``, the filters as a model).
+
+        Args:
+            query: the filters as one :class:`AgentListQuery` (the keywords are then ignored).
+            name, capability, consumed_event, produced_event, tag, q, include_expired:
+                the :class:`AgentListQuery` filters.
+            limit: items per page (the registry's default when omitted).
+            cursor: the ``next_cursor`` of the previous page.
 
         Raises:
             ServiceValidationError: a filter or the cursor is invalid.
         """
-        query = query if query is not None else AgentListQuery(**filters)
+        if query is None:
+            query = _query_of(
+                AgentListQuery,
+                name=name,
+                capability=capability,
+                consumed_event=consumed_event,
+                produced_event=produced_event,
+                tag=tag,
+                q=q,
+                include_expired=include_expired,
+                limit=limit,
+                cursor=cursor,
+            )
         return await self.call("GET", "/v1/agents", Page[AgentRecord], params=_query_params(query))
 
     async def iter_agents(
-        self, query: AgentListQuery | None = None, **filters: Any
+        self,
+        query: AgentListQuery | None = None,
+        *,
+        name: str | None = None,
+        capability: str | None = None,
+        consumed_event: str | None = None,
+        produced_event: str | None = None,
+        tag: str | None = None,
+        q: str | None = None,
+        include_expired: bool | None = None,
+        limit: int | None = None,
     ) -> AsyncIterator[AgentRecord]:
-        """Every agent matching the filters, fetching page after page."""
-        query = query if query is not None else AgentListQuery(**filters)
-        while True:
-            page = await self.list_agents(query)
-            for item in page.items:
-                yield item
-            if page.next_cursor is None:
-                return
-            query = query.model_copy(update={"cursor": page.next_cursor})
+        """Every agent matching the filters (as for :meth:`list_agents`), page after page."""
+        if query is None:
+            query = _query_of(
+                AgentListQuery,
+                name=name,
+                capability=capability,
+                consumed_event=consumed_event,
+                produced_event=produced_event,
+                tag=tag,
+                q=q,
+                include_expired=include_expired,
+                limit=limit,
+            )
+        async for item in _pages(query, self.list_agents):
+            yield item
 
     async def heartbeat(
         self, agent_id: str, *, instance_id: str | None = None, ttl_seconds: int | None = None
@@ -180,28 +241,51 @@ class RegistryClient(ServiceClient):
     # -- event registry -----------------------------------------------------------
 
     async def list_events(
-        self, query: EventListQuery | None = None, **filters: Any
+        self,
+        query: EventListQuery | None = None,
+        *,
+        topic: str | None = None,
+        owner_agent_id: str | None = None,
+        event_type: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
     ) -> Page[EventRecord]:
-        """One page of event definitions; filters: ``topic``, ``owner_agent_id``, ``event_type``.
+        """One page of event definitions matching every filter given (or ``query``).
 
         Raises:
             ServiceValidationError: a filter or the cursor is invalid.
         """
-        query = query if query is not None else EventListQuery(**filters)
+        if query is None:
+            query = _query_of(
+                EventListQuery,
+                topic=topic,
+                owner_agent_id=owner_agent_id,
+                event_type=event_type,
+                limit=limit,
+                cursor=cursor,
+            )
         return await self.call("GET", "/v1/events", Page[EventRecord], params=_query_params(query))
 
     async def iter_events(
-        self, query: EventListQuery | None = None, **filters: Any
+        self,
+        query: EventListQuery | None = None,
+        *,
+        topic: str | None = None,
+        owner_agent_id: str | None = None,
+        event_type: str | None = None,
+        limit: int | None = None,
     ) -> AsyncIterator[EventRecord]:
         """Every event definition matching the filters, page after page."""
-        query = query if query is not None else EventListQuery(**filters)
-        while True:
-            page = await self.list_events(query)
-            for item in page.items:
-                yield item
-            if page.next_cursor is None:
-                return
-            query = query.model_copy(update={"cursor": page.next_cursor})
+        if query is None:
+            query = _query_of(
+                EventListQuery,
+                topic=topic,
+                owner_agent_id=owner_agent_id,
+                event_type=event_type,
+                limit=limit,
+            )
+        async for item in _pages(query, self.list_events):
+            yield item
 
     async def get_event(self, event_type: str) -> EventRecord | None:
         """The definition of ``event_type`` that counts (schema resolved inline), or None."""

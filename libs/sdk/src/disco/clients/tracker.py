@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from urllib.parse import quote
 
-from disco.clients._base import ServiceClient, ServiceNotFoundError, TokenProvider
+from disco.clients._base import ServiceClient, ServiceNotFoundError
 from disco.clients._settings import ServiceClientSettings
 from disco_common.pagination import Page
 from disco_common.tracker import HumanInputWaitQuery, HumanInputWaitRecord, HumanInputWaitStatus
@@ -38,20 +38,8 @@ class TrackerClient(ServiceClient):
     service_name = "tracker"
 
     @classmethod
-    def from_settings(
-        cls,
-        settings: ServiceClientSettings | None = None,
-        *,
-        token: TokenProvider | None = None,
-    ) -> TrackerClient:
-        """A client for ``DISCO_TRACKER_URL`` with the token the settings describe."""
-        settings = settings if settings is not None else ServiceClientSettings()
-        return cls(
-            settings.tracker_url,
-            token=token if token is not None else settings.token_provider(),
-            timeout_seconds=settings.http_timeout_seconds,
-            retries=settings.http_retries,
-        )
+    def _url(cls, settings: ServiceClientSettings) -> str:
+        return settings.tracker_url  # DISCO_TRACKER_URL
 
     # -- questions to humans (HITL) ----------------------------------------------------
 

@@ -1,278 +1,44 @@
-"""Unit-test agents without a broker or services.
-
-:class:`AgentTestKit` runs one or more agents in-process: what a handler
-publishes is recorded and, by default, delivered to every agent in the kit
-that handles it (each agent as its own consumer group, envelope ids
-deduplicated), until nothing is left to deliver. Task and plan contexts live in
-an :class:`InMemoryMemory` with the memory service's optimistic-concurrency
-rules. So a Worker delegating to a Tool, a Planner driving both, or a HITL
-question answered by the test all run in a plain ``pytest`` test::
-
-    async def test_the_calculator_adds() -> None:
-        async with AgentTestKit(calculator) as kit:
-            request = await kit.request("calculate.requested", {"expression": "1+2"},
-                                        response_event="calculated")
-            assert kit.result_of(request).result == {"value": 3}
-
-Requests for work no agent in the kit does stay unanswered until the test
-answers them (:meth:`AgentTestKit.reply`); questions to humans until
-:meth:`AgentTestKit.answer_human`. :meth:`AgentTestKit.crash_after` kills a
-handler between a save and the publishing it promised (a :class:`CrashPoint`)
-and redelivers its envelope, to prove that the work still finishes. Our own
-integration tests still use the real broker and services; this kit is for agent
-authors' unit tests.
-"""
+"""The in-process test kit: :class:`AgentTestKit` and what it records."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any, TypeVar, cast
+from typing import Any
 
-from pydantic import BaseModel
+from typing_extensions import Unpack
 
 from disco._context import HandlerContext, handler_context, maybe_current_context
 from disco._lifecycle import StartStop
 from disco.agents import Agent, PlatformContext
-from disco.agents._faults import CRASH_ENV, CRASH_EXIT_CODE, CrashPoint, set_crash_hook
+from disco.agents._faults import CrashPoint, set_crash_hook
 from disco.agents._ports import RequestValidator
-from disco.bus import BusClient, BusError, MessageTooLargeError
+from disco.bus import (
+    BusClient,
+    BusError,
+    ContextAttributes,
+    EnvelopeAttributes,
+    MessageTooLargeError,
+)
 from disco.bus._wire import record_for
-from disco.clients import ServiceConflictError
 from disco.settings import BusSettings
+from disco.testing._memory import InMemoryMemory
 from disco_common.envelope import ActionRequest, ActionResult, Envelope
-from disco_common.memory import PlanContextRecord, TaskContextRecord, WorkingMemoryEntry
 from disco_common.notifications import HumanInputRequest, HumanInputResponse, NotificationType
-from disco_common.plans import PlanContextData, PlanStatus
-from disco_common.tasks import ActionResultData, ErrorInfo, TaskContextData
+from disco_common.tasks import ActionResultData, ErrorInfo
 from disco_common.topics import Topic
 
 __all__ = [
-    "CRASH_ENV",
-    "CRASH_EXIT_CODE",
     "AgentTestKit",
     "Crash",
-    "CrashPoint",
     "HandlerFailedError",
-    "InMemoryMemory",
     "Published",
     "SimulatedCrash",
 ]
 
 _TEST = "test"
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-ModelT = TypeVar("ModelT", bound=BaseModel)
-
-
-def _over_the_wire(model: ModelT) -> ModelT:
-    # What the service stores is what the client sends: the JSON dump, read
-    # back from JSONB, which does not keep key order. Doing the same here keeps
-    # the kit honest.
-    dumped = json.dumps(model.model_dump(mode="json"), sort_keys=True)
-    return type(model).model_validate_json(dumped)
-
-
-class InMemoryMemory:
-    """Task and plan contexts and working memory in dicts, with the memory service's rules.
-
-    Versions start at 1 and grow by one per write; ``expected_version`` (0:
-    only if absent) raises :class:`~disco.clients.ServiceConflictError` on a
-    mismatch, as the service answers 409. A sub-task id or correlation id
-    belongs to one task or plan. Values are copied in and out.
-    """
-
-    def __init__(self) -> None:
-        self.tasks: dict[str, TaskContextRecord] = {}
-        self.plans: dict[str, PlanContextRecord] = {}
-        self.plan_records: dict[str, dict[str, Any]] = {}
-        self.working: dict[tuple[str, str], WorkingMemoryEntry] = {}
-        self._by_subtask: dict[str, str] = {}
-        self._by_correlation: dict[str, str] = {}
-        self.writes = 0
-
-    @staticmethod
-    def _check_version(kind: str, key: str, current: int | None, expected: int | None) -> None:
-        if expected is None:
-            return
-        if (current or 0) != expected:
-            raise ServiceConflictError(
-                409,
-                "version_conflict",
-                f"{kind} {key!r} is at version {current or 0}, not {expected}",
-            )
-
-    async def store_task_context(
-        self,
-        task_id: str,
-        context: TaskContextData,
-        *,
-        plan_id: str | None = None,
-        ttl_seconds: int | None = None,
-        expected_version: int | None = None,
-    ) -> TaskContextRecord:
-        await asyncio.sleep(0)  # a real service call yields: let other handlers interleave
-        existing = self.tasks.get(task_id)
-        self._check_version(
-            "task", task_id, existing.version if existing else None, expected_version
-        )
-        for sub_task_id in context.sub_tasks:
-            owner = self._by_subtask.get(sub_task_id)
-            if owner is not None and owner != task_id:
-                raise ServiceConflictError(
-                    409, "sub_task_claimed", f"sub-task {sub_task_id!r} belongs to task {owner!r}"
-                )
-        now = _now()
-        record = TaskContextRecord(
-            version=(existing.version if existing else 0) + 1,
-            task_id=task_id,
-            plan_id=plan_id or context.plan_id,
-            sub_task_ids=list(context.sub_task_ids),
-            context=_over_the_wire(context),
-            created_at=existing.created_at if existing else now,
-            updated_at=now,
-        )
-        self.tasks[task_id] = record
-        for sub_task_id in context.sub_tasks:
-            self._by_subtask[sub_task_id] = task_id
-        self.writes += 1
-        return record.model_copy(deep=True)
-
-    async def get_task_context(self, task_id: str) -> TaskContextRecord | None:
-        await asyncio.sleep(0)  # a real service call yields: let other handlers interleave
-        record = self.tasks.get(task_id)
-        return record.model_copy(deep=True) if record else None
-
-    async def delete_task_context(self, task_id: str) -> bool:
-        await asyncio.sleep(0)  # a real service call yields: let other handlers interleave
-        record = self.tasks.pop(task_id, None)
-        if record is None:
-            return False
-        for sub_task_id in record.sub_task_ids:
-            self._by_subtask.pop(sub_task_id, None)
-        return True
-
-    async def get_task_by_subtask(self, sub_task_id: str) -> TaskContextRecord | None:
-        await asyncio.sleep(0)  # a real service call yields: let other handlers interleave
-        task_id = self._by_subtask.get(sub_task_id)
-        return await self.get_task_context(task_id) if task_id else None
-
-    async def store_plan_context(
-        self,
-        plan_id: str,
-        context: PlanContextData,
-        *,
-        session_id: str | None = None,
-        expected_version: int | None = None,
-    ) -> PlanContextRecord:
-        await asyncio.sleep(0)  # a real service call yields: let other handlers interleave
-        existing = self.plans.get(plan_id)
-        self._check_version(
-            "plan", plan_id, existing.version if existing else None, expected_version
-        )
-        for correlation_id in context.correlation_ids:
-            owner = self._by_correlation.get(correlation_id)
-            if owner is not None and owner != plan_id:
-                raise ServiceConflictError(
-                    409,
-                    "correlation_claimed",
-                    f"correlation id {correlation_id!r} belongs to plan {owner!r}",
-                )
-        now = _now()
-        record = PlanContextRecord(
-            version=(existing.version if existing else 0) + 1,
-            plan_id=plan_id,
-            session_id=session_id or context.session_id,
-            correlation_ids=list(context.correlation_ids),
-            context=_over_the_wire(context),
-            created_at=existing.created_at if existing else now,
-            updated_at=now,
-        )
-        if existing is not None:
-            for correlation_id in existing.correlation_ids:
-                self._by_correlation.pop(correlation_id, None)
-        self.plans[plan_id] = record
-        for correlation_id in context.correlation_ids:
-            self._by_correlation[correlation_id] = plan_id
-        self.writes += 1
-        return record.model_copy(deep=True)
-
-    async def get_plan_context(self, plan_id: str) -> PlanContextRecord | None:
-        await asyncio.sleep(0)  # a real service call yields: let other handlers interleave
-        record = self.plans.get(plan_id)
-        return record.model_copy(deep=True) if record else None
-
-    async def get_plan_by_correlation(self, correlation_id: str) -> PlanContextRecord | None:
-        await asyncio.sleep(0)  # a real service call yields: let other handlers interleave
-        plan_id = self._by_correlation.get(correlation_id)
-        return await self.get_plan_context(plan_id) if plan_id else None
-
-    async def put_working(
-        self,
-        plan_id: str,
-        key: str,
-        value: Any,
-        *,
-        ttl_seconds: int | None = None,
-        expected_version: int | None = None,
-    ) -> WorkingMemoryEntry:
-        existing = self.working.get((plan_id, key))
-        self._check_version(
-            "key", f"{plan_id}/{key}", existing.version if existing else None, expected_version
-        )
-        now = _now()
-        entry = WorkingMemoryEntry(
-            version=(existing.version if existing else 0) + 1,
-            plan_id=plan_id,
-            key=key,
-            value=json.loads(json.dumps(value)),
-            created_at=existing.created_at if existing else now,
-            updated_at=now,
-        )
-        self.working[(plan_id, key)] = entry
-        return entry.model_copy(deep=True)
-
-    async def get_working(self, plan_id: str, key: str) -> WorkingMemoryEntry | None:
-        entry = self.working.get((plan_id, key))
-        return entry.model_copy(deep=True) if entry else None
-
-    async def delete_working(self, plan_id: str, key: str) -> bool:
-        return self.working.pop((plan_id, key), None) is not None
-
-    async def store(self, key: str, value: Any, plan_id: str) -> bool:
-        await self.put_working(plan_id, key, value)
-        return True
-
-    async def retrieve(self, key: str, plan_id: str) -> Any:
-        entry = await self.get_working(plan_id, key)
-        return entry.value if entry is not None else None
-
-    async def create_plan(
-        self, goal_event: str, response_event: str, *, plan_id: str | None = None, **fields: Any
-    ) -> dict[str, Any]:
-        await asyncio.sleep(0)  # a real service call yields: let other handlers interleave
-        key = plan_id or f"plan-{len(self.plan_records) + 1}"
-        record = {"plan_id": key, "goal_event": goal_event, "response_event": response_event}
-        record.update(fields)
-        self.plan_records[key] = record
-        return record
-
-    async def update_plan_status(
-        self, plan_id: str, status: PlanStatus, *, reason: str | None = None, **_: Any
-    ) -> dict[str, Any]:
-        await asyncio.sleep(0)  # a real service call yields: let other handlers interleave
-        record = self.plan_records.setdefault(plan_id, {"plan_id": plan_id})
-        record["status"] = status
-        record["status_reason"] = reason
-        return record
 
 
 @dataclass(frozen=True, slots=True)
@@ -420,7 +186,7 @@ class AgentTestKit(StartStop):
             member.agent._attach(
                 PlatformContext(
                     bus=member.bus,
-                    memory=cast(Any, self.memory),
+                    memory=self.memory,
                     registry=None,
                     agent=member.agent.identity,
                     validator=self.validator,
@@ -454,7 +220,7 @@ class AgentTestKit(StartStop):
         *,
         response_event: str,
         settle: bool = True,
-        **attributes: Any,
+        **attributes: Unpack[ContextAttributes],
     ) -> ActionRequest:
         """Publish a request on ``action-requests`` as an outside caller; then :meth:`settle`."""
         request: ActionRequest = await self._outside.request(
@@ -471,7 +237,7 @@ class AgentTestKit(StartStop):
         data: Any = None,
         *,
         settle: bool = True,
-        **attrs: Any,
+        **attrs: Unpack[EnvelopeAttributes],
     ) -> Envelope:
         """Publish any event as the test; then :meth:`settle`."""
         envelope = await self._outside.publish(topic, event_type, data, **self._scope(attrs))

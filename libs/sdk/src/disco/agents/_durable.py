@@ -1,0 +1,288 @@
+"""The durable-state core that Workers and Planners share.
+
+A task (Worker) and a plan (Planner) are contexts saved in the memory service.
+Both follow the same rules, kept here once:
+
+- **Versioned saves.** Every write carries the version it read
+  (:class:`DurableContext`); a write over another version raises a
+  :class:`~disco.agents.StateConflictError` subclass, and the step that made it
+  is re-run on a fresh copy (:func:`retry_on_conflict`).
+- **Save, then publish.** What a save promises to publish (requests, a question,
+  the final answer) is recorded with the id of the envelope whose handling
+  saved it (:func:`current_cause`) and published with ids and times fixed by
+  the record (:func:`publish_again`), so publishing it again is harmless.
+- **Recovery of due entries.** An envelope redelivered after a crash finds
+  what its first handling saved and publishes it again; a stale answer also
+  re-sends what has waited longer than a grace period (:class:`Recovery`),
+  each at most once per grace by this process (:class:`ResendMemo`).
+- **Error conversion.** What handlers pass as an error becomes one
+  :class:`~disco_common.tasks.ErrorInfo` (:func:`as_error`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterable
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import pydantic_core
+
+from disco._context import maybe_current_context
+from disco.agents._errors import StateConflictError
+from disco.agents._handlers import error_info
+from disco.bus import BusClient, BusError
+from disco.clients import ServiceConflictError, ServiceUnavailableError
+from disco_common.envelope import envelope_class_for
+from disco_common.memory import PlanContextRecord, TaskContextRecord
+from disco_common.plans import PlanContextData
+from disco_common.tasks import ErrorInfo, TaskContextData
+from disco_common.topics import Topic
+
+if TYPE_CHECKING:
+    from disco.agents._agent import PlatformContext
+
+__all__ = [
+    "CONFLICT_RETRIES",
+    "FINISHER_GRACE",
+    "KEPT_PAYLOAD_MAX_BYTES",
+    "KEPT_TOTAL_MAX_BYTES",
+    "RESEND_GRACE",
+    "SCOPE_KEYS",
+    "TRANSIENT",
+    "DurableContext",
+    "Recovery",
+    "ResendMemo",
+    "as_error",
+    "current_cause",
+    "json_size",
+    "publish_again",
+    "retry_on_conflict",
+    "scope_of",
+    "utc_now",
+]
+
+TRANSIENT = (ServiceUnavailableError, BusError)
+"""Failures of the platform itself: the bus retries the envelope instead of failing the work."""
+
+CONFLICT_RETRIES = 20
+"""How often a step is re-run on a fresh copy when another instance moved its context."""
+
+RESEND_GRACE = timedelta(seconds=10)
+"""How old a pending request, question or action must be before a stale answer re-sends it.
+
+Younger ones are most likely on their way; re-sending them would only double traffic.
+"""
+
+FINISHER_GRACE = timedelta(seconds=10)
+"""How long a final outcome may stay unconfirmed before a stale answer publishes it again.
+
+Normally it is confirmed (or the context deleted) milliseconds after it went out;
+one still unconfirmed after this long belongs to a process that died in between.
+"""
+
+KEPT_PAYLOAD_MAX_BYTES = 64 * 1024
+"""The largest request payload a context keeps to re-send it after a crash."""
+
+KEPT_TOTAL_MAX_BYTES = 256 * 1024
+"""The most pending payloads one context keeps together.
+
+Contexts hold at most 4 MiB, and every answer rewrites the whole context: kept
+payloads must not make a large fan-out's writes much heavier. (Payloads
+delegated by a task handler are re-sent from the handler's own run anyway.)
+"""
+
+SCOPE_KEYS = ("tenant_id", "user_id", "session_id", "plan_id")
+"""The envelope attributes a context's envelopes inherit from the request that started it."""
+
+DataT = TypeVar("DataT", TaskContextData, PlanContextData)
+
+
+def utc_now() -> datetime:
+    """The current time, timezone-aware (UTC)."""
+    return datetime.now(UTC)
+
+
+def as_error(error: ErrorInfo | BaseException | str, *, kind: str) -> ErrorInfo:
+    """``error`` as an :class:`ErrorInfo`; a plain message gets the type ``kind``."""
+    if isinstance(error, ErrorInfo):
+        return error
+    if isinstance(error, BaseException):
+        return error_info(error)
+    return ErrorInfo(type=kind, message=str(error)[:4000])
+
+
+def scope_of(
+    data: TaskContextData | PlanContextData, keys: Iterable[str] = SCOPE_KEYS
+) -> dict[str, Any]:
+    """The envelope attributes of ``keys`` that ``data`` has (``None`` ones left out)."""
+    return {key: value for key in keys if (value := getattr(data, key)) is not None}
+
+
+def current_cause() -> str | None:
+    """The id of the envelope whose handler runs now (what a save records as its cause)."""
+    context = maybe_current_context()
+    return context.envelope.id if context is not None else None
+
+
+def json_size(value: Any) -> int:
+    """The size of ``value`` encoded as JSON, in bytes."""
+    return len(pydantic_core.to_json(value))
+
+
+async def publish_again(
+    bus: BusClient,
+    topic: str | Topic,
+    event_type: str,
+    data: Any,
+    *,
+    id: str,
+    time: datetime,
+    traceparent: str | None = None,
+    **attributes: Any,
+) -> None:
+    """Publish an envelope that a saved context describes: its id, time and cause fixed.
+
+    Used for the first publish and for every re-send, so that a re-sent
+    envelope is the one first sent: receivers deduplicate on the id, and the
+    time matters to readers that keep it (the tracker starts a question's
+    timeout from it). ``traceparent`` is used outside a handler.
+    """
+    fields: dict[str, Any] = {
+        "id": id,
+        "time": time,
+        "source": bus.source,
+        "type": event_type,
+        "data": data,
+    }
+    fields.update({key: value for key, value in attributes.items() if value is not None})
+    # The trace of the handler that publishes, else the one the caller kept.
+    context = maybe_current_context()
+    if context is not None and context.envelope.traceparent is not None:
+        traceparent = context.envelope.traceparent
+    if traceparent is not None:
+        fields["traceparent"] = traceparent
+    await bus.publish_envelope(topic, envelope_class_for(topic).from_dict(fields))
+
+
+class ResendMemo:
+    """What this process re-sent lately because it was old, so a burst re-sends once.
+
+    Re-sending is harmless (the same ids) but not free: without this, every
+    stale answer arriving while a sub-task is legitimately slow would send its
+    request again.
+    """
+
+    def __init__(
+        self, interval_seconds: float = RESEND_GRACE.total_seconds(), size: int = 10_000
+    ) -> None:
+        self._interval = interval_seconds
+        self._size = size
+        self._sent: OrderedDict[str, float] = OrderedDict()
+
+    def due(self, key: str) -> bool:
+        """Whether ``key`` was not re-sent by this process within the interval."""
+        last = self._sent.get(key)
+        return last is None or time.monotonic() - last >= self._interval
+
+    def sent(self, key: str) -> None:
+        """Remember that ``key`` was re-sent now."""
+        self._sent[key] = time.monotonic()
+        self._sent.move_to_end(key)
+        while len(self._sent) > self._size:
+            self._sent.popitem(last=False)
+
+
+class Recovery:
+    """Which entries of a saved context are due to be published again, for one handling.
+
+    Due is what ``cause`` (the envelope being handled) brought about: it comes
+    again only because its first handling did not finish, so what that
+    handling saved may never have gone out. With ``by_age``, also what has
+    waited longer than its grace (each key at most once per grace by this
+    process, see :class:`ResendMemo`).
+    """
+
+    def __init__(self, memo: ResendMemo, cause: str | None, *, by_age: bool) -> None:
+        self._memo = memo
+        self._cause = cause
+        self._by_age = by_age
+        self._now = utc_now()
+
+    def due(
+        self, key: str, caused_by: str | None, since: datetime | None, grace: timedelta
+    ) -> bool:
+        """Whether the entry ``key``, saved by ``caused_by`` at ``since``, is to be sent again."""
+        if self._cause is not None and caused_by == self._cause:
+            return True
+        return (
+            self._by_age and since is not None and self._now - since > grace and self._memo.due(key)
+        )
+
+    def sent(self, key: str) -> None:
+        """Note that ``key`` was sent again (or given up on) now."""
+        self._memo.sent(key)
+
+
+async def retry_on_conflict(step: Callable[[], Awaitable[None]]) -> None:
+    """Run ``step``; when another instance moved its context meanwhile, run it again.
+
+    ``step`` reads the context afresh each time. After :data:`CONFLICT_RETRIES`
+    attempts the conflict escapes (the bus retries the envelope).
+    """
+    for attempt in range(1, CONFLICT_RETRIES + 1):
+        try:
+            await step()
+            return
+        except StateConflictError:
+            if attempt == CONFLICT_RETRIES:
+                raise
+            await asyncio.sleep(random.uniform(0, 0.005 * attempt))
+
+
+class DurableContext(ABC, Generic[DataT]):
+    """A context saved in the memory service with optimistic concurrency (task or plan)."""
+
+    def __init__(self, data: DataT, platform: PlatformContext, *, version: int | None) -> None:
+        self._data: DataT = data
+        self._platform = platform
+        self._version = version
+        self._dirty = version is None
+        self._started = time.monotonic()
+
+    @property
+    def version(self) -> int | None:
+        """The stored version this copy is based on (``None``: never saved)."""
+        return self._version
+
+    @property
+    def dirty(self) -> bool:
+        """Whether this copy has changes not saved yet."""
+        return self._dirty
+
+    def snapshot(self) -> DataT:
+        """A copy of the persisted form."""
+        return self._data.model_copy(deep=True)
+
+    async def _store(self) -> None:
+        """Write this copy over the version it read (``0``: only if absent)."""
+        expected = self._version if self._version is not None else 0
+        self._data.updated_at = utc_now()
+        try:
+            record = await self._write(expected)
+        except ServiceConflictError:
+            raise self._conflict(expected) from None
+        self._version = record.version
+        self._dirty = False
+
+    @abstractmethod
+    async def _write(self, expected_version: int) -> TaskContextRecord | PlanContextRecord:
+        """Save ``self._data`` with ``expected_version`` (the memory call of the kind)."""
+
+    @abstractmethod
+    def _conflict(self, expected_version: int) -> StateConflictError:
+        """The error a lost write raises."""
