@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from disco._auth import DEV_AUTH_SECRET, mint_dev_token
+from disco.auth import DEV_AUTH_SECRET, mint_dev_token
 from disco_common.auth import (
     ON_BEHALF_OF_TENANT_HEADER,
     ON_BEHALF_OF_USER_HEADER,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from disco._auth import DEV_AUTH_SECRET
+from disco.auth import DEV_AUTH_SECRET
 from disco_service import DEFAULT_DATABASE_URL, ServiceSettings, settings_env_vars
 
 REAL_SECRET = "3f1c9a7e5b2d4c6a8e0f1b3d5c7a9e2f4b6d8c0a1e3f5b7d"

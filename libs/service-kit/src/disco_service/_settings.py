@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from disco._auth import DEV_AUTH_SECRET
+from disco.auth import DEV_AUTH_SECRET
 from disco.settings import BusSettings
 from disco_common.services import ServiceManifest
 
