@@ -43,7 +43,7 @@ HandlerT = TypeVar("HandlerT", bound=Handler)
 ANY_EVENT = "*"
 """Register for every event type of a topic."""
 
-_EVENT_TYPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$")
+_EVENT_TYPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/_-]{0,199}$")
 _GROUP = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
@@ -157,7 +157,7 @@ class BusConsumer(StartStop):
             )
         if event_type != ANY_EVENT and not _EVENT_TYPE.fullmatch(event_type):
             raise HandlerRegistrationError(
-                f"event type {event_type!r} is not valid: letters, digits and '._:/-', or "
+                f"event type {event_type!r} is not valid: letters, digits and '._:/-_', or "
                 f"{ANY_EVENT!r} for every type"
             )
         _check_handler(handler)
