@@ -493,7 +493,7 @@ class AgentRunner:
         shown: Any = None
         if tool is not None:
             with contextlib.suppress(ValueError):
-                shown = tool.shown_arguments(call.parsed_arguments())
+                shown = tool.shown_arguments(tool.validate(call.parsed_arguments()).model_dump())
         now = utcnow()
         return ApprovalWait(
             tool_call_id=call.id,
