@@ -2,7 +2,8 @@
 
     uv run python examples/assistant.py
     uv run python examples/ask.py assistant.requested '{"text": "What is the weather in Atlantis?"}'
-    uv run python examples/ask.py assistant.requested '{"text": "Book a trip to Lisbon on 2026-05-01"}' --wait 600
+    uv run python examples/ask.py assistant.requested \
+        '{"text": "Book a trip to Lisbon on 2026-05-01"}' --wait 600
     uv run python examples/answer.py yes          # approve the booking (or: no)
 
 It answers ``assistant.requested`` tasks ``{"text": ...}`` with ``{"text": <final

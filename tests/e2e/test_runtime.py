@@ -231,7 +231,7 @@ async def test_an_approved_call_runs_after_its_approval(
         "date": "2026-05-01",
         "card": "[redacted]",
     }
-    assert requested.tenant_id == TENANT and requested.user_id == USER
+    assert (requested.tenant_id, requested.user_id) == (TENANT, USER)
 
 
 async def test_a_denied_call_never_runs_and_the_model_is_told(
