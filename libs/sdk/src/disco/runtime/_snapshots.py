@@ -177,6 +177,16 @@ class _BackgroundWriter:
         return not pending
 
 
+def _without_nul(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd") if "\x00" in value else value
+    if isinstance(value, dict):
+        return {_without_nul(key): _without_nul(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_without_nul(item) for item in value]
+    return value
+
+
 class MemorySnapshotStore:
     """Snapshots in the memory service, full and slim side by side.
 
@@ -212,7 +222,21 @@ class MemorySnapshotStore:
 
         try:
             await self._put_once(state, full, slim)
+            return
         except ServiceError as exc:
+            if exc.status == 422 and exc.code == "nul_character":
+                # Postgres cannot store NUL characters: keep them as U+FFFD.
+                _log.warning(
+                    "the agent state holds NUL characters; they are saved as U+FFFD",
+                    session_id=state.session_id,
+                    agent_id=state.agent_id,
+                )
+                full, slim = _without_nul(full), _without_nul(slim)
+                try:
+                    await self._put_once(state, full, slim)
+                    return
+                except ServiceError as again:
+                    exc = again
             if exc.status != 413 or exc.code != "payload_too_large":
                 raise
             # Too large to keep whole: keep the slim state; resume falls back to it.
