@@ -68,6 +68,11 @@ _log = structlog.get_logger("disco.runtime")
 DEFAULT_APPROVAL_TIMEOUT_SECONDS = 900
 
 
+def _monotonic() -> float:
+    # One place the loop reads its clock (running time, durations): tests replace it.
+    return time.monotonic()
+
+
 class NoPendingApprovalError(LookupError):
     """A decision for a tool call the state does not wait for (a late or repeated decision)."""
 
@@ -89,10 +94,10 @@ class _Clock:
     __slots__ = ("_mark",)
 
     def __init__(self) -> None:
-        self._mark = time.monotonic()
+        self._mark = _monotonic()
 
     def lap(self) -> float:
-        now = time.monotonic()
+        now = _monotonic()
         elapsed, self._mark = now - self._mark, now
         return elapsed
 
@@ -548,9 +553,9 @@ class AgentRunner:
                 return text, None
         shown = tool.shown_arguments(arguments.model_dump())
         await emitter.emit(ToolStarted(**emitter.ids(), call=call, arguments=shown))
-        started = time.monotonic()
+        started = _monotonic()
         result, failure = await self._invoke(tool, call, arguments, emitter)
-        duration_ms = (time.monotonic() - started) * 1000.0
+        duration_ms = (_monotonic() - started) * 1000.0
         if failure is not None:
             await emitter.emit(
                 ToolFinished(
