@@ -175,7 +175,7 @@ async def test_a_refusal_is_not_retried() -> None:
         FakeOpenAI([Reply(status=400, body={"error": {"message": "bad model"}})]) as server,
         OpenAIChatDriver(server.base_url, model="nope", max_retries=3) as driver,
     ):
-        with pytest.raises(LLMError, match="answered 400: .*bad model"):
+        with pytest.raises(LLMError, match=r"answered 400: .*bad model"):
             await driver.chat([Message.user("hi")])
 
     assert len(server.requests) == 1

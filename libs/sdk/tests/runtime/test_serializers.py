@@ -118,7 +118,7 @@ def test_an_unknown_reasoning_effort_is_a_clear_error_naming_the_field() -> None
 def test_json_of_a_newer_sdk_is_refused_with_what_to_do() -> None:
     data = {**fixture("full_v2_completed.json"), "schema_version": 3}
 
-    with pytest.raises(StateSerializationError, match="schema_version 3.*upgrade disco-sdk"):
+    with pytest.raises(StateSerializationError, match=r"schema_version 3.*upgrade disco-sdk"):
         FullSerializer().deserialize(data)
 
 
@@ -128,7 +128,7 @@ def test_a_slim_state_given_to_the_full_serializer_says_which_one_to_use() -> No
 
 
 def test_a_state_without_its_ids_is_refused_naming_them() -> None:
-    with pytest.raises(StateSerializationError, match="agent_id.*session_id"):
+    with pytest.raises(StateSerializationError, match=r"agent_id.*session_id"):
         FullSerializer().deserialize({"schema_version": 2, "messages": []})
 
 
