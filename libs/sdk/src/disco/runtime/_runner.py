@@ -130,7 +130,7 @@ class _Emitter:
         try:
             await self.sink.emit(event)
         except Exception as exc:  # events are telemetry: never break the loop
-            _log.warning("an event sink failed", event=type(event).__name__, error=repr(exc))
+            _log.warning("an event sink failed", kind=type(event).__name__, error=repr(exc))
 
     async def flush(self) -> None:
         try:
