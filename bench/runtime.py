@@ -74,7 +74,9 @@ class StepClock(CollectingSink):
 
 def script(steps: int, execution: int) -> list[Any]:
     calls = [
-        ScriptedReply(tool_calls=[ScriptedToolCall("lookup", {"city": "Oslo"}, id=f"c{execution}-{i}")])
+        ScriptedReply(
+            tool_calls=[ScriptedToolCall("lookup", {"city": "Oslo"}, id=f"c{execution}-{i}")]
+        )
         for i in range(steps - 1)
     ]
     return [*calls, ScriptedReply(text="It is sunny in Oslo.")]
@@ -92,7 +94,9 @@ async def loop_overhead(executions: int, steps: int, *, snapshots: bool) -> list
             snapshots=InMemorySnapshotStore() if snapshots else None,
         )
         clock = StepClock()
-        state = await runner.send(runner.new_state(f"s-{execution}"), "Weather in Oslo?", events=clock)
+        state = await runner.send(
+            runner.new_state(f"s-{execution}"), "Weather in Oslo?", events=clock
+        )
         assert state.status is AgentStatus.COMPLETED, state.error
         samples.extend((b - a) * 1000 for a, b in zip(clock.ends, clock.ends[1:], strict=False))
     return samples
@@ -130,11 +134,14 @@ def timed(function: Callable[[], Any], *, repeat: int) -> tuple[float, Any]:
 def serializers() -> list[list[str]]:
     rows: list[list[str]] = []
     full = FullSerializer()
-    slims = {"slim minimal": SlimSerializer(SlimConfig.minimal()), "slim standard": SlimSerializer()}
+    slims = {
+        "slim minimal": SlimSerializer(SlimConfig.minimal()),
+        "slim standard": SlimSerializer(),
+    }
     for count in (10, 100, 1000):
         state = conversation(count)
         repeat = 50 if count < 1000 else 10
-        write_ms, data = timed(lambda: full.serialize(state), repeat=repeat)
+        write_ms, data = timed(lambda: full.serialize(state), repeat=repeat)  # noqa: B023
         full_bytes = len(json.dumps(data, ensure_ascii=False).encode())
         read_ms, restored = timed(lambda: full.deserialize(data), repeat=repeat)  # noqa: B023
         assert restored == state
@@ -218,7 +225,9 @@ async def main() -> None:
         )
     )
     p50 = percentile(bare, 0.5)
-    print(f"target: p50 without snapshots <= 2 ms: {'met' if p50 <= 2 else 'MISSED'} ({p50:.3f} ms)")
+    print(
+        f"target: p50 without snapshots <= 2 ms: {'met' if p50 <= 2 else 'MISSED'} ({p50:.3f} ms)"
+    )
 
     rows = serializers()
     print("\nserializers (median of repeated runs)")

@@ -33,7 +33,9 @@ def run_example(stack: Stack, *args: str, timeout: float = 120) -> subprocess.Co
     )
 
 
-def test_the_demo_runs_a_tool_a_worker_a_planner_and_an_llm_agent_against_the_stack(e2e_stack: Stack) -> None:
+def test_the_demo_runs_a_tool_a_worker_a_planner_and_an_llm_agent_against_the_stack(
+    e2e_stack: Stack,
+) -> None:
     demo = run_example(e2e_stack, "demo.py")
 
     assert demo.returncode == 0, demo.stdout + demo.stderr

@@ -22,6 +22,9 @@ from disco_common.envelope import Envelope
 from disco_common.notifications import (
     AgentUIEvent,
     AgentUIEventType,
+    HumanInputRequest,
+    HumanInputResponse,
+    NotificationType,
     ToolApprovedPayload,
     ToolDeniedPayload,
 )
@@ -268,6 +271,38 @@ async def test_the_first_decision_wins(
         kind for kind, _ in ui_events(watcher, session) if kind == UI.TOOL_EXECUTION_SUCCEEDED.value
     ]
     assert executions == [UI.TOOL_EXECUTION_SUCCEEDED.value]
+
+
+async def test_an_answer_to_the_tasks_question_decides_too_and_the_agent_announces_it(
+    runtime_agent: AgentProcess, caller: BusClient, watcher: Watcher
+) -> None:
+    session = new_session()
+    request = await ask(caller, "e2e-runtime", session, "book Madrid on 2026-04-04")
+    call_id = tool_call_id_of(await wait_ui(watcher, session, UI.TOOL_APPROVAL_REQUESTED))
+    (question,) = await watcher.wait_for(
+        lambda topic, e: (
+            topic == "notification-events"
+            and e.type == NotificationType.HUMAN_INPUT.value
+            and e.task_id == request.id
+        )
+    )
+    body = HumanInputRequest.model_validate(question.data)
+
+    await caller.publish(  # what examples/answer.py sends for `answer.py yes`
+        Topic.NOTIFICATION_EVENTS,
+        body.response_event,
+        HumanInputResponse(answer="yes", request_id=question.id, task_id=request.id),
+        correlation_id=question.correlation_id,
+        tenant_id=TENANT,
+        user_id=USER,
+        session_id=session,
+    )
+    answer = await answer_to(watcher, request)
+
+    assert "TRIP-MAD-2026-04-04" in answer["result"]["text"]
+    assert body.context["tool_call_id"] == call_id
+    approved = await wait_ui(watcher, session, UI.TOOL_APPROVED)
+    assert approved.source == "disco://agent/e2e-runtime"  # nobody else told the UIs
 
 
 async def test_an_undecided_call_is_denied_by_the_agent_when_its_timeout_passes(

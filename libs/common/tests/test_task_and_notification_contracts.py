@@ -192,7 +192,9 @@ def test_tool_lifecycle_types_are_on_the_wire_exactly_as_seed_003_names_them() -
 
 
 def test_the_agent_family_keeps_its_dotted_names() -> None:
-    assert {
+    dotted = {kind: kind.value for kind in AgentUIEventType if kind.value.startswith("agent.")}
+
+    assert dotted == {
         AgentUIEventType.AGENT_STATUS: "agent.status",
         AgentUIEventType.STEP_STARTED: "agent.step.started",
         AgentUIEventType.STEP_COMPLETED: "agent.step.completed",
@@ -200,7 +202,7 @@ def test_the_agent_family_keeps_its_dotted_names() -> None:
         AgentUIEventType.TOOL_COMPLETED: "agent.tool.completed",
         AgentUIEventType.STREAM_CHUNK: "agent.stream.chunk",
         AgentUIEventType.CONTINUATION: "agent.continuation",
-    } == {kind: kind.value for kind in AgentUIEventType if kind.value.startswith("agent.")}
+    }
 
 
 def test_every_ui_event_type_is_a_valid_envelope_type() -> None:

@@ -313,7 +313,7 @@ class ToolApprovedPayload(_ToolCall):
 
 
 class ToolDeniedPayload(_ToolCall):
-    """``TOOL_DENIED``: the call was denied (by a person, or ``reason="timeout"``); it will not run."""
+    """``TOOL_DENIED``: denied by a person, or with ``reason="timeout"``; the call never runs."""
 
     decided_by: Id | None = None
     reason: str | None = Field(default=None, max_length=2000)
