@@ -19,7 +19,7 @@ import inspect
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -117,46 +117,55 @@ class _Named:
         return type(self).__name__
 
 
-def _tokens(state: AgentState) -> int:
-    return sum(step.usage.total_tokens for step in state.steps)
+class _CountLimit(_Named):
+    """Forbid going on once a count over the execution's steps reaches ``maximum``."""
+
+    _what: ClassVar[str]
+    _stop: ClassVar[StopReason]
+
+    def __init__(self, maximum: int, argument: str) -> None:
+        if maximum < 1:
+            raise ValueError(f"{type(self).__name__} needs {argument} >= 1, got {maximum}")
+        self.maximum = maximum
+
+    def _count(self, state: AgentState) -> int:
+        raise NotImplementedError
+
+    def evaluate(self, state: AgentState) -> CriterionResult:
+        count = self._count(state)
+        if count >= self.maximum:
+            return CriterionResult(
+                Decision.FORBID, f"{count} {self._what}, limit {self.maximum}", self._stop
+            )
+        return CriterionResult(Decision.ALLOW, f"{count} of at most {self.maximum} {self._what}")
 
 
-class StepsLimit(_Named):
+class StepsLimit(_CountLimit):
     """Forbid going on once ``max_steps`` steps of the execution ran."""
 
+    _what = "step(s)"
+    _stop = StopReason.STEPS_LIMIT
+
     def __init__(self, max_steps: int) -> None:
-        if max_steps < 1:
-            raise ValueError(f"StepsLimit needs max_steps >= 1, got {max_steps}")
+        super().__init__(max_steps, "max_steps")
         self.max_steps = max_steps
 
-    def evaluate(self, state: AgentState) -> CriterionResult:
-        count = len(state.steps)
-        if count >= self.max_steps:
-            return CriterionResult(
-                Decision.FORBID,
-                f"step {count} reached the limit of {self.max_steps}",
-                StopReason.STEPS_LIMIT,
-            )
-        return CriterionResult(Decision.ALLOW, f"step {count} of at most {self.max_steps}")
+    def _count(self, state: AgentState) -> int:
+        return len(state.steps)
 
 
-class TokenBudget(_Named):
+class TokenBudget(_CountLimit):
     """Forbid going on once the execution's steps used ``max_tokens`` tokens in total."""
 
+    _what = "token(s)"
+    _stop = StopReason.TOKEN_BUDGET
+
     def __init__(self, max_tokens: int) -> None:
-        if max_tokens < 1:
-            raise ValueError(f"TokenBudget needs max_tokens >= 1, got {max_tokens}")
+        super().__init__(max_tokens, "max_tokens")
         self.max_tokens = max_tokens
 
-    def evaluate(self, state: AgentState) -> CriterionResult:
-        used = _tokens(state)
-        if used >= self.max_tokens:
-            return CriterionResult(
-                Decision.FORBID,
-                f"{used} tokens used, budget {self.max_tokens}",
-                StopReason.TOKEN_BUDGET,
-            )
-        return CriterionResult(Decision.ALLOW, f"{used} of {self.max_tokens} tokens used")
+    def _count(self, state: AgentState) -> int:
+        return sum(step.usage.total_tokens for step in state.steps)
 
 
 class TimeLimit(_Named):
@@ -221,27 +230,22 @@ class FinishReason(_Named):
         return CriterionResult(Decision.ALLOW, f"finish reason {reason!r}")
 
 
-class ErrorLimit(_Named):
+class ErrorLimit(_CountLimit):
     """Forbid going on once the execution's steps had ``max_errors`` errors.
 
     Errors are tool failures, invalid tool arguments, unknown tools and
     failed steps.
     """
 
+    _what = "error(s)"
+    _stop = StopReason.ERROR_LIMIT
+
     def __init__(self, max_errors: int) -> None:
-        if max_errors < 1:
-            raise ValueError(f"ErrorLimit needs max_errors >= 1, got {max_errors}")
+        super().__init__(max_errors, "max_errors")
         self.max_errors = max_errors
 
-    def evaluate(self, state: AgentState) -> CriterionResult:
-        errors = sum(len(step.errors) for step in state.steps)
-        if errors >= self.max_errors:
-            return CriterionResult(
-                Decision.FORBID,
-                f"{errors} error(s), limit {self.max_errors}",
-                StopReason.ERROR_LIMIT,
-            )
-        return CriterionResult(Decision.ALLOW, f"{errors} of at most {self.max_errors} errors")
+    def _count(self, state: AgentState) -> int:
+        return sum(len(step.errors) for step in state.steps)
 
 
 UserCriterion = Callable[["AgentState"], "CriterionResult | Decision | bool | tuple[Decision, str]"]

@@ -9,12 +9,12 @@ them into one :class:`ChatResponse` (tool-call deltas joined into calls).
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
+from disco._lifecycle import StartStop
 from disco.runtime._messages import CompletionOptions, Message, Role, ToolCall, Usage
 
 __all__ = [
@@ -166,30 +166,18 @@ def as_message(message: Message | Mapping[str, Any]) -> Message:
     return Message(role=Role(message["role"]), content=str(message.get("content") or ""))
 
 
-class ChatDriver(ABC):
+class ChatDriver(StartStop):
     """Asks a model for the next message of a chat, streamed.
 
     Subclasses implement :meth:`stream`. Drivers are async context managers
     (``async with driver:``); :meth:`start` and :meth:`stop` are idempotent.
     """
 
-    async def start(self) -> None:  # noqa: B027 - nothing to open by default
+    async def start(self) -> None:
         """Open what the driver needs (idempotent)."""
 
-    async def stop(self) -> None:  # noqa: B027 - nothing to close by default
+    async def stop(self) -> None:
         """Close what the driver opened (idempotent)."""
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
     @abstractmethod
     def stream(
@@ -243,8 +231,8 @@ class ChatDriver(ABC):
             LLMError: the model could not be reached or answered with an error.
         """
         options = CompletionOptions(temperature=temperature, max_tokens=max_tokens)
-        response = await self.chat(
-            [as_message(message) for message in messages], options=options, json_mode=json_mode
+        response = await self._whole_answer(
+            [as_message(message) for message in messages], options, json_mode
         )
         return Completion(
             content=response.content,
@@ -253,3 +241,9 @@ class ChatDriver(ABC):
             prompt_tokens=response.usage.prompt_tokens,
             completion_tokens=response.usage.completion_tokens,
         )
+
+    async def _whole_answer(
+        self, messages: Sequence[Message], options: CompletionOptions, json_mode: bool
+    ) -> ChatResponse:
+        """The answer :meth:`complete` reads (drivers that can may skip streaming)."""
+        return await self.chat(messages, options=options, json_mode=json_mode)

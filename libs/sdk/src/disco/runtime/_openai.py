@@ -17,13 +17,13 @@ import openai
 import structlog
 
 from disco.runtime._drivers import (
+    ChatAccumulator,
     ChatChunk,
     ChatDriver,
-    Completion,
+    ChatResponse,
     LLMError,
     ToolCallDelta,
     ToolSpec,
-    as_message,
 )
 from disco.runtime._messages import CompletionOptions, Message, Usage
 
@@ -258,31 +258,14 @@ class OpenAIChatDriver(ChatDriver):
             model=completion.model,
         )
 
-    async def complete(
-        self,
-        messages: Sequence[Message | Mapping[str, Any]],
-        *,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        json_mode: bool = False,
-    ) -> Completion:
-        """The model's whole answer to ``messages`` (not streamed: what a Planner asks).
-
-        Raises:
-            LLMError: the model could not be reached or answered with an error.
-        """
+    async def _whole_answer(
+        self, messages: Sequence[Message], options: CompletionOptions, json_mode: bool
+    ) -> ChatResponse:
+        # What a Planner asks is not streamed: the widest range of servers answers it.
         client = await self._client_or_start()
-        options = CompletionOptions(temperature=temperature, max_tokens=max_tokens)
-        body = self._request([as_message(m) for m in messages], (), options, json_mode)
-        chunk = await self._whole(client, body)
-        usage = chunk.usage or Usage()
-        return Completion(
-            content=chunk.text,
-            finish_reason=chunk.finish_reason,
-            model=chunk.model,
-            prompt_tokens=usage.prompt_tokens,
-            completion_tokens=usage.completion_tokens,
-        )
+        accumulator = ChatAccumulator()
+        accumulator.add(await self._whole(client, self._request(messages, (), options, json_mode)))
+        return accumulator.result()
 
 
 def _chunk(chunk: Any) -> ChatChunk:

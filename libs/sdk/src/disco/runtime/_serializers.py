@@ -103,6 +103,23 @@ def _version(data: Mapping[str, Any], what: str, current: int) -> int:
     return version
 
 
+def _check(data: Any, what: str, expected: str, current: int) -> int:
+    """The schema version of ``data``, once it is known to be this serializer's JSON."""
+    if not isinstance(data, Mapping):
+        raise StateSerializationError(
+            f"cannot load the {what} agent state: expected a JSON object, got "
+            f"{type(data).__name__}"
+        )
+    kind = data.get("format", expected)
+    if kind != expected:
+        other = "SlimSerializer" if kind == SLIM_FORMAT else "FullSerializer"
+        raise StateSerializationError(
+            f"cannot load the {what} agent state: its format is {kind!r}, not {expected!r} "
+            f"(use {other})"
+        )
+    return _version(data, what, current)
+
+
 def _upgrade_full_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
     # Version 2 only added fields; the model's defaults fill them in.
     return data
@@ -131,18 +148,7 @@ class FullSerializer:
                 a field that does not fit (named in the message, e.g. an unknown
                 ``options.reasoning_effort``).
         """
-        if not isinstance(data, Mapping):
-            raise StateSerializationError(
-                f"cannot load the full agent state: expected a JSON object, got "
-                f"{type(data).__name__}"
-            )
-        kind = data.get("format", FULL_FORMAT)
-        if kind != FULL_FORMAT:
-            raise StateSerializationError(
-                f"cannot load the full agent state: its format is {kind!r}, not {FULL_FORMAT!r}"
-                + (" (use SlimSerializer)" if kind == SLIM_FORMAT else "")
-            )
-        version = _version(data, "full", FULL_SCHEMA_VERSION)
+        version = _check(data, "full", FULL_FORMAT, FULL_SCHEMA_VERSION)
         body = {
             key: value for key, value in data.items() if key not in ("format", "schema_version")
         }
@@ -365,17 +371,7 @@ class SlimSerializer:
         Raises:
             StateSerializationError: not a slim state, or a field that does not fit.
         """
-        if not isinstance(data, Mapping):
-            raise StateSerializationError(
-                f"cannot load the slim agent state: expected a JSON object, got "
-                f"{type(data).__name__}"
-            )
-        kind = data.get("format", SLIM_FORMAT)
-        if kind != SLIM_FORMAT:
-            raise StateSerializationError(
-                f"cannot load the slim agent state: its format is {kind!r}, not {SLIM_FORMAT!r}"
-            )
-        _version(data, "slim", SLIM_SCHEMA_VERSION)
+        _check(data, "slim", SLIM_FORMAT, SLIM_SCHEMA_VERSION)
         status = data.get("status", AgentStatus.PAUSED.value)
         if status in (AgentStatus.IN_PROGRESS.value, AgentStatus.AWAITING_APPROVAL.value):
             status = AgentStatus.PAUSED.value

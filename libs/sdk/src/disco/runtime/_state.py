@@ -18,10 +18,10 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import Field, JsonValue
 
 from disco.runtime._continuation import ContinuationOutcome
-from disco.runtime._messages import CompletionOptions, Message, ToolCall, Usage
+from disco.runtime._messages import CompletionOptions, Message, ToolCall, Usage, _Frozen
 from disco_common.ids import UtcDatetime, new_id, utcnow
 
 __all__ = [
@@ -34,10 +34,6 @@ __all__ = [
     "InFlightStep",
     "StepType",
 ]
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
 
 
 class AgentStatus(StrEnum):
