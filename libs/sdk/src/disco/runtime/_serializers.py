@@ -107,8 +107,7 @@ def _check(data: Any, what: str, expected: str, current: int) -> int:
     """The schema version of ``data``, once it is known to be this serializer's JSON."""
     if not isinstance(data, Mapping):
         raise StateSerializationError(
-            f"cannot load the {what} agent state: expected a JSON object, got "
-            f"{type(data).__name__}"
+            f"cannot load the {what} agent state: expected a JSON object, got {type(data).__name__}"
         )
     kind = data.get("format", expected)
     if kind != expected:
