@@ -1,12 +1,15 @@
-"""The end-to-end demo (`make demo`): three agent layers against the running stack.
+"""The end-to-end demo (`make demo`): the agent layers and an LLM agent against the running stack.
 
     make dev          # in one terminal: the whole stack
     make demo         # in another: this script
 
 It starts the example agents in this process (they register with the
-registry and keep their tasks and plans in the memory service), then asks a
-Tool, a fan-out Worker and a Planner for work over Kafka, and prints what came
-back with the plan's path through its state machine.
+registry and keep their tasks, plans and sessions in the memory service), then
+asks a Tool, a fan-out Worker and a Planner for work over Kafka, and prints what
+came back with the plan's path through its state machine. Last, the LLM agent
+(`assistant.py`, on its scripted model unless DISCO_LLM_* name a server) answers
+a question with a tool, and books a trip with a tool that needs approval: the
+demo plays the person who approves it in a UI.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import json
 import logging
 import os
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +30,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import httpx
 
-from disco.bus import BusClient, BusUnavailableError
+from disco.bus import BusClient, BusUnavailableError, TopicReader
 from disco.clients import MemoryClient, ServiceClientSettings
 from disco.settings import BusSettings
+from disco_common.envelope import Envelope
+from disco_common.notifications import AgentUIEvent, AgentUIEventType, ToolApprovedPayload
+from disco_common.topics import Topic
 
 HOW_TO_START = (
     "No disco stack answers here. Start one in another terminal with\n\n"
@@ -52,7 +59,59 @@ async def stack_is_up(bus: BusClient, services: ServiceClientSettings) -> bool:
 
 def show(title: str, value: Any) -> None:
     print(f"\n== {title}")
-    print(json.dumps(value, indent=2))
+    print(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+async def approval_request(reader: TopicReader, session_id: str) -> Envelope:
+    """The next TOOL_APPROVAL_REQUESTED of ``session_id`` on notification-events."""
+    while True:
+        for record in await reader.read(timeout=0.5):
+            envelope = record.envelope_or_none()
+            if (
+                envelope is not None
+                and envelope.session_id == session_id
+                and envelope.type == AgentUIEventType.TOOL_APPROVAL_REQUESTED.value
+            ):
+                return envelope
+
+
+async def ask_the_assistant(caller: BusClient) -> None:
+    weather = await caller.request(
+        "assistant.requested",
+        {"text": "What is the weather in Atlantis?"},
+        response_event="assistant.answered",
+        wait=60,
+    )
+    show("LLM agent (a tool call, then an answer): assistant.requested", weather.data)
+
+    session_id = f"demo-{uuid.uuid4().hex[:8]}"
+    async with TopicReader(caller.settings, [Topic.NOTIFICATION_EVENTS.value]) as reader:
+        booking = asyncio.create_task(
+            caller.request(
+                "assistant.requested",
+                {"text": "Book a trip to Lisbon on 2026-05-01"},
+                response_event="assistant.answered",
+                session_id=session_id,
+                wait=120,
+            )
+        )
+        requested = await asyncio.wait_for(approval_request(reader, session_id), 60)
+    payload = requested.data["payload"]  # type: ignore[index,call-overload]
+    print(f"\n   {payload['tool_name']}({payload['arguments']}) waits for approval: approving it")
+    decision = AgentUIEvent.of(
+        ToolApprovedPayload(tool_call_id=payload["tool_call_id"], decided_by="demo-user"),
+        session_id=session_id,
+        execution_id=requested.data["execution_id"],  # type: ignore[index,call-overload]
+    )
+    await caller.publish(
+        Topic.NOTIFICATION_EVENTS,
+        decision.type.value,
+        decision.model_dump(mode="json"),
+        session_id=session_id,
+        correlation_id=session_id,
+    )
+    answer = await booking
+    show("LLM agent (a tool that needs approval): assistant.requested", answer.data)
 
 
 async def main() -> int:
@@ -70,11 +129,17 @@ async def main() -> int:
             print(HOW_TO_START, file=sys.stderr)
             return 1
 
+        import assistant
         import hello_tool
         import parallel_worker
         import travel_planner
 
-        agents = [hello_tool.tool, *parallel_worker.AGENTS, *travel_planner.AGENTS]
+        agents = [
+            hello_tool.tool,
+            *parallel_worker.AGENTS,
+            *travel_planner.AGENTS,
+            *assistant.AGENTS,
+        ]
         print(f"starting {len(agents)} agents: {', '.join(a.name for a in agents)}")
         for agent in agents:
             await agent.start()
@@ -106,6 +171,8 @@ async def main() -> int:
                     for step in record.context.history:
                         cause = f"  (on {step.event_type})" if step.event_type else ""
                         print(f"   {step.from_state or '·'} -> {step.to_state}{cause}")
+
+            await ask_the_assistant(caller)
         finally:
             for agent in agents:
                 await agent.stop(grace=5)

@@ -27,6 +27,7 @@ from disco import (
     Worker,
 )
 from disco_common.envelope import Envelope
+from tests.e2e.runtime_agents import RUNTIME_ROLES
 
 
 class Addition(BaseModel):
@@ -393,4 +394,5 @@ ROLES = {
     "gatherer": gatherer,
     "relay": relay,
     "relay-planner": relay_planner,
+    **RUNTIME_ROLES,
 }

@@ -33,7 +33,9 @@ def run_example(stack: Stack, *args: str, timeout: float = 120) -> subprocess.Co
     )
 
 
-def test_the_demo_runs_a_tool_a_worker_and_a_planner_against_the_stack(e2e_stack: Stack) -> None:
+def test_the_demo_runs_a_tool_a_worker_a_planner_and_an_llm_agent_against_the_stack(
+    e2e_stack: Stack,
+) -> None:
     demo = run_example(e2e_stack, "demo.py")
 
     assert demo.returncode == 0, demo.stdout + demo.stderr
@@ -41,6 +43,9 @@ def test_the_demo_runs_a_tool_a_worker_and_a_planner_against_the_stack(e2e_stack
     assert '"carrier": "slow-boat"' in demo.stdout
     assert "searching -> booking  (on trip.flights.found)" in demo.stdout
     assert '"reference": "BK-42"' in demo.stdout
+    assert '"text": "Here you are: Atlantis: stormy, 18°C, waves of 6 m"' in demo.stdout
+    assert "book_trip({'city': 'Lisbon', 'date': '2026-05-01'}) waits for approval" in demo.stdout
+    assert "TRIP-LIS-2026-05-01" in demo.stdout
 
 
 def test_the_demo_says_how_to_start_a_stack_when_none_runs(e2e_stack: Stack) -> None:

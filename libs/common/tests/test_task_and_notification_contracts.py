@@ -25,6 +25,7 @@ from disco_common import (
     ToolDeniedPayload,
     parse_system_event_data,
 )
+from disco_common.envelope import Notification
 
 # -- action results ---------------------------------------------------------------
 
@@ -176,18 +177,38 @@ def test_every_ui_event_type_has_a_payload_model() -> None:
     assert set(UI_EVENT_PAYLOADS) == set(AgentUIEventType)
 
 
-def test_tool_lifecycle_types_keep_the_design_names_as_members() -> None:
+def test_tool_lifecycle_types_are_on_the_wire_exactly_as_seed_003_names_them() -> None:
     design_names = {
-        "TOOL_APPROVAL_REQUESTED": "tool.approval_requested",
-        "TOOL_APPROVED": "tool.approved",
-        "TOOL_DENIED": "tool.denied",
-        "TOOL_EXECUTION_STARTED": "tool.execution_started",
-        "TOOL_EXECUTION_SUCCEEDED": "tool.execution_succeeded",
-        "TOOL_EXECUTION_FAILED": "tool.execution_failed",
-        "TOOL_LOG": "tool.log",
+        "TOOL_APPROVAL_REQUESTED": "TOOL_APPROVAL_REQUESTED",
+        "TOOL_APPROVED": "TOOL_APPROVED",
+        "TOOL_DENIED": "TOOL_DENIED",
+        "TOOL_EXECUTION_STARTED": "TOOL_EXECUTION_STARTED",
+        "TOOL_EXECUTION_SUCCEEDED": "TOOL_EXECUTION_SUCCEEDED",
+        "TOOL_EXECUTION_FAILED": "TOOL_EXECUTION_FAILED",
+        "TOOL_LOG": "TOOL_LOG",
     }
 
     assert {name: AgentUIEventType[name].value for name in design_names} == design_names
+
+
+def test_the_agent_family_keeps_its_dotted_names() -> None:
+    dotted = {kind: kind.value for kind in AgentUIEventType if kind.value.startswith("agent.")}
+
+    assert dotted == {
+        AgentUIEventType.AGENT_STATUS: "agent.status",
+        AgentUIEventType.STEP_STARTED: "agent.step.started",
+        AgentUIEventType.STEP_COMPLETED: "agent.step.completed",
+        AgentUIEventType.TOOL_STARTED: "agent.tool.started",
+        AgentUIEventType.TOOL_COMPLETED: "agent.tool.completed",
+        AgentUIEventType.STREAM_CHUNK: "agent.stream.chunk",
+        AgentUIEventType.CONTINUATION: "agent.continuation",
+    }
+
+
+def test_every_ui_event_type_is_a_valid_envelope_type() -> None:
+    for kind in AgentUIEventType:
+        envelope = Notification(source="disco://agent/a", type=kind.value, session_id="s-1")
+        assert envelope.type == kind.value
 
 
 def test_a_ui_event_wraps_a_typed_payload_and_reads_it_back() -> None:

@@ -114,3 +114,19 @@ async def test_snapshots_are_private_to_their_user_and_tenant(
         guarded = await client.put(url, json=snapshot(9, expected_version=1), headers=outsider)
         assert guarded.status_code == 409
     assert (await client.get(url, headers=alice)).json()["slim"] == {"step": 1}
+
+
+async def test_a_snapshot_holding_a_nul_character_is_refused_clearly_and_the_old_one_kept(
+    client: httpx.AsyncClient, alice: dict[str, str]
+) -> None:
+    url = f"/v1/memory/snapshots/{new_id('s')}/assistant"
+    await client.put(url, json=snapshot(1), headers=alice)
+
+    refused = await client.put(
+        url, json={"full": {"text": "a\u0000b"}, "slim": {"text": "a\\u0000b"}}, headers=alice
+    )
+
+    assert refused.status_code == 422
+    assert error_code(refused) == "nul_character"
+    assert "full state" in refused.json()["error"]["message"]
+    assert (await client.get(url, headers=alice)).json()["slim"] == {"step": 1}

@@ -39,9 +39,12 @@ TenantId = Annotated[
 
 EventType = Annotated[
     str,
-    StringConstraints(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/-]*$"),
+    StringConstraints(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/_-]*$"),
 ]
-"""An event type such as ``calculate.requested`` (letters, digits and ``._:/-``)."""
+"""An event type such as ``calculate.requested`` (letters, digits and ``._:/-_``).
+
+The underscore is for the tool lifecycle family on ``notification-events``,
+whose wire names are upper-case with underscores (``TOOL_APPROVED``)."""
 
 AgentName = Annotated[
     str,

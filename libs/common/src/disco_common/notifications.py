@@ -14,31 +14,45 @@ envelope, :class:`AgentUIEvent` ``{type, session_id, execution_id, agent_id,
 agent_name, timestamp, payload}``, published on ``notification-events`` with
 the envelope type equal to the UI type. Types and payloads:
 
-============================  ============================  ==============================
-UI type                       DESIGN / seed 003 name        payload model
-============================  ============================  ==============================
-``agent.status``                                            ``AgentStatusPayload``
-``agent.step.started``                                      ``StepStartedPayload``
-``agent.step.completed``                                    ``StepCompletedPayload``
-``agent.tool.started``                                      ``ToolStartedPayload``
-``agent.tool.completed``                                    ``ToolCompletedPayload``
-``agent.stream.chunk``                                      ``StreamChunkPayload``
-``agent.continuation``        (opt-in)                      ``ContinuationPayload``
-``tool.approval_requested``   ``TOOL_APPROVAL_REQUESTED``   ``ToolApprovalRequestedPayload``
-``tool.approved``             ``TOOL_APPROVED``             ``ToolApprovedPayload``
-``tool.denied``               ``TOOL_DENIED``               ``ToolDeniedPayload``
-``tool.execution_started``    ``TOOL_EXECUTION_STARTED``    ``ToolExecutionStartedPayload``
-``tool.execution_succeeded``  ``TOOL_EXECUTION_SUCCEEDED``  ``ToolExecutionSucceededPayload``
-``tool.execution_failed``     ``TOOL_EXECUTION_FAILED``     ``ToolExecutionFailedPayload``
-``tool.log``                  ``TOOL_LOG`` (diagnostics)    ``ToolLogPayload``
-============================  ============================  ==============================
+==============================  ==================================
+UI type (envelope ``type``)     payload model
+==============================  ==================================
+``agent.status``                ``AgentStatusPayload``
+``agent.step.started``          ``StepStartedPayload``
+``agent.step.completed``        ``StepCompletedPayload``
+``agent.tool.started``          ``ToolStartedPayload``
+``agent.tool.completed``        ``ToolCompletedPayload``
+``agent.stream.chunk``          ``StreamChunkPayload``
+``agent.continuation`` (opt-in) ``ContinuationPayload``
+``TOOL_APPROVAL_REQUESTED``     ``ToolApprovalRequestedPayload``
+``TOOL_APPROVED``               ``ToolApprovedPayload``
+``TOOL_DENIED``                 ``ToolDeniedPayload``
+``TOOL_EXECUTION_STARTED``      ``ToolExecutionStartedPayload``
+``TOOL_EXECUTION_SUCCEEDED``    ``ToolExecutionSucceededPayload``
+``TOOL_EXECUTION_FAILED``       ``ToolExecutionFailedPayload``
+``TOOL_LOG`` (diagnostics)      ``ToolLogPayload``
+==============================  ==================================
 
-The enum members carry DESIGN's names (``AgentUIEventType.TOOL_APPROVED``); the
-wire values are lower-case dotted like every other disco event type. The
-``agent.tool.*`` pair is the compact summary a simple UI shows; the ``tool.*``
-family is the full lifecycle, including approval. A UI answers an approval
-request by publishing ``tool.approved`` or ``tool.denied`` with the same
-``tool_call_id``.
+The tool lifecycle family keeps seed 003's wire names exactly (upper case, as
+UIs of that design already speak them); the ``agent.*`` family is dotted like
+every other disco event type. The ``agent.tool.*`` pair is the compact summary
+a simple UI shows; the ``TOOL_*`` family is the full lifecycle, including
+approval; the runtime emits both for every tool call.
+
+**On the bus.** Each UI event is one envelope on ``notification-events`` whose
+CloudEvents ``type`` is the UI type above, ``session_id`` is the session (the
+record is keyed by it: ``correlation_id`` = the session), with the session's
+tenant and user, and whose ``data`` is the :class:`AgentUIEvent` JSON. The tool
+call's id is ``payload.tool_call_id``.
+
+**Approval decisions.** A UI (through the gateway) answers
+``TOOL_APPROVAL_REQUESTED`` by publishing ``TOOL_APPROVED`` or ``TOOL_DENIED``
+on ``notification-events``: data = :class:`AgentUIEvent` whose payload is
+:class:`ToolApprovedPayload` / :class:`ToolDeniedPayload` (``tool_call_id``
+required), same tenant, envelope ``session_id`` = the session. The waiting agent
+matches it on tenant + session + ``tool_call_id``; the first decision wins. When
+nobody decides within the request's ``timeout_seconds`` the agent itself
+publishes ``TOOL_DENIED`` with reason ``timeout``.
 """
 
 from __future__ import annotations
@@ -177,13 +191,13 @@ class AgentUIEventType(StrEnum):
     STREAM_CHUNK = "agent.stream.chunk"
     CONTINUATION = "agent.continuation"
     """Opt-in: continuation decisions with per-criterion evaluations (for debugging)."""
-    TOOL_APPROVAL_REQUESTED = "tool.approval_requested"
-    TOOL_APPROVED = "tool.approved"
-    TOOL_DENIED = "tool.denied"
-    TOOL_EXECUTION_STARTED = "tool.execution_started"
-    TOOL_EXECUTION_SUCCEEDED = "tool.execution_succeeded"
-    TOOL_EXECUTION_FAILED = "tool.execution_failed"
-    TOOL_LOG = "tool.log"
+    TOOL_APPROVAL_REQUESTED = "TOOL_APPROVAL_REQUESTED"
+    TOOL_APPROVED = "TOOL_APPROVED"
+    TOOL_DENIED = "TOOL_DENIED"
+    TOOL_EXECUTION_STARTED = "TOOL_EXECUTION_STARTED"
+    TOOL_EXECUTION_SUCCEEDED = "TOOL_EXECUTION_SUCCEEDED"
+    TOOL_EXECUTION_FAILED = "TOOL_EXECUTION_FAILED"
+    TOOL_LOG = "TOOL_LOG"
     """Diagnostics only."""
 
 
@@ -277,48 +291,56 @@ class _ToolCall(_Payload):
 
 
 class ToolApprovalRequestedPayload(_ToolCall):
-    """``tool.approval_requested``: a tool call waits for a person to approve it."""
+    """``TOOL_APPROVAL_REQUESTED``: a tool call waits for a person to approve it."""
 
-    arguments: JsonValue = Field(default=None, description="The call's arguments (JSON-safe).")
+    arguments: JsonValue = Field(
+        default=None, description="The call's arguments (JSON-safe, redacted by the tool's policy)."
+    )
     reason: str | None = Field(default=None, max_length=2000, description="Why approval is needed.")
+    timeout_seconds: int | None = Field(
+        default=None, gt=0, description="How long the agent waits before denying by itself."
+    )
+    deadline: UtcDatetime | None = Field(
+        default=None, description="When the call is denied with reason `timeout` if undecided."
+    )
 
 
 class ToolApprovedPayload(_ToolCall):
-    """``tool.approved``: a person approved the call."""
+    """``TOOL_APPROVED``: a person approved the call."""
 
     decided_by: Id | None = None
     reason: str | None = Field(default=None, max_length=2000)
 
 
 class ToolDeniedPayload(_ToolCall):
-    """``tool.denied``: a person denied the call; it will not run."""
+    """``TOOL_DENIED``: denied by a person, or with ``reason="timeout"``; the call never runs."""
 
     decided_by: Id | None = None
     reason: str | None = Field(default=None, max_length=2000)
 
 
 class ToolExecutionStartedPayload(_ToolCall):
-    """``tool.execution_started``."""
+    """``TOOL_EXECUTION_STARTED``: the tool runs now."""
 
     arguments: JsonValue = None
 
 
 class ToolExecutionSucceededPayload(_ToolCall):
-    """``tool.execution_succeeded``."""
+    """``TOOL_EXECUTION_SUCCEEDED``."""
 
     result: JsonValue = None
     duration_ms: float = Field(default=0.0, ge=0.0)
 
 
 class ToolExecutionFailedPayload(_ToolCall):
-    """``tool.execution_failed``."""
+    """``TOOL_EXECUTION_FAILED``: the tool raised, or its arguments were invalid."""
 
     error: ErrorInfo
     duration_ms: float = Field(default=0.0, ge=0.0)
 
 
 class ToolLogPayload(_Payload):
-    """``tool.log``: a diagnostic line from a tool (not part of the lifecycle)."""
+    """``TOOL_LOG``: a diagnostic line from a tool (not part of the lifecycle)."""
 
     tool_call_id: str | None = Field(default=None, max_length=200)
     tool_name: str | None = Field(default=None, max_length=200)

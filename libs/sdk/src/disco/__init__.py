@@ -23,7 +23,8 @@ unit test without a broker.
 The handler context is reachable from anywhere a handler runs:
 :func:`current_envelope` and :func:`current_context` (they raise
 :class:`NotInHandlerError` elsewhere). The bus lives in :mod:`disco.bus`, the
-service clients in :mod:`disco.clients`, LLM drivers in :mod:`disco.llm`.
+service clients in :mod:`disco.clients`, LLM drivers in :mod:`disco.llm`, and
+the LLM agent runtime (state, tools, approvals, snapshots) in :mod:`disco.runtime`.
 """
 
 from disco._context import (

@@ -20,6 +20,7 @@ from disco_service import Conflict, DiscoHTTPError, PayloadTooLarge, Unprocessab
 __all__ = [
     "EmbeddingUnavailable",
     "IfMatch",
+    "NulCharacter",
     "VersionConflict",
     "encoded_json",
     "expected_version",
@@ -61,26 +62,42 @@ def encoded_json(value: Any) -> str:
     return pydantic_core.to_json(value).decode()
 
 
-def limited_json(value: Any, *, limit: int, what: str) -> str:
-    """``value`` as JSON text, or 413 when it is larger than ``limit`` bytes encoded."""
-    raw = pydantic_core.to_json(value)
+_NUL = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
+"""A NUL character as JSON encodes it (``\\u0000`` after an even run of backslashes)."""
+
+
+class NulCharacter(UnprocessableEntity):
+    """422: JSON holding a NUL character, which Postgres cannot store."""
+
+    code = "nul_character"
+
+    def __init__(self, what: str) -> None:
+        super().__init__(
+            f"{what} contains a NUL character (\\u0000), which Postgres cannot store; "
+            "remove it or replace it (e.g. with U+FFFD)",
+            details={"reason": "nul_character"},
+        )
+
+
+def _stored_json(raw: bytes, *, limit: int, what: str) -> str:
     if len(raw) > limit:
         raise PayloadTooLarge(
             f"{what} is {len(raw)} bytes encoded; the limit is {limit} bytes",
             details={"size_bytes": len(raw), "limit_bytes": limit},
         )
+    if b"u0000" in raw and _NUL.search(raw):
+        raise NulCharacter(what)
     return raw.decode()
+
+
+def limited_json(value: Any, *, limit: int, what: str) -> str:
+    """``value`` as JSON text; 413 when larger than ``limit`` bytes, 422 when it holds a NUL."""
+    return _stored_json(pydantic_core.to_json(value), limit=limit, what=what)
 
 
 def limited_model_json(model: BaseModel, *, limit: int, what: str) -> str:
-    """``model`` as JSON text, or 413 when it is larger than ``limit`` bytes encoded."""
-    raw = model.__pydantic_serializer__.to_json(model)
-    if len(raw) > limit:
-        raise PayloadTooLarge(
-            f"{what} is {len(raw)} bytes encoded; the limit is {limit} bytes",
-            details={"size_bytes": len(raw), "limit_bytes": limit},
-        )
-    return raw.decode()
+    """``model`` as JSON text; 413 when larger than ``limit`` bytes, 422 when it holds a NUL."""
+    return _stored_json(model.__pydantic_serializer__.to_json(model), limit=limit, what=what)
 
 
 def _if_match_version(if_match: str | None) -> int | None:

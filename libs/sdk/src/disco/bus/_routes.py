@@ -19,14 +19,14 @@ HandlerT = TypeVar("HandlerT", bound=Handler)
 ANY_EVENT = "*"
 """Register for every event type of a topic."""
 
-_EVENT_TYPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$")
+_EVENT_TYPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/_-]{0,199}$")
 
 
 def check_event_type(event_type: str) -> None:
     """Raise :class:`HandlerRegistrationError` unless ``event_type`` is valid or ``"*"``."""
     if event_type != ANY_EVENT and not _EVENT_TYPE.fullmatch(event_type):
         raise HandlerRegistrationError(
-            f"event type {event_type!r} is not valid: letters, digits and '._:/-', or "
+            f"event type {event_type!r} is not valid: letters, digits and '._:/-_', or "
             f"{ANY_EVENT!r} for every type"
         )
 
