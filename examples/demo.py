@@ -34,7 +34,12 @@ from disco.bus import BusClient, BusUnavailableError, TopicReader
 from disco.clients import MemoryClient, ServiceClientSettings
 from disco.settings import BusSettings
 from disco_common.envelope import Envelope
-from disco_common.notifications import AgentUIEvent, AgentUIEventType, ToolApprovedPayload
+from disco_common.notifications import (
+    AgentUIEvent,
+    AgentUIEventType,
+    ToolApprovalRequestedPayload,
+    ToolApprovedPayload,
+)
 from disco_common.topics import Topic
 
 HOW_TO_START = (
@@ -96,12 +101,13 @@ async def ask_the_assistant(caller: BusClient) -> None:
             )
         )
         requested = await asyncio.wait_for(approval_request(reader, session_id), 60)
-    payload = requested.data["payload"]  # type: ignore[index,call-overload]
-    print(f"\n   {payload['tool_name']}({payload['arguments']}) waits for approval: approving it")
+    request = AgentUIEvent.model_validate(requested.data)
+    payload = ToolApprovalRequestedPayload.model_validate(request.payload)
+    print(f"\n   {payload.tool_name}({payload.arguments}) waits for approval: approving it")
     decision = AgentUIEvent.of(
-        ToolApprovedPayload(tool_call_id=payload["tool_call_id"], decided_by="demo-user"),
+        ToolApprovedPayload(tool_call_id=payload.tool_call_id, decided_by="demo-user"),
         session_id=session_id,
-        execution_id=requested.data["execution_id"],  # type: ignore[index,call-overload]
+        execution_id=request.execution_id,
     )
     await caller.publish(
         Topic.NOTIFICATION_EVENTS,

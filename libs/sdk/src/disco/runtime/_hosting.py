@@ -37,7 +37,7 @@ from disco.agents import (
     Tool,
     Worker,
 )
-from disco.clients import ServiceUnavailableError
+from disco.clients import MemoryClient, ServiceUnavailableError
 from disco.runtime._events import (
     ApprovalRequested,
     EventSink,
@@ -158,7 +158,9 @@ class WorkerHost:
     # -- what each handler needs ----------------------------------------------------
 
     def prepare(self, context: PlatformContext) -> None:
-        if self.runner.snapshots is None:
+        # Snapshots need the memory service; the in-memory stand-in of
+        # disco.testing keeps none, and the loop then runs without them.
+        if self.runner.snapshots is None and isinstance(context.memory, MemoryClient):
             self.runner.snapshots = MemorySnapshotStore(context.memory)
 
     def sink(self, context: PlatformContext, task: TaskContext[Any]) -> EventSink:
