@@ -8,15 +8,11 @@ import signal
 import subprocess
 import sys
 
-import pytest
-
 from disco._dev.ports import free_port
 from disco.bus import BusClient
 from disco.clients import RegistryClient, ServiceClientSettings
 from disco_common.registry import AgentRecord
 from tests.e2e.conftest import ROOT, TENANT, Stack
-
-pytestmark = pytest.mark.e2e
 
 EXAMPLES = ROOT / "examples"
 

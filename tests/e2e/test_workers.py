@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import signal
 
-import pytest
-
 from disco.bus import BusClient
 from disco.clients import MemoryClient, ServiceClientSettings
 from disco_common.envelope import ActionRequest, Envelope
@@ -22,8 +20,6 @@ from tests.e2e.conftest import (
     start_agents,
     stop_agents,
 )
-
-pytestmark = pytest.mark.e2e
 
 
 async def test_a_chain_worker_to_worker_to_tool_completes_the_original_task(
