@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-import httpx
 import pytest
 
 from disco._dev.ports import free_port
@@ -35,6 +34,7 @@ from disco.bus import BusClient, TopicReader
 from disco.settings import BusSettings
 from disco_common.envelope import Envelope
 from tests.fixtures.infra import migrated_database
+from tests.fixtures.waiting import wait_for_http
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICES = ("registry", "memory", "tracker")
@@ -66,24 +66,6 @@ class Stack:
         if not path.exists():
             return ""
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-
-
-def _wait_ready(url: str, process: subprocess.Popen[bytes], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    last = "no answer"
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"{url} exited with {process.returncode} before it was ready")
-        try:
-            response = httpx.get(f"{url}/readyz", timeout=2.0)
-        except httpx.TransportError as exc:
-            last = repr(exc)
-        else:
-            if response.status_code == 200:
-                return
-            last = f"{response.status_code} {response.text[:200]}"
-        time.sleep(0.2)
-    raise RuntimeError(f"{url} was not ready within {timeout}s: {last}")
 
 
 def _provision(settings: BusSettings) -> None:
@@ -159,8 +141,8 @@ def e2e_stack(
                 )
         for name in SERVICES:
             try:
-                _wait_ready(urls[name], stack.processes[name], timeout=120)
-            except RuntimeError as exc:
+                wait_for_http(f"{urls[name]}/readyz", timeout=120, process=stack.processes[name])
+            except AssertionError as exc:
                 raise RuntimeError(f"{exc}\n--- {name} log ---\n{stack.log_tail(name)}") from None
         yield stack
     finally:

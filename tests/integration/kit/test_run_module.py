@@ -7,32 +7,14 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from disco._dev.ports import free_port
 from tests.fixtures.infra import DatabaseUrls
-
-
-def wait_for(url: str, status: int, timeout: float = 60.0) -> httpx.Response:
-    """GET ``url`` until it answers ``status``; fail the test after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    last = "no answer"
-    while time.monotonic() < deadline:
-        try:
-            response = httpx.get(url, timeout=2.0)
-        except httpx.TransportError as exc:
-            last = repr(exc)
-        else:
-            if response.status_code == status:
-                return response
-            last = f"{response.status_code} {response.text[:200]}"
-        time.sleep(0.2)
-    raise AssertionError(f"{url} did not answer {status} within {timeout}s: {last}")
+from tests.fixtures.waiting import wait_for_http
 
 
 @pytest.fixture
@@ -73,8 +55,8 @@ def test_python_m_disco_registry_serves_health_and_readiness_and_stops_on_sigter
     process, port, log_path = registry_process
     base = f"http://127.0.0.1:{port}"
 
-    health = wait_for(f"{base}/healthz", 200)
-    ready = wait_for(f"{base}/readyz", 200)
+    health = wait_for_http(f"{base}/healthz", process=process)
+    ready = wait_for_http(f"{base}/readyz", process=process)
     process.send_signal(signal.SIGTERM)
     code = process.wait(30)
 
