@@ -33,6 +33,7 @@ from disco._dev.ports import free_port
 from disco.bus import BusClient, TopicReader
 from disco.settings import BusSettings
 from disco_common.envelope import Envelope
+from tests.fixtures.bus import group_caught_up, read_envelopes
 from tests.fixtures.infra import migrated_database
 from tests.fixtures.waiting import wait_for_http
 
@@ -168,14 +169,24 @@ class AgentProcess:
     role: str
     process: subprocess.Popen[bytes]
     log: Path
+    ready: threading.Event = field(default_factory=threading.Event, repr=False)
 
     @property
     def pid(self) -> int:
         return self.process.pid
 
+    def wait_ready(self, timeout: float = 90.0) -> AgentProcess:
+        """Wait for the process's ``ready`` line (every agent in it consumes)."""
+        if not self.ready.wait(timeout):
+            self.process.kill()
+            self.process.wait(5)
+            tail = "\n".join(self.log.read_text(errors="replace").splitlines()[-40:])
+            raise RuntimeError(f"agents {self.role!r} were not ready within {timeout}s:\n{tail}")
+        return self
 
-def start_agents(stack: Stack, role: str, *, timeout: float = 90.0) -> AgentProcess:
-    """Start ``python -m tests.e2e.fleet ROLE`` and wait for its ``ready`` line."""
+
+def launch_agents(stack: Stack, role: str) -> AgentProcess:
+    """Start ``python -m tests.e2e.fleet ROLE``; :meth:`AgentProcess.wait_ready` waits for it."""
     log = stack.logs / f"agents-{role}-{time.monotonic_ns()}.log"
     process = subprocess.Popen(
         [sys.executable, "-m", "tests.e2e.fleet", role],
@@ -185,27 +196,30 @@ def start_agents(stack: Stack, role: str, *, timeout: float = 90.0) -> AgentProc
         stderr=log.open("wb"),
         stdin=subprocess.DEVNULL,
     )
-    ready = threading.Event()
+    agent = AgentProcess(role, process, log)
     assert process.stdout is not None
     stdout: IO[bytes] = process.stdout
 
     def read() -> None:
         for line in stdout:
             if line.strip() == b"ready":
-                ready.set()
+                agent.ready.set()
 
     threading.Thread(target=read, daemon=True).start()
-    if not ready.wait(timeout):
-        process.kill()
-        process.wait(5)
-        tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:])
-        raise RuntimeError(f"agents {role!r} were not ready within {timeout}s:\n{tail}")
-    return AgentProcess(role, process, log)
+    return agent
 
 
-def stop_agents(agent: AgentProcess) -> None:
-    if agent.process.poll() is None:
-        agent.process.terminate()
+def start_agents(stack: Stack, role: str, *, timeout: float = 90.0) -> AgentProcess:
+    """Start ``python -m tests.e2e.fleet ROLE`` and wait for its ``ready`` line."""
+    return launch_agents(stack, role).wait_ready(timeout)
+
+
+def stop_agents(*agents: AgentProcess) -> None:
+    """SIGTERM every agent process (they stop side by side), then wait for each."""
+    for agent in agents:
+        if agent.process.poll() is None:
+            agent.process.terminate()
+    for agent in agents:
         try:
             agent.process.wait(20)
         except subprocess.TimeoutExpired:
@@ -215,15 +229,16 @@ def stop_agents(agent: AgentProcess) -> None:
 
 @pytest.fixture(scope="package")
 def fleet(e2e_stack: Stack) -> Iterator[dict[str, AgentProcess]]:
-    """The tools, workers and planners processes."""
+    """The tools, workers and planners processes (started side by side)."""
     started: dict[str, AgentProcess] = {}
     try:
         for role in ("tools", "workers", "planners"):
-            started[role] = start_agents(e2e_stack, role)
+            started[role] = launch_agents(e2e_stack, role)
+        for agent in started.values():
+            agent.wait_ready()
         yield started
     finally:
-        for agent in started.values():
-            stop_agents(agent)
+        stop_agents(*started.values())
 
 
 @pytest.fixture
@@ -301,3 +316,18 @@ async def watcher(e2e_stack: Stack) -> AsyncIterator[Watcher]:
 def data_of(envelope: Envelope) -> Any:
     """An envelope's data (typed loosely for assertions)."""
     return envelope.data
+
+
+async def handled(stack: Stack, agent: str, topic: str) -> None:
+    """Return once agent ``agent`` has handled every record now on ``topic``.
+
+    A handler's envelopes are published before its record is committed, so after
+    this whatever the agent did about those records is on the topics: the way to
+    check that something (a second completion) did NOT happen.
+    """
+    await group_caught_up(stack.bootstrap, f"{stack.prefix}{agent}", f"{stack.prefix}{topic}")
+
+
+async def published(stack: Stack, topic: str) -> list[Envelope]:
+    """Every envelope on ``topic`` (of the e2e prefix) up to its current end."""
+    return await read_envelopes(stack.bootstrap, f"{stack.prefix}{topic}")

@@ -127,6 +127,10 @@ def stack_env(tmp_path: Path) -> Iterator[dict[str, str]]:
     }
     for name in ("DISCO_DATABASE_URL", "DISCO_DATABASE_ADMIN_URL", "DISCO_KAFKA_BOOTSTRAP"):
         env[name] = ""
+    # The services inherit these: a consumer group joins in about half the session
+    # timeout on Tansu (5 s with the default 10 s), as in the e2e stack.
+    env["DISCO_KAFKA_SESSION_TIMEOUT_MS"] = "2000"
+    env["DISCO_KAFKA_HEARTBEAT_INTERVAL_MS"] = "300"
     yield env
     _disco("dev", "down", env=_unset_empty(env))
 

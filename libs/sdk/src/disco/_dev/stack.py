@@ -134,8 +134,13 @@ class DevStack:
             self.echo("migrating the database (disco db upgrade)")
             upgrade(self.settings.admin_url(), self.settings.app_url())
             self._provision_topics()
+            # Side by side: each service spends seconds importing and connecting.
             for service in self.services:
                 self._start_service(service)
+            for record in self._state.services:
+                self._wait_ready(
+                    record.name, self._processes[record.name], record, Path(record.log)
+                )
             self._state.database_url = redact(self.settings.app_url())
             self._write_state()
         except BaseException:
@@ -227,7 +232,6 @@ class DevStack:
         record = ServiceProcess(name=service, port=port, pid=process.pid, log=str(log_path))
         self._state.services.append(record)
         self._write_state()
-        self._wait_ready(service, process, record, log_path)
 
     def _wait_ready(
         self,
