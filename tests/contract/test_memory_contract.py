@@ -184,9 +184,7 @@ async def test_expected_version_zero_creates_a_task_context_only_when_absent(
     with pytest.raises(ServiceConflictError) as taken:
         await memory.store_task_context(task, task_context(task), expected_version=0)
     with pytest.raises(ServiceConflictError) as absent:
-        await memory.store_task_context(
-            absent_task, task_context(absent_task), expected_version=3
-        )
+        await memory.store_task_context(absent_task, task_context(absent_task), expected_version=3)
 
     assert created.version == 1
     assert taken.value.details == {"expected_version": 0, "current_version": 1}
