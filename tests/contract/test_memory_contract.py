@@ -28,13 +28,14 @@ from disco.clients import (
 from disco.testing import InMemoryMemory
 from disco_common.plans import PlanContextData, PlanStatus
 from disco_common.tasks import HumanInputWait, SubTaskInfo, TaskContextData
+from disco_memory import MemorySettings
 from tests.fixtures.infra import DatabaseUrls
 from tests.fixtures.memory import (
     SharedEmbedder,
     memory_client,
-    memory_settings_for,
     started_memory_app,
 )
+from tests.fixtures.settings import settings_factory
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -54,7 +55,7 @@ async def memory_service(
     embedder: SharedEmbedder,
 ) -> AsyncIterator[FastAPI]:
     """The memory service, started in-process on the session's database."""
-    settings = memory_settings_for(database, kafka_bootstrap, module_topic_prefix)()
+    settings = settings_factory(MemorySettings, database, kafka_bootstrap, module_topic_prefix)()
     async with started_memory_app(settings, embedder) as app:
         yield app
 

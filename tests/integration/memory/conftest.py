@@ -28,9 +28,9 @@ from tests.fixtures.memory import (
     BASE_URL,
     SharedEmbedder,
     memory_client,
-    memory_settings_for,
     started_memory_app,
 )
+from tests.fixtures.settings import settings_factory
 
 HERE = Path(__file__).resolve().parent
 
@@ -47,7 +47,9 @@ def memory_settings(
     database: DatabaseUrls, kafka_bootstrap: str, session_topic_prefix: str
 ) -> Callable[..., MemorySettings]:
     """Settings for a memory app on the session's database and broker."""
-    return memory_settings_for(database, kafka_bootstrap, f"{session_topic_prefix}memory.")
+    return settings_factory(
+        MemorySettings, database, kafka_bootstrap, f"{session_topic_prefix}memory."
+    )
 
 
 @asynccontextmanager
