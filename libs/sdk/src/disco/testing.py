@@ -87,6 +87,17 @@ def _over_the_wire(model: ModelT) -> ModelT:
     return type(model).model_validate_json(dumped)
 
 
+def _filled(context: ModelT, name: str, value: str | None) -> ModelT:
+    """``context`` with field ``name`` set to ``value`` (an argument of the save), as the
+    client does; ``ValueError`` when the context says otherwise already."""
+    current = getattr(context, name)
+    if value is None or current == value:
+        return context
+    if current is not None:
+        raise ValueError(f"{name} {value!r} contradicts context.{name} {current!r}")
+    return context.model_copy(update={name: value})
+
+
 class InMemoryMemory:
     """Task and plan contexts, working memory and plan records in dicts, with the
     memory service's rules (the suite runs the same scenarios against this and the
@@ -171,12 +182,7 @@ class InMemoryMemory:
         expected_version: int | None = None,
     ) -> TaskContextRecord:
         await asyncio.sleep(0)  # a real service call yields: let other handlers interleave
-        if plan_id is not None and context.plan_id != plan_id:
-            if context.plan_id is not None:
-                raise ValueError(
-                    f"plan_id {plan_id!r} contradicts context.plan_id {context.plan_id!r}"
-                )
-            context = context.model_copy(update={"plan_id": plan_id})
+        context = _filled(context, "plan_id", plan_id)
         if context.task_id != task_id:
             raise ServiceValidationError(
                 422,
@@ -248,13 +254,7 @@ class InMemoryMemory:
         expected_version: int | None = None,
     ) -> PlanContextRecord:
         await asyncio.sleep(0)  # a real service call yields: let other handlers interleave
-        if session_id is not None and context.session_id != session_id:
-            if context.session_id is not None:
-                raise ValueError(
-                    f"session_id {session_id!r} contradicts context.session_id "
-                    f"{context.session_id!r}"
-                )
-            context = context.model_copy(update={"session_id": session_id})
+        context = _filled(context, "session_id", session_id)
         if context.plan_id != plan_id:
             raise ServiceValidationError(
                 422,
