@@ -29,13 +29,12 @@ from typing import IO, Any
 
 import pytest
 
-from disco._dev.ports import free_port
 from disco.bus import BusClient, TopicReader
 from disco.settings import BusSettings
 from disco_common.envelope import Envelope
 from tests.fixtures.bus import group_caught_up, read_envelopes
 from tests.fixtures.infra import migrated_database
-from tests.fixtures.waiting import wait_for_http
+from tests.fixtures.processes import ServiceProcess, start_services, stop_services
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICES = ("registry", "memory", "tracker")
@@ -49,10 +48,13 @@ class Stack:
 
     bootstrap: str
     prefix: str
-    urls: dict[str, str]
+    services: dict[str, ServiceProcess]
     env: dict[str, str]
     logs: Path
-    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    @property
+    def urls(self) -> dict[str, str]:
+        return {name: service.url for name, service in self.services.items()}
 
     def bus_settings(self) -> BusSettings:
         return BusSettings(
@@ -61,12 +63,6 @@ class Stack:
             kafka_session_timeout_ms=2000,
             kafka_heartbeat_interval_ms=300,
         )
-
-    def log_tail(self, name: str, lines: int = 40) -> str:
-        path = self.logs / f"{name}.log"
-        if not path.exists():
-            return ""
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
 
 
 def _provision(settings: BusSettings) -> None:
@@ -94,10 +90,7 @@ def e2e_stack(
     database = migrated_database(postgres_admin_url)
     logs = tmp_path_factory.mktemp("e2e-logs")
     prefix = f"{session_topic_prefix}e2e."
-    ports = {name: free_port() for name in SERVICES}
-    urls = {name: f"http://127.0.0.1:{port}" for name, port in ports.items()}
     base = {
-        **os.environ,
         "DISCO_ENV": "dev",
         "DISCO_HOST": "127.0.0.1",
         "DISCO_KAFKA_BOOTSTRAP": kafka_bootstrap,
@@ -109,57 +102,24 @@ def e2e_stack(
         "DISCO_LOG_JSON": "true",
         "PYTHONPATH": str(ROOT),
     }
-    stack = Stack(
-        bootstrap=kafka_bootstrap,
-        prefix=prefix,
-        urls=urls,
-        env={
-            **base,
-            "DISCO_REGISTRY_URL": urls["registry"],
-            "DISCO_MEMORY_URL": urls["memory"],
-            "DISCO_TRACKER_URL": urls["tracker"],
-            # Agents register (and act) for the tests' tenant.
-            "DISCO_TENANT_ID": TENANT,
-        },
-        logs=logs,
-    )
-    _provision(stack.bus_settings())
+    _provision(BusSettings(kafka_bootstrap=kafka_bootstrap, topic_prefix=prefix))
+    services = start_services(SERVICES, {**base, "DISCO_DATABASE_URL": database.app}, logs)
     try:
-        for name in SERVICES:
-            env = {
+        yield Stack(
+            bootstrap=kafka_bootstrap,
+            prefix=prefix,
+            services=services,
+            env={
+                **os.environ,
                 **base,
-                "DISCO_DATABASE_URL": database.app,
-                f"DISCO_{name.upper()}_PORT": str(ports[name]),
-            }
-            with (logs / f"{name}.log").open("wb") as log:
-                stack.processes[name] = subprocess.Popen(
-                    [sys.executable, "-m", f"disco_{name}"],
-                    env=env,
-                    cwd=ROOT,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                )
-        for name in SERVICES:
-            try:
-                wait_for_http(f"{urls[name]}/readyz", timeout=120, process=stack.processes[name])
-            except AssertionError as exc:
-                raise RuntimeError(f"{exc}\n--- {name} log ---\n{stack.log_tail(name)}") from None
-        yield stack
+                **{f"DISCO_{name.upper()}_URL": s.url for name, s in services.items()},
+                # Agents register (and act) for the tests' tenant.
+                "DISCO_TENANT_ID": TENANT,
+            },
+            logs=logs,
+        )
     finally:
-        _stop_all(stack.processes)
-
-
-def _stop_all(processes: dict[str, subprocess.Popen[bytes]]) -> None:
-    for process in processes.values():
-        if process.poll() is None:
-            process.terminate()
-    for process in processes.values():
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
+        stop_services(services.values())
 
 
 @dataclass

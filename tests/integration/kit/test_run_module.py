@@ -3,60 +3,46 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
-from disco._dev.ports import free_port
 from tests.fixtures.infra import DatabaseUrls
-from tests.fixtures.waiting import wait_for_http
+from tests.fixtures.processes import ServiceProcess, launch_service, wait_until_serving
 
 
 @pytest.fixture
 def registry_process(
     database: DatabaseUrls, kafka_bootstrap: str, topic_prefix: str, tmp_path: Path
-) -> Iterator[tuple[subprocess.Popen[bytes], int, Path]]:
-    port = free_port()
-    log_path = tmp_path / "registry.log"
+) -> Iterator[ServiceProcess]:
     env = {
-        **os.environ,
         "DISCO_ENV": "dev",
         "DISCO_HOST": "127.0.0.1",
-        "DISCO_REGISTRY_PORT": str(port),
         "DISCO_DATABASE_URL": database.app,
         "DISCO_KAFKA_BOOTSTRAP": kafka_bootstrap,
         "DISCO_TOPIC_PREFIX": topic_prefix,
         "DISCO_LOG_JSON": "true",
     }
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "disco_registry"],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
+    service = launch_service("registry", env, tmp_path / "registry.log")
     try:
-        yield process, port, log_path
+        yield service
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
+        if service.process.poll() is None:
+            service.process.kill()
+            service.process.wait(10)
 
 
 def test_python_m_disco_registry_serves_health_and_readiness_and_stops_on_sigterm(
-    registry_process: tuple[subprocess.Popen[bytes], int, Path],
+    registry_process: ServiceProcess,
 ) -> None:
-    process, port, log_path = registry_process
-    base = f"http://127.0.0.1:{port}"
+    process, log_path = registry_process.process, registry_process.log
 
-    health = wait_for_http(f"{base}/healthz", process=process)
-    ready = wait_for_http(f"{base}/readyz", process=process)
+    wait_until_serving(process, registry_process.url, log_path)  # /readyz answered 200
+    health = httpx.get(f"{registry_process.url}/healthz")
+    ready = httpx.get(f"{registry_process.url}/readyz")
     process.send_signal(signal.SIGTERM)
     code = process.wait(30)
 
