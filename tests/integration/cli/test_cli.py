@@ -181,8 +181,15 @@ def test_dev_up_says_which_port_is_taken_and_how_to_move_it(stack_env: dict[str,
 def test_dev_up_says_which_service_died_at_start_and_shows_its_log(
     stack_env: dict[str, str],
 ) -> None:
-    # Production refuses the dev secret: the first service exits at start.
-    up = _run_disco("dev", "up", "--detach", env={**stack_env, "DISCO_ENV": "production"})
+    # Production refuses the dev secret: the service exits at start.
+    up = _run_disco(
+        "dev",
+        "up",
+        "--detach",
+        "--service",
+        "registry",
+        env={**stack_env, "DISCO_ENV": "production"},
+    )
     after = _run_disco("dev", "status", env=stack_env)
 
     assert up.returncode == 1
