@@ -10,10 +10,10 @@ BENCH_ARGS ?=
 
 PYPROJECTS := pyproject.toml $(wildcard libs/*/pyproject.toml services/*/pyproject.toml)
 
-.PHONY: help bootstrap dev test test-unit lint format bench demo compose-up compose-down
+.PHONY: help bootstrap dev test test-unit test-integration lint format bench demo compose-up compose-down
 
 help: ## list the commands
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
 
 $(CURDIR)/.tools/bin/uv:
 	@echo "uv is not on PATH: installing it into .tools/"
@@ -29,8 +29,14 @@ bootstrap: .venv/.synced ## install uv and the workspace (done by every target)
 dev: bootstrap ## run the whole stack locally (embedded Postgres + Kafka); Ctrl-C stops it
 	$(UV) run disco dev up
 
-test: bootstrap ## run the whole test suite (unit, integration, end to end)
-	$(UV) run pytest $(PYTEST_ARGS)
+test: bootstrap ## the whole suite: unit tests first, then integration and end to end
+	$(UV) run pytest --durations=25 $(PYTEST_ARGS)
+
+test-unit: bootstrap ## the unit tests only: seconds, no broker, no Postgres, no services
+	$(UV) run pytest --unit $(PYTEST_ARGS)
+
+test-integration: bootstrap ## the integration and end-to-end tests (real broker and Postgres)
+	$(UV) run pytest -m integration --durations=25 $(PYTEST_ARGS)
 
 lint: bootstrap ## ruff (lint + format check) and mypy
 	$(UV) run ruff check .

@@ -1,3 +1,3 @@
-"""Root conftest: the shared fixtures are a plugin so every test folder sees them."""
+"""Root conftest: the shared fixtures and the suite's split are plugins every test folder sees."""
 
-pytest_plugins = ["tests.fixtures.infra"]
+pytest_plugins = ["tests.fixtures.suite", "tests.fixtures.infra", "tests.fixtures.memory"]

@@ -27,14 +27,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-import httpx
 import pytest
 
-from disco._dev.ports import free_port
 from disco.bus import BusClient, TopicReader
 from disco.settings import BusSettings
 from disco_common.envelope import Envelope
+from tests.fixtures.bus import group_caught_up, read_envelopes
 from tests.fixtures.infra import migrated_database
+from tests.fixtures.processes import ServiceProcess, start_services, stop_services
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICES = ("registry", "memory", "tracker")
@@ -48,10 +48,13 @@ class Stack:
 
     bootstrap: str
     prefix: str
-    urls: dict[str, str]
+    services: dict[str, ServiceProcess]
     env: dict[str, str]
     logs: Path
-    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    @property
+    def urls(self) -> dict[str, str]:
+        return {name: service.url for name, service in self.services.items()}
 
     def bus_settings(self) -> BusSettings:
         return BusSettings(
@@ -60,30 +63,6 @@ class Stack:
             kafka_session_timeout_ms=2000,
             kafka_heartbeat_interval_ms=300,
         )
-
-    def log_tail(self, name: str, lines: int = 40) -> str:
-        path = self.logs / f"{name}.log"
-        if not path.exists():
-            return ""
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-
-
-def _wait_ready(url: str, process: subprocess.Popen[bytes], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    last = "no answer"
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"{url} exited with {process.returncode} before it was ready")
-        try:
-            response = httpx.get(f"{url}/readyz", timeout=2.0)
-        except httpx.TransportError as exc:
-            last = repr(exc)
-        else:
-            if response.status_code == 200:
-                return
-            last = f"{response.status_code} {response.text[:200]}"
-        time.sleep(0.2)
-    raise RuntimeError(f"{url} was not ready within {timeout}s: {last}")
 
 
 def _provision(settings: BusSettings) -> None:
@@ -111,10 +90,7 @@ def e2e_stack(
     database = migrated_database(postgres_admin_url)
     logs = tmp_path_factory.mktemp("e2e-logs")
     prefix = f"{session_topic_prefix}e2e."
-    ports = {name: free_port() for name in SERVICES}
-    urls = {name: f"http://127.0.0.1:{port}" for name, port in ports.items()}
     base = {
-        **os.environ,
         "DISCO_ENV": "dev",
         "DISCO_HOST": "127.0.0.1",
         "DISCO_KAFKA_BOOTSTRAP": kafka_bootstrap,
@@ -126,57 +102,24 @@ def e2e_stack(
         "DISCO_LOG_JSON": "true",
         "PYTHONPATH": str(ROOT),
     }
-    stack = Stack(
-        bootstrap=kafka_bootstrap,
-        prefix=prefix,
-        urls=urls,
-        env={
-            **base,
-            "DISCO_REGISTRY_URL": urls["registry"],
-            "DISCO_MEMORY_URL": urls["memory"],
-            "DISCO_TRACKER_URL": urls["tracker"],
-            # Agents register (and act) for the tests' tenant.
-            "DISCO_TENANT_ID": TENANT,
-        },
-        logs=logs,
-    )
-    _provision(stack.bus_settings())
+    _provision(BusSettings(kafka_bootstrap=kafka_bootstrap, topic_prefix=prefix))
+    services = start_services(SERVICES, {**base, "DISCO_DATABASE_URL": database.app}, logs)
     try:
-        for name in SERVICES:
-            env = {
+        yield Stack(
+            bootstrap=kafka_bootstrap,
+            prefix=prefix,
+            services=services,
+            env={
+                **os.environ,
                 **base,
-                "DISCO_DATABASE_URL": database.app,
-                f"DISCO_{name.upper()}_PORT": str(ports[name]),
-            }
-            with (logs / f"{name}.log").open("wb") as log:
-                stack.processes[name] = subprocess.Popen(
-                    [sys.executable, "-m", f"disco_{name}"],
-                    env=env,
-                    cwd=ROOT,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                )
-        for name in SERVICES:
-            try:
-                _wait_ready(urls[name], stack.processes[name], timeout=120)
-            except RuntimeError as exc:
-                raise RuntimeError(f"{exc}\n--- {name} log ---\n{stack.log_tail(name)}") from None
-        yield stack
+                **{f"DISCO_{name.upper()}_URL": s.url for name, s in services.items()},
+                # Agents register (and act) for the tests' tenant.
+                "DISCO_TENANT_ID": TENANT,
+            },
+            logs=logs,
+        )
     finally:
-        _stop_all(stack.processes)
-
-
-def _stop_all(processes: dict[str, subprocess.Popen[bytes]]) -> None:
-    for process in processes.values():
-        if process.poll() is None:
-            process.terminate()
-    for process in processes.values():
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
+        stop_services(services.values())
 
 
 @dataclass
@@ -186,14 +129,24 @@ class AgentProcess:
     role: str
     process: subprocess.Popen[bytes]
     log: Path
+    ready: threading.Event = field(default_factory=threading.Event, repr=False)
 
     @property
     def pid(self) -> int:
         return self.process.pid
 
+    def wait_ready(self, timeout: float = 90.0) -> AgentProcess:
+        """Wait for the process's ``ready`` line (every agent in it consumes)."""
+        if not self.ready.wait(timeout):
+            self.process.kill()
+            self.process.wait(5)
+            tail = "\n".join(self.log.read_text(errors="replace").splitlines()[-40:])
+            raise RuntimeError(f"agents {self.role!r} were not ready within {timeout}s:\n{tail}")
+        return self
 
-def start_agents(stack: Stack, role: str, *, timeout: float = 90.0) -> AgentProcess:
-    """Start ``python -m tests.e2e.fleet ROLE`` and wait for its ``ready`` line."""
+
+def launch_agents(stack: Stack, role: str) -> AgentProcess:
+    """Start ``python -m tests.e2e.fleet ROLE``; :meth:`AgentProcess.wait_ready` waits for it."""
     log = stack.logs / f"agents-{role}-{time.monotonic_ns()}.log"
     process = subprocess.Popen(
         [sys.executable, "-m", "tests.e2e.fleet", role],
@@ -203,27 +156,30 @@ def start_agents(stack: Stack, role: str, *, timeout: float = 90.0) -> AgentProc
         stderr=log.open("wb"),
         stdin=subprocess.DEVNULL,
     )
-    ready = threading.Event()
+    agent = AgentProcess(role, process, log)
     assert process.stdout is not None
     stdout: IO[bytes] = process.stdout
 
     def read() -> None:
         for line in stdout:
             if line.strip() == b"ready":
-                ready.set()
+                agent.ready.set()
 
     threading.Thread(target=read, daemon=True).start()
-    if not ready.wait(timeout):
-        process.kill()
-        process.wait(5)
-        tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:])
-        raise RuntimeError(f"agents {role!r} were not ready within {timeout}s:\n{tail}")
-    return AgentProcess(role, process, log)
+    return agent
 
 
-def stop_agents(agent: AgentProcess) -> None:
-    if agent.process.poll() is None:
-        agent.process.terminate()
+def start_agents(stack: Stack, role: str, *, timeout: float = 90.0) -> AgentProcess:
+    """Start ``python -m tests.e2e.fleet ROLE`` and wait for its ``ready`` line."""
+    return launch_agents(stack, role).wait_ready(timeout)
+
+
+def stop_agents(*agents: AgentProcess) -> None:
+    """SIGTERM every agent process (they stop side by side), then wait for each."""
+    for agent in agents:
+        if agent.process.poll() is None:
+            agent.process.terminate()
+    for agent in agents:
         try:
             agent.process.wait(20)
         except subprocess.TimeoutExpired:
@@ -233,15 +189,16 @@ def stop_agents(agent: AgentProcess) -> None:
 
 @pytest.fixture(scope="package")
 def fleet(e2e_stack: Stack) -> Iterator[dict[str, AgentProcess]]:
-    """The tools, workers and planners processes."""
+    """The tools, workers and planners processes (started side by side)."""
     started: dict[str, AgentProcess] = {}
     try:
         for role in ("tools", "workers", "planners"):
-            started[role] = start_agents(e2e_stack, role)
+            started[role] = launch_agents(e2e_stack, role)
+        for agent in started.values():
+            agent.wait_ready()
         yield started
     finally:
-        for agent in started.values():
-            stop_agents(agent)
+        stop_agents(*started.values())
 
 
 @pytest.fixture
@@ -319,3 +276,18 @@ async def watcher(e2e_stack: Stack) -> AsyncIterator[Watcher]:
 def data_of(envelope: Envelope) -> Any:
     """An envelope's data (typed loosely for assertions)."""
     return envelope.data
+
+
+async def handled(stack: Stack, agent: str, topic: str) -> None:
+    """Return once agent ``agent`` has handled every record now on ``topic``.
+
+    A handler's envelopes are published before its record is committed, so after
+    this whatever the agent did about those records is on the topics: the way to
+    check that something (a second completion) did NOT happen.
+    """
+    await group_caught_up(stack.bootstrap, f"{stack.prefix}{agent}", f"{stack.prefix}{topic}")
+
+
+async def published(stack: Stack, topic: str) -> list[Envelope]:
+    """Every envelope on ``topic`` (of the e2e prefix) up to its current end."""
+    return await read_envelopes(stack.bootstrap, f"{stack.prefix}{topic}")

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from disco import TaskContext, Tool, Worker
 from disco.bus import BusClient
 from disco.clients import RegistryClient, ServiceClientSettings
@@ -14,8 +12,6 @@ from disco_common.registry import AgentStatus
 from disco_common.tasks import ActionResultData
 from tests.e2e.agents import Addition, Total
 from tests.e2e.conftest import TENANT, AgentProcess, Stack
-
-pytestmark = pytest.mark.e2e
 
 
 def client_settings(stack: Stack) -> ServiceClientSettings:

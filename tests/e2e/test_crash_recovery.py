@@ -13,8 +13,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-import pytest
-
 from disco.bus import BusClient
 from disco.clients import MemoryClient, ServiceClientSettings
 from disco.testing import CRASH_ENV, CRASH_EXIT_CODE
@@ -28,8 +26,6 @@ from tests.e2e.conftest import (
     start_agents,
     stop_agents,
 )
-
-pytestmark = pytest.mark.e2e
 
 
 def _armed(stack: Stack, crash_after: str) -> Stack:

@@ -8,15 +8,12 @@ import signal
 import subprocess
 import sys
 
-import pytest
-
 from disco._dev.ports import free_port
 from disco.bus import BusClient
-from disco.clients import RegistryClient, ServiceClientSettings
+from disco.clients import RegistryClient, ServiceClientSettings, TrackerClient
 from disco_common.registry import AgentRecord
 from tests.e2e.conftest import ROOT, TENANT, Stack
-
-pytestmark = pytest.mark.e2e
+from tests.fixtures.waiting import eventually
 
 EXAMPLES = ROOT / "examples"
 
@@ -93,13 +90,16 @@ async def test_the_travel_planner_pauses_for_a_human_answered_from_the_command_l
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
-        listing, complaints = "", ""
-        for _ in range(60):
-            listed = await asyncio.to_thread(run_example, e2e_stack, "answer.py")
-            listing, complaints = listed.stdout, listed.stderr
-            if "Go by boat instead?" in listing:
-                break
-            await asyncio.sleep(1)
+        settings = ServiceClientSettings(tracker_url=e2e_stack.urls["tracker"], tenant_id=TENANT)
+        async with TrackerClient.from_settings(settings) as tracker:
+
+            async def asked() -> bool:  # the planner asks; the tracker records it from the bus
+                waiting = [q async for q in tracker.iter_questions(status="waiting")]
+                return any("Go by boat instead?" in (q.question or "") for q in waiting)
+
+            await eventually(asked, timeout=60, interval=0.2, what="the planner's question")
+        listed = await asyncio.to_thread(run_example, e2e_stack, "answer.py")
+        listing, complaints = listed.stdout, listed.stderr
         answered = await asyncio.to_thread(run_example, e2e_stack, "answer.py", "yes")
         out, err = await asyncio.wait_for(asking.communicate(), 120)
     finally:
@@ -126,12 +126,11 @@ async def test_an_agent_served_as_a_process_answers_and_stops_cleanly_on_sigterm
     )
     try:
         async with RegistryClient.from_settings(settings) as registry:
-            live: list[AgentRecord] = []
-            for _ in range(120):
-                live = (await registry.list_agents(name="hello")).items
-                if live:
-                    break
-                await asyncio.sleep(0.5)
+
+            async def registered() -> list[AgentRecord]:
+                return (await registry.list_agents(name="hello")).items
+
+            live = await eventually(registered, timeout=60, interval=0.2, what="hello registered")
             answer = await caller.request(
                 "hello.requested",
                 {"name": "Grace", "language": "de"},

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
-
 from disco.bus import BusClient
 from disco_common.notifications import HumanInputResponse
 from disco_common.tasks import ActionResultData
 from disco_common.topics import Topic
 from tests.e2e.conftest import TENANT, AgentProcess, Watcher, data_of
-
-pytestmark = pytest.mark.e2e
 
 
 async def test_a_plan_succeeds_through_a_nested_sub_plan_of_another_planner(

@@ -10,8 +10,6 @@ from disco.registry import PayloadValidationError, PayloadValidator
 from disco_common.tasks import ActionResultData
 from tests.e2e.conftest import TENANT, AgentProcess, Stack
 
-pytestmark = pytest.mark.e2e
-
 
 async def test_a_tool_invocation_round_trip_answers_the_caller(
     fleet: dict[str, AgentProcess], caller: BusClient

@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import signal
 
-import pytest
-
 from disco.bus import BusClient
 from disco.clients import MemoryClient, ServiceClientSettings
 from disco_common.envelope import ActionRequest, Envelope
@@ -19,11 +17,13 @@ from tests.e2e.conftest import (
     Stack,
     Watcher,
     data_of,
+    handled,
+    launch_agents,
+    published,
     start_agents,
     stop_agents,
 )
-
-pytestmark = pytest.mark.e2e
+from tests.fixtures.waiting import eventually
 
 
 async def test_a_chain_worker_to_worker_to_tool_completes_the_original_task(
@@ -42,13 +42,13 @@ async def _recorded(stack: Stack, sub_task_id: str, timeout: float = 30.0) -> No
     """Wait until the worker recorded the answer to ``sub_task_id`` in memory."""
     settings = ServiceClientSettings(memory_url=stack.urls["memory"], tenant_id=TENANT)
     async with MemoryClient.from_settings(settings) as memory:
-        async with asyncio.timeout(timeout):
-            while True:
-                record = await memory.get_task_by_subtask(sub_task_id)
-                info = record.context.sub_tasks.get(sub_task_id) if record else None
-                if info is not None and info.status is SubTaskStatus.COMPLETED:
-                    return
-                await asyncio.sleep(0.05)
+
+        async def completed() -> bool:
+            record = await memory.get_task_by_subtask(sub_task_id)
+            info = record.context.sub_tasks.get(sub_task_id) if record else None
+            return info is not None and info.status is SubTaskStatus.COMPLETED
+
+        await eventually(completed, timeout=timeout, what=f"{sub_task_id} recorded as completed")
 
 
 async def test_a_fan_out_of_three_answered_in_shuffled_order_fans_in_exactly_once(
@@ -82,24 +82,28 @@ async def test_a_fan_out_of_three_answered_in_shuffled_order_fans_in_exactly_onc
         lambda topic, e: topic == "action-results" and e.correlation_id == request.correlation_id,
         timeout=60,
     )
-    await asyncio.sleep(1.0)  # room for a second, wrong completion to show up
+    await handled(e2e_stack, "e2e-fanout", "action-results")  # a second completion is out by now
 
     result = ActionResultData.model_validate(answer.data)
     assert result.success, result.error
     assert result.result == {"values": [10, 20, 30], "arrival": [2, 0, 1]}
-    answers = watcher.matching(
-        lambda topic, e: topic == "action-results" and e.correlation_id == request.correlation_id
-    )
-    completions = watcher.matching(
-        lambda topic, e: e.type == "task.completed" and data_of(e)["task_id"] == request.id
-    )
+    answers = [
+        e
+        for e in await published(e2e_stack, "action-results")
+        if e.correlation_id == request.correlation_id
+    ]
+    completions = [
+        e
+        for e in await published(e2e_stack, "system-events")
+        if e.type == "task.completed" and data_of(e)["task_id"] == request.id
+    ]
     # Exactly once: one answer and one task.completed (a re-sent copy keeps its id).
     assert len({e.id for e in answers}) == 1
     assert len({e.id for e in completions}) == 1
 
 
 async def test_a_duplicated_result_envelope_does_not_complete_a_task_twice(
-    fleet: dict[str, AgentProcess], caller: BusClient, watcher: Watcher
+    fleet: dict[str, AgentProcess], e2e_stack: Stack, caller: BusClient, watcher: Watcher
 ) -> None:
     request = await caller.request(
         "e2e.fanout.requested",
@@ -136,11 +140,13 @@ async def test_a_duplicated_result_envelope_does_not_complete_a_task_twice(
         )
     )[0]
     await caller.publish_envelope(Topic.ACTION_RESULTS, original)
-    await asyncio.sleep(2.0)  # the worker reads them all (a wrong answer would show up)
+    await handled(e2e_stack, "e2e-fanout", "action-results")  # a wrong answer is out by now
 
-    answers = watcher.matching(
-        lambda topic, e: topic == "action-results" and e.correlation_id == request.correlation_id
-    )
+    answers = [
+        e
+        for e in await published(e2e_stack, "action-results")
+        if e.correlation_id == request.correlation_id
+    ]
     assert len({e.id for e in answers}) == 1
     assert ActionResultData.model_validate(answer.data).result["values"] == [1, 2, 3]  # type: ignore[index,call-overload]
 
@@ -179,9 +185,7 @@ async def test_a_worker_killed_between_delegate_and_result_is_finished_by_anothe
             timeout=60,
         )
     finally:
-        stop_agents(first)
-        if second is not None:
-            stop_agents(second)
+        stop_agents(first, *([second] if second is not None else []))
 
     result = ActionResultData.model_validate(answer.data)
     assert result.success, result.error
@@ -202,7 +206,7 @@ async def _question_for(watcher: Watcher, request: ActionRequest) -> Envelope:
 
 
 async def test_a_human_answer_in_time_continues_the_task_and_a_second_answer_is_ignored(
-    fleet: dict[str, AgentProcess], caller: BusClient, watcher: Watcher
+    fleet: dict[str, AgentProcess], e2e_stack: Stack, caller: BusClient, watcher: Watcher
 ) -> None:
     request = await caller.request(
         "e2e.review.requested",
@@ -224,20 +228,16 @@ async def test_a_human_answer_in_time_continues_the_task_and_a_second_answer_is_
         lambda topic, e: topic == "action-results" and e.correlation_id == request.correlation_id,
         timeout=60,
     )
-    await asyncio.sleep(1.0)
+    await handled(e2e_stack, "e2e-reviewer", "notification-events")  # both answers handled
 
     assert data_of(question)["question"] == "Approve 'Q3 report'?"
     assert ActionResultData.model_validate(done.data).result == {"approved": True}
-    assert (
-        len(
-            watcher.matching(
-                lambda topic, e: (
-                    topic == "action-results" and e.correlation_id == request.correlation_id
-                )
-            )
-        )
-        == 1
-    )
+    answers = [
+        e
+        for e in await published(e2e_stack, "action-results")
+        if e.correlation_id == request.correlation_id
+    ]
+    assert len(answers) == 1
 
 
 async def test_an_unanswered_question_past_its_timeout_ends_in_the_timeout_path(
@@ -270,9 +270,12 @@ async def test_an_unanswered_question_past_its_timeout_ends_in_the_timeout_path(
 async def test_answers_arriving_together_at_two_instances_complete_each_task_exactly_once(
     e2e_stack: Stack, caller: BusClient, watcher: Watcher
 ) -> None:
-    instances = [await asyncio.to_thread(start_agents, e2e_stack, "gatherer") for _ in range(2)]
+    # Side by side: each is ready once the group gave it partitions, so once both
+    # are, the group has settled with both members.
+    instances = [launch_agents(e2e_stack, "gatherer") for _ in range(2)]
     try:
-        await asyncio.sleep(3)  # the second join rebalances the group
+        for instance in instances:
+            await asyncio.to_thread(instance.wait_ready)
         requests = [
             await caller.request(
                 "e2e.gather.requested",
@@ -313,23 +316,22 @@ async def test_answers_arriving_together_at_two_instances_complete_each_task_exa
             )[0]
             for request in requests
         ]
-        await asyncio.sleep(1.0)  # room for a second, wrong completion to show up
+        await handled(e2e_stack, "e2e-gatherer", "action-results")  # a second completion is out
     finally:
-        for instance in instances:
-            stop_agents(instance)
+        stop_agents(*instances)
+    results = await published(e2e_stack, "action-results")
+    system_events = await published(e2e_stack, "system-events")
 
     for request, answer in zip(requests, answers, strict=True):
         result = ActionResultData.model_validate(answer.data)
         assert result.success, result.error
         assert result.result["sum"] == 21  # type: ignore[index,call-overload]
-        copies = watcher.matching(
-            lambda topic, e, r=request: (
-                topic == "action-results" and e.correlation_id == r.correlation_id
-            )
-        )
-        completed = watcher.matching(
-            lambda topic, e, r=request: e.type == "task.completed" and data_of(e)["task_id"] == r.id
-        )
+        copies = [e for e in results if e.correlation_id == request.correlation_id]
+        completed = [
+            e
+            for e in system_events
+            if e.type == "task.completed" and data_of(e)["task_id"] == request.id
+        ]
         assert len({e.id for e in copies}) == 1
         assert len({e.id for e in completed}) == 1
 
@@ -344,20 +346,22 @@ async def test_an_agent_reads_the_open_questions_of_a_task_from_the_tracker(
         tenant_id=TENANT,
     )
     question = await _question_for(watcher, request)
-    listed: list[str] = []
-    async with asyncio.timeout(30):
-        while not listed:  # the tracker records the question from the bus
-            answer = await caller.request(
-                "e2e.inbox.requested",
-                {"task_id": request.id},
-                response_event="e2e.inbox.done",
-                tenant_id=TENANT,
-                wait=30,
-            )
-            result = ActionResultData.model_validate(answer.data)
-            assert result.success, result.error
-            listed = result.result["questions"]  # type: ignore[index,call-overload,assignment]
-            await asyncio.sleep(0.2)
+
+    async def listed_questions() -> list[str]:  # the tracker records the question from the bus
+        answer = await caller.request(
+            "e2e.inbox.requested",
+            {"task_id": request.id},
+            response_event="e2e.inbox.done",
+            tenant_id=TENANT,
+            wait=30,
+        )
+        result = ActionResultData.model_validate(answer.data)
+        assert result.success, result.error
+        return result.result["questions"]  # type: ignore[index,call-overload,no-any-return]
+
+    listed = await eventually(
+        listed_questions, timeout=30, interval=0.2, what="the question listed"
+    )
     await caller.publish(
         Topic.NOTIFICATION_EVENTS,
         "e2e.review.answer",

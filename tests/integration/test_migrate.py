@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from typing import Any
 
 import asyncpg
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from disco._dev.dburl import with_database, with_user
 from disco._dev.errors import DevStackError
 from disco._dev.migrate import upgrade
+from tests.fixtures.infra import DatabaseUrls
 
 
 def _sql(url: str, statement: str) -> None:
@@ -30,12 +32,63 @@ def _create_database(admin_url: str) -> str:
     return with_database(admin_url, name)
 
 
-def test_upgrade_creates_a_missing_database_and_is_idempotent(postgres_admin_url: str) -> None:
-    admin = with_database(postgres_admin_url, f"disco_fresh_{uuid.uuid4().hex[:8]}")
+SCHEMAS = ("registry", "memory", "tracker", "gateway")
+
+
+def _schema_state(url: str) -> dict[str, Any]:
+    """Each service schema's Alembic revision and tables, and the databases on the server."""
+
+    async def read() -> dict[str, Any]:
+        conn = await asyncpg.connect(url)
+        try:
+            state: dict[str, Any] = {}
+            for schema in SCHEMAS:
+                state[f"{schema} revision"] = await conn.fetchval(
+                    f'SELECT version_num FROM "{schema}".alembic_version'  # noqa: S608
+                )
+                state[f"{schema} tables"] = [
+                    row["table_name"]
+                    for row in await conn.fetch(
+                        "SELECT table_name FROM information_schema.tables "
+                        "WHERE table_schema = $1 ORDER BY table_name",
+                        schema,
+                    )
+                ]
+            return state
+        finally:
+            await conn.close()
+
+    return asyncio.run(read())
+
+
+def _database_exists(admin_url: str, name: str) -> bool:
+    async def exists() -> bool:
+        conn = await asyncpg.connect(with_database(admin_url, "postgres"))
+        try:
+            return bool(await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name))
+        finally:
+            await conn.close()
+
+    return asyncio.run(exists())
+
+
+def test_upgrade_creates_a_missing_database_and_is_idempotent(
+    postgres_admin_url: str, database: DatabaseUrls
+) -> None:
+    name = f"disco_fresh_{uuid.uuid4().hex[:8]}"
+    admin = with_database(postgres_admin_url, name)
     app = with_user(admin, "disco_app", "disco_app")
+    existed = _database_exists(postgres_admin_url, name)
 
     upgrade(admin, app)
+    first = _schema_state(admin)
     upgrade(admin, app)  # a second run changes nothing and fails nothing
+    second = _schema_state(admin)
+
+    assert existed is False
+    assert first == _schema_state(database.admin)  # every service at head, as the harness's
+    assert all(first[f"{schema} revision"] for schema in SCHEMAS)
+    assert second == first
 
 
 def test_upgrade_refuses_the_owner_as_the_application_role(postgres_admin_url: str) -> None:

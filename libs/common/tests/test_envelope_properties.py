@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import operator
 import re
+import string
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -33,17 +35,26 @@ ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._:@-]*"
 EVENT_TYPE_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._:/-]*"
 
 
-def _matching(pattern: str, max_size: int) -> st.SearchStrategy[str]:
-    return st.from_regex(rf"\A{pattern}\Z", fullmatch=True).filter(lambda s: len(s) <= max_size)
+ALNUM = string.ascii_letters + string.digits
+HEX = "0123456789abcdef"
 
 
-ids = _matching(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,60}", 200)
-event_types = _matching(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,60}", 200)
-tenants = _matching(r"[A-Za-z0-9][A-Za-z0-9._-]{0,40}", 100)
-topics = _matching(r"[A-Za-z0-9._-]{1,60}", 249)
-traceparents = st.from_regex(
-    r"\A[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}\Z", fullmatch=True
-)
+def _word(rest: str, max_rest: int) -> st.SearchStrategy[str]:
+    """``[A-Za-z0-9][rest]{0,max_rest}``, drawn character by character (from_regex is slower)."""
+    return st.builds(
+        operator.add, st.sampled_from(ALNUM), st.text(alphabet=rest, max_size=max_rest)
+    )
+
+
+def _hex(size: int) -> st.SearchStrategy[str]:
+    return st.text(alphabet=HEX, min_size=size, max_size=size)
+
+
+ids = _word(ALNUM + "._:@-", 60)
+event_types = _word(ALNUM + "._:/-", 60)
+tenants = _word(ALNUM + "._-", 40)
+topics = st.text(alphabet=ALNUM + "._-", min_size=1, max_size=60)
+traceparents = st.builds("-".join, st.tuples(_hex(2), _hex(32), _hex(16), _hex(2)))
 times = st.datetimes(
     min_value=datetime(1970, 1, 2),
     max_value=datetime(2200, 1, 1),
@@ -63,9 +74,9 @@ json_values = st.recursive(
     ),
     max_leaves=20,
 )
-extension_names = _matching(r"[a-z0-9]{1,20}", 64).filter(
-    lambda name: name not in Envelope.model_fields
-)
+extension_names = st.text(
+    alphabet=string.ascii_lowercase + string.digits, min_size=1, max_size=20
+).filter(lambda name: name not in Envelope.model_fields)
 
 
 def _optional(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:

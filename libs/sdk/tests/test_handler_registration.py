@@ -73,7 +73,16 @@ async def test_starting_without_handlers_says_to_register_some(consumer: BusCons
         await consumer.start()
 
 
-async def test_a_handler_can_be_called_directly_without_a_broker() -> None:
-    envelope = Envelope(source="urn:test", type="order.placed")
+async def test_a_registered_handler_can_be_called_directly_without_a_broker(
+    consumer: BusConsumer,
+) -> None:
+    seen: list[str] = []
 
-    await handle(envelope)
+    @consumer.on("business-facts", "order.placed")
+    async def record(envelope: Envelope) -> None:
+        seen.append(envelope.id)
+
+    envelope = Envelope(source="urn:test", type="order.placed")
+    await record(envelope)
+
+    assert seen == [envelope.id]

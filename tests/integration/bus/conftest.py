@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -101,19 +100,3 @@ async def committed_total(bootstrap: str, group: str, topic: str) -> int:
         return total
     finally:
         await consumer.stop()
-
-
-async def eventually(
-    check: Callable[[], Awaitable[bool]] | Callable[[], bool], timeout: float = 20.0
-) -> None:
-    """Poll ``check`` until it is true; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if not isinstance(result, bool):
-            result = await result
-        if result:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout} s")
-        await asyncio.sleep(0.05)

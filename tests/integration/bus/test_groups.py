@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from disco.bus import BusClient, BusConsumer
 from disco_common.topics import Topic
-from tests.integration.bus.conftest import Recorder, eventually
+from tests.fixtures.waiting import eventually
+from tests.integration.bus.conftest import Recorder
 
 
 async def test_two_instances_of_one_agent_split_the_work_and_each_envelope_is_handled_once(

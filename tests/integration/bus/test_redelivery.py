@@ -11,7 +11,8 @@ from pathlib import Path
 from disco.bus import BusClient, BusConsumer
 from disco.settings import BusSettings
 from disco_common.topics import Topic
-from tests.integration.bus.conftest import Recorder, committed_total, eventually
+from tests.fixtures.waiting import eventually
+from tests.integration.bus.conftest import Recorder, committed_total
 
 _KILLABLE = Path(__file__).with_name("_killable_consumer.py")
 

@@ -31,8 +31,10 @@ async def test_stop_lets_the_running_handler_finish_and_commits_it(
         await started.wait()
 
     stopping = asyncio.create_task(consumer.stop(grace=10))
-    await asyncio.sleep(0.2)
-    assert not stopping.done()  # waiting for the handler in flight
+    # Nothing signals "stop() is waiting": give it a moment in which a wrong stop()
+    # (one not waiting for the handler) would return, and check it did not.
+    done, _ = await asyncio.wait({stopping}, timeout=0.2)
+    assert not done  # waiting for the handler in flight
     release.set()
     await asyncio.wait_for(stopping, 20)
 

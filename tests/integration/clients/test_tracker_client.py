@@ -1,14 +1,17 @@
-"""TrackerClient against the real tracker (in-process app, real Postgres and broker)."""
+"""TrackerClient against the real tracker (in-process app, real Postgres and broker).
+
+One tracker serves the module; each test acts for a tenant of its own.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 import httpx
 import pytest
+import pytest_asyncio
 from asgi_lifespan import LifespanManager
 
 from disco.auth import DEV_AUTH_SECRET, mint_dev_token
@@ -22,6 +25,9 @@ from disco_common.tracker import HumanInputWaitRecord, HumanInputWaitStatus
 from disco_tracker.main import create_app
 from disco_tracker.settings import TrackerSettings
 from tests.fixtures.infra import DatabaseUrls
+from tests.fixtures.waiting import eventually
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 RESPONSE_EVENT = "report.approval.received"
 
@@ -40,30 +46,41 @@ class Inbox:
         return TrackerClient("http://tracker", token=token, transport=self.transport)
 
 
-@pytest.fixture
-async def inbox(
-    database: DatabaseUrls, kafka_bootstrap: str, topic_prefix: str
-) -> AsyncIterator[Inbox]:
+@dataclass
+class Tracker:
+    """The module's started tracker app and a bus to ask questions with."""
+
+    bus: BusClient
+    transport: httpx.AsyncBaseTransport
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def tracker(
+    database: DatabaseUrls, kafka_bootstrap: str, module_topic_prefix: str
+) -> AsyncIterator[Tracker]:
     settings = TrackerSettings(
         env="dev",
         database_url=database.app,
         kafka_bootstrap=kafka_bootstrap,
-        topic_prefix=topic_prefix,
+        topic_prefix=module_topic_prefix,
         kafka_session_timeout_ms=1000,
         kafka_heartbeat_interval_ms=300,
     )
-    bus_settings = BusSettings(kafka_bootstrap=kafka_bootstrap, topic_prefix=topic_prefix)
-    # The database is shared by the session: a tenant of its own isolates this test.
-    tenant = f"inbox-{uuid.uuid4().hex[:10]}"
+    bus_settings = BusSettings(kafka_bootstrap=kafka_bootstrap, topic_prefix=module_topic_prefix)
     async with BusClient(bus_settings, source="test://asker") as bus:
         await bus.ensure_topics()
         app = create_app(settings)
         async with LifespanManager(app, startup_timeout=30, shutdown_timeout=30) as manager:
-            transport = httpx.ASGITransport(app=manager.app)
-            token = StaticToken(mint_dev_token(DEV_AUTH_SECRET, tenant, "alice"))
-            client = TrackerClient("http://tracker", token=token, transport=transport)
-            async with client:
-                yield Inbox(tenant, client, bus, transport)
+            yield Tracker(bus, httpx.ASGITransport(app=manager.app))
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def inbox(tracker: Tracker) -> AsyncIterator[Inbox]:
+    # The database is shared by the session: a tenant of its own isolates this test.
+    tenant = f"inbox-{uuid.uuid4().hex[:10]}"
+    token = StaticToken(mint_dev_token(DEV_AUTH_SECRET, tenant, "alice"))
+    async with TrackerClient("http://tracker", token=token, transport=tracker.transport) as client:
+        yield Inbox(tenant, client, tracker.bus, tracker.transport)
 
 
 async def _ask(inbox: Inbox, question: str, *, task_id: str, tenant: str | None = None) -> Envelope:
@@ -100,16 +117,13 @@ async def _eventually(
     timeout: float = 20.0,
 ) -> list[HumanInputWaitRecord]:
     """Poll ``read`` until ``done`` holds (the tracker records questions from the bus)."""
-    seen: list[HumanInputWaitRecord] = []
-    try:
-        async with asyncio.timeout(timeout):
-            while True:
-                seen = await read()
-                if done(seen):
-                    return seen
-                await asyncio.sleep(0.1)
-    except TimeoutError:
-        raise AssertionError(f"the tracker did not get there within {timeout}s: {seen}") from None
+
+    async def check() -> tuple[list[HumanInputWaitRecord]] | None:
+        seen = await read()
+        return (seen,) if done(seen) else None
+
+    (seen,) = await eventually(check, timeout=timeout, interval=0.1, what="the tracker's list")
+    return seen
 
 
 async def _waiting(inbox: Inbox) -> list[HumanInputWaitRecord]:

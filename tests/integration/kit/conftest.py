@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable
-from typing import Any
 
 import asyncpg
 import httpx
@@ -20,6 +19,7 @@ from disco_service.migration_helpers import (
     tenant_rls_statements,
 )
 from tests.fixtures.infra import APP_ROLE, DatabaseUrls
+from tests.fixtures.settings import settings_factory
 from tests.integration.kit.support import build_app, serve
 
 KIT_SCHEMA = f"kit_{uuid.uuid4().hex[:8]}"
@@ -69,21 +69,14 @@ def make_settings(
     database: DatabaseUrls, kafka_bootstrap: str, topic_prefix: str
 ) -> Callable[..., ServiceSettings]:
     """Settings for a test app: the session's database and broker, this test's topics."""
-
-    def make(**overrides: Any) -> ServiceSettings:
-        values: dict[str, Any] = {
-            "env": "dev",
-            "database_url": database.app,
-            "kafka_bootstrap": kafka_bootstrap,
-            "topic_prefix": topic_prefix,
-            "readiness_timeout_seconds": 1.5,
-            "outbox_sweep_interval_seconds": 0.5,
-            "log_json": True,
-        }
-        values.update(overrides)
-        return ServiceSettings(**values)
-
-    return make
+    return settings_factory(
+        ServiceSettings,
+        database,
+        kafka_bootstrap,
+        topic_prefix,
+        readiness_timeout_seconds=1.5,
+        outbox_sweep_interval_seconds=0.5,
+    )
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 
 import httpx
@@ -11,6 +10,7 @@ from disco._dev.broker import EmbeddedBroker
 from disco._dev.dburl import with_database
 from disco._dev.ports import free_port
 from disco_service import ServiceSettings
+from tests.fixtures.waiting import eventually
 from tests.integration.kit.support import bearer, build_app, serve
 
 
@@ -18,12 +18,12 @@ async def wait_for_status(
     http: httpx.AsyncClient, path: str, status: int, timeout: float = 30.0
 ) -> httpx.Response:
     """Poll ``path`` until it answers ``status``; fail the test after ``timeout``."""
-    async with asyncio.timeout(timeout):
-        while True:
-            response = await http.get(path)
-            if response.status_code == status:
-                return response
-            await asyncio.sleep(0.2)
+
+    async def answered() -> httpx.Response | None:
+        response = await http.get(path)
+        return response if response.status_code == status else None
+
+    return await eventually(answered, timeout=timeout, interval=0.1, what=f"{path} -> {status}")
 
 
 async def test_healthz_answers_without_a_token(client: httpx.AsyncClient) -> None:
@@ -53,7 +53,7 @@ async def test_readyz_flips_to_503_when_the_broker_stops_and_back_when_it_return
     async with serve(app) as http:
         assert (await http.get("/readyz")).status_code == 200
 
-        broker.stop()
+        broker.stop(grace=0.2)  # an outage: no need to wait for Tansu's clients to leave
         down = await wait_for_status(http, "/readyz", 503)
         assert down.json()["error"]["code"] == "unavailable"
         assert down.json()["error"]["details"]["failed"] == ["kafka"]

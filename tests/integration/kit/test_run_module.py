@@ -3,78 +3,46 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from disco._dev.ports import free_port
 from tests.fixtures.infra import DatabaseUrls
-
-
-def wait_for(url: str, status: int, timeout: float = 60.0) -> httpx.Response:
-    """GET ``url`` until it answers ``status``; fail the test after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    last = "no answer"
-    while time.monotonic() < deadline:
-        try:
-            response = httpx.get(url, timeout=2.0)
-        except httpx.TransportError as exc:
-            last = repr(exc)
-        else:
-            if response.status_code == status:
-                return response
-            last = f"{response.status_code} {response.text[:200]}"
-        time.sleep(0.2)
-    raise AssertionError(f"{url} did not answer {status} within {timeout}s: {last}")
+from tests.fixtures.processes import ServiceProcess, launch_service, wait_until_serving
 
 
 @pytest.fixture
 def registry_process(
     database: DatabaseUrls, kafka_bootstrap: str, topic_prefix: str, tmp_path: Path
-) -> Iterator[tuple[subprocess.Popen[bytes], int, Path]]:
-    port = free_port()
-    log_path = tmp_path / "registry.log"
+) -> Iterator[ServiceProcess]:
     env = {
-        **os.environ,
         "DISCO_ENV": "dev",
         "DISCO_HOST": "127.0.0.1",
-        "DISCO_REGISTRY_PORT": str(port),
         "DISCO_DATABASE_URL": database.app,
         "DISCO_KAFKA_BOOTSTRAP": kafka_bootstrap,
         "DISCO_TOPIC_PREFIX": topic_prefix,
         "DISCO_LOG_JSON": "true",
     }
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "disco_registry"],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
+    service = launch_service("registry", env, tmp_path / "registry.log")
     try:
-        yield process, port, log_path
+        yield service
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
+        if service.process.poll() is None:
+            service.process.kill()
+            service.process.wait(10)
 
 
 def test_python_m_disco_registry_serves_health_and_readiness_and_stops_on_sigterm(
-    registry_process: tuple[subprocess.Popen[bytes], int, Path],
+    registry_process: ServiceProcess,
 ) -> None:
-    process, port, log_path = registry_process
-    base = f"http://127.0.0.1:{port}"
+    process, log_path = registry_process.process, registry_process.log
 
-    health = wait_for(f"{base}/healthz", 200)
-    ready = wait_for(f"{base}/readyz", 200)
+    wait_until_serving(process, registry_process.url, log_path)  # /readyz answered 200
+    health = httpx.get(f"{registry_process.url}/healthz")
+    ready = httpx.get(f"{registry_process.url}/readyz")
     process.send_signal(signal.SIGTERM)
     code = process.wait(30)
 

@@ -1,41 +1,55 @@
-"""Fixtures for the memory tests: the real service in-process, real Postgres and broker."""
+"""Fixtures for the memory tests: the real service in-process, real Postgres and broker.
+
+One memory app serves the whole package (its start-up costs more than most tests):
+every test acts for a tenant of its own (:func:`tenant`, :func:`new_id`), so
+row-level security keeps the tests apart, and no memory test reads a topic. The
+tests run in the package's event loop, the app's.
+"""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
-from typing import Any
+from pathlib import Path
 
 import httpx
 import pytest
+import pytest_asyncio
 from asgi_lifespan import LifespanManager
 from fastapi import FastAPI
 
 from disco.auth import DEV_AUTH_SECRET, mint_dev_token
+from disco.clients import MemoryClient
 from disco_common.auth import Role
-from disco_memory import MemorySettings, create_app
+from disco_memory import MemorySettings
 from tests.fixtures.infra import DatabaseUrls
+from tests.fixtures.memory import (
+    BASE_URL,
+    SharedEmbedder,
+    memory_client,
+    started_memory_app,
+)
+from tests.fixtures.settings import settings_factory
+
+HERE = Path(__file__).resolve().parent
 
 
-@pytest.fixture
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run this package's async tests in the package's loop (the shared app's)."""
+    for item in items:
+        if HERE in item.path.parents and item.get_closest_marker("asyncio") is not None:
+            item.add_marker(pytest.mark.asyncio(loop_scope="package"), append=False)
+
+
+@pytest.fixture(scope="package")
 def memory_settings(
-    database: DatabaseUrls, kafka_bootstrap: str, topic_prefix: str
+    database: DatabaseUrls, kafka_bootstrap: str, session_topic_prefix: str
 ) -> Callable[..., MemorySettings]:
     """Settings for a memory app on the session's database and broker."""
-
-    def make(**overrides: Any) -> MemorySettings:
-        values: dict[str, Any] = {
-            "env": "dev",
-            "database_url": database.app,
-            "kafka_bootstrap": kafka_bootstrap,
-            "topic_prefix": topic_prefix,
-            "log_json": True,
-        }
-        values.update(overrides)
-        return MemorySettings(**values)
-
-    return make
+    return settings_factory(
+        MemorySettings, database, kafka_bootstrap, f"{session_topic_prefix}memory."
+    )
 
 
 @asynccontextmanager
@@ -43,23 +57,24 @@ async def serve(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
     """Run ``app``'s lifespan and hand out a client talking to it in-process."""
     async with LifespanManager(app, startup_timeout=60, shutdown_timeout=30) as manager:
         transport = httpx.ASGITransport(app=manager.app, raise_app_exceptions=False)
-        async with httpx.AsyncClient(transport=transport, base_url="http://memory.test") as client:
+        async with httpx.AsyncClient(transport=transport, base_url=BASE_URL) as client:
             yield client
 
 
-@pytest.fixture
-async def memory_app(memory_settings: Callable[..., MemorySettings]) -> AsyncIterator[FastAPI]:
-    """A started memory app (database, bus, outbox relay, bundled embedding model)."""
-    app = create_app(memory_settings())
-    async with LifespanManager(app, startup_timeout=60, shutdown_timeout=30):
+@pytest_asyncio.fixture(scope="package", loop_scope="package")
+async def memory_app(
+    memory_settings: Callable[..., MemorySettings], embedder: SharedEmbedder
+) -> AsyncIterator[FastAPI]:
+    """The package's started memory app (database, bus, outbox relay, the session's model)."""
+    async with started_memory_app(memory_settings(), embedder) as app:
         yield app
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="package")
 async def client(memory_app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
     """An HTTP client of the started memory app."""
     transport = httpx.ASGITransport(app=memory_app, raise_app_exceptions=False)
-    async with httpx.AsyncClient(transport=transport, base_url="http://memory.test") as http:
+    async with httpx.AsyncClient(transport=transport, base_url=BASE_URL) as http:
         yield http
 
 
@@ -109,16 +124,12 @@ def error_code(response: httpx.Response) -> str:
 
 
 @pytest.fixture
-def memory_client_for(memory_app: FastAPI) -> Callable[..., Any]:
+def memory_client_for(memory_app: FastAPI) -> Callable[..., MemoryClient]:
     """Build a started-on-enter :class:`MemoryClient` talking to the app in-process."""
-    from disco.clients import MemoryClient, StaticToken
 
-    def make(tenant: str, user: str = "alice", roles: Iterable[Role] = (Role.USER,)) -> Any:
-        token = mint_dev_token(DEV_AUTH_SECRET, tenant, user, roles, 600)
-        return MemoryClient(
-            "http://memory.test",
-            token=StaticToken(token),
-            transport=httpx.ASGITransport(app=memory_app, raise_app_exceptions=False),
-        )
+    def make(
+        tenant: str, user: str = "alice", roles: Iterable[Role] = (Role.USER,)
+    ) -> MemoryClient:
+        return memory_client(memory_app, tenant, user, roles)
 
     return make

@@ -20,6 +20,7 @@ from disco_memory.embeddings import (
     OpenAIEmbeddingProvider,
 )
 from disco_memory.startup import VectorDimensionMismatch
+from tests.fixtures.memory import SharedEmbedder
 from tests.integration.memory.conftest import error_code, serve
 
 DIMENSIONS = 384
@@ -161,13 +162,13 @@ def test_the_local_model_cannot_be_configured_with_another_dimension(
         create_app(memory_settings(embedding_dimensions=768))
 
 
-async def test_the_bundled_model_embeds_offline_with_normalised_384_dimension_vectors() -> None:
-    provider = LocalEmbeddingProvider()
-    await provider.start()
-    try:
-        vectors = await provider.embed(["hello world", "bonjour le monde", "x" * 10_000])
-    finally:
-        await provider.stop()
+async def test_the_bundled_model_embeds_offline_with_normalised_384_dimension_vectors(
+    embedder: SharedEmbedder,
+) -> None:
+    # The session's LocalEmbeddingProvider: started once, stopped when the session ends.
+    assert isinstance(embedder.provider, LocalEmbeddingProvider)
+
+    vectors = await embedder.embed(["hello world", "bonjour le monde", "x" * 10_000])
 
     assert [len(v) for v in vectors] == [384, 384, 384]
     assert all(abs(math.sqrt(sum(x * x for x in v)) - 1.0) < 1e-3 for v in vectors)

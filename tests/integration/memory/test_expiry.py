@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 
 import asyncpg
@@ -13,6 +12,8 @@ from disco_memory import MemorySettings
 from disco_memory.expiry import purge_expired
 from disco_service import get_state
 from tests.fixtures.infra import DatabaseUrls
+from tests.fixtures.memory import SharedEmbedder, started_memory_app
+from tests.fixtures.waiting import eventually
 from tests.integration.memory.conftest import bearer, new_id
 
 
@@ -43,13 +44,21 @@ async def test_expired_keys_of_every_tenant_are_purged_and_live_ones_kept(
     memory_app: FastAPI, client: httpx.AsyncClient, database: DatabaseUrls
 ) -> None:
     plan = new_id("plan")
-    for tenant in (new_id("t"), new_id("t")):
-        headers = bearer(tenant)
+    tenants = [bearer(new_id("t")), bearer(new_id("t"))]
+    for headers in tenants:
         await client.put(
             f"/v1/memory/working/{plan}/short", json={"value": 1, "ttl_seconds": 1}, headers=headers
         )
         await client.put(f"/v1/memory/working/{plan}/long", json={"value": 1}, headers=headers)
-    await asyncio.sleep(1.2)
+
+    async def expired() -> bool:
+        answers = [
+            await client.get(f"/v1/memory/working/{plan}/short", headers=headers)
+            for headers in tenants
+        ]
+        return all(answer.status_code == 404 for answer in answers)
+
+    await eventually(expired, timeout=10, interval=0.1, what="the short keys expired")
 
     # The app's own sweeper may purge them first: either way only the live keys remain.
     await purge_expired(get_state(memory_app).require_database())
@@ -58,21 +67,24 @@ async def test_expired_keys_of_every_tenant_are_purged_and_live_ones_kept(
 
 
 async def test_the_sweeper_runs_in_the_background(
-    memory_settings: Callable[..., MemorySettings], database: DatabaseUrls
+    memory_settings: Callable[..., MemorySettings],
+    database: DatabaseUrls,
+    embedder: SharedEmbedder,
 ) -> None:
-    from disco_memory import create_app
-    from tests.integration.memory.conftest import serve
+    from tests.fixtures.memory import memory_client
 
     plan = new_id("plan")
-    app = create_app(memory_settings(ttl_sweep_interval_seconds=0.3))
-    async with serve(app) as client:
-        await client.put(
-            f"/v1/memory/working/{plan}/k",
-            json={"value": 1, "ttl_seconds": 1},
-            headers=bearer(new_id("t")),
-        )
-        async with asyncio.timeout(15):
-            while await count_rows(database, plan):
-                await asyncio.sleep(0.2)
+    settings = memory_settings(ttl_sweep_interval_seconds=0.3)
+    async with (
+        started_memory_app(settings, embedder) as app,
+        memory_client(app, new_id("t")) as memory,
+    ):
+        await memory.put_working(plan, "k", 1, ttl_seconds=1)
+        stored = await count_rows(database, plan)
 
-    assert await count_rows(database, plan) == 0
+        async def purged() -> bool:
+            return await count_rows(database, plan) == 0
+
+        await eventually(purged, timeout=15, interval=0.2, what="the row purged")
+
+    assert stored == 1

@@ -10,6 +10,7 @@ from sqlalchemy import text
 
 from disco_memory import MemorySettings, create_app
 from disco_service import get_state
+from tests.fixtures.memory import SharedEmbedder
 from tests.integration.memory.conftest import error_code
 
 FACTS = [
@@ -190,9 +191,9 @@ async def test_a_deleted_memory_is_no_longer_found(
 
 
 async def test_every_pooled_connection_searches_with_the_configured_hnsw_options(
-    memory_settings: Callable[..., MemorySettings],
+    memory_settings: Callable[..., MemorySettings], embedder: SharedEmbedder
 ) -> None:
-    app = create_app(memory_settings(hnsw_ef_search=77))
+    app = create_app(memory_settings(hnsw_ef_search=77), embedder=embedder)
     async with LifespanManager(app, startup_timeout=60):
         database = get_state(app).require_database()
         async with database.unit_of_work("t") as first, database.unit_of_work("t") as second:

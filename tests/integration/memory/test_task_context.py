@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import httpx
 
 from disco_common.tasks import SubTaskInfo, TaskContextData
+from tests.fixtures.waiting import eventually
 from tests.integration.memory.conftest import error_code, new_id
 
 
@@ -137,9 +136,14 @@ async def test_a_context_with_a_ttl_expires_with_its_sub_task_index(
         json={**task_context(task, sub), "ttl_seconds": 1},
         headers=alice,
     )
-    await asyncio.sleep(1.2)
 
-    assert (await client.get(f"/v1/memory/task-context/{task}", headers=alice)).status_code == 404
+    async def gone() -> httpx.Response | None:
+        response = await client.get(f"/v1/memory/task-context/{task}", headers=alice)
+        return response if response.status_code != 200 else None
+
+    expired = await eventually(gone, timeout=10, interval=0.1, what="the context expired")
+
+    assert expired.status_code == 404
     assert (
         await client.get(f"/v1/memory/task-context/by-subtask/{sub}", headers=alice)
     ).status_code == 404

@@ -7,6 +7,7 @@ import asyncio
 import httpx
 
 from disco_common.memory import WORKING_MEMORY_VALUE_MAX_BYTES
+from tests.fixtures.waiting import eventually
 from tests.integration.memory.conftest import error_code, new_id
 
 
@@ -103,12 +104,15 @@ async def test_an_expired_key_is_gone_and_can_be_created_afresh(
 ) -> None:
     url = f"/v1/memory/working/{new_id('plan')}/short"
     await client.put(url, json={"value": "old", "ttl_seconds": 1}, headers=alice)
-    await asyncio.sleep(1.2)
 
-    gone = await client.get(url, headers=alice)
+    async def gone() -> httpx.Response | None:
+        response = await client.get(url, headers=alice)
+        return response if response.status_code != 200 else None
+
+    gone_answer = await eventually(gone, timeout=10, interval=0.1, what="the key expired")
     recreated = await client.put(url, json={"value": "new", "expected_version": 0}, headers=alice)
 
-    assert gone.status_code == 404
+    assert gone_answer.status_code == 404
     assert recreated.status_code == 200
     assert recreated.json()["version"] == 1
 

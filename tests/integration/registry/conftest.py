@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from typing import Any
 
 import httpx
 import pytest
@@ -16,6 +15,7 @@ from disco.clients import RegistryClient, StaticToken
 from disco_common.auth import Role
 from disco_registry import RegistrySettings, create_app
 from tests.fixtures.infra import DatabaseUrls
+from tests.fixtures.settings import settings_factory
 
 BASE_URL = "http://registry.test"
 
@@ -25,21 +25,14 @@ def make_settings(
     database: DatabaseUrls, kafka_bootstrap: str, topic_prefix: str
 ) -> Callable[..., RegistrySettings]:
     """Registry settings on the session's database and broker, with this test's topics."""
-
-    def make(**overrides: Any) -> RegistrySettings:
-        values: dict[str, Any] = {
-            "env": "dev",
-            "database_url": database.app,
-            "kafka_bootstrap": kafka_bootstrap,
-            "topic_prefix": topic_prefix,
-            "outbox_sweep_interval_seconds": 0.5,
-            "sweep_interval_seconds": 0.2,
-            "log_json": True,
-        }
-        values.update(overrides)
-        return RegistrySettings(**values)
-
-    return make
+    return settings_factory(
+        RegistrySettings,
+        database,
+        kafka_bootstrap,
+        topic_prefix,
+        outbox_sweep_interval_seconds=0.5,
+        sweep_interval_seconds=0.2,
+    )
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from fastapi import FastAPI
 
 from disco.auth import DEV_AUTH_SECRET, mint_dev_token
 from disco_common.auth import Role
+from tests.fixtures.waiting import eventually
 
 OBJECT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -135,11 +136,13 @@ async def uvicorn_server(app: FastAPI, port: int) -> AsyncIterator[None]:
     )
     task = asyncio.create_task(server.serve())
     try:
-        async with asyncio.timeout(30):
-            while not server.started:
-                if task.done():
-                    task.result()
-                await asyncio.sleep(0.05)
+
+        def started() -> bool:
+            if task.done():
+                task.result()  # it failed to start: say why
+            return server.started
+
+        await eventually(started, timeout=30, what="uvicorn started")
         yield
     finally:
         server.should_exit = True

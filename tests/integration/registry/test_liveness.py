@@ -14,6 +14,7 @@ from disco_registry.liveness.service import sweep_once
 from disco_service import Database
 from tests.fixtures.bus import read_envelopes
 from tests.fixtures.infra import DatabaseUrls
+from tests.fixtures.waiting import eventually
 from tests.integration.registry.support import (
     age_instances,
     bearer,
@@ -131,16 +132,15 @@ async def test_one_instance_expiring_leaves_the_agent_live_on_its_other_instance
         tenant,
     )
 
-    async with asyncio.timeout(10):
-        while True:
-            rows = await sql(
-                database.admin,
-                "SELECT instance_id FROM registry.agent_instances WHERE tenant_id = $1",
-                tenant,
-            )
-            if [row["instance_id"] for row in rows] == ["host-b:2"]:
-                break
-            await asyncio.sleep(0.1)
+    async def only_b_left() -> bool:
+        rows = await sql(
+            database.admin,
+            "SELECT instance_id FROM registry.agent_instances WHERE tenant_id = $1",
+            tenant,
+        )
+        return [row["instance_id"] for row in rows] == ["host-b:2"]
+
+    await eventually(only_b_left, timeout=10, interval=0.1, what="host-a:1 swept")
     record = (await http.get(f"/v1/agents/{body['agent_id']}", headers=bearer(tenant))).json()
     assert record["status"] == "live"
     assert record["live_instances"] == 1

@@ -3,8 +3,7 @@ outage, deregisters on a clean stop."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import datetime
 
 import httpx
@@ -17,6 +16,7 @@ from disco_common.auth import Role
 from disco_common.registry import AgentCapability, AgentRegistration, EventDefinition
 from disco_registry import RegistrySettings, create_app
 from tests.fixtures.infra import DatabaseUrls
+from tests.fixtures.waiting import eventually
 from tests.integration.registry.support import new_tenant, sql, unique, uvicorn_server
 
 
@@ -36,12 +36,6 @@ def a_registration(**overrides: object) -> AgentRegistration:
     }
     values.update(overrides)
     return AgentRegistration.model_validate(values)
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 15.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not await check():
-            await asyncio.sleep(0.05)
 
 
 async def test_starting_registers_and_stopping_deregisters_the_instance(

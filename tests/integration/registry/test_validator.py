@@ -114,6 +114,15 @@ async def test_valid_payloads_and_events_without_a_schema_pass(
         await validator.validate(typed, {"a": 1, "b": 2})
         await validator.validate(untyped, ["anything"])
         await validator.validate(unique("nobody.defines"), {"x": 1})
+        typed_definition = await validator.definition(typed)
+        untyped_definition = await validator.definition(untyped)
+        with pytest.raises(PayloadValidationError):  # the schema is there, and used
+            await validator.validate(typed, {"a": "one"})
+
+    assert typed_definition is not None
+    assert typed_definition.json_schema == OBJECT_SCHEMA
+    assert untyped_definition is not None
+    assert untyped_definition.json_schema is None
 
 
 async def test_a_cached_schema_is_used_until_its_ttl_passes(

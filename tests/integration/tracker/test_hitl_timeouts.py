@@ -1,15 +1,18 @@
-"""The tracker times out questions to humans that nobody answers in time."""
+"""The tracker times out questions to humans that nobody answers in time.
+
+One tracker serves the whole module (its group join and start-up cost seconds):
+each test asks its own questions (correlation ids, plan ids) and looks only at those.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 import httpx
 import pytest
+import pytest_asyncio
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from asgi_lifespan import LifespanManager
 
@@ -24,6 +27,9 @@ from disco_tracker.main import create_app
 from disco_tracker.settings import TrackerSettings
 from tests.fixtures.bus import read_envelopes
 from tests.fixtures.infra import DatabaseUrls
+from tests.fixtures.waiting import eventually
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 RESPONSE_EVENT = "document.approval.received"
 
@@ -37,10 +43,11 @@ class Tracker:
     group: str  # the tracker's consumer group, as the broker names it
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def tracker(
-    database: DatabaseUrls, kafka_bootstrap: str, topic_prefix: str
+    database: DatabaseUrls, kafka_bootstrap: str, module_topic_prefix: str
 ) -> AsyncIterator[Tracker]:
+    topic_prefix = module_topic_prefix
     settings = TrackerSettings(
         env="dev",
         database_url=database.app,
@@ -78,6 +85,7 @@ async def _ask(
     timeout_seconds: int,
     tenant: str = "acme",
     correlation_id: str | None = None,
+    plan_id: str | None = None,
 ) -> Envelope:
     correlation = correlation_id or f"corr-{uuid.uuid4().hex[:8]}"
     return await tracker.bus.publish(
@@ -91,6 +99,7 @@ async def _ask(
         },
         correlation_id=correlation,
         task_id=f"task-{correlation}",
+        plan_id=plan_id,
         tenant_id=tenant,
         user_id="alice",
     )
@@ -166,14 +175,30 @@ async def _status(tracker: Tracker, correlation_id: str, tenant: str = "acme") -
 
 
 async def _wait_for_status(tracker: Tracker, correlation_id: str, status: str) -> str | None:
-    deadline = time.monotonic() + 20
-    seen = None
-    while time.monotonic() < deadline:
-        seen = await _status(tracker, correlation_id)
-        if seen == status:
-            return seen
-        await asyncio.sleep(0.1)
-    return seen
+    async def reached() -> bool:
+        return await _status(tracker, correlation_id) == status
+
+    try:
+        await eventually(reached, timeout=20, interval=0.1, what=f"status {status!r}")
+    except AssertionError:
+        return await _status(tracker, correlation_id)
+    return status
+
+
+def _new_plan() -> str:
+    return f"plan-{uuid.uuid4().hex[:8]}"
+
+
+async def _swept_past(tracker: Tracker, plan_id: str, *, timeout_seconds: int) -> None:
+    """Return once the sweeper has handled every wait of ``plan_id`` due by now.
+
+    A sentinel: a question of the same plan asked now, with ``timeout_seconds``.
+    The sweeper claims due waits oldest deadline first, and the answers of one
+    plan share a partition, so once the sentinel's timeout answer is on the topic
+    the timeout of any wait of the plan due before it would be there too.
+    """
+    sentinel = await _ask(tracker, timeout_seconds=timeout_seconds, plan_id=plan_id)
+    await _wait_for(tracker, Topic.NOTIFICATION_EVENTS, _timeout_answer_for(sentinel))
 
 
 def _timeout_answer_for(question: Envelope) -> Callable[[Envelope], bool]:
@@ -214,12 +239,13 @@ async def test_an_unanswered_question_gets_one_timeout_answer_and_a_task_timeout
 
 
 async def test_a_question_answered_in_time_does_not_time_out(tracker: Tracker) -> None:
-    question = await _ask(tracker, timeout_seconds=2)
+    plan = _new_plan()
+    question = await _ask(tracker, timeout_seconds=2, plan_id=plan)
     await _answer(tracker, question, "approved")
     assert await _wait_for_status(tracker, question.correlation_id or "", "answered") == "answered"
 
-    # Past the deadline and several sweeps: still answered, and no timeout published.
-    await asyncio.sleep(3.0)
+    # Past the deadline and the sweeps after it: still answered, and no timeout published.
+    await _swept_past(tracker, plan, timeout_seconds=2)
     timeouts = await _read(tracker, Topic.NOTIFICATION_EVENTS, _timeout_answer_for(question))
 
     assert timeouts == []
@@ -227,12 +253,12 @@ async def test_a_question_answered_in_time_does_not_time_out(tracker: Tracker) -
 
 
 async def test_a_question_delivered_twice_times_out_once(tracker: Tracker) -> None:
-    correlation_id = f"corr-{uuid.uuid4().hex[:8]}"
-    first = await _ask(tracker, timeout_seconds=1, correlation_id=correlation_id)
-    await _ask(tracker, timeout_seconds=1, correlation_id=correlation_id)
+    correlation_id, plan = f"corr-{uuid.uuid4().hex[:8]}", _new_plan()
+    first = await _ask(tracker, timeout_seconds=1, correlation_id=correlation_id, plan_id=plan)
+    await _ask(tracker, timeout_seconds=1, correlation_id=correlation_id, plan_id=plan)
 
     await _wait_for(tracker, Topic.NOTIFICATION_EVENTS, _timeout_answer_for(first))
-    await asyncio.sleep(1.5)  # room for a second, wrong, timeout to show up
+    await _swept_past(tracker, plan, timeout_seconds=1)  # a second, wrong, timeout came by now
     answers = await _read(tracker, Topic.NOTIFICATION_EVENTS, _timeout_answer_for(first))
 
     assert len(answers) == 1
@@ -283,17 +309,18 @@ async def test_another_tenant_cannot_see_a_question(tracker: Tracker) -> None:
 async def test_a_question_without_a_timeout_is_listed_as_waiting_and_never_times_out(
     tracker: Tracker,
 ) -> None:
+    plan = _new_plan()
     question = await tracker.bus.publish(
         Topic.NOTIFICATION_EVENTS,
         NotificationType.HUMAN_INPUT,
         {"question": "Go by boat instead?", "response_event": "trip.boat.decided"},
         correlation_id=f"corr-{uuid.uuid4().hex[:8]}",
-        plan_id="plan-1",
+        plan_id=plan,
         tenant_id="acme",
     )
     assert await _wait_for_status(tracker, question.correlation_id or "", "waiting") == "waiting"
 
-    await asyncio.sleep(1.0)  # several sweeps
+    await _swept_past(tracker, plan, timeout_seconds=1)
     listing = await tracker.http.get(
         "/v1/tracker/hitl", params={"status": "waiting"}, headers=_auth("acme")
     )

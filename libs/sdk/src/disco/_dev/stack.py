@@ -149,8 +149,13 @@ class DevStack:
                 services=[service.name for service in self.installed],
             )
             self._provision_topics()
+            # Side by side: each service spends seconds importing and connecting.
             for service in self.services:
                 self._start_service(service)
+            for record in self._state.services:
+                self._wait_ready(
+                    record.name, self._processes[record.name], record, Path(record.log)
+                )
             self._state.database_url = redact(self.settings.app_url())
             self._write_state()
         except BaseException:
@@ -246,7 +251,6 @@ class DevStack:
         )
         self._state.services.append(record)
         self._write_state()
-        self._wait_ready(service.name, process, record, log_path)
 
     def _wait_ready(
         self,
