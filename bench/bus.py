@@ -70,7 +70,7 @@ def _consumer_options(settings: BusSettings) -> dict[str, Any]:
     return {
         "enable_auto_commit": False,
         "auto_offset_reset": "earliest",
-        "fetch_max_wait_ms": settings.kafka_fetch_max_wait_ms,
+        "fetch_max_wait_ms": settings.fetch_waits("embedded")[0],
         "session_timeout_ms": settings.kafka_session_timeout_ms,
         "heartbeat_interval_ms": settings.kafka_heartbeat_interval_ms,
         "max_poll_records": settings.kafka_max_poll_records,
@@ -166,7 +166,7 @@ async def raw_round_trips(settings: BusSettings, rounds: int) -> list[float]:
     listener = AIOKafkaConsumer(
         group_id=None,
         enable_auto_commit=False,
-        fetch_max_wait_ms=settings.kafka_fetch_max_wait_ms,
+        fetch_max_wait_ms=settings.fetch_waits("embedded")[0],
         **settings.kafka_connection_options(),
     )
     await producer.start()

@@ -25,6 +25,7 @@ from disco.bus._errors import (
     NonRetryableError,
 )
 from disco.bus._partitions import Abandoned, PartitionWorker, Rebalance, finish
+from disco.bus._polling import FetchPacer, pacer_for
 from disco.bus._routes import (
     ANY_EVENT,
     Handler,
@@ -114,6 +115,7 @@ class BusConsumer(StartStop):
         self._fatal_stop: asyncio.Task[None] | None = None
         self._prefix = settings.topic_prefix
         self._tracing = False
+        self._pacer: FetchPacer | None = None
 
     # -- registration ----------------------------------------------------------
 
@@ -192,6 +194,7 @@ class BusConsumer(StartStop):
                 self._owns_client = True
             settings = self.client.settings
             await self.client.ensure_topics(self._routes)
+            pacer = await pacer_for(settings)
             options = settings.kafka_connection_options()
             # aiokafka insists that requests may outlive a session.
             options["request_timeout_ms"] = max(
@@ -203,7 +206,7 @@ class BusConsumer(StartStop):
                 # A new group reads what was published before it first joined;
                 # Tansu also reports "latest" wrongly.
                 auto_offset_reset="earliest",
-                fetch_max_wait_ms=settings.kafka_fetch_max_wait_ms,
+                fetch_max_wait_ms=pacer.max_wait_ms,
                 session_timeout_ms=settings.kafka_session_timeout_ms,
                 heartbeat_interval_ms=settings.kafka_heartbeat_interval_ms,
                 max_poll_records=settings.kafka_max_poll_records,
@@ -221,6 +224,8 @@ class BusConsumer(StartStop):
                     f"consumer group {self.group!r} cannot reach the broker at "
                     f"{settings.kafka_bootstrap}: {exc}"
                 ) from exc
+            pacer.attach(consumer)
+            self._pacer = pacer
             self._consumer = consumer
             self._done.clear()
             self._committed.clear()
@@ -305,9 +310,13 @@ class BusConsumer(StartStop):
     # -- fetching --------------------------------------------------------------
 
     async def _fetch_loop(self, consumer: AIOKafkaConsumer) -> None:
+        pacer = self._pacer
+        assert pacer is not None
         try:
             while not self._stopping:
-                batches = await consumer.getmany(timeout_ms=100)
+                batches = await consumer.getmany(timeout_ms=int(pacer.apply() * 1000))
+                if batches:
+                    pacer.saw_records()
                 # Looked up per batch, not per record (it reads os.environ).
                 self._tracing = tracing_enabled()
                 for tp, records in batches.items():

@@ -87,8 +87,11 @@ class ReplyListener:
             raise BusError(f"a request with correlation_id {correlation_id!r} is already waiting")
         future: asyncio.Future[Envelope] = asyncio.get_running_loop().create_future()
         self._waiters[correlation_id] = future
+        reader = self._reader
+        assert reader is not None
         try:
-            yield future
+            with reader.pacer.urgent():
+                yield future
         finally:
             self._waiters.pop(correlation_id, None)
             if not future.done():
