@@ -12,6 +12,7 @@ from fastapi import FastAPI
 from sqlalchemy import text
 
 from disco_memory import MemorySettings, create_app
+from disco_memory.startup import check_hnsw_options
 from disco_service import get_state
 from tests.integration.memory.conftest import error_code
 
@@ -249,3 +250,15 @@ async def test_the_binary_vector_codec_finds_the_same_neighbours_as_text_literal
             expected = rows.all()
         assert [hit["record"]["memory_id"] for hit in hits] == [row[0] for row in expected]
         assert [round(hit["score"], 5) for hit in hits] == [round(row[1], 5) for row in expected]
+
+
+async def test_hnsw_indexes_built_with_other_options_than_the_settings_are_named_at_start(
+    memory_app: FastAPI,
+) -> None:
+    database = get_state(memory_app).require_database()
+
+    as_built = await check_hnsw_options(database, m=16, ef_construction=64)
+    other = await check_hnsw_options(database, m=24, ef_construction=96)
+
+    assert as_built == []
+    assert other == ["semantic_embedding", "episodic_embedding", "procedures_embedding"]
