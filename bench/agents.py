@@ -38,7 +38,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from _common import BusyCores, cpu_seconds, percentile
+from _common import BusyCores, cpu_seconds, known_fetch_wait, percentile, raw_fetch_wait
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from pydantic import BaseModel
 
@@ -176,7 +176,7 @@ async def tool_throughput(settings: BusSettings, invocations: int, window: int) 
     results = f"{settings.topic_prefix}{Topic.ACTION_RESULTS}"
     reader = AIOKafkaConsumer(
         enable_auto_commit=False,
-        fetch_max_wait_ms=settings.kafka_fetch_max_wait_ms,
+        fetch_max_wait_ms=known_fetch_wait(settings),
         **settings.kafka_connection_options(),
     )
     await reader.start()
@@ -291,6 +291,7 @@ async def main(bootstrap: str, rounds: int, invocations: int, window: int, goals
     print(f"broker {bootstrap}; {rounds} round trips; {invocations} invocations, window {window}")
 
     raw_settings = fresh(3)
+    await raw_fetch_wait(raw_settings)
     await provision(raw_settings)
     raw = bus_bench.raw_round_trips(raw_settings, rounds)
     raw_rt = await raw
