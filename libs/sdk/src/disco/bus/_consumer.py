@@ -295,6 +295,12 @@ class BusConsumer(StartStop):
                     await self.client.stop()
                 self._stopped.set()
 
+    @property
+    def fetch_wait_ms(self) -> int | None:
+        """How long the broker may hold this consumer's next fetch (adaptive polling:
+        short while records flow, longer while idle); None before :meth:`start`."""
+        return self._pacer.current_wait_ms if self._pacer is not None else None
+
     async def wait_assigned(self, timeout: float) -> set[TopicPartition]:  # noqa: ASYNC109
         """Wait until the group gave this member partitions; return them.
 

@@ -146,7 +146,8 @@ class FetchPacer:
             )
             return
         self._fetcher = fetcher
-        self.apply()
+        self._applied = self.wait_ms()
+        setattr(fetcher, _FETCHER_WAIT, self._applied)
 
     def saw_records(self) -> None:
         """Records arrived: keep the wait short."""

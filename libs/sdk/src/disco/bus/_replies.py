@@ -41,6 +41,13 @@ class ReplyListener:
         self._lock = asyncio.Lock()
 
     @property
+    def fetch_wait_ms(self) -> int | None:
+        """How long the broker may hold the next fetch (short while a reply is awaited,
+        longer while idle); None when not started."""
+        reader = self._reader
+        return reader.pacer.current_wait_ms if reader is not None else None
+
+    @property
     def running(self) -> bool:
         """Whether the listener is positioned and reading."""
         return self._task is not None and not self._task.done()
