@@ -131,6 +131,16 @@ class BusSettings(BaseSettings):
     )
     bus_retry_backoff_ms: int = Field(default=100, ge=0, le=600_000)
     bus_retry_backoff_max_ms: int = Field(default=5_000, ge=0, le=3_600_000)
+    bus_partition_concurrency: int = Field(
+        default=8,
+        ge=1,
+        le=1000,
+        description=(
+            "Handlers running at once per partition. Records of one key (one plan, or "
+            "one correlation) are always handled one at a time in order; 1 handles a "
+            "whole partition in order."
+        ),
+    )
     bus_dedup_window_size: int = Field(
         default=100_000, ge=0, le=100_000_000, description="Envelope ids remembered per consumer."
     )

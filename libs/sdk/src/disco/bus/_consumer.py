@@ -52,8 +52,11 @@ class BusConsumer(StartStop):
     Agents of one name share one group (instances split the partitions).
     Records are routed by their ``ce_type`` header before the value is parsed;
     envelopes no handler wants are skipped and committed (topics are shared).
-    Partitions are handled concurrently, records of one partition in order,
-    and an offset is committed only once its handler finished. A failing
+    Partitions are handled concurrently; within a partition the records of one
+    key (one plan: the key is ``plan_id``, else ``correlation_id``, else ``id``)
+    in order, and records of different keys on up to
+    ``bus_partition_concurrency`` lanes at once. An offset is committed only once
+    its handler and those of every record before it finished. A failing
     handler is retried with exponential backoff and jitter, then the record
     goes to ``<topic>.dlq`` with :class:`~disco.bus.DlqHeader` headers; a value
     that is not an envelope goes there at once. Envelope ids are deduplicated
@@ -272,7 +275,7 @@ class BusConsumer(StartStop):
             workers = list(self._workers.values())
             for worker in workers:
                 worker.close()
-            pending = [worker.task for worker in workers]
+            pending = [task for worker in workers for task in worker.tasks]
             if pending:
                 _, late = await asyncio.wait(pending, timeout=grace)
                 for task in late:
@@ -330,7 +333,9 @@ class BusConsumer(StartStop):
                         continue
                     worker = self._workers.get(tp)
                     if worker is None or worker.closed:
-                        worker = self._workers[tp] = PartitionWorker(self, tp)
+                        worker = self._workers[tp] = PartitionWorker(
+                            self, tp, self.client.settings.bus_partition_concurrency
+                        )
                     worker.feed(records)
                     if worker.backlog >= self._max_buffered and tp not in self._paused:
                         consumer.pause(tp)
@@ -552,11 +557,12 @@ class BusConsumer(StartStop):
         workers = [w for tp in revoked if (w := self._workers.pop(tp, None)) is not None]
         for worker in workers:
             worker.close()
-        if workers:
-            _, late = await asyncio.wait([w.task for w in workers], timeout=self._rebalance_grace)
+        tasks = [task for worker in workers for task in worker.tasks]
+        if tasks:
+            _, late = await asyncio.wait(tasks, timeout=self._rebalance_grace)
             for task in late:
                 task.cancel()
-            await asyncio.gather(*(w.task for w in workers), return_exceptions=True)
+            await asyncio.gather(*tasks, return_exceptions=True)
         if consumer is not None:
             await self._commit_done(consumer, only=revoked)
         for tp in revoked:
