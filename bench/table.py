@@ -166,6 +166,14 @@ async def serve_raw_responder(bootstrap: str, prefix: str) -> None:
         await consumer.stop()
 
 
+def service_command(module: str) -> list[str]:
+    """``python -m module``; under cProfile when ``BENCH_PROFILE_DIR`` names a folder."""
+    folder = os.environ.get("BENCH_PROFILE_DIR")
+    if folder:
+        return [sys.executable, "-m", "cProfile", "-o", f"{folder}/{module}.prof", "-m", module]
+    return [sys.executable, "-m", module]
+
+
 def start_process(args: list[str]) -> subprocess.Popen[bytes]:
     process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     assert process.stdout is not None
@@ -417,7 +425,7 @@ async def memory_rows(
     }
     log = (Path(tempfile.gettempdir()) / f"disco-bench-memory-{port}.log").open("wb")
     process = subprocess.Popen(  # noqa: ASYNC220 - started before timing
-        [sys.executable, "-m", "disco_memory"], env=env, stdout=log, stderr=log
+        service_command("disco_memory"), env=env, stdout=log, stderr=log
     )
     base_url = f"http://127.0.0.1:{port}"
     try:
@@ -524,10 +532,11 @@ async def registry_rows(
         "DISCO_TOPIC_PREFIX": f"r{uuid.uuid4().hex[:6]}.",
         "DISCO_REGISTRY_PORT": str(port),
         "DISCO_LOG_LEVEL": "WARNING",
+        "DISCO_DATABASE_POOL_SIZE": str(args.concurrency),
     }
     log = (Path(tempfile.gettempdir()) / f"disco-bench-registry-{port}.log").open("wb")
     process = subprocess.Popen(  # noqa: ASYNC220 - started before timing
-        [sys.executable, "-m", "disco_registry"], env=env, stdout=log, stderr=log
+        service_command("disco_registry"), env=env, stdout=log, stderr=log
     )
     base_url = f"http://127.0.0.1:{port}"
     rng = random.Random(7)
