@@ -36,8 +36,8 @@ from disco.bus._routes import (
 )
 from disco.bus._tracing import consumer_span, tracing_enabled
 from disco.bus._wire import dead_letter_headers
-from disco_common.envelope import EnvelopeError, envelope_class_for
-from disco_common.topics import DLQ_SUFFIX, Topic, dlq_topic, strip_prefix
+from disco_common.envelope import Envelope, EnvelopeError, envelope_class_for
+from disco_common.topics import DLQ_SUFFIX, Topic, dlq_topic
 
 __all__ = ["BusConsumer"]
 
@@ -119,6 +119,8 @@ class BusConsumer(StartStop):
         self._prefix = settings.topic_prefix
         self._tracing = False
         self._pacer: FetchPacer | None = None
+        # Broker topic name -> (logical topic, routes, envelope class), set at start.
+        self._routing: dict[str, tuple[str, dict[str, Handler], type[Envelope]]] = {}
 
     # -- registration ----------------------------------------------------------
 
@@ -198,6 +200,10 @@ class BusConsumer(StartStop):
             settings = self.client.settings
             await self.client.ensure_topics(self._routes)
             pacer = await pacer_for(settings)
+            self._routing = {
+                self.client.topic_name(topic): (topic, routes, envelope_class_for(topic))
+                for topic, routes in self._routes.items()
+            }
             options = settings.kafka_connection_options()
             # aiokafka insists that requests may outlive a session.
             options["request_timeout_ms"] = max(
@@ -360,11 +366,25 @@ class BusConsumer(StartStop):
 
     # -- handling --------------------------------------------------------------
 
+    def _wants(self, record: ConsumerRecord[bytes, bytes]) -> bool:
+        """Whether a handler may want ``record``, from its topic and ``ce_type`` header
+        alone (records of event types nobody here handles are skipped unparsed)."""
+        routing = self._routing.get(record.topic)
+        if routing is None:
+            return False
+        routes = routing[1]
+        if ANY_EVENT in routes:
+            return True
+        for name, value in record.headers:
+            if name == "ce_type" and value:
+                return value.decode("utf-8", errors="replace") in routes
+        return True  # no header: the value says
+
     async def _handle(self, record: ConsumerRecord[bytes, bytes]) -> None:
-        topic = strip_prefix(record.topic, self._prefix)
-        routes = self._routes.get(topic)
-        if not routes:
+        routing = self._routing.get(record.topic)
+        if routing is None:
             return
+        topic, routes, kind = routing
         ce_type: str | None = None
         traceparent: str | None = None
         for name, value in record.headers:
@@ -375,7 +395,7 @@ class BusConsumer(StartStop):
         if ce_type is not None and ce_type not in routes and ANY_EVENT not in routes:
             return  # someone else's event: skip without parsing
         try:
-            envelope = envelope_class_for(topic).from_kafka_value(record.value)
+            envelope = kind.from_kafka_value(record.value)
         except EnvelopeError as exc:
             await self._dead_letter(record, "EnvelopeError", exc.reason, attempts=0)
             return

@@ -69,9 +69,23 @@ class PartitionWorker:
         return len(self._waiting) + sum(len(lane.queue) for lane in self._lanes)
 
     def feed(self, records: Iterable[ConsumerRecord[bytes, bytes]]) -> None:
-        """Queue fetched records, each on its lane (or waiting for one)."""
+        """Queue fetched records, each on its lane (or waiting for one); records no
+        handler wants are done at once."""
+        wants = self.owner._wants
+        outstanding = self._outstanding
+        skipped_to: int | None = None
         for record in records:
-            self._outstanding.append(record.offset)
+            if not wants(record):
+                if outstanding:
+                    outstanding.append(record.offset)
+                    self._finished.add(record.offset)
+                else:
+                    skipped_to = record.offset
+                continue
+            if skipped_to is not None:
+                self.owner._record_done(self.tp, skipped_to)
+                skipped_to = None
+            outstanding.append(record.offset)
             key = record.key
             if key in self._waiting_keys:  # an earlier record of the key waits: keep order
                 self._wait(record)
@@ -82,6 +96,8 @@ class PartitionWorker:
                 self._wait(record)
             else:
                 self._assign(lane, record)
+        if skipped_to is not None:
+            self.owner._record_done(self.tp, skipped_to)
 
     def close(self) -> None:
         """Finish the records in hand, drop the rest, and end."""
