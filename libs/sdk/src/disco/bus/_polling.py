@@ -69,7 +69,6 @@ async def broker_kind(settings: BusSettings) -> BrokerKind:
         return known
     # Two clients starting at once may both ask: harmless, and no lock outlives a loop.
     kind = _KINDS[bootstrap] = await _probe(settings)
-    _log.debug("broker kind", bootstrap=bootstrap, kind=kind)
     return kind
 
 
@@ -84,8 +83,7 @@ async def _probe(settings: BusSettings) -> BrokerKind:
         request = FetchRequest(0, 1, 1024, 0, [(_PROBE_TOPIC, [(0, 0, 1024)])])
         response: Any = await asyncio.wait_for(client.send(node, request), 5)
         return "embedded" if not response.topics else "kafka"
-    except (KafkaError, OSError, TimeoutError) as exc:
-        _log.debug("broker kind probe failed", error=repr(exc))
+    except (KafkaError, OSError, TimeoutError):
         return "kafka"
     finally:
         await client.close()
