@@ -47,7 +47,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import agents as agents_bench
 import asyncpg
@@ -65,7 +65,7 @@ from _common import (
     raw_fetch_wait,
     wait_ready,
 )
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from disco._dev.broker import EmbeddedBroker
 from disco._dev.dburl import with_database, with_user
@@ -174,6 +174,41 @@ def service_command(module: str) -> list[str]:
     return [sys.executable, "-m", module]
 
 
+async def migrated_database(admin_root: str, service: str) -> tuple[str, str]:
+    """A new database migrated for ``service``: (owner URL, application URL)."""
+    name = f"disco_bench_{uuid.uuid4().hex[:8]}"
+    await create_database(admin_root, name)
+    admin_url = with_database(admin_root, name)
+    app_url = with_user(admin_url, "disco_app", "disco_app")
+    await asyncio.to_thread(upgrade, admin_url, app_url, services=(service,))
+    return admin_url, app_url
+
+
+def start_service(
+    service: str, app_url: str, bootstrap: str, extra: dict[str, str]
+) -> tuple[subprocess.Popen[bytes], str, IO[bytes]]:
+    """``python -m disco_<service>`` on a free port: (process, base URL, its log)."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "DISCO_DATABASE_URL": app_url,
+        "DISCO_KAFKA_BOOTSTRAP": bootstrap,
+        "DISCO_TOPIC_PREFIX": f"{service[0]}{uuid.uuid4().hex[:6]}.",
+        f"DISCO_{service.upper()}_PORT": str(port),
+        "DISCO_LOG_LEVEL": "WARNING",
+        **extra,
+    }
+    log = (Path(tempfile.gettempdir()) / f"disco-bench-{service}-{port}.log").open("wb")
+    process = subprocess.Popen(service_command(f"disco_{service}"), env=env, stdout=log, stderr=log)
+    return process, f"http://127.0.0.1:{port}", log
+
+
+def stop_service(process: subprocess.Popen[bytes], log: IO[bytes]) -> None:
+    process.terminate()
+    process.wait(20)
+    log.close()
+
+
 def start_process(args: list[str]) -> subprocess.Popen[bytes]:
     process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     assert process.stdout is not None
@@ -191,22 +226,9 @@ async def sustained(
 ) -> tuple[float, list[float]]:
     """Answers/s over ``seconds`` with at most ``window`` requests unanswered, and the
     rate of each of ``slices`` equal parts of the run."""
-    results = f"{settings.topic_prefix}{Topic.ACTION_RESULTS}"
-    reader = AIOKafkaConsumer(
-        enable_auto_commit=False,
-        fetch_max_wait_ms=await raw_fetch_wait(settings),
-        **settings.kafka_connection_options(),
-    )
-    await reader.start()
+    await raw_fetch_wait(settings)
+    reader = await agents_bench.results_reader(settings)
     try:
-        await reader.topics()
-        partitions = [
-            TopicPartition(results, p) for p in reader.partitions_for_topic(results) or ()
-        ]
-        reader.assign(partitions)
-        await reader.seek_to_end()
-        for tp in partitions:
-            await reader.position(tp)
         answered = 0
         stamps: list[float] = []
         progress = asyncio.Event()
@@ -402,32 +424,16 @@ async def bus_rows(table: Table, bootstrap: str, args: argparse.Namespace) -> No
 async def memory_rows(
     table: Table, admin_root: str, bootstrap: str, args: argparse.Namespace
 ) -> None:
-    name = f"disco_bench_{uuid.uuid4().hex[:8]}"
-    await create_database(admin_root, name)
-    admin_url = with_database(admin_root, name)
-    app_url = with_user(admin_url, "disco_app", "disco_app")
-    await asyncio.to_thread(upgrade, admin_url, app_url, services=("memory",))
+    admin_url, app_url = await migrated_database(admin_root, "memory")
     rng = np.random.default_rng(11)
     centers = rng.normal(size=(memory_bench.TOPICS, memory_bench.DIMENSIONS)).astype(np.float32)
     centers /= np.linalg.norm(centers, axis=1, keepdims=True)
     await memory_bench.seed(admin_url, args.memories, 16, 64, rng, centers)
     vectors = memory_bench.clustered_vectors(args.queries, rng, centers)
     raw = await memory_bench.raw_queries(app_url, list(vectors), args.ef_search, 10)
-    port = free_port()
-    env = {
-        **os.environ,
-        "DISCO_DATABASE_URL": app_url,
-        "DISCO_KAFKA_BOOTSTRAP": bootstrap,
-        "DISCO_TOPIC_PREFIX": f"m{uuid.uuid4().hex[:6]}.",
-        "DISCO_MEMORY_PORT": str(port),
-        "DISCO_LOG_LEVEL": "WARNING",
-        "DISCO_MEMORY_HNSW_EF_SEARCH": str(args.ef_search),
-    }
-    log = (Path(tempfile.gettempdir()) / f"disco-bench-memory-{port}.log").open("wb")
-    process = subprocess.Popen(  # noqa: ASYNC220 - started before timing
-        service_command("disco_memory"), env=env, stdout=log, stderr=log
+    process, base_url, log = start_service(
+        "memory", app_url, bootstrap, {"DISCO_MEMORY_HNSW_EF_SEARCH": str(args.ef_search)}
     )
-    base_url = f"http://127.0.0.1:{port}"
     try:
         await wait_ready("memory service", base_url, process, limit_seconds=120)
         token = mint_dev_token(DEV_AUTH_SECRET, memory_bench.TENANT, memory_bench.USER,
@@ -447,9 +453,7 @@ async def memory_rows(
         finally:
             await lean.close()
     finally:
-        process.terminate()
-        process.wait(20)
-        log.close()
+        stop_service(process, log)
     _, raw_tx, approximate, exact = raw
     recall = statistics.fmean(
         len(set(a) & set(e)) / max(1, len(e)) for a, e in zip(approximate, exact, strict=False)
@@ -519,26 +523,10 @@ async def registry_rows(
     from disco_registry.agents.service import compile_registration
     from disco_registry.discovery.repository import _DISCOVER
 
-    name = f"disco_bench_{uuid.uuid4().hex[:8]}"
-    await create_database(admin_root, name)
-    admin_url = with_database(admin_root, name)
-    app_url = with_user(admin_url, "disco_app", "disco_app")
-    await asyncio.to_thread(upgrade, admin_url, app_url, services=("registry",))
-    port = free_port()
-    env = {
-        **os.environ,
-        "DISCO_DATABASE_URL": app_url,
-        "DISCO_KAFKA_BOOTSTRAP": bootstrap,
-        "DISCO_TOPIC_PREFIX": f"r{uuid.uuid4().hex[:6]}.",
-        "DISCO_REGISTRY_PORT": str(port),
-        "DISCO_LOG_LEVEL": "WARNING",
-        "DISCO_DATABASE_POOL_SIZE": str(args.concurrency),
-    }
-    log = (Path(tempfile.gettempdir()) / f"disco-bench-registry-{port}.log").open("wb")
-    process = subprocess.Popen(  # noqa: ASYNC220 - started before timing
-        service_command("disco_registry"), env=env, stdout=log, stderr=log
+    _, app_url = await migrated_database(admin_root, "registry")
+    process, base_url, log = start_service(
+        "registry", app_url, bootstrap, {"DISCO_DATABASE_POOL_SIZE": str(args.concurrency)}
     )
-    base_url = f"http://127.0.0.1:{port}"
     rng = random.Random(7)
     bodies = [registry_bench.registration(i, rng) for i in range(args.agents)]
     raw_bodies = [registry_bench.registration(i, rng) for i in range(args.agents)]
@@ -657,9 +645,7 @@ async def registry_rows(
         await lean.close()
     finally:
         await pool.close()
-        process.terminate()
-        process.wait(20)
-        log.close()
+        stop_service(process, log)
 
 
 # -- the run -----------------------------------------------------------------------------
