@@ -141,6 +141,16 @@ class BusSettings(BaseSettings):
             "whole partition in order."
         ),
     )
+    bus_commit_interval_ms: int = Field(
+        default=100,
+        ge=0,
+        le=60_000,
+        description=(
+            "Least time between two offset commits of a consumer: under load one commit "
+            "covers many records. A crash redelivers at most this much more (handlers "
+            "are idempotent); stopping and rebalancing commit at once."
+        ),
+    )
     bus_dedup_window_size: int = Field(
         default=100_000, ge=0, le=100_000_000, description="Envelope ids remembered per consumer."
     )

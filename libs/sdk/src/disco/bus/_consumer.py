@@ -532,11 +532,17 @@ class BusConsumer(StartStop):
         self._commit_wanted.set()
 
     async def _commit_loop(self, consumer: AIOKafkaConsumer) -> None:
+        # At most one commit per interval: under load, one commit covers many
+        # records (each commit is a write at the broker); stop() and a rebalance
+        # commit at once whatever the interval.
+        interval = self.client.settings.bus_commit_interval_ms / 1000
         try:
             while True:
                 await self._commit_wanted.wait()
                 self._commit_wanted.clear()
                 await self._commit_done(consumer)
+                if interval:
+                    await asyncio.sleep(interval)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
