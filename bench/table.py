@@ -393,15 +393,22 @@ async def bus_rows(table: Table, bootstrap: str, args: argparse.Namespace) -> No
         ("disco publish->handler", bus_bench.disco_publish_handle, False),
     ]
     best: dict[str, float] = {}
+    cpu: dict[str, float] = {}  # least CPU seconds of this process per message
     for attempt in range(args.repeats):
         for label, job, raw in jobs:
             settings = agents_bench.settings_for(bootstrap, f"b{uuid.uuid4().hex[:6]}.", 3)
             async with BusClient(settings) as bus:
                 await bus.ensure_topics(["bench"])
             topic = f"{settings.topic_prefix}bench" if raw else "bench"
+            used = time.process_time()
             rate = args.messages / await job(settings, topic, args.messages)
+            used = (time.process_time() - used) / args.messages
             best[label] = max(best.get(label, 0.0), rate)
-            print(f"  [{attempt + 1}] {label}: {rate:,.0f} msg/s", flush=True)
+            cpu[label] = min(cpu.get(label, used), used)
+            print(
+                f"  [{attempt + 1}] {label}: {rate:,.0f} msg/s, {used * 1e6:.0f} us CPU/msg",
+                flush=True,
+            )
     for name, raw_label, disco_label, target in (
         ("bus produce", "raw produce", "disco publish", ">= 0.8x"),
         ("bus produce -> consume", "raw produce->consume", "disco publish->handler", ">= 0.7x"),
@@ -413,7 +420,9 @@ async def bus_rows(table: Table, bootstrap: str, args: argparse.Namespace) -> No
                 f"{best[raw_label]:,.0f}/s",
                 f"{best[disco_label] / best[raw_label]:.2f}",
                 target,
-                f"{args.messages:,} envelopes of ~400 bytes, best of {args.repeats}",
+                f"{args.messages:,} envelopes of ~400 bytes, best of {args.repeats}; CPU of "
+                f"this process per message: disco {cpu[disco_label] * 1e6:.0f} us, raw "
+                f"{cpu[raw_label] * 1e6:.0f} us",
             )
         )
 
@@ -444,12 +453,14 @@ async def memory_rows(
             for body in bodies[:20]:
                 await lean.json("POST", "/v1/memory/semantic/query", body)
             api: list[float] = []
+            service_cpu = cpu_seconds(process.pid)
             for body in bodies:
                 started = time.perf_counter()
                 response = await lean.json("POST", "/v1/memory/semantic/query", body)
                 api.append(time.perf_counter() - started)
                 if response.status_code != 200:
                     raise RuntimeError(f"{response.status_code}: {response.text[:300]}")
+            service_cpu = (cpu_seconds(process.pid) - service_cpu) / len(bodies)
         finally:
             await lean.close()
     finally:
@@ -467,7 +478,7 @@ async def memory_rows(
             "<= 1.3x",
             f"API: HTTP+auth+RLS+JSON, one at a time; raw: asyncpg prepared, binary vectors, "
             f"same transaction settings; ef_search {args.ef_search}, m 16, ef_construction 64; "
-            f"recall@10 {recall:.3f}",
+            f"recall@10 {recall:.3f}; memory service CPU {ms(service_cpu):.2f} ms/query",
         )
     )
 
@@ -548,9 +559,11 @@ async def registry_rows(
 
             return call
 
+        service_cpu = cpu_seconds(process.pid)
         api_elapsed, api_lat = await run_concurrently(
             args.concurrency, [api_register(body) for body in bodies]
         )
+        register_cpu = (cpu_seconds(process.pid) - service_cpu) / len(api_lat)
         # Raw: the same agent and instance rows, upserted in one transaction each, with
         # what the registry derives from a registration computed beforehand (untimed).
         upsert, upsert_names = memory_bench.asyncpg_sql(_UPSERT.text)
@@ -603,7 +616,8 @@ async def registry_rows(
                 f"{(len(api_lat) / api_elapsed) / (len(raw_lat) / raw_elapsed):.2f}",
                 ">= 1,000/s",
                 f"{args.agents:,} registrations of 3 capabilities each; raw: the agent and "
-                "instance upserts in one transaction (asyncpg)",
+                "instance upserts in one transaction (asyncpg); registry CPU "
+                f"{ms(register_cpu):.2f} ms/request",
             )
         )
         # Discovery by consumed event.
@@ -629,7 +643,9 @@ async def registry_rows(
         for _ in range(100):
             await api_discover()
             await raw_discover()
+        service_cpu = cpu_seconds(process.pid)
         api_elapsed, api_lat = await run_for(args.concurrency, args.seconds, api_discover)
+        discover_cpu = (cpu_seconds(process.pid) - service_cpu) / len(api_lat)
         raw_elapsed, raw_lat = await run_for(args.concurrency, args.seconds, raw_discover)
         table.add(
             Row(
@@ -639,7 +655,8 @@ async def registry_rows(
                 f"{(len(api_lat) / api_elapsed) / (len(raw_lat) / raw_elapsed):.2f}",
                 "p99<=20 ms, >=1,500/s",
                 f"{args.agents:,} agents; {args.seconds:.0f} s each; raw: the discovery "
-                "function with asyncpg in a transaction with the tenant settings",
+                "function with asyncpg in a transaction with the tenant settings; registry "
+                f"CPU {ms(discover_cpu):.2f} ms/request",
             )
         )
         await lean.close()
