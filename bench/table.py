@@ -530,7 +530,7 @@ async def registry_rows(
     table: Table, admin_root: str, bootstrap: str, args: argparse.Namespace
 ) -> None:
     from disco_common.registry import AgentRegistration
-    from disco_registry.agents.repository import _UPSERT, _UPSERT_INSTANCE
+    from disco_registry.agents import repository as agent_sql
     from disco_registry.agents.service import compile_registration
     from disco_registry.discovery.repository import _DISCOVER
 
@@ -566,8 +566,10 @@ async def registry_rows(
         register_cpu = (cpu_seconds(process.pid) - service_cpu) / len(api_lat)
         # Raw: the same agent and instance rows, upserted in one transaction each, with
         # what the registry derives from a registration computed beforehand (untimed).
-        upsert, upsert_names = memory_bench.asyncpg_sql(_UPSERT.text)
-        instance, instance_names = memory_bench.asyncpg_sql(_UPSERT_INSTANCE.text)
+        upsert, upsert_names = memory_bench.asyncpg_sql(agent_sql._UPSERT.text)
+        # An older registry wrote the instance row in a statement of its own.
+        separate = getattr(agent_sql, "_UPSERT_INSTANCE", None)
+        instance, instance_names = memory_bench.asyncpg_sql(separate.text if separate else "")
         raw_tenant = f"{registry_bench.TENANT}-raw"
 
         def raw_values(body: dict[str, Any]) -> tuple[list[Any], list[Any]]:
@@ -601,7 +603,8 @@ async def registry_rows(
                         raw_tenant,
                     )
                     await conn.execute(upsert, *values[0])
-                    await conn.execute(instance, *values[1])
+                    if instance:
+                        await conn.execute(instance, *values[1])
 
             return call
 
