@@ -10,7 +10,7 @@ BENCH_ARGS ?=
 
 PYPROJECTS := pyproject.toml $(wildcard libs/*/pyproject.toml services/*/pyproject.toml)
 
-.PHONY: help bootstrap dev test test-unit test-integration lint format bench demo compose-up compose-down
+.PHONY: help bootstrap dev test test-unit test-integration lint format bench bench-quick bench-detail demo compose-up compose-down
 
 help: ## list the commands
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -47,8 +47,15 @@ format: bootstrap ## apply ruff's fixes and formatting
 	$(UV) run ruff check --fix .
 	$(UV) run ruff format .
 
-bench: bootstrap ## run the benchmarks and print their figures
+bench: bootstrap ## every hot path beside its raw baseline, one table (BENCH_ARGS=--quick: < 2 min)
+	$(UV) run python bench/table.py $(BENCH_ARGS)
+
+bench-quick: bootstrap ## the same table with small counts, in under 2 minutes
+	$(UV) run python bench/table.py --quick $(BENCH_ARGS)
+
+bench-detail: bootstrap ## each area's own benchmark script, with its detailed figures
 	@for script in bench/[!_]*.py; do \
+		[ "$$script" = bench/table.py ] && continue; \
 		echo "== $$script"; \
 		$(UV) run python $$script $(BENCH_ARGS) || exit 1; \
 	done

@@ -14,6 +14,7 @@ import asyncpg
 import httpx
 
 from disco._dev.dburl import with_database
+from disco.settings import BusSettings
 
 
 def percentile(samples: list[float], fraction: float) -> float:
@@ -166,3 +167,45 @@ class LeanHttp:
     async def close(self) -> None:
         for writer in self._all:
             writer.close()
+
+
+# The fetch wait raw aiokafka clients use, per bootstrap: disco's busy wait on that
+# broker (what a disco consumer uses while records flow), so raw and disco compare
+# at the same settings.
+_RAW_WAITS: dict[str, int] = {}
+
+
+async def raw_fetch_wait(settings: BusSettings) -> int:
+    """The fetch wait (ms) of the raw baselines on ``settings``' broker (remembered)."""
+    known = _RAW_WAITS.get(settings.kafka_bootstrap)
+    if known is None:
+        try:
+            from disco.bus._polling import broker_kind
+
+            known = settings.fetch_waits(await broker_kind(settings))[0]
+        except ImportError:  # an older checkout: one fixed wait for everything
+            known = int(getattr(settings, "kafka_fetch_max_wait_ms", 20))
+        _RAW_WAITS[settings.kafka_bootstrap] = known
+    return known
+
+
+def known_fetch_wait(settings: BusSettings) -> int:
+    """:func:`raw_fetch_wait` once it was awaited for this broker."""
+    try:
+        return _RAW_WAITS[settings.kafka_bootstrap]
+    except KeyError:
+        raise RuntimeError("await raw_fetch_wait(settings) first") from None
+
+
+def describe_fetch(settings: BusSettings) -> str:
+    """How disco's consumers pace their fetches with these settings."""
+    try:
+        from disco.bus._polling import _KINDS
+    except ImportError:
+        return f"fetch wait {settings.kafka_fetch_max_wait_ms} ms, fixed"
+    kind = _KINDS.get(settings.kafka_bootstrap, "kafka")
+    low, high = settings.fetch_waits(kind)
+    return (
+        f"{kind} broker, fetch wait {low} ms while busy .. {high} ms idle "
+        f"(backoff ratio {settings.kafka_fetch_backoff_ratio})"
+    )

@@ -38,7 +38,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from _common import BusyCores, cpu_seconds, percentile
+from _common import BusyCores, cpu_seconds, known_fetch_wait, percentile, raw_fetch_wait
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from pydantic import BaseModel
 
@@ -165,6 +165,24 @@ async def tool_round_trips(settings: BusSettings, rounds: int) -> list[float]:
         return latencies
 
 
+async def results_reader(settings: BusSettings) -> AIOKafkaConsumer:
+    """A raw group-less reader of action-results, positioned at the end of every partition."""
+    results = f"{settings.topic_prefix}{Topic.ACTION_RESULTS}"
+    reader = AIOKafkaConsumer(
+        enable_auto_commit=False,
+        fetch_max_wait_ms=known_fetch_wait(settings),
+        **settings.kafka_connection_options(),
+    )
+    await reader.start()
+    await reader.topics()
+    partitions = [TopicPartition(results, p) for p in reader.partitions_for_topic(results) or ()]
+    reader.assign(partitions)
+    await reader.seek_to_end()
+    for tp in partitions:  # resolve the lazy positions now, before any answer exists
+        await reader.position(tp)
+    return reader
+
+
 async def tool_throughput(settings: BusSettings, invocations: int, window: int) -> float:
     """Answers per second, with a cheap load generator.
 
@@ -173,22 +191,8 @@ async def tool_throughput(settings: BusSettings, invocations: int, window: int) 
     header, without parsing, so the caller costs as little CPU as possible and
     the figure is the tools' own.
     """
-    results = f"{settings.topic_prefix}{Topic.ACTION_RESULTS}"
-    reader = AIOKafkaConsumer(
-        enable_auto_commit=False,
-        fetch_max_wait_ms=settings.kafka_fetch_max_wait_ms,
-        **settings.kafka_connection_options(),
-    )
-    await reader.start()
+    reader = await results_reader(settings)
     try:
-        await reader.topics()
-        partitions = [
-            TopicPartition(results, p) for p in reader.partitions_for_topic(results) or ()
-        ]
-        reader.assign(partitions)
-        await reader.seek_to_end()
-        for tp in partitions:  # resolve the lazy positions now, before any answer exists
-            await reader.position(tp)
         answered = 0
         progress = asyncio.Event()
 
@@ -291,6 +295,7 @@ async def main(bootstrap: str, rounds: int, invocations: int, window: int, goals
     print(f"broker {bootstrap}; {rounds} round trips; {invocations} invocations, window {window}")
 
     raw_settings = fresh(3)
+    await raw_fetch_wait(raw_settings)
     await provision(raw_settings)
     raw = bus_bench.raw_round_trips(raw_settings, rounds)
     raw_rt = await raw

@@ -40,7 +40,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from _common import percentile
+from _common import describe_fetch, known_fetch_wait, percentile, raw_fetch_wait
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from disco._dev.broker import EmbeddedBroker
@@ -70,7 +70,7 @@ def _consumer_options(settings: BusSettings) -> dict[str, Any]:
     return {
         "enable_auto_commit": False,
         "auto_offset_reset": "earliest",
-        "fetch_max_wait_ms": settings.kafka_fetch_max_wait_ms,
+        "fetch_max_wait_ms": known_fetch_wait(settings),
         "session_timeout_ms": settings.kafka_session_timeout_ms,
         "heartbeat_interval_ms": settings.kafka_heartbeat_interval_ms,
         "max_poll_records": settings.kafka_max_poll_records,
@@ -166,7 +166,7 @@ async def raw_round_trips(settings: BusSettings, rounds: int) -> list[float]:
     listener = AIOKafkaConsumer(
         group_id=None,
         enable_auto_commit=False,
-        fetch_max_wait_ms=settings.kafka_fetch_max_wait_ms,
+        fetch_max_wait_ms=known_fetch_wait(settings),
         **settings.kafka_connection_options(),
     )
     await producer.start()
@@ -361,10 +361,11 @@ async def main(bootstrap: str, messages: int, rounds: int, repeats: int) -> None
 
     value, _ = _sample_record()
     sample = fresh_settings()
+    raw_wait = await raw_fetch_wait(sample)
     print(
         f"broker {bootstrap}; {messages:,} messages of {len(value)} bytes (200-byte payload), "
-        f"best of {repeats}; {rounds} round trips; fetch_max_wait_ms="
-        f"{sample.kafka_fetch_max_wait_ms}, linger_ms={sample.kafka_linger_ms}, 3 partitions",
+        f"best of {repeats}; {rounds} round trips; {describe_fetch(sample)}; raw clients at "
+        f"{raw_wait} ms; linger_ms={sample.kafka_linger_ms}, 3 partitions",
         flush=True,
     )
     # The machine is shared: raw and disco alternate, and each keeps its best.

@@ -58,6 +58,7 @@ from pathlib import Path
 import asyncpg
 import numpy as np
 from _common import LeanHttp, LeanResponse, create_database, percentile, wait_ready
+from pgvector.asyncpg import register_vector
 
 from disco._dev.broker import EmbeddedBroker
 from disco._dev.dburl import with_database, with_user
@@ -177,10 +178,14 @@ def asyncpg_sql(sql: str) -> tuple[str, list[str]]:
 
 
 async def raw_queries(
-    app_url: str, vectors: list[str], ef_search: int, limit: int
+    app_url: str, vectors: list[np.ndarray], ef_search: int, limit: int
 ) -> tuple[list[float], list[float], list[list[str]], list[list[str]]]:
     sql, names = asyncpg_sql(_QUERY.text)
     conn = await asyncpg.connect(app_url)
+    # Vectors in pgvector's binary form, as the service sends them (an older
+    # service's query casts text literals: then text it is).
+    textual = "AS text) AS vector" in sql
+    await register_vector(conn)
     query_times: list[float] = []
     transaction_times: list[float] = []
     approximate: list[list[str]] = []
@@ -189,7 +194,8 @@ async def raw_queries(
         statement = await conn.prepare(sql)
         for vector in vectors:
             values = {
-                "tenant_id": TENANT, "user_id": USER, "embedding": vector, "limit": limit,
+                "tenant_id": TENANT, "user_id": USER, "limit": limit,
+                "embedding": literal(vector) if textual else vector,
                 "threshold": None, "filter": "{}", "include_public": True,
             }  # fmt: skip
             args = [values[name] for name in names]
@@ -210,7 +216,8 @@ async def raw_queries(
         # Exact answers for recall: the same query without the index.
         for vector in vectors[:50]:
             values = {
-                "tenant_id": TENANT, "user_id": USER, "embedding": vector, "limit": limit,
+                "tenant_id": TENANT, "user_id": USER, "limit": limit,
+                "embedding": literal(vector) if textual else vector,
                 "threshold": None, "filter": "{}", "include_public": True,
             }  # fmt: skip
             async with conn.transaction():
@@ -269,7 +276,7 @@ async def bench(args: argparse.Namespace, admin_url: str, app_url: str, bootstra
     centers = rng.normal(size=(TOPICS, DIMENSIONS)).astype(np.float32)
     centers /= np.linalg.norm(centers, axis=1, keepdims=True)
     await seed(admin_url, args.memories, args.m, args.ef_construction, rng, centers)
-    query_vectors = [literal(v) for v in clustered_vectors(args.queries, rng, centers)]
+    query_vectors = list(clustered_vectors(args.queries, rng, centers))
 
     # -- query embedding -------------------------------------------------------------
     provider = LocalEmbeddingProvider(threads=1)
@@ -314,7 +321,7 @@ async def bench(args: argparse.Namespace, admin_url: str, app_url: str, bootstra
         # CPU per request than the service spends (see bench/_common.py).
         lean = LeanHttp([base_url], {"Authorization": f"Bearer {token}"}, connections=64)
         try:
-            vectors_json = [[float(x) for x in v.strip("[]").split(",")] for v in query_vectors]
+            vectors_json = [[float(x) for x in v] for v in query_vectors]
             warm = [
                 lean.json("POST", "/v1/memory/semantic/query", {"embedding": vectors_json[0]})
                 for _ in range(20)

@@ -26,7 +26,7 @@ PACKAGES = {
 # The newest revision of each service: the files moved into the packages as they were.
 HEADS = {
     "registry": "registry_0003",
-    "memory": "memory_0002",
+    "memory": "memory_0003",
     "tracker": "tracker_0002",
     "gateway": "gateway_0001",
 }

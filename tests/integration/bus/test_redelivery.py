@@ -20,7 +20,9 @@ _KILLABLE = Path(__file__).with_name("_killable_consumer.py")
 async def test_a_consumer_killed_before_committing_gets_every_uncommitted_envelope_again(
     bus_settings: BusSettings, recorder: Recorder, tmp_path: Path
 ) -> None:
-    settings = bus_settings.model_copy(update={"kafka_partitions": 1})
+    settings = bus_settings.model_copy(
+        update={"kafka_partitions": 1, "bus_partition_concurrency": 1}
+    )
     log = tmp_path / "handled.log"
     group = "mortal"
     async with BusClient(settings) as bus:

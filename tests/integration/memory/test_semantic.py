@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import math
+import random
 from collections.abc import Callable
 
 import httpx
 from asgi_lifespan import LifespanManager
+from fastapi import FastAPI
 from sqlalchemy import text
 
 from disco_memory import MemorySettings, create_app
+from disco_memory.startup import check_hnsw_options
 from disco_service import get_state
 from tests.fixtures.memory import SharedEmbedder
 from tests.integration.memory.conftest import error_code
@@ -209,3 +213,53 @@ async def test_every_pooled_connection_searches_with_the_configured_hnsw_options
         ("77", "relaxed_order"),
         ("77", "relaxed_order"),
     ]
+
+
+async def test_the_binary_vector_codec_finds_the_same_neighbours_as_text_literals(
+    client: httpx.AsyncClient, alice: dict[str, str], memory_app: FastAPI, tenant: str
+) -> None:
+    # Vectors go to Postgres in pgvector's binary form now; before, they went as
+    # text literals cast to vector. Both must rank the same memories the same way.
+    dimensions = (await client.get("/v1/memory/semantic/model", headers=alice)).json()["dimensions"]
+    rng = random.Random(5)
+
+    def unit(values: list[float]) -> list[float]:
+        norm = math.sqrt(sum(v * v for v in values)) or 1.0
+        return [v / norm for v in values]
+
+    vectors = [unit([rng.gauss(0, 1) for _ in range(dimensions)]) for _ in range(40)]
+    stored = [
+        await store(client, alice, f"memory {i}", embedding=vector)
+        for i, vector in enumerate(vectors)
+    ]
+    ids = {record["memory_id"] for record in stored}
+    probes = [unit([v + rng.gauss(0, 0.3) for v in vectors[i]]) for i in (0, 7, 19, 33)]
+
+    database = get_state(memory_app).require_database()
+    for probe in probes:
+        hits = await query(client, alice, embedding=probe, limit=10)
+        literal = "[" + ",".join(repr(v) for v in probe) + "]"
+        async with database.unit_of_work(tenant, "alice") as session:
+            rows = await session.execute(
+                text(
+                    "SELECT memory_id, 1 - (embedding <=> CAST(CAST(:v AS text) AS vector)) "
+                    "AS score FROM memory.semantic_memories WHERE memory_id = ANY(:ids) "
+                    "ORDER BY embedding <=> CAST(CAST(:v AS text) AS vector) LIMIT 10"
+                ),
+                {"v": literal, "ids": list(ids)},
+            )
+            expected = rows.all()
+        assert [hit["record"]["memory_id"] for hit in hits] == [row[0] for row in expected]
+        assert [round(hit["score"], 5) for hit in hits] == [round(row[1], 5) for row in expected]
+
+
+async def test_hnsw_indexes_built_with_other_options_than_the_settings_are_named_at_start(
+    memory_app: FastAPI,
+) -> None:
+    database = get_state(memory_app).require_database()
+
+    as_built = await check_hnsw_options(database, m=16, ef_construction=64)
+    other = await check_hnsw_options(database, m=24, ef_construction=96)
+
+    assert as_built == []
+    assert other == ["semantic_embedding", "episodic_embedding", "procedures_embedding"]

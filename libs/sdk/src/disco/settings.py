@@ -16,10 +16,15 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from disco_common.topics import validate_topic_prefix
 
-__all__ = ["BusSettings"]
+__all__ = ["BrokerKind", "BusSettings"]
 
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
 SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+BrokerKind = Literal["embedded", "kafka"]
+BrokerKindSetting = Literal["auto", "embedded", "kafka"]
+
+# Fetch waits (min, max) in ms per broker kind, when the settings leave them out.
+_FETCH_WAITS: dict[str, tuple[int | None, int]] = {"embedded": (1, 100), "kafka": (None, 500)}
 
 
 class BusSettings(BaseSettings):
@@ -43,15 +48,46 @@ class BusSettings(BaseSettings):
     kafka_replication_factor: int = Field(default=1, ge=1, le=32)
 
     # Consuming
-    kafka_fetch_max_wait_ms: int = Field(
-        default=20,
-        ge=0,
+    kafka_broker_kind: BrokerKindSetting = Field(
+        default="auto",
+        description=(
+            "What the bootstrap servers are, which sets the fetch-wait defaults: "
+            "'embedded' for the Tansu broker of `disco dev up` (it does not long-poll: an "
+            "empty fetch sleeps its whole wait and only re-checks storage now and then), "
+            "'kafka' for Apache Kafka or another broker that answers a fetch as soon as "
+            "data arrives. 'auto' asks the broker once per process (a Tansu broker answers "
+            "a zero-wait fetch with no topics at all)."
+        ),
+    )
+    kafka_fetch_min_wait_ms: int | None = Field(
+        default=None,
+        ge=1,
         le=60_000,
         description=(
-            "How long the broker may hold a fetch open waiting for data. Kept short on "
-            "purpose: the embedded broker (Tansu) does not long-poll, so a fetch costs "
-            "about half this wait even when data is there; real Kafka answers as soon as "
-            "data arrives, so a short wait only costs more idle polls."
+            "The fetch wait while records flow or a reply is awaited. Default: 1 on the "
+            "embedded broker (each hop then costs about a millisecond), the idle wait on "
+            "Kafka (which long-polls, so a long wait costs no latency)."
+        ),
+    )
+    kafka_fetch_max_wait_ms: int | None = Field(
+        default=None,
+        ge=1,
+        le=60_000,
+        description=(
+            "The longest a fetch may wait at the broker, reached when a consumer has been "
+            "idle for a while. Default: 100 on the embedded broker (an idle consumer then "
+            "costs under 1% of a core), 500 on Kafka (its own default). 0 is refused: "
+            "Tansu answers a zero-wait fetch with no data at all."
+        ),
+    )
+    kafka_fetch_backoff_ratio: float = Field(
+        default=0.05,
+        gt=0,
+        le=1,
+        description=(
+            "How fast an idle consumer backs off: each fetch may wait this fraction of "
+            "the time since the consumer last saw a record (between the min and max "
+            "waits), so the latency a quiet period adds stays a few percent of that period."
         ),
     )
     kafka_session_timeout_ms: int = Field(
@@ -95,6 +131,26 @@ class BusSettings(BaseSettings):
     )
     bus_retry_backoff_ms: int = Field(default=100, ge=0, le=600_000)
     bus_retry_backoff_max_ms: int = Field(default=5_000, ge=0, le=3_600_000)
+    bus_partition_concurrency: int = Field(
+        default=8,
+        ge=1,
+        le=1000,
+        description=(
+            "Handlers running at once per partition. Records of one key (one plan, or "
+            "one correlation) are always handled one at a time in order; 1 handles a "
+            "whole partition in order."
+        ),
+    )
+    bus_commit_interval_ms: int = Field(
+        default=100,
+        ge=0,
+        le=60_000,
+        description=(
+            "Least time between two offset commits of a consumer: under load one commit "
+            "covers many records. A crash redelivers at most this much more (handlers "
+            "are idempotent); stopping and rebalancing commit at once."
+        ),
+    )
     bus_dedup_window_size: int = Field(
         default=100_000, ge=0, le=100_000_000, description="Envelope ids remembered per consumer."
     )
@@ -118,6 +174,12 @@ class BusSettings(BaseSettings):
                 "kafka_heartbeat_interval_ms must be below kafka_session_timeout_ms "
                 "(about a third of it is usual)"
             )
+        if (
+            self.kafka_fetch_min_wait_ms is not None
+            and self.kafka_fetch_max_wait_ms is not None
+            and self.kafka_fetch_min_wait_ms > self.kafka_fetch_max_wait_ms
+        ):
+            raise ValueError("kafka_fetch_min_wait_ms must not exceed kafka_fetch_max_wait_ms")
         if self.bus_retry_backoff_max_ms < self.bus_retry_backoff_ms:
             raise ValueError("bus_retry_backoff_max_ms must be at least bus_retry_backoff_ms")
         if self.kafka_security_protocol.startswith("SASL_") and (
@@ -131,6 +193,14 @@ class BusSettings(BaseSettings):
                 "DISCO_KAFKA_SASL_PASSWORD"
             )
         return self
+
+    def fetch_waits(self, kind: BrokerKind) -> tuple[int, int]:
+        """The (min, max) fetch waits in ms on a broker of ``kind``: the settings', else
+        the kind's defaults (see ``kafka_broker_kind``)."""
+        default_min, default_max = _FETCH_WAITS[kind]
+        longest = self.kafka_fetch_max_wait_ms or default_max
+        shortest = self.kafka_fetch_min_wait_ms or default_min or longest
+        return min(shortest, longest), longest
 
     def kafka_connection_options(self) -> dict[str, Any]:
         """Keyword arguments every aiokafka client of this bus takes."""

@@ -10,8 +10,11 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pydantic_core
 from fastapi import Header
+from numpy.typing import NDArray
+from pgvector import Vector
 from pydantic import BaseModel, ValidationError
 from starlette.responses import Response
 
@@ -22,13 +25,13 @@ __all__ = [
     "IfMatch",
     "NulCharacter",
     "VersionConflict",
+    "as_vector",
     "encoded_json",
     "expected_version",
     "limited_json",
     "limited_model_json",
     "model_errors",
     "set_etag",
-    "vector_literal",
 ]
 
 _ETAG = re.compile(r'^\s*(?:W/)?"(\d{1,9})"\s*$')
@@ -143,9 +146,11 @@ def set_etag(response: Response, version: int) -> None:
     response.headers["ETag"] = f'"{version}"'
 
 
-def vector_literal(vector: Sequence[float]) -> str:
-    """A vector as pgvector's text form (``[1,2,3]``), bound as text and cast in SQL."""
-    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+def as_vector(vector: Sequence[float] | NDArray[Any]) -> Vector:
+    """A vector as a query parameter: sent in pgvector's binary form (4 bytes a
+    dimension) by the codec every pooled connection registers (see
+    :func:`disco_memory.semantic.repository.configure_search`), not as text."""
+    return Vector(vector if isinstance(vector, np.ndarray) else list(vector))
 
 
 def model_errors(exc: ValidationError) -> list[Mapping[str, Any]]:

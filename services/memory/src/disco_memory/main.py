@@ -19,7 +19,7 @@ from disco_memory.semantic.repository import configure_search
 from disco_memory.sessions.endpoints import router as sessions_router
 from disco_memory.settings import MemorySettings
 from disco_memory.snapshots.endpoints import router as snapshots_router
-from disco_memory.startup import check_vector_columns
+from disco_memory.startup import check_hnsw_options, check_vector_columns
 from disco_memory.state import MemoryState
 from disco_memory.task_context.endpoints import router as task_context_router
 from disco_memory.working.endpoints import router as working_router
@@ -59,6 +59,10 @@ async def embeddings(state: MemoryState) -> AsyncIterator[None]:
         database = state.require_database()
         configure_search(database.engine, ef_search=state.settings.hnsw_ef_search)
         await check_vector_columns(database, embedder)
+        settings = state.settings
+        await check_hnsw_options(
+            database, m=settings.hnsw_m, ef_construction=settings.hnsw_ef_construction
+        )
         yield
     finally:
         await embedder.stop()

@@ -6,6 +6,7 @@ from typing import ClassVar, Literal, Self
 
 from pydantic import AliasChoices, Field, SecretStr, model_validator
 
+from disco_memory.hnsw import check_build_options
 from disco_service import ServiceSettings
 
 __all__ = ["MemorySettings"]
@@ -110,6 +111,23 @@ class MemorySettings(ServiceSettings):
         validation_alias=_env("HNSW_EF_SEARCH"),
         description="HNSW candidate list size per query: recall against speed.",
     )
+    hnsw_m: int = Field(
+        default=16,
+        ge=2,
+        le=100,
+        validation_alias=_env("HNSW_M"),
+        description=(
+            "HNSW graph degree of the vector indexes (built by `disco db upgrade`; the "
+            "service warns at start when an index was built otherwise)."
+        ),
+    )
+    hnsw_ef_construction: int = Field(
+        default=64,
+        ge=4,
+        le=1000,
+        validation_alias=_env("HNSW_EF_CONSTRUCTION"),
+        description="HNSW candidate list size while building the vector indexes (>= 2 * m).",
+    )
     ttl_sweep_interval_seconds: float = Field(
         default=30.0,
         gt=0,
@@ -119,6 +137,11 @@ class MemorySettings(ServiceSettings):
     ttl_sweep_batch_size: int = Field(
         default=1000, ge=1, le=100_000, validation_alias=_env("TTL_SWEEP_BATCH_SIZE")
     )
+
+    @model_validator(mode="after")
+    def _hnsw_build_options(self) -> Self:
+        check_build_options(self.hnsw_m, self.hnsw_ef_construction)
+        return self
 
     @model_validator(mode="after")
     def _openai_needs_a_key_in_production(self) -> Self:

@@ -4,12 +4,27 @@ from __future__ import annotations
 
 import re
 
+import structlog
 from sqlalchemy import text
 
 from disco_memory.embeddings import EmbeddingProvider
+from disco_memory.hnsw import HNSW_INDEXES, index_options, rebuild_statements
 from disco_service import Database
 
-__all__ = ["VECTOR_COLUMNS", "VectorDimensionMismatch", "check_vector_columns"]
+__all__ = [
+    "VECTOR_COLUMNS",
+    "VectorDimensionMismatch",
+    "check_hnsw_options",
+    "check_vector_columns",
+]
+
+log = structlog.get_logger("disco_memory")
+
+_INDEX_OPTIONS = text(
+    "SELECT c.relname AS name, c.reloptions AS options FROM pg_class c "
+    "JOIN pg_namespace n ON n.oid = c.relnamespace "
+    "WHERE n.nspname = 'memory' AND c.relname = ANY(:names)"
+)
 
 VECTOR_COLUMNS = ("semantic_memories", "episodic_turns", "procedures")
 
@@ -54,3 +69,30 @@ async def check_vector_columns(database: Database, embedder: EmbeddingProvider) 
                 "(DISCO_MEMORY_EMBEDDING_DIMENSIONS): configure a model of that dimension, or "
                 "migrate a new database with the model's dimension and re-store the memories"
             )
+
+
+async def check_hnsw_options(database: Database, *, m: int, ef_construction: int) -> list[str]:
+    """Warn (and return the indexes) when an HNSW index was built with other options
+    than ``DISCO_MEMORY_HNSW_M`` / ``DISCO_MEMORY_HNSW_EF_CONSTRUCTION``.
+
+    The service does not rebuild an index itself (it is not the schema's owner and a
+    rebuild blocks writes): the warning carries the statements to run.
+    """
+    async with database.unit_of_work(None) as session:
+        rows = (
+            await session.execute(_INDEX_OPTIONS, {"names": [i.name for i in HNSW_INDEXES]})
+        ).all()
+    built = {row.name: index_options(row.options) for row in rows}
+    differing = []
+    for index in HNSW_INDEXES:
+        options = built.get(index.name)
+        if options is not None and options != (m, ef_construction):
+            differing.append(index.name)
+            log.warning(
+                "hnsw_index_options_differ",
+                index=f"memory.{index.name}",
+                built={"m": options[0], "ef_construction": options[1]},
+                configured={"m": m, "ef_construction": ef_construction},
+                rebuild="; ".join(rebuild_statements(index, (m, ef_construction))),
+            )
+    return differing

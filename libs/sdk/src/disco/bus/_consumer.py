@@ -25,6 +25,7 @@ from disco.bus._errors import (
     NonRetryableError,
 )
 from disco.bus._partitions import Abandoned, PartitionWorker, Rebalance, finish
+from disco.bus._polling import FetchPacer, pacer_for
 from disco.bus._routes import (
     ANY_EVENT,
     Handler,
@@ -35,8 +36,8 @@ from disco.bus._routes import (
 )
 from disco.bus._tracing import consumer_span, tracing_enabled
 from disco.bus._wire import dead_letter_headers
-from disco_common.envelope import EnvelopeError, envelope_class_for
-from disco_common.topics import DLQ_SUFFIX, Topic, dlq_topic, strip_prefix
+from disco_common.envelope import Envelope, EnvelopeError, envelope_class_for
+from disco_common.topics import DLQ_SUFFIX, Topic, dlq_topic
 
 __all__ = ["BusConsumer"]
 
@@ -51,8 +52,11 @@ class BusConsumer(StartStop):
     Agents of one name share one group (instances split the partitions).
     Records are routed by their ``ce_type`` header before the value is parsed;
     envelopes no handler wants are skipped and committed (topics are shared).
-    Partitions are handled concurrently, records of one partition in order,
-    and an offset is committed only once its handler finished. A failing
+    Partitions are handled concurrently; within a partition the records of one
+    key (one plan: the key is ``plan_id``, else ``correlation_id``, else ``id``)
+    in order, and records of different keys on up to
+    ``bus_partition_concurrency`` lanes at once. An offset is committed only once
+    its handler and those of every record before it finished. A failing
     handler is retried with exponential backoff and jitter, then the record
     goes to ``<topic>.dlq`` with :class:`~disco.bus.DlqHeader` headers; a value
     that is not an envelope goes there at once. Envelope ids are deduplicated
@@ -114,6 +118,9 @@ class BusConsumer(StartStop):
         self._fatal_stop: asyncio.Task[None] | None = None
         self._prefix = settings.topic_prefix
         self._tracing = False
+        self._pacer: FetchPacer | None = None
+        # Broker topic name -> (logical topic, routes, envelope class), set at start.
+        self._routing: dict[str, tuple[str, dict[str, Handler], type[Envelope]]] = {}
 
     # -- registration ----------------------------------------------------------
 
@@ -192,6 +199,11 @@ class BusConsumer(StartStop):
                 self._owns_client = True
             settings = self.client.settings
             await self.client.ensure_topics(self._routes)
+            pacer = await pacer_for(settings)
+            self._routing = {
+                self.client.topic_name(topic): (topic, routes, envelope_class_for(topic))
+                for topic, routes in self._routes.items()
+            }
             options = settings.kafka_connection_options()
             # aiokafka insists that requests may outlive a session.
             options["request_timeout_ms"] = max(
@@ -203,7 +215,7 @@ class BusConsumer(StartStop):
                 # A new group reads what was published before it first joined;
                 # Tansu also reports "latest" wrongly.
                 auto_offset_reset="earliest",
-                fetch_max_wait_ms=settings.kafka_fetch_max_wait_ms,
+                fetch_max_wait_ms=pacer.max_wait_ms,
                 session_timeout_ms=settings.kafka_session_timeout_ms,
                 heartbeat_interval_ms=settings.kafka_heartbeat_interval_ms,
                 max_poll_records=settings.kafka_max_poll_records,
@@ -221,6 +233,8 @@ class BusConsumer(StartStop):
                     f"consumer group {self.group!r} cannot reach the broker at "
                     f"{settings.kafka_bootstrap}: {exc}"
                 ) from exc
+            pacer.attach(consumer)
+            self._pacer = pacer
             self._consumer = consumer
             self._done.clear()
             self._committed.clear()
@@ -267,7 +281,7 @@ class BusConsumer(StartStop):
             workers = list(self._workers.values())
             for worker in workers:
                 worker.close()
-            pending = [worker.task for worker in workers]
+            pending = [task for worker in workers for task in worker.tasks]
             if pending:
                 _, late = await asyncio.wait(pending, timeout=grace)
                 for task in late:
@@ -290,6 +304,12 @@ class BusConsumer(StartStop):
                     await self.client.stop()
                 self._stopped.set()
 
+    @property
+    def fetch_wait_ms(self) -> int | None:
+        """How long the broker may hold this consumer's next fetch (adaptive polling:
+        short while records flow, longer while idle); None before :meth:`start`."""
+        return self._pacer.current_wait_ms if self._pacer is not None else None
+
     async def wait_assigned(self, timeout: float) -> set[TopicPartition]:  # noqa: ASYNC109
         """Wait until the group gave this member partitions; return them.
 
@@ -305,9 +325,13 @@ class BusConsumer(StartStop):
     # -- fetching --------------------------------------------------------------
 
     async def _fetch_loop(self, consumer: AIOKafkaConsumer) -> None:
+        pacer = self._pacer
+        assert pacer is not None
         try:
             while not self._stopping:
-                batches = await consumer.getmany(timeout_ms=100)
+                batches = await consumer.getmany(timeout_ms=int(pacer.apply() * 1000))
+                if batches:
+                    pacer.saw_records()
                 # Looked up per batch, not per record (it reads os.environ).
                 self._tracing = tracing_enabled()
                 for tp, records in batches.items():
@@ -315,7 +339,9 @@ class BusConsumer(StartStop):
                         continue
                     worker = self._workers.get(tp)
                     if worker is None or worker.closed:
-                        worker = self._workers[tp] = PartitionWorker(self, tp)
+                        worker = self._workers[tp] = PartitionWorker(
+                            self, tp, self.client.settings.bus_partition_concurrency
+                        )
                     worker.feed(records)
                     if worker.backlog >= self._max_buffered and tp not in self._paused:
                         consumer.pause(tp)
@@ -340,11 +366,25 @@ class BusConsumer(StartStop):
 
     # -- handling --------------------------------------------------------------
 
+    def _wants(self, record: ConsumerRecord[bytes, bytes]) -> bool:
+        """Whether a handler may want ``record``, from its topic and ``ce_type`` header
+        alone (records of event types nobody here handles are skipped unparsed)."""
+        routing = self._routing.get(record.topic)
+        if routing is None:
+            return False
+        routes = routing[1]
+        if ANY_EVENT in routes:
+            return True
+        for name, value in record.headers:
+            if name == "ce_type" and value:
+                return value.decode("utf-8", errors="replace") in routes
+        return True  # no header: the value says
+
     async def _handle(self, record: ConsumerRecord[bytes, bytes]) -> None:
-        topic = strip_prefix(record.topic, self._prefix)
-        routes = self._routes.get(topic)
-        if not routes:
+        routing = self._routing.get(record.topic)
+        if routing is None:
             return
+        topic, routes, kind = routing
         ce_type: str | None = None
         traceparent: str | None = None
         for name, value in record.headers:
@@ -355,7 +395,7 @@ class BusConsumer(StartStop):
         if ce_type is not None and ce_type not in routes and ANY_EVENT not in routes:
             return  # someone else's event: skip without parsing
         try:
-            envelope = envelope_class_for(topic).from_kafka_value(record.value)
+            envelope = kind.from_kafka_value(record.value)
         except EnvelopeError as exc:
             await self._dead_letter(record, "EnvelopeError", exc.reason, attempts=0)
             return
@@ -492,11 +532,17 @@ class BusConsumer(StartStop):
         self._commit_wanted.set()
 
     async def _commit_loop(self, consumer: AIOKafkaConsumer) -> None:
+        # At most one commit per interval: under load, one commit covers many
+        # records (each commit is a write at the broker); stop() and a rebalance
+        # commit at once whatever the interval.
+        interval = self.client.settings.bus_commit_interval_ms / 1000
         try:
             while True:
                 await self._commit_wanted.wait()
                 self._commit_wanted.clear()
                 await self._commit_done(consumer)
+                if interval:
+                    await asyncio.sleep(interval)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -537,11 +583,12 @@ class BusConsumer(StartStop):
         workers = [w for tp in revoked if (w := self._workers.pop(tp, None)) is not None]
         for worker in workers:
             worker.close()
-        if workers:
-            _, late = await asyncio.wait([w.task for w in workers], timeout=self._rebalance_grace)
+        tasks = [task for worker in workers for task in worker.tasks]
+        if tasks:
+            _, late = await asyncio.wait(tasks, timeout=self._rebalance_grace)
             for task in late:
                 task.cancel()
-            await asyncio.gather(*(w.task for w in workers), return_exceptions=True)
+            await asyncio.gather(*tasks, return_exceptions=True)
         if consumer is not None:
             await self._commit_done(consumer, only=revoked)
         for tp in revoked:

@@ -1,4 +1,5 @@
-"""A consumer's partitions: one worker per partition, in order, and the rebalance listener."""
+"""A consumer's partitions: one worker per partition (per-key order, lanes for
+concurrency), and the rebalance listener."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import asyncio
 import contextlib
 from collections import deque
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aiokafka import ConsumerRebalanceListener, TopicPartition
 from aiokafka.structs import ConsumerRecord
@@ -21,48 +22,170 @@ class Abandoned(Exception):
     """The consumer is stopping: leave this record uncommitted for redelivery."""
 
 
-class PartitionWorker:
-    """Handles one partition's records in order, one at a time."""
+class _Lane:
+    """Records handled one after another by one task."""
 
-    def __init__(self, owner: BusConsumer, tp: TopicPartition) -> None:
+    __slots__ = ("load", "queue", "ready", "task")
+
+    def __init__(self) -> None:
+        self.queue: deque[ConsumerRecord[bytes, bytes]] = deque()
+        self.ready = asyncio.Event()
+        self.load = 0  # records assigned and not finished (queued + in hand)
+        self.task: asyncio.Task[None] | None = None
+
+
+class PartitionWorker:
+    """Handles one partition's records: the records of one key (one plan, one
+    correlation) in order, one at a time; records of different keys on up to
+    ``concurrency`` lanes at once.
+
+    A record goes to the lane that holds an unfinished record of its key, else
+    to an idle lane (a new one while fewer than ``concurrency`` exist), else it
+    waits, in order, for the next lane to go idle: a slow record never holds
+    back records of other keys while a lane is free. The consumer may commit
+    past a record only once it and every record before it finished.
+    """
+
+    def __init__(self, owner: BusConsumer, tp: TopicPartition, concurrency: int = 1) -> None:
         self.owner = owner
         self.tp = tp
         self.closed = False
-        self._queue: deque[ConsumerRecord[bytes, bytes]] = deque()
-        self._ready = asyncio.Event()
-        self.task = asyncio.create_task(
-            self._run(), name=f"disco-{owner.group}-{tp.topic}-{tp.partition}"
-        )
+        self._concurrency = max(1, concurrency)
+        self._lanes: list[_Lane] = []
+        self._keys: dict[bytes | None, list[Any]] = {}  # key -> [lane, unfinished count]
+        self._waiting: deque[ConsumerRecord[bytes, bytes]] = deque()
+        self._waiting_keys: dict[bytes | None, int] = {}
+        self._outstanding: deque[int] = deque()  # offsets fed, in order, not yet committable
+        self._finished: set[int] = set()
+
+    @property
+    def tasks(self) -> list[asyncio.Task[None]]:
+        """The lanes' tasks (to wait for, or cancel)."""
+        return [lane.task for lane in self._lanes if lane.task is not None]
 
     @property
     def backlog(self) -> int:
         """Records fetched and not yet handled."""
-        return len(self._queue)
+        return len(self._waiting) + sum(len(lane.queue) for lane in self._lanes)
 
     def feed(self, records: Iterable[ConsumerRecord[bytes, bytes]]) -> None:
-        """Queue fetched records."""
-        self._queue.extend(records)
-        self._ready.set()
+        """Queue fetched records, each on its lane (or waiting for one); records no
+        handler wants are done at once."""
+        wants = self.owner._wants
+        outstanding = self._outstanding
+        skipped_to: int | None = None
+        for record in records:
+            if not wants(record):
+                if outstanding:
+                    outstanding.append(record.offset)
+                    self._finished.add(record.offset)
+                else:
+                    skipped_to = record.offset
+                continue
+            if skipped_to is not None:
+                self.owner._record_done(self.tp, skipped_to)
+                skipped_to = None
+            outstanding.append(record.offset)
+            key = record.key
+            if key in self._waiting_keys:  # an earlier record of the key waits: keep order
+                self._wait(record)
+                continue
+            entry = self._keys.get(key)
+            lane = entry[0] if entry is not None else self._idle_lane()
+            if lane is None:
+                self._wait(record)
+            else:
+                self._assign(lane, record)
+        if skipped_to is not None:
+            self.owner._record_done(self.tp, skipped_to)
 
     def close(self) -> None:
-        """Finish the record in hand, drop the rest, and end."""
+        """Finish the records in hand, drop the rest, and end."""
         self.closed = True
-        self._queue.clear()
-        self._ready.set()
+        self._waiting.clear()
+        self._waiting_keys.clear()
+        for lane in self._lanes:
+            lane.load -= len(lane.queue)
+            lane.queue.clear()
+            lane.ready.set()
 
-    async def _run(self) -> None:
+    def _wait(self, record: ConsumerRecord[bytes, bytes]) -> None:
+        self._waiting.append(record)
+        self._waiting_keys[record.key] = self._waiting_keys.get(record.key, 0) + 1
+
+    def _assign(self, lane: _Lane, record: ConsumerRecord[bytes, bytes]) -> None:
+        entry = self._keys.get(record.key)
+        if entry is None:
+            self._keys[record.key] = [lane, 1]
+        else:
+            entry[1] += 1
+        lane.queue.append(record)
+        lane.load += 1
+        lane.ready.set()
+
+    def _idle_lane(self) -> _Lane | None:
+        lanes = self._lanes
+        for lane in lanes:
+            if lane.load == 0:
+                return lane
+        if len(lanes) >= self._concurrency:
+            return None
+        lane = _Lane()
+        lane.task = asyncio.create_task(
+            self._run(lane),
+            name=f"disco-{self.owner.group}-{self.tp.topic}-{self.tp.partition}-{len(lanes)}",
+        )
+        lanes.append(lane)
+        return lane
+
+    def _take_waiting(self, lane: _Lane) -> None:
+        """``lane`` went idle: give it the next waiting record (records of keys other
+        lanes hold join those lanes on the way)."""
+        waiting, waiting_keys = self._waiting, self._waiting_keys
+        while waiting and lane.load == 0:
+            record = waiting.popleft()
+            left = waiting_keys[record.key] - 1
+            if left:
+                waiting_keys[record.key] = left
+            else:
+                del waiting_keys[record.key]
+            entry = self._keys.get(record.key)
+            self._assign(entry[0] if entry is not None else lane, record)
+
+    def _finished_record(self, lane: _Lane, record: ConsumerRecord[bytes, bytes]) -> None:
+        lane.load -= 1
+        entry = self._keys.get(record.key)
+        if entry is not None:
+            entry[1] -= 1
+            if entry[1] <= 0:
+                del self._keys[record.key]
+        outstanding = self._outstanding
+        if outstanding and outstanding[0] == record.offset:
+            done = outstanding.popleft()
+            finished = self._finished
+            while outstanding and outstanding[0] in finished:
+                done = outstanding.popleft()
+                finished.discard(done)
+            self.owner._record_done(self.tp, done)
+        else:
+            self._finished.add(record.offset)
+        if lane.load == 0 and self._waiting:
+            self._take_waiting(lane)
+
+    async def _run(self, lane: _Lane) -> None:
         owner = self.owner
+        queue = lane.queue
         try:
             while True:
-                if not self._queue:
+                if not queue:
                     if self.closed:
                         return
-                    self._ready.clear()
-                    await self._ready.wait()
+                    lane.ready.clear()
+                    await lane.ready.wait()
                     continue
-                record = self._queue.popleft()
+                record = queue.popleft()
                 await owner._handle(record)
-                owner._record_done(self.tp, record.offset)
+                self._finished_record(lane, record)
         except Abandoned:
             return
         except asyncio.CancelledError:

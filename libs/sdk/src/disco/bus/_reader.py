@@ -15,6 +15,7 @@ from aiokafka.errors import KafkaError
 
 from disco._lifecycle import StartStop
 from disco.bus._errors import BusError, BusUnavailableError
+from disco.bus._polling import FetchPacer, pacer_for
 from disco.settings import BusSettings
 from disco_common.envelope import Envelope, EnvelopeError
 from disco_common.topics import strip_prefix, topic_name
@@ -70,6 +71,7 @@ class TopicReader(StartStop):
         self._from_beginning = from_beginning
         self._metadata_timeout = metadata_timeout
         self._consumer: AIOKafkaConsumer | None = None
+        self._pacer: FetchPacer | None = None
 
     @property
     def started(self) -> bool:
@@ -85,10 +87,11 @@ class TopicReader(StartStop):
         """
         if self._consumer is not None:
             return
+        pacer = await pacer_for(self.settings)
         consumer = AIOKafkaConsumer(
             group_id=None,
             enable_auto_commit=False,
-            fetch_max_wait_ms=self.settings.kafka_fetch_max_wait_ms,
+            fetch_max_wait_ms=pacer.max_wait_ms,
             max_poll_records=self.settings.kafka_max_poll_records,
             **self.settings.kafka_connection_options(),
         )
@@ -110,7 +113,17 @@ class TopicReader(StartStop):
         except BaseException:
             await consumer.stop()
             raise
+        pacer.attach(consumer)
+        self._pacer = pacer
         self._consumer = consumer
+
+    @property
+    def pacer(self) -> FetchPacer:
+        """What sets this reader's fetch waits (hold ``pacer.urgent()`` while a record
+        is awaited)."""
+        if self._pacer is None:
+            raise BusError("TopicReader is not started: call start() or use `async with`")
+        return self._pacer
 
     async def _partitions(self, consumer: AIOKafkaConsumer) -> list[TopicPartition]:
         loop = asyncio.get_running_loop()
@@ -146,7 +159,19 @@ class TopicReader(StartStop):
 
     async def read(self, timeout: float = 0.2) -> list[ReadRecord]:  # noqa: ASYNC109
         """The records that arrive within ``timeout`` seconds (maybe none)."""
-        batches = await self._require().getmany(timeout_ms=int(timeout * 1000))
+        consumer = self._require()
+        pacer = self.pacer
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            # Looks again now and then while idle, so the fetch wait keeps up.
+            step = min(pacer.apply(), max(0.0, deadline - loop.time()))
+            batches = await consumer.getmany(timeout_ms=int(step * 1000))
+            if batches:
+                pacer.saw_records()
+                break
+            if loop.time() >= deadline:
+                return []
         prefix = self.settings.topic_prefix
         return [
             ReadRecord(

@@ -41,6 +41,13 @@ class ReplyListener:
         self._lock = asyncio.Lock()
 
     @property
+    def fetch_wait_ms(self) -> int | None:
+        """How long the broker may hold the next fetch (short while a reply is awaited,
+        longer while idle); None when not started."""
+        reader = self._reader
+        return reader.pacer.current_wait_ms if reader is not None else None
+
+    @property
     def running(self) -> bool:
         """Whether the listener is positioned and reading."""
         return self._task is not None and not self._task.done()
@@ -87,8 +94,11 @@ class ReplyListener:
             raise BusError(f"a request with correlation_id {correlation_id!r} is already waiting")
         future: asyncio.Future[Envelope] = asyncio.get_running_loop().create_future()
         self._waiters[correlation_id] = future
+        reader = self._reader
+        assert reader is not None
         try:
-            yield future
+            with reader.pacer.urgent():
+                yield future
         finally:
             self._waiters.pop(correlation_id, None)
             if not future.done():

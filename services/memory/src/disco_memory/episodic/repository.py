@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pgvector import Vector
 from sqlalchemy import RowMapping, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -23,7 +24,7 @@ _APPEND = text(
     "role, content, plan_id, task_id, metadata, embedding, embedding_model) "
     "VALUES (:turn_id, :tenant_id, :user_id, :session_id, :agent_id, :role, :content, "
     ":plan_id, :task_id, CAST(CAST(:metadata AS text) AS jsonb), "
-    f"CAST(CAST(:embedding AS text) AS vector), :model) RETURNING {_COLUMNS}"
+    f"CAST(:embedding AS vector), :model) RETURNING {_COLUMNS}"
 )
 _RECENT = text(
     f"SELECT {_COLUMNS} FROM memory.episodic_turns e WHERE {_FILTERS} "  # noqa: S608
@@ -35,7 +36,7 @@ _RECENT = text(
 _SEARCH = text(
     f"""
     WITH q AS (
-        SELECT CAST(CAST(:embedding AS text) AS vector) AS v,
+        SELECT CAST(:embedding AS vector) AS v,
                websearch_to_tsquery('simple', :text) AS tsq
     ),
     by_meaning AS MATERIALIZED (
@@ -82,7 +83,7 @@ class EpisodicRepository:
         plan_id: str | None,
         task_id: str | None,
         metadata_json: str,
-        embedding: str,
+        embedding: Vector,
         model: str,
     ) -> RowMapping:
         """Append one turn."""
@@ -125,7 +126,7 @@ class EpisodicRepository:
         self,
         *,
         text_query: str,
-        embedding: str | None,
+        embedding: Vector | None,
         session_id: str | None,
         agent_id: str | None,
         role: str | None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from pgvector import Vector
 from sqlalchemy import RowMapping, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -24,7 +25,7 @@ _INSERT = text(
     "instructions, agent_id, is_public, metadata, embedding, embedding_model, version) "
     "VALUES (:procedure_id, :tenant_id, :user_id, :name, :trigger, "
     "CAST(CAST(:steps AS text) AS jsonb), :instructions, :agent_id, :is_public, "
-    "CAST(CAST(:metadata AS text) AS jsonb), CAST(CAST(:embedding AS text) AS vector), :model, 1) "
+    "CAST(CAST(:metadata AS text) AS jsonb), CAST(:embedding AS vector), :model, 1) "
     f"RETURNING {_COLUMNS}"
 )
 _GET = text(
@@ -41,7 +42,7 @@ _UPDATE = text(
     "steps = CAST(CAST(:steps AS text) AS jsonb), instructions = :instructions, "
     "agent_id = :agent_id, is_public = :is_public, "
     "metadata = CAST(CAST(:metadata AS text) AS jsonb), "
-    "embedding = COALESCE(CAST(CAST(:embedding AS text) AS vector), p.embedding), "
+    "embedding = COALESCE(CAST(:embedding AS vector), p.embedding), "
     "embedding_model = COALESCE(:model, p.embedding_model), "
     "version = p.version + 1, updated_at = now() "
     "WHERE p.tenant_id = :tenant_id AND p.user_id = :user_id AND p.procedure_id = :procedure_id "
@@ -59,7 +60,7 @@ _LIST = (
 _SEARCH = text(
     f"""
     WITH hits AS MATERIALIZED (
-        SELECT {_COLUMNS}, p.embedding <=> CAST(CAST(:embedding AS text) AS vector) AS distance
+        SELECT {_COLUMNS}, p.embedding <=> CAST(:embedding AS vector) AS distance
         FROM memory.procedures p
         WHERE {_READABLE}
           AND (CAST(:agent_id AS text) IS NULL OR p.agent_id IS NULL OR p.agent_id = :agent_id)
@@ -128,7 +129,7 @@ class ProcedureRepository:
         return list(result.mappings().all())
 
     async def search(
-        self, *, embedding: str, agent_id: str | None, limit: int, threshold: float | None
+        self, *, embedding: Vector, agent_id: str | None, limit: int, threshold: float | None
     ) -> list[RowMapping]:
         """The readable procedures nearest to ``embedding`` (with ``score``)."""
         result = await self._session.execute(

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, status
+from fastapi import APIRouter, Depends, Response, status
+from pydantic import TypeAdapter
 
 from disco_common.ids import Id
 from disco_common.memory import (
@@ -28,6 +29,11 @@ async def _repository(session: SessionDep, identity: IdentityDep) -> SemanticRep
 
 RepositoryDep = Annotated[SemanticRepository, Depends(_repository)]
 
+# The hot path answers with JSON serialized once from the models the service built
+# (returning the models would make FastAPI validate them again against
+# response_model before serializing; response_model still documents the shape).
+_HITS = TypeAdapter(list[SemanticHit])
+
 
 @router.put("", response_model=SemanticMemoryRecord, responses=error_responses(413, 422, 503))
 async def upsert_memory(
@@ -44,10 +50,11 @@ async def upsert_memory(
 @router.post("/query", response_model=list[SemanticHit], responses=error_responses(422, 503))
 async def query_memories(
     body: SemanticQuery, repository: RepositoryDep, runtime: RuntimeDep
-) -> list[SemanticHit]:
+) -> Response:
     """The caller's (and the tenant's public) memories nearest to a text or vector, best
     first, with their cosine similarity; filter by metadata and a minimum score."""
-    return await service.query(repository, runtime, body)
+    hits = await service.query(repository, runtime, body)
+    return Response(content=_HITS.dump_json(hits), media_type="application/json")
 
 
 @router.get("/model", response_model=EmbeddingModelInfo)

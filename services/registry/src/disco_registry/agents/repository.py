@@ -54,8 +54,11 @@ _LOCK = text(
     "WHERE tenant_id = :tenant AND agent_id = :agent FOR UPDATE"
 )
 
+# The agent row and the registering instance's row in one statement (the instance
+# row references the agent row the CTE writes).
 _UPSERT = text(
     """
+WITH agent AS (
 INSERT INTO registry.agents (
     tenant_id, agent_id, name, version, description, tags, instance_id, visibility,
     ttl_seconds, metadata, capabilities, events, discovery, capability_names,
@@ -88,20 +91,19 @@ ON CONFLICT (tenant_id, agent_id) DO UPDATE SET
     expired_at = NULL,
     updated_at = now()
 RETURNING (xmax = 0) AS created
-"""
-)
-
-_UPSERT_INSTANCE = text(
-    """
+), instance AS (
 INSERT INTO registry.agent_instances (
     tenant_id, agent_id, instance_key, instance_id, visibility, last_heartbeat_at, expires_at)
-VALUES (:tenant, :agent, :key, :instance_id, :visibility, now(),
-        now() + make_interval(secs => CAST(:ttl AS double precision)))
+SELECT :tenant, :agent, :key, :instance_id, :visibility, now(),
+       now() + make_interval(secs => CAST(:ttl AS double precision))
+FROM agent
 ON CONFLICT (tenant_id, agent_id, instance_key) DO UPDATE SET
     instance_id = excluded.instance_id,
     visibility = excluded.visibility,
     last_heartbeat_at = excluded.last_heartbeat_at,
     expires_at = excluded.expires_at
+)
+SELECT created FROM agent
 """
 )
 
@@ -291,7 +293,8 @@ class AgentRepository:
         )
 
     async def upsert(self, agent: AgentRow) -> bool:
-        """Insert or update the agent row; whether it was inserted."""
+        """Insert or update the agent row and create or refresh its registering instance
+        (heard from now, expiring after ``ttl_seconds``); whether the agent was inserted."""
         row = (
             await self._session.execute(
                 _UPSERT,
@@ -314,32 +317,11 @@ class AgentRepository:
                     "produced_events": agent.produced_events,
                     "search_text": agent.search_text,
                     "definition_hash": agent.definition_hash,
+                    "key": instance_key(agent.instance_id),
                 },
             )
         ).one()
         return bool(row.created)
-
-    async def touch_instance(
-        self,
-        *,
-        tenant_id: str,
-        agent_id: str,
-        instance_id: str | None,
-        visibility: str,
-        ttl_seconds: int,
-    ) -> None:
-        """Create or refresh an instance row: heard from now, expires after ``ttl_seconds``."""
-        await self._session.execute(
-            _UPSERT_INSTANCE,
-            {
-                "tenant": tenant_id,
-                "agent": agent_id,
-                "key": instance_key(instance_id),
-                "instance_id": instance_id,
-                "visibility": visibility,
-                "ttl": ttl_seconds,
-            },
-        )
 
     async def set_instances_visibility(
         self, *, tenant_id: str, agent_id: str, visibility: str

@@ -235,13 +235,6 @@ async def register(
         await agents.set_instances_visibility(
             tenant_id=tenant_id, agent_id=registration.agent_id, visibility=visibility
         )
-    await agents.touch_instance(
-        tenant_id=tenant_id,
-        agent_id=registration.agent_id,
-        instance_id=registration.instance_id,
-        visibility=visibility,
-        ttl_seconds=ttl,
-    )
     # Re-registering an unchanged definition (every restart does) skips the events.
     if previous is None or previous.definition_hash != compiled.definition_hash:
         await EventRepository(session).replace_owned(

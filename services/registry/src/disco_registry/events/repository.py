@@ -21,14 +21,15 @@ _COLUMNS = (
     "e.schema_name, e.schema_version, e.created_at, e.updated_at"
 )
 
-_DELETE_OTHERS = text(
-    "DELETE FROM registry.events "
-    "WHERE tenant_id = :tenant AND owner_agent_id = :owner "
-    "AND NOT (event_type = ANY(CAST(:types AS text[])))"
-)
-
-_UPSERT_MANY = text(
+# One statement: drop the definitions the agent no longer has, upsert the others
+# (the two touch different rows; an empty list drops them all).
+_REPLACE_OWNED = text(
     """
+WITH dropped AS (
+    DELETE FROM registry.events
+    WHERE tenant_id = :tenant AND owner_agent_id = :owner
+      AND NOT (event_type = ANY(CAST(:types AS text[])))
+)
 INSERT INTO registry.events AS e (
     tenant_id, owner_agent_id, event_type, topic, description, json_schema,
     schema_name, schema_version, visibility)
@@ -112,20 +113,17 @@ class EventRepository:
     async def replace_owned(
         self, *, tenant_id: str, owner_agent_id: str, visibility: str, events: list[OwnedEvent]
     ) -> None:
-        """Make ``events`` exactly the definitions ``owner_agent_id`` owns."""
-        params = {"tenant": tenant_id, "owner": owner_agent_id}
+        """Make ``events`` exactly the definitions ``owner_agent_id`` owns (one statement)."""
         await self._session.execute(
-            _DELETE_OTHERS, {**params, "types": [event.event_type for event in events]}
+            _REPLACE_OWNED,
+            {
+                "tenant": tenant_id,
+                "owner": owner_agent_id,
+                "types": [event.event_type for event in events],
+                "visibility": visibility,
+                "definitions": canonical_json([asdict(event) for event in events]).decode(),
+            },
         )
-        if events:
-            await self._session.execute(
-                _UPSERT_MANY,
-                {
-                    **params,
-                    "visibility": visibility,
-                    "definitions": canonical_json([asdict(event) for event in events]).decode(),
-                },
-            )
 
     async def delete_owned(self, *, tenant_id: str, owner_agent_id: str) -> int:
         """Remove every definition ``owner_agent_id`` owns; how many there were."""

@@ -1,0 +1,774 @@
+"""Benchmark: every hot path of issue 15 beside its raw baseline, in one run.
+
+    uv run python bench/table.py [--quick] [--only bus,tool,idle,memory,registry]
+                                 [--soak-seconds 600]
+    make bench                   # the full table
+    make bench-quick             # the same rows with small counts, under 2 minutes
+
+Starts one embedded Tansu broker and one embedded PostgreSQL (pgvector) on free
+loopback ports unless ``DISCO_KAFKA_BOOTSTRAP`` / ``DISCO_DATABASE_ADMIN_URL``
+name existing ones; every row is measured on them, beside a raw baseline on
+the same broker or database, with the settings printed first:
+
+- tool round trip p50/p99: ``bus.request(wait=...)`` to a :class:`disco.Tool` in
+  its own process vs plain aiokafka on the same two hops (a raw responder in a
+  group, a raw requester reading results group-less), one request at a time,
+  the raw clients at disco's busy fetch wait;
+- tool invocations/s with at most ``--window`` (50) in flight, for
+  ``--tool-seconds`` (or ``--soak-seconds``), vs a raw aiokafka responder
+  process; the rate of the first and the last tenth of the run shows whether
+  it holds as the topics grow;
+- an idle agent's CPU: a Tool process with nothing to do, CPU seconds over
+  ``--idle-seconds`` (target: under 2% of a core), and the broker's meanwhile;
+- bus produce and produce -> consume rates vs raw aiokafka (``bench/bus.py``);
+- memory: semantic query by vector through the API vs the same SQL with asyncpg
+  (binary vector codec, same tenant settings, same HNSW options), p50;
+- registry: register and discover-by-consumed-event at ``--concurrency`` (16)
+  through the API vs the same SQL with asyncpg, at ``--agents`` registrations.
+
+Rates are the best of ``--repeats`` alternating runs; latencies are over all
+samples. CPU seconds of each part are printed where they matter: the machine's
+cores are shared. Tests never assert on speed; this script only prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import agents as agents_bench
+import asyncpg
+import bus as bus_bench
+import memory as memory_bench
+import numpy as np
+import registry as registry_bench
+from _common import (
+    LeanHttp,
+    LeanResponse,
+    cpu_seconds,
+    create_database,
+    describe_fetch,
+    percentile,
+    raw_fetch_wait,
+    wait_ready,
+)
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+from disco._dev.broker import EmbeddedBroker
+from disco._dev.dburl import with_database, with_user
+from disco._dev.migrate import upgrade
+from disco._dev.ports import free_port
+from disco._dev.postgres import EmbeddedPostgres
+from disco.auth import DEV_AUTH_SECRET, mint_dev_token
+from disco.bus import BusClient
+from disco.settings import BusSettings
+from disco_common.auth import Role
+from disco_common.topics import Topic
+
+ANSWERED = "bench.tool.answered"
+HERE = str(Path(__file__).resolve().parent)
+
+
+@dataclass
+class Row:
+    """One line of the table."""
+
+    path: str
+    disco: str
+    raw: str
+    ratio: str
+    target: str
+    note: str = ""
+
+
+@dataclass
+class Table:
+    rows: list[Row] = field(default_factory=list)
+
+    def add(self, row: Row) -> None:
+        self.rows.append(row)
+        print(f"  -> {row.path}: disco {row.disco} | raw {row.raw} | {row.ratio}", flush=True)
+
+    def print(self) -> None:
+        widths = [44, 22, 22, 11, 22]
+        head = ("path", "disco", "raw baseline", "disco/raw", "target")
+        print()
+        print("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)))
+        print("  ".join("-" * w for w in widths))
+        for row in self.rows:
+            cells = (row.path, row.disco, row.raw, row.ratio, row.target)
+            print("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)))
+            if row.note:
+                print(f"    {row.note}")
+
+
+def ms(seconds: float) -> float:
+    return seconds * 1000
+
+
+# -- the raw responder (its own process, like the Tool) ------------------------------------
+
+
+async def serve_raw_responder(bootstrap: str, prefix: str) -> None:
+    """Plain aiokafka: answer every request on action-requests (parse, answer, send)."""
+    settings = agents_bench.settings_for(bootstrap, prefix)
+    await raw_fetch_wait(settings)
+    requests = f"{prefix}{Topic.ACTION_REQUESTS}"
+    results = f"{prefix}{Topic.ACTION_RESULTS}"
+    consumer = AIOKafkaConsumer(
+        requests, group_id=f"{prefix}raw-responder", **bus_bench._consumer_options(settings)
+    )
+    producer = AIOKafkaProducer(**bus_bench._producer_options(settings))
+    await consumer.start()
+    await producer.start()
+    print("ready", flush=True)
+    try:
+        while True:
+            batches = await consumer.getmany(timeout_ms=100)
+            deliveries = []
+            for records in batches.values():
+                for record in records:
+                    request = json.loads(record.value or b"{}")
+                    answer = {
+                        "specversion": "1.0",
+                        "id": uuid.uuid4().hex,
+                        "source": "raw",
+                        "type": request["response_event"],
+                        "correlation_id": request["correlation_id"],
+                        "data": {"n": request["data"]["n"] + 1, "size": len(request["data"])},
+                    }
+                    deliveries.append(
+                        await producer.send(
+                            results,
+                            json.dumps(answer).encode(),
+                            key=request["correlation_id"].encode(),
+                            headers=[("ce_type", request["response_event"].encode())],
+                        )
+                    )
+            if deliveries:
+                await asyncio.gather(*deliveries)
+                await consumer.commit()
+    finally:
+        await producer.stop()
+        await consumer.stop()
+
+
+def service_command(module: str) -> list[str]:
+    """``python -m module``; under cProfile when ``BENCH_PROFILE_DIR`` names a folder."""
+    folder = os.environ.get("BENCH_PROFILE_DIR")
+    if folder:
+        return [sys.executable, "-m", "cProfile", "-o", f"{folder}/{module}.prof", "-m", module]
+    return [sys.executable, "-m", module]
+
+
+async def migrated_database(admin_root: str, service: str) -> tuple[str, str]:
+    """A new database migrated for ``service``: (owner URL, application URL)."""
+    name = f"disco_bench_{uuid.uuid4().hex[:8]}"
+    await create_database(admin_root, name)
+    admin_url = with_database(admin_root, name)
+    app_url = with_user(admin_url, "disco_app", "disco_app")
+    await asyncio.to_thread(upgrade, admin_url, app_url, services=(service,))
+    return admin_url, app_url
+
+
+def start_service(
+    service: str, app_url: str, bootstrap: str, extra: dict[str, str]
+) -> tuple[subprocess.Popen[bytes], str, IO[bytes]]:
+    """``python -m disco_<service>`` on a free port: (process, base URL, its log)."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "DISCO_DATABASE_URL": app_url,
+        "DISCO_KAFKA_BOOTSTRAP": bootstrap,
+        "DISCO_TOPIC_PREFIX": f"{service[0]}{uuid.uuid4().hex[:6]}.",
+        f"DISCO_{service.upper()}_PORT": str(port),
+        "DISCO_LOG_LEVEL": "WARNING",
+        **extra,
+    }
+    log = (Path(tempfile.gettempdir()) / f"disco-bench-{service}-{port}.log").open("wb")
+    process = subprocess.Popen(service_command(f"disco_{service}"), env=env, stdout=log, stderr=log)
+    return process, f"http://127.0.0.1:{port}", log
+
+
+def stop_service(process: subprocess.Popen[bytes], log: IO[bytes]) -> None:
+    process.terminate()
+    process.wait(20)
+    log.close()
+
+
+def start_process(args: list[str]) -> subprocess.Popen[bytes]:
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert process.stdout is not None
+    for line in process.stdout:
+        if line.strip() == b"ready":
+            return process
+    raise RuntimeError(f"{args} did not start")
+
+
+# -- tool rows ---------------------------------------------------------------------------
+
+
+async def sustained(
+    settings: BusSettings, seconds: float, window: int, slices: int = 10
+) -> tuple[float, list[float]]:
+    """Answers/s over ``seconds`` with at most ``window`` requests unanswered, and the
+    rate of each of ``slices`` equal parts of the run."""
+    await raw_fetch_wait(settings)
+    reader = await agents_bench.results_reader(settings)
+    try:
+        answered = 0
+        stamps: list[float] = []
+        progress = asyncio.Event()
+        stop = False
+
+        async def count() -> None:
+            nonlocal answered
+            while not stop:
+                for records in (await reader.getmany(timeout_ms=50)).values():
+                    for record in records:
+                        if ("ce_type", ANSWERED.encode()) in record.headers:
+                            answered += 1
+                            stamps.append(time.perf_counter())
+                progress.set()
+
+        async with BusClient(settings, name="bench-load") as bus:
+            counter = asyncio.create_task(count())
+            started = time.perf_counter()
+            deadline = started + seconds
+            sent = 0
+            while time.perf_counter() < deadline:
+                if sent - answered >= window:
+                    progress.clear()
+                    await progress.wait()
+                    continue
+                await bus.send(
+                    Topic.ACTION_REQUESTS,
+                    "bench.tool.requested",
+                    agents_bench.PAYLOAD,
+                    response_event=ANSWERED,
+                    correlation_id=uuid.uuid4().hex,
+                )
+                sent += 1
+            elapsed = time.perf_counter() - started
+            stop = True
+            await counter
+        width = elapsed / slices
+        per_slice = [0] * slices
+        for stamp in stamps:
+            index = int((stamp - started) / width)
+            if 0 <= index < slices:
+                per_slice[index] += 1
+        done = sum(per_slice)
+        return done / elapsed, [n / width for n in per_slice]
+    finally:
+        await reader.stop()
+
+
+async def provisioned(bootstrap: str, partitions: int) -> BusSettings:
+    settings = agents_bench.settings_for(bootstrap, f"t{uuid.uuid4().hex[:6]}.", partitions)
+    await agents_bench.provision(settings)
+    return settings
+
+
+async def tool_rows(table: Table, bootstrap: str, args: argparse.Namespace) -> None:
+    here = HERE
+    # Round trips: raw two hops vs a Tool process.
+    raw_settings = await provisioned(bootstrap, 3)
+    raw_rt = await bus_bench.raw_round_trips(raw_settings, args.round_trips)
+    settings = await provisioned(bootstrap, agents_bench.PARTITIONS)
+    tool = start_process(
+        [sys.executable, f"{here}/agents.py", "--serve-tool", bootstrap, settings.topic_prefix]
+    )
+    try:
+        await asyncio.sleep(2.5)  # the group settles after the join
+        tool_rt = await agents_bench.tool_round_trips(settings, args.round_trips)
+    finally:
+        agents_bench.stop_tools([tool])
+    table.add(
+        Row(
+            "tool round trip, one at a time, p50 / p99",
+            f"{ms(statistics.median(tool_rt)):.1f} / {ms(percentile(tool_rt, 0.99)):.1f} ms",
+            f"{ms(statistics.median(raw_rt)):.1f} / {ms(percentile(raw_rt, 0.99)):.1f} ms",
+            f"{statistics.median(tool_rt) / statistics.median(raw_rt):.2f} / "
+            f"{percentile(tool_rt, 0.99) / percentile(raw_rt, 0.99):.2f}",
+            "p50<=3, p99<=6 ms; <=1.2x",
+            f"{len(tool_rt)} round trips each; raw: aiokafka two-hop at the same fetch wait",
+        )
+    )
+    # Sustained invocations: a Tool process vs a raw responder process.
+    seconds = args.soak_seconds or args.tool_seconds
+    rates: dict[str, tuple[float, list[float], float, float]] = {}
+    for kind in ("raw", "tool"):
+        settings = await provisioned(bootstrap, agents_bench.PARTITIONS)
+        command = (
+            [sys.executable, __file__, "--serve-raw-responder", bootstrap, settings.topic_prefix]
+            if kind == "raw"
+            else [sys.executable, f"{here}/agents.py", "--serve-tool", bootstrap,
+                  settings.topic_prefix]
+        )  # fmt: skip
+        process = start_process(command)
+        try:
+            await asyncio.sleep(2.5)
+            cpu_before = cpu_seconds(process.pid)
+            wall = time.perf_counter()
+            rate, slices = await sustained(settings, seconds, args.window)
+            wall = time.perf_counter() - wall
+            cores = (cpu_seconds(process.pid) - cpu_before) / wall
+            client = 0.0
+        finally:
+            agents_bench.stop_tools([process])
+        rates[kind] = (rate, slices, cores, client)
+        print(
+            f"  {kind}: {rate:,.0f}/s; per tenth: "
+            + ", ".join(f"{s:,.0f}" for s in slices)
+            + f"; responder CPU {cores:.2f} cores",
+            flush=True,
+        )
+    tool_rate, tool_slices, tool_cores, _ = rates["tool"]
+    raw_rate, raw_slices, raw_cores, _ = rates["raw"]
+    table.add(
+        Row(
+            f"tool invocations/s, <= {args.window} in flight",
+            f"{tool_rate:,.0f}/s (first {tool_slices[0]:,.0f}, last {tool_slices[-1]:,.0f})",
+            f"{raw_rate:,.0f}/s (first {raw_slices[0]:,.0f}, last {raw_slices[-1]:,.0f})",
+            f"{tool_rate / raw_rate:.2f}",
+            ">=3,000/s, flat",
+            f"{seconds:.0f} s each, 1 process, {agents_bench.PARTITIONS} partitions; responder "
+            f"CPU: Tool {tool_cores:.2f} cores, raw {raw_cores:.2f} cores",
+        )
+    )
+
+
+async def idle_row(table: Table, bootstrap: str, broker_pid: int | None, seconds: float) -> None:
+    here = HERE
+    settings = await provisioned(bootstrap, agents_bench.PARTITIONS)
+    tool = start_process(
+        [sys.executable, f"{here}/agents.py", "--serve-tool", bootstrap, settings.topic_prefix]
+    )
+    try:
+        await asyncio.sleep(4)  # past the join and the back-off ramp
+        before, broker_before = cpu_seconds(tool.pid), cpu_seconds(broker_pid or 0)
+        wall = time.perf_counter()
+        await asyncio.sleep(seconds)
+        wall = time.perf_counter() - wall
+        used = cpu_seconds(tool.pid) - before
+        broker = cpu_seconds(broker_pid or 0) - broker_before
+    finally:
+        agents_bench.stop_tools([tool])
+    table.add(
+        Row(
+            "idle agent, CPU of its process",
+            f"{100 * used / wall:.2f}% of a core",
+            "-",
+            "-",
+            "< 2% of a core",
+            f"{used:.2f} CPU s over {wall:.0f} s (a Tool, 1 consumer group, "
+            f"{agents_bench.PARTITIONS} partitions); broker meanwhile "
+            + (f"{100 * broker / wall:.2f}% of a core" if broker_pid else "not measured"),
+        )
+    )
+
+
+# -- bus rows ----------------------------------------------------------------------------
+
+
+async def bus_rows(table: Table, bootstrap: str, args: argparse.Namespace) -> None:
+    jobs: list[tuple[str, Callable[[BusSettings, str, int], Awaitable[float]], bool]] = [
+        ("raw produce", bus_bench.raw_produce, True),
+        ("disco publish", bus_bench.disco_publish, False),
+        ("raw produce->consume", bus_bench.raw_produce_consume, True),
+        ("disco publish->handler", bus_bench.disco_publish_handle, False),
+    ]
+    best: dict[str, float] = {}
+    cpu: dict[str, float] = {}  # least CPU seconds of this process per message
+    for attempt in range(args.repeats):
+        for label, job, raw in jobs:
+            settings = agents_bench.settings_for(bootstrap, f"b{uuid.uuid4().hex[:6]}.", 3)
+            async with BusClient(settings) as bus:
+                await bus.ensure_topics(["bench"])
+            topic = f"{settings.topic_prefix}bench" if raw else "bench"
+            used = time.process_time()
+            rate = args.messages / await job(settings, topic, args.messages)
+            used = (time.process_time() - used) / args.messages
+            best[label] = max(best.get(label, 0.0), rate)
+            cpu[label] = min(cpu.get(label, used), used)
+            print(
+                f"  [{attempt + 1}] {label}: {rate:,.0f} msg/s, {used * 1e6:.0f} us CPU/msg",
+                flush=True,
+            )
+    for name, raw_label, disco_label, target in (
+        ("bus produce", "raw produce", "disco publish", ">= 0.8x"),
+        ("bus produce -> consume", "raw produce->consume", "disco publish->handler", ">= 0.7x"),
+    ):
+        table.add(
+            Row(
+                f"{name} (msg/s)",
+                f"{best[disco_label]:,.0f}/s",
+                f"{best[raw_label]:,.0f}/s",
+                f"{best[disco_label] / best[raw_label]:.2f}",
+                target,
+                f"{args.messages:,} envelopes of ~400 bytes, best of {args.repeats}; CPU of "
+                f"this process per message: disco {cpu[disco_label] * 1e6:.0f} us, raw "
+                f"{cpu[raw_label] * 1e6:.0f} us",
+            )
+        )
+
+
+# -- memory ------------------------------------------------------------------------------
+
+
+async def memory_rows(
+    table: Table, admin_root: str, bootstrap: str, args: argparse.Namespace
+) -> None:
+    admin_url, app_url = await migrated_database(admin_root, "memory")
+    rng = np.random.default_rng(11)
+    centers = rng.normal(size=(memory_bench.TOPICS, memory_bench.DIMENSIONS)).astype(np.float32)
+    centers /= np.linalg.norm(centers, axis=1, keepdims=True)
+    await memory_bench.seed(admin_url, args.memories, 16, 64, rng, centers)
+    vectors = memory_bench.clustered_vectors(args.queries, rng, centers)
+    raw = await memory_bench.raw_queries(app_url, list(vectors), args.ef_search, 10)
+    process, base_url, log = start_service(
+        "memory", app_url, bootstrap, {"DISCO_MEMORY_HNSW_EF_SEARCH": str(args.ef_search)}
+    )
+    try:
+        await wait_ready("memory service", base_url, process, limit_seconds=120)
+        token = mint_dev_token(DEV_AUTH_SECRET, memory_bench.TENANT, memory_bench.USER,
+                               (Role.USER,), 3600)  # fmt: skip
+        lean = LeanHttp([base_url], {"Authorization": f"Bearer {token}"}, connections=4)
+        try:
+            bodies = [{"embedding": [float(x) for x in v], "limit": 10} for v in vectors]
+            for body in bodies[:20]:
+                await lean.json("POST", "/v1/memory/semantic/query", body)
+            api: list[float] = []
+            service_cpu = cpu_seconds(process.pid)
+            for body in bodies:
+                started = time.perf_counter()
+                response = await lean.json("POST", "/v1/memory/semantic/query", body)
+                api.append(time.perf_counter() - started)
+                if response.status_code != 200:
+                    raise RuntimeError(f"{response.status_code}: {response.text[:300]}")
+            service_cpu = (cpu_seconds(process.pid) - service_cpu) / len(bodies)
+        finally:
+            await lean.close()
+    finally:
+        stop_service(process, log)
+    _, raw_tx, approximate, exact = raw
+    recall = statistics.fmean(
+        len(set(a) & set(e)) / max(1, len(e)) for a, e in zip(approximate, exact, strict=False)
+    )
+    table.add(
+        Row(
+            f"memory query by vector, p50 ({args.memories:,} memories)",
+            f"{ms(percentile(api, 0.5)):.2f} ms (p99 {ms(percentile(api, 0.99)):.1f})",
+            f"{ms(percentile(raw_tx, 0.5)):.2f} ms (p99 {ms(percentile(raw_tx, 0.99)):.1f})",
+            f"{percentile(api, 0.5) / percentile(raw_tx, 0.5):.2f}",
+            "<= 1.3x",
+            f"API: HTTP+auth+RLS+JSON, one at a time; raw: asyncpg prepared, binary vectors, "
+            f"same transaction settings; ef_search {args.ef_search}, m 16, ef_construction 64; "
+            f"recall@10 {recall:.3f}; memory service CPU {ms(service_cpu):.2f} ms/query",
+        )
+    )
+
+
+# -- registry ----------------------------------------------------------------------------
+
+
+async def run_concurrently(
+    concurrency: int, calls: list[Callable[[], Awaitable[Any]]]
+) -> tuple[float, list[float]]:
+    """Run ``calls`` with ``concurrency`` in flight; (elapsed, latencies)."""
+    queue = iter(calls)
+    latencies: list[float] = []
+
+    async def worker() -> None:
+        for call in queue:
+            started = time.perf_counter()
+            await call()
+            latencies.append(time.perf_counter() - started)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return time.perf_counter() - started, latencies
+
+
+async def run_for(
+    concurrency: int, seconds: float, make_call: Callable[[], Awaitable[Any]]
+) -> tuple[float, list[float]]:
+    """Calls from ``concurrency`` workers for ``seconds``; (elapsed, latencies)."""
+    latencies: list[float] = []
+    deadline = time.perf_counter() + seconds
+
+    async def worker() -> None:
+        while time.perf_counter() < deadline:
+            started = time.perf_counter()
+            await make_call()
+            latencies.append(time.perf_counter() - started)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return time.perf_counter() - started, latencies
+
+
+def rate_cell(elapsed: float, latencies: list[float]) -> str:
+    return f"{len(latencies) / elapsed:,.0f}/s, p99 {ms(percentile(latencies, 0.99)):.1f} ms"
+
+
+async def registry_rows(
+    table: Table, admin_root: str, bootstrap: str, args: argparse.Namespace
+) -> None:
+    from disco_common.registry import AgentRegistration
+    from disco_registry.agents import repository as agent_sql
+    from disco_registry.agents.service import compile_registration
+    from disco_registry.discovery.repository import _DISCOVER
+
+    _, app_url = await migrated_database(admin_root, "registry")
+    process, base_url, log = start_service(
+        "registry", app_url, bootstrap, {"DISCO_DATABASE_POOL_SIZE": str(args.concurrency)}
+    )
+    rng = random.Random(7)
+    bodies = [registry_bench.registration(i, rng) for i in range(args.agents)]
+    raw_bodies = [registry_bench.registration(i, rng) for i in range(args.agents)]
+    pool = await asyncpg.create_pool(app_url, min_size=args.concurrency,
+                                     max_size=args.concurrency)  # fmt: skip
+    try:
+        await wait_ready("registry", base_url, process, limit_seconds=60)
+        token = mint_dev_token(DEV_AUTH_SECRET, registry_bench.TENANT, "bench", (Role.SERVICE,),
+                               3600)  # fmt: skip
+        lean = LeanHttp([base_url], {"Authorization": f"Bearer {token}"}, args.concurrency)
+
+        async def check(response: LeanResponse) -> None:
+            if response.status_code >= 400:
+                raise RuntimeError(f"{response.status_code}: {response.text[:300]}")
+
+        def api_register(body: dict[str, Any]) -> Callable[[], Awaitable[None]]:
+            async def call() -> None:
+                await check(await lean.json("POST", "/v1/agents", body))
+
+            return call
+
+        service_cpu = cpu_seconds(process.pid)
+        api_elapsed, api_lat = await run_concurrently(
+            args.concurrency, [api_register(body) for body in bodies]
+        )
+        register_cpu = (cpu_seconds(process.pid) - service_cpu) / len(api_lat)
+        # Raw: the same agent and instance rows, upserted in one transaction each, with
+        # what the registry derives from a registration computed beforehand (untimed).
+        upsert, upsert_names = memory_bench.asyncpg_sql(agent_sql._UPSERT.text)
+        # An older registry wrote the instance row in a statement of its own.
+        separate = getattr(agent_sql, "_UPSERT_INSTANCE", None)
+        instance, instance_names = memory_bench.asyncpg_sql(separate.text if separate else "")
+        raw_tenant = f"{registry_bench.TENANT}-raw"
+
+        def raw_values(body: dict[str, Any]) -> tuple[list[Any], list[Any]]:
+            registration = AgentRegistration.model_validate(body)
+            compiled = compile_registration(registration, {})
+            values = {
+                "tenant": raw_tenant, "agent": registration.agent_id,
+                "name": registration.name, "version": registration.version,
+                "description": registration.description, "tags": registration.tags,
+                "instance_id": registration.instance_id, "visibility": "tenant",
+                "ttl": registration.ttl_seconds or 60, "metadata": "{}",
+                "capabilities": json.dumps(
+                    [c.model_dump(mode="json") for c in registration.capabilities]),
+                "events": "[]", "discovery": json.dumps(compiled.discovery),
+                "capability_names": compiled.capability_names,
+                "consumed_events": compiled.consumed_events,
+                "produced_events": compiled.produced_events,
+                "search_text": compiled.search_text,
+                "definition_hash": compiled.definition_hash, "key": registration.instance_id,
+            }  # fmt: skip
+            return [values[n] for n in upsert_names], [values[n] for n in instance_names]
+
+        prepared = [raw_values(body) for body in raw_bodies]
+
+        def raw_register(values: tuple[list[Any], list[Any]]) -> Callable[[], Awaitable[None]]:
+            async def call() -> None:
+                async with pool.acquire() as conn, conn.transaction():
+                    await conn.execute(
+                        "SELECT set_config('disco.tenant_id', $1, true), "
+                        "set_config('disco.user_id', 'bench', true)",
+                        raw_tenant,
+                    )
+                    await conn.execute(upsert, *values[0])
+                    if instance:
+                        await conn.execute(instance, *values[1])
+
+            return call
+
+        raw_elapsed, raw_lat = await run_concurrently(
+            args.concurrency, [raw_register(values) for values in prepared]
+        )
+        table.add(
+            Row(
+                f"registry register, {args.concurrency} concurrent",
+                rate_cell(api_elapsed, api_lat),
+                rate_cell(raw_elapsed, raw_lat),
+                f"{(len(api_lat) / api_elapsed) / (len(raw_lat) / raw_elapsed):.2f}",
+                ">= 1,000/s",
+                f"{args.agents:,} registrations of 3 capabilities each; raw: the agent and "
+                "instance upserts in one transaction (asyncpg); registry CPU "
+                f"{ms(register_cpu):.2f} ms/request",
+            )
+        )
+        # Discovery by consumed event.
+        discover, discover_names = memory_bench.asyncpg_sql(_DISCOVER.text)
+
+        def event_type() -> str:
+            return f"task-{rng.randrange(registry_bench.CAPABILITY_POOL):03d}.requested"
+
+        async def api_discover() -> None:
+            await check(await lean.request("GET", f"/v1/discover?consumed_event={event_type()}"))
+
+        async def raw_discover() -> None:
+            values = {"capabilities": [], "consumed": event_type(), "produced": None,
+                      "query": None, "limit": 50}  # fmt: skip
+            async with pool.acquire() as conn, conn.transaction():
+                await conn.execute(
+                    "SELECT set_config('disco.tenant_id', $1, true), "
+                    "set_config('disco.user_id', 'bench', true)",
+                    registry_bench.TENANT,
+                )
+                await conn.fetchval(discover, *[values[n] for n in discover_names])
+
+        for _ in range(100):
+            await api_discover()
+            await raw_discover()
+        service_cpu = cpu_seconds(process.pid)
+        api_elapsed, api_lat = await run_for(args.concurrency, args.seconds, api_discover)
+        discover_cpu = (cpu_seconds(process.pid) - service_cpu) / len(api_lat)
+        raw_elapsed, raw_lat = await run_for(args.concurrency, args.seconds, raw_discover)
+        table.add(
+            Row(
+                f"registry discover by consumed event, {args.concurrency} concurrent",
+                rate_cell(api_elapsed, api_lat),
+                rate_cell(raw_elapsed, raw_lat),
+                f"{(len(api_lat) / api_elapsed) / (len(raw_lat) / raw_elapsed):.2f}",
+                "p99<=20 ms, >=1,500/s",
+                f"{args.agents:,} agents; {args.seconds:.0f} s each; raw: the discovery "
+                "function with asyncpg in a transaction with the tenant settings; registry "
+                f"CPU {ms(discover_cpu):.2f} ms/request",
+            )
+        )
+        await lean.close()
+    finally:
+        await pool.close()
+        stop_service(process, log)
+
+
+# -- the run -----------------------------------------------------------------------------
+
+
+async def main(args: argparse.Namespace, bootstrap: str, broker_pid: int | None,
+               admin_root: str | None) -> None:  # fmt: skip
+    only = set(args.only.split(",")) if args.only else {"bus", "tool", "idle", "memory",
+                                                         "registry"}  # fmt: skip
+    sample = agents_bench.settings_for(bootstrap, "x.")
+    raw_wait = await raw_fetch_wait(sample)
+    print(
+        f"broker {bootstrap}: {describe_fetch(sample)}; raw clients fetch at {raw_wait} ms; "
+        f"linger {sample.kafka_linger_ms} ms; database {admin_root and admin_root.split('@')[-1]}; "
+        f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}; "
+        f"{'quick' if args.quick else 'full'} run",
+        flush=True,
+    )
+    table = Table()
+    started = time.perf_counter()
+    if "tool" in only:
+        print("== tool", flush=True)
+        await tool_rows(table, bootstrap, args)
+    if "idle" in only:
+        print("== idle agent", flush=True)
+        await idle_row(table, bootstrap, broker_pid, args.idle_seconds)
+    if "bus" in only:
+        print("== bus", flush=True)
+        await bus_rows(table, bootstrap, args)
+    if admin_root is not None and "memory" in only:
+        print("== memory", flush=True)
+        await memory_rows(table, admin_root, bootstrap, args)
+    if admin_root is not None and "registry" in only:
+        print("== registry", flush=True)
+        await registry_rows(table, admin_root, bootstrap, args)
+    table.print()
+    print(f"\n({time.perf_counter() - started:.0f} s; load average {os.getloadavg()[0]:.2f})")
+
+
+def cli() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="small counts, under 2 minutes")
+    parser.add_argument("--only", default="", help="comma list: bus,tool,idle,memory,registry")
+    parser.add_argument("--round-trips", type=int)
+    parser.add_argument("--window", type=int, default=50)
+    parser.add_argument("--tool-seconds", type=float)
+    parser.add_argument("--soak-seconds", type=float, default=0.0)
+    parser.add_argument("--idle-seconds", type=float)
+    parser.add_argument("--messages", type=int)
+    parser.add_argument("--repeats", type=int)
+    parser.add_argument("--memories", type=int)
+    parser.add_argument("--queries", type=int)
+    parser.add_argument("--ef-search", type=int, default=64)
+    parser.add_argument("--agents", type=int)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--seconds", type=float)
+    parser.add_argument(
+        "--serve-raw-responder", nargs=2, metavar=("BOOTSTRAP", "PREFIX"), help=argparse.SUPPRESS
+    )
+    args = parser.parse_args()
+    if args.serve_raw_responder:
+        asyncio.run(serve_raw_responder(*args.serve_raw_responder))
+        return 0
+    defaults = (
+        {"round_trips": 200, "tool_seconds": 8.0, "idle_seconds": 5.0, "messages": 10_000,
+         "repeats": 1, "memories": 10_000, "queries": 150, "agents": 1_000, "seconds": 3.0}
+        if args.quick else
+        {"round_trips": 500, "tool_seconds": 60.0, "idle_seconds": 20.0, "messages": 100_000,
+         "repeats": 3, "memories": 100_000, "queries": 300, "agents": 10_000, "seconds": 8.0}
+    )  # fmt: skip
+    for key, value in defaults.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    with tempfile.TemporaryDirectory(prefix="disco-bench-") as scratch:
+        folder = Path(scratch)
+        broker: EmbeddedBroker | None = None
+        postgres: EmbeddedPostgres | None = None
+        try:
+            bootstrap = os.environ.get("DISCO_KAFKA_BOOTSTRAP")
+            if not bootstrap:
+                broker = EmbeddedBroker(port=free_port(), log_path=folder / "broker.log")
+                broker.start()
+                bootstrap = broker.bootstrap
+            admin_root = os.environ.get("DISCO_DATABASE_ADMIN_URL")
+            if not admin_root and args.only != "bus" and args.only != "tool":
+                postgres = EmbeddedPostgres(
+                    data_dir=folder / "pg",
+                    port=free_port(),
+                    log_path=folder / "postgres.log",
+                    durable=False,
+                )
+                postgres.start()
+                admin_root = postgres.dsn("postgres")
+            asyncio.run(main(args, bootstrap, broker.pid if broker else None, admin_root))
+        finally:
+            if broker is not None:
+                broker.stop()
+            if postgres is not None:
+                postgres.destroy()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli())

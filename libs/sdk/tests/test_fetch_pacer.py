@@ -1,0 +1,125 @@
+"""``FetchPacer``: how long each fetch may wait, from the consumer's recent traffic."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+from aiokafka.consumer.fetcher import Fetcher
+from pydantic import ValidationError
+
+from disco.bus._polling import FetchPacer
+from disco.settings import BusSettings
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class FakeFetcher:
+    _fetch_max_wait_ms = 500
+
+
+class FakeConsumer:
+    def __init__(self) -> None:
+        self._fetcher = FakeFetcher()
+
+
+def test_the_wait_is_short_after_records_and_grows_with_idle_time_up_to_the_max() -> None:
+    clock = Clock()
+    pacer = FetchPacer(1, 100, 0.05, clock=clock)
+    pacer.saw_records()
+
+    waits = []
+    for idle in (0.0, 0.1, 1.0, 1.5, 60.0):
+        clock.now = 1000.0 + idle
+        waits.append(pacer.wait_ms())
+
+    assert waits == [1, 5, 50, 75, 100]
+
+
+def test_a_record_resets_the_back_off() -> None:
+    clock = Clock()
+    pacer = FetchPacer(1, 100, 0.05, clock=clock)
+    clock.now += 30
+    assert pacer.wait_ms() == 100
+
+    pacer.saw_records()
+
+    assert pacer.wait_ms() == 1
+
+
+def test_while_something_is_awaited_the_wait_stays_short() -> None:
+    clock = Clock()
+    pacer = FetchPacer(1, 100, 0.05, clock=clock)
+    consumer = FakeConsumer()
+    clock.now += 30
+    pacer.attach(consumer)  # type: ignore[arg-type]
+    assert consumer._fetcher._fetch_max_wait_ms == 100
+
+    with pacer.urgent():
+        clock.now += 30
+        assert consumer._fetcher._fetch_max_wait_ms == 1
+        pacer.apply()
+        assert consumer._fetcher._fetch_max_wait_ms == 1
+
+    # Once the answer came, the consumer backs off from then on.
+    assert pacer.wait_ms() == 1
+    clock.now += 30
+    pacer.apply()
+    assert consumer._fetcher._fetch_max_wait_ms == 100
+
+
+def test_on_a_long_polling_broker_the_wait_never_changes() -> None:
+    pacer = FetchPacer(500, 500, 0.05)
+
+    assert not pacer.adaptive
+    with pacer.urgent():
+        assert pacer.wait_ms() == 500
+
+
+def test_an_idle_consumer_looks_again_rarely() -> None:
+    clock = Clock()
+    pacer = FetchPacer(1, 100, 0.05, clock=clock)
+    busy = pacer.apply()
+    clock.now += 60
+
+    assert (busy, pacer.apply()) == (0.05, 0.2)
+
+
+def test_aiokafka_still_builds_each_fetch_from_the_attribute_the_pacer_sets() -> None:
+    # The pacer sets Fetcher._fetch_max_wait_ms (aiokafka has no public way to change
+    # a running consumer's wait): fail loudly if an upgrade renames it.
+    assert "self._fetch_max_wait_ms = fetch_max_wait_ms" in inspect.getsource(Fetcher.__init__)
+    assert "self._fetch_max_wait_ms" in inspect.getsource(Fetcher._get_actions_per_node)
+
+
+def test_fetch_waits_default_per_broker_kind_and_settings_override_them() -> None:
+    defaults = BusSettings()
+    assert defaults.fetch_waits("embedded") == (1, 100)
+    assert defaults.fetch_waits("kafka") == (500, 500)
+
+    tuned = BusSettings(kafka_fetch_min_wait_ms=2, kafka_fetch_max_wait_ms=50)
+    assert tuned.fetch_waits("embedded") == (2, 50)
+    assert tuned.fetch_waits("kafka") == (2, 50)
+    assert BusSettings(kafka_fetch_max_wait_ms=20).fetch_waits("kafka") == (20, 20)
+
+
+def test_waits_the_embedded_broker_cannot_serve_are_refused() -> None:
+    with pytest.raises(ValidationError, match="greater than or equal to 1"):
+        BusSettings(kafka_fetch_max_wait_ms=0)
+    with pytest.raises(ValidationError, match="must not exceed"):
+        BusSettings(kafka_fetch_min_wait_ms=50, kafka_fetch_max_wait_ms=10)
+
+
+def test_fetch_settings_are_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DISCO_KAFKA_BROKER_KIND", "kafka")
+    monkeypatch.setenv("DISCO_KAFKA_FETCH_MAX_WAIT_MS", "250")
+
+    settings = BusSettings()
+
+    assert (settings.kafka_broker_kind, settings.fetch_waits("kafka")) == ("kafka", (250, 250))

@@ -1,0 +1,115 @@
+"""Adaptive polling: short fetch waits while records flow or a reply is awaited,
+longer ones while idle, and nothing lost or doubled across the changes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from disco.bus import BusClient, BusConsumer, ReplyListener
+from disco.bus._polling import broker_kind
+from disco.settings import BusSettings
+from disco_common.envelope import ActionRequest, Envelope
+from disco_common.topics import Topic
+from tests.integration.bus.conftest import Recorder, eventually
+
+
+def backing_off_fast(settings: BusSettings) -> BusSettings:
+    """``settings`` with an idle wait reached within a fraction of a second."""
+    return settings.model_copy(
+        update={
+            "kafka_fetch_min_wait_ms": 1,
+            "kafka_fetch_max_wait_ms": 300,
+            "kafka_fetch_backoff_ratio": 1.0,
+        }
+    )
+
+
+async def test_bursts_between_idle_gaps_reach_the_handler_exactly_once(
+    bus_settings: BusSettings, recorder: Recorder
+) -> None:
+    settings = backing_off_fast(bus_settings)
+    async with BusClient(settings, name="bursts") as bus:
+        consumer = BusConsumer(bus, "burst-reader")
+        consumer.add_handler(Topic.BUSINESS_FACTS, "burst.happened", recorder)
+        async with consumer:
+            await consumer.wait_assigned(20)
+            sent: list[str] = []
+            for burst in range(4):
+                # Idle first: the consumer backs off to its longest wait.
+                await eventually(lambda: consumer.fetch_wait_ms == 300)
+                acks = [
+                    await bus.send(
+                        Topic.BUSINESS_FACTS,
+                        "burst.happened",
+                        {"burst": burst, "n": n},
+                        plan_id=f"plan-{n % 5}",
+                    )
+                    for n in range(40)
+                ]
+                sent += [envelope.id for envelope in await asyncio.gather(*acks)]
+                await recorder.wait_for(len(sent))
+                # While records flow the consumer fetches with its shortest wait.
+                assert (consumer.fetch_wait_ms or 0) < 300
+
+    assert sorted(recorder.ids) == sorted(sent)
+    assert len(recorder.ids) == len(set(recorder.ids))
+
+
+async def test_a_reply_arriving_while_the_listener_backs_off_is_delivered_once(
+    bus_settings: BusSettings,
+) -> None:
+    settings = backing_off_fast(bus_settings)
+    answered: list[str] = []
+    async with BusClient(settings, name="asker") as bus:
+        responder = BusConsumer(bus, "slow-to-wake")
+
+        @responder.on(Topic.ACTION_REQUESTS, "echo.requested")
+        async def echo(envelope: Envelope) -> None:
+            request = envelope.as_(ActionRequest)
+            answered.append(request.id)
+            await bus.respond(
+                request.response_event,
+                request.data,
+                correlation_id=request.correlation_id or request.id,
+            )
+
+        await bus.ensure_topics([Topic.ACTION_REQUESTS, Topic.ACTION_RESULTS])
+        listener = ReplyListener(settings, Topic.ACTION_RESULTS.value)
+        async with responder:
+            await responder.wait_assigned(20)
+            await listener.start()
+            try:
+                replies = []
+                for n in range(3):
+                    # The listener is idle: its in-flight fetch holds the longest wait
+                    # when the request goes out, so the reply lands during the back-off.
+                    await eventually(lambda: listener.fetch_wait_ms == 300)
+                    async with listener.expect(f"corr-{n}") as reply:
+                        await bus.request(
+                            "echo.requested",
+                            {"n": n},
+                            response_event="echo.completed",
+                            correlation_id=f"corr-{n}",
+                        )
+                        assert listener.fetch_wait_ms == 1  # awaited: short waits from now
+                        replies.append(await asyncio.wait_for(reply, 20))
+            finally:
+                await listener.stop()
+
+    assert [(r.correlation_id, r.data) for r in replies] == [
+        (f"corr-{n}", {"n": n}) for n in range(3)
+    ]
+    assert len(answered) == 3
+
+
+async def test_the_embedded_broker_is_recognised_and_gets_short_busy_waits(
+    bus_settings: BusSettings,
+) -> None:
+    kind = await broker_kind(bus_settings.model_copy(update={"kafka_broker_kind": "auto"}))
+
+    if os.environ.get("DISCO_KAFKA_BOOTSTRAP"):
+        assert kind in {"embedded", "kafka"}  # whatever the external broker is
+    else:
+        assert kind == "embedded"
+        assert BusSettings().fetch_waits(kind) == (1, 100)
