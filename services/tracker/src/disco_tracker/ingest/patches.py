@@ -1,0 +1,358 @@
+"""Patches: what one or more envelopes say about a plan, a task or a fan-out group.
+
+Every field has a merge rule that makes the result independent of the order
+the envelopes arrive in (and of how they are cut into batches):
+
+- ids and names are set once (the first non-null value stays; events agree on them);
+- ``*_at`` times of the first sighting take the earliest, ``updated_at`` the latest;
+- the live (non-final) status follows the latest event that states one
+  (ties: the greater status name), with what travels with it (a pause reason);
+- the final status comes from the earliest final event (ties: ``failed``), so a
+  HITL timeout at its deadline stays the outcome although the worker's answer on
+  its timeout path comes later;
+- a plan's state follows the move with the highest ``(step, time)``;
+- counters add up (every envelope is applied once: the timeline deduplicates).
+
+The same rules are written in SQL in :mod:`disco_tracker.ingest.repository`
+(``ON CONFLICT DO UPDATE``): a batch is folded here first, one patch per row,
+then merged into the stored row there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from datetime import datetime
+from typing import Any, Self
+
+__all__ = [
+    "EventCount",
+    "Fold",
+    "GroupPatch",
+    "PendingAnswer",
+    "PlanPatch",
+    "TaskPatch",
+    "earlier_final",
+    "later_live",
+]
+
+
+def _first(current: Any, new: Any) -> Any:
+    return current if current is not None else new
+
+
+def _min(current: datetime | None, new: datetime | None) -> datetime | None:
+    if current is None:
+        return new
+    if new is None:
+        return current
+    return min(current, new)
+
+
+def _max(current: datetime | None, new: datetime | None) -> datetime | None:
+    if current is None:
+        return new
+    if new is None:
+        return current
+    return max(current, new)
+
+
+def later_live(
+    current_at: datetime | None, current: str | None, new_at: datetime | None, new: str | None
+) -> bool:
+    """Whether a live status stated at ``new_at`` replaces the one stated at ``current_at``."""
+    if new_at is None or new is None:
+        return False
+    if current_at is None or current is None:
+        return True
+    return (new_at, new) > (current_at, current)
+
+
+def earlier_final(
+    current_at: datetime | None, current: str | None, new_at: datetime | None, new: str | None
+) -> bool:
+    """Whether a final status reached at ``new_at`` replaces the one reached at ``current_at``."""
+    if new_at is None or new is None:
+        return False
+    if current_at is None or current is None:
+        return True
+    return new_at < current_at or (new_at == current_at and new > current)
+
+
+def _later_state(
+    current: tuple[int, datetime | None, str | None], new: tuple[int, datetime | None, str | None]
+) -> bool:
+    if new[2] is None or new[1] is None:
+        return False
+    if current[2] is None or current[1] is None:
+        return True
+    return new > current
+
+
+@dataclass(slots=True)
+class PlanPatch:
+    """What envelopes say about one plan."""
+
+    plan_id: str
+    at: datetime
+    """The latest time of the envelopes folded in (the plan's ``updated_at``)."""
+    started_at: datetime
+    """The earliest time of the envelopes folded in."""
+    plan_type: str | None = None
+    plan_type_version: str | None = None
+    goal_event: str | None = None
+    goal_task_id: str | None = None
+    session_id: str | None = None
+    parent_plan_id: str | None = None
+    agent_name: str | None = None
+    agent_id: str | None = None
+    initial_state: str | None = None
+    live_status: str | None = None
+    live_at: datetime | None = None
+    pause_reason: str | None = None
+    final_status: str | None = None
+    final_at: datetime | None = None
+    final_state: str | None = None
+    error: dict[str, Any] | None = None
+    state: str | None = None
+    state_step: int = -1
+    state_at: datetime | None = None
+    cause: str | None = None
+    """The event type of the latest ``plan.*`` envelope folded in (None: no plan event)."""
+    cause_at: datetime | None = None
+
+    @classmethod
+    def touch(cls, plan_id: str, at: datetime) -> Self:
+        """A patch that only says the plan exists and was active at ``at``."""
+        return cls(plan_id=plan_id, at=at, started_at=at)
+
+    def merge(self, other: PlanPatch) -> None:
+        """Fold ``other`` (about the same plan) into this patch."""
+        for name in (
+            "plan_type",
+            "plan_type_version",
+            "goal_event",
+            "goal_task_id",
+            "session_id",
+            "parent_plan_id",
+            "agent_name",
+            "agent_id",
+            "initial_state",
+        ):
+            setattr(self, name, _first(getattr(self, name), getattr(other, name)))
+        if later_live(self.live_at, self.live_status, other.live_at, other.live_status):
+            self.live_status, self.live_at = other.live_status, other.live_at
+            self.pause_reason = other.pause_reason
+        if earlier_final(self.final_at, self.final_status, other.final_at, other.final_status):
+            self.final_status, self.final_at = other.final_status, other.final_at
+            self.final_state, self.error = other.final_state, other.error
+        if _later_state(
+            (self.state_step, self.state_at, self.state),
+            (other.state_step, other.state_at, other.state),
+        ):
+            self.state, self.state_step, self.state_at = (
+                other.state,
+                other.state_step,
+                other.state_at,
+            )
+        if other.cause is not None and (
+            self.cause_at is None or (other.cause_at or other.at) >= self.cause_at
+        ):
+            self.cause, self.cause_at = other.cause, other.cause_at or other.at
+        self.started_at = min(self.started_at, other.started_at)
+        self.at = max(self.at, other.at)
+
+    def row(self) -> dict[str, Any]:
+        """The patch as a row for the repository (JSON-able values)."""
+        return _row(self)
+
+
+@dataclass(slots=True)
+class TaskPatch:
+    """What envelopes say about one task (a request and its answer)."""
+
+    task_id: str
+    at: datetime
+    first_seen_at: datetime
+    plan_id: str | None = None
+    parent_task_id: str | None = None
+    parallel_group_id: str | None = None
+    event_type: str | None = None
+    response_event: str | None = None
+    correlation_id: str | None = None
+    agent_name: str | None = None
+    agent_id: str | None = None
+    requested_by: str | None = None
+    live_status: str | None = None
+    live_at: datetime | None = None
+    progress: float | None = None
+    message: str | None = None
+    progress_at: datetime | None = None
+    final_status: str | None = None
+    final_at: datetime | None = None
+    error: dict[str, Any] | None = None
+    reported_duration_ms: float | None = None
+    starts: int = 0
+    requested_at: datetime | None = None
+    started_at: datetime | None = None
+    cause: str | None = None
+    cause_at: datetime | None = None
+
+    def merge(self, other: TaskPatch) -> None:
+        """Fold ``other`` (about the same task) into this patch."""
+        for name in (
+            "plan_id",
+            "parent_task_id",
+            "parallel_group_id",
+            "event_type",
+            "response_event",
+            "correlation_id",
+            "agent_name",
+            "agent_id",
+            "requested_by",
+        ):
+            setattr(self, name, _first(getattr(self, name), getattr(other, name)))
+        if later_live(self.live_at, self.live_status, other.live_at, other.live_status):
+            self.live_status, self.live_at = other.live_status, other.live_at
+        if other.progress_at is not None and (
+            self.progress_at is None or other.progress_at > self.progress_at
+        ):
+            self.progress, self.message, self.progress_at = (
+                other.progress,
+                other.message,
+                other.progress_at,
+            )
+        if earlier_final(self.final_at, self.final_status, other.final_at, other.final_status):
+            self.final_status, self.final_at = other.final_status, other.final_at
+            self.error, self.reported_duration_ms = other.error, other.reported_duration_ms
+        self.starts += other.starts
+        self.requested_at = _min(self.requested_at, other.requested_at)
+        self.started_at = _min(self.started_at, other.started_at)
+        self.first_seen_at = min(self.first_seen_at, other.first_seen_at)
+        if other.cause is not None and (
+            self.cause_at is None or (other.cause_at or other.at) >= self.cause_at
+        ):
+            self.cause, self.cause_at = other.cause, other.cause_at or other.at
+        self.at = max(self.at, other.at)
+
+    def row(self) -> dict[str, Any]:
+        """The patch as a row for the repository (JSON-able values)."""
+        return _row(self)
+
+
+@dataclass(slots=True)
+class GroupPatch:
+    """A fan-out group as ``task.delegated`` announced it."""
+
+    group_id: str
+    task_id: str
+    created_at: datetime
+    expected: int
+    plan_id: str | None = None
+    agent_name: str | None = None
+
+    def merge(self, other: GroupPatch) -> None:
+        """Fold ``other`` (the same group announced again) into this patch."""
+        self.plan_id = _first(self.plan_id, other.plan_id)
+        self.agent_name = _first(self.agent_name, other.agent_name)
+        self.expected = max(self.expected, other.expected)
+        self.created_at = min(self.created_at, other.created_at)
+
+    def row(self) -> dict[str, Any]:
+        """The patch as a row for the repository (JSON-able values)."""
+        return _row(self)
+
+
+@dataclass(slots=True)
+class PendingAnswer:
+    """An answer without a task id whose request the tracker has not seen yet."""
+
+    correlation_id: str
+    event_id: str
+    at: datetime
+    success: bool
+    error: dict[str, Any] | None = None
+    agent_name: str | None = None
+
+    def row(self) -> dict[str, Any]:
+        """The answer as a row for the repository (JSON-able values)."""
+        return _row(self)
+
+    def patch(self, task_id: str, response_event: str | None = None) -> TaskPatch:
+        """What this answer says about the task it turned out to answer."""
+        return TaskPatch(
+            task_id=task_id,
+            at=self.at,
+            first_seen_at=self.at,
+            correlation_id=self.correlation_id,
+            response_event=response_event,
+            agent_name=self.agent_name,
+            final_status="completed" if self.success else "failed",
+            final_at=self.at,
+            error=self.error,
+            cause=response_event,
+            cause_at=self.at,
+        )
+
+
+@dataclass(slots=True)
+class EventCount:
+    """Envelopes of one type on one topic in one minute."""
+
+    minute: datetime
+    topic: str
+    event_type: str
+    count: int = 0
+    errors: int = 0
+
+    def row(self) -> dict[str, Any]:
+        """The count as a row for the repository (JSON-able values)."""
+        return _row(self)
+
+
+def _row(patch: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {}
+    for item in fields(patch):
+        value = getattr(patch, item.name)
+        row[item.name] = value.isoformat() if isinstance(value, datetime) else value
+    return row
+
+
+@dataclass(slots=True)
+class Fold:
+    """The patches of a batch, one per row, merged as they come."""
+
+    plans: dict[str, PlanPatch] = field(default_factory=dict)
+    tasks: dict[str, TaskPatch] = field(default_factory=dict)
+    groups: dict[str, GroupPatch] = field(default_factory=dict)
+    counts: dict[tuple[datetime, str, str], EventCount] = field(default_factory=dict)
+
+    def plan(self, patch: PlanPatch) -> None:
+        existing = self.plans.get(patch.plan_id)
+        if existing is None:
+            self.plans[patch.plan_id] = patch
+        else:
+            existing.merge(patch)
+
+    def task(self, patch: TaskPatch) -> None:
+        existing = self.tasks.get(patch.task_id)
+        if existing is None:
+            self.tasks[patch.task_id] = patch
+        else:
+            existing.merge(patch)
+
+    def group(self, patch: GroupPatch) -> None:
+        existing = self.groups.get(patch.group_id)
+        if existing is None:
+            self.groups[patch.group_id] = patch
+        else:
+            existing.merge(patch)
+
+    def count(self, at: datetime, topic: str, event_type: str, *, error: bool) -> None:
+        minute = at.replace(second=0, microsecond=0)
+        key = (minute, topic, event_type)
+        counter = self.counts.get(key)
+        if counter is None:
+            counter = self.counts[key] = EventCount(minute, topic, event_type)
+        counter.count += 1
+        if error:
+            counter.errors += 1
