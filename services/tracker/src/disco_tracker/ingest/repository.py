@@ -188,8 +188,7 @@ _TASKS_BY_CORRELATION = text(
     SELECT DISTINCT ON (correlation_id) correlation_id, task_id
       FROM tracker.tasks
      WHERE tenant_id = :tenant AND correlation_id = ANY(CAST(:ids AS text[]))
-       AND requested_at IS NOT NULL
-     ORDER BY correlation_id, requested_at DESC, task_id
+     ORDER BY correlation_id, requested_at DESC NULLS LAST, task_id
     """
 )
 
@@ -285,7 +284,7 @@ class IngestRepository:
             await self.session.execute(_ADD_COUNTS, {"tenant": self.tenant_id, "rows": _json(rows)})
 
     async def tasks_by_correlation(self, correlation_ids: Iterable[str]) -> dict[str, str]:
-        """The task of the latest request with each correlation id, where there is one."""
+        """The task of each correlation id (the latest request's when several), where known."""
         ids = sorted(set(correlation_ids))
         if not ids:
             return {}

@@ -1,0 +1,38 @@
+"""Background jobs that run every few seconds for the service's lifetime."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+import structlog
+
+__all__ = ["periodically"]
+
+log = structlog.get_logger("disco_tracker")
+
+
+async def _repeat(job: Callable[[], Awaitable[object]], interval: float, name: str) -> None:
+    while True:
+        try:
+            await job()
+        except Exception:
+            # A database hiccup must not end the job; the next round retries.
+            log.exception(f"{name}_failed")
+        await asyncio.sleep(interval)
+
+
+@asynccontextmanager
+async def periodically(
+    job: Callable[[], Awaitable[object]], interval: float, name: str
+) -> AsyncIterator[None]:
+    """Run ``job`` now and every ``interval`` seconds until the block exits."""
+    task = asyncio.create_task(_repeat(job, interval, name), name=name)
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
