@@ -281,3 +281,60 @@ async def test_malformed_and_unknown_payloads_are_counted_and_the_rest_applied(
         dict(r.headers).get(DlqHeader.ERROR_TYPE.value) for r in dead if r.value == not_an_envelope
     }
     assert reasons == {b"EnvelopeError"}
+
+
+async def test_a_question_that_times_out_fails_its_task_with_hitl_timeout(
+    tracker: TrackerApp,
+) -> None:
+    tenant = tracker.new_tenant()
+    bus = tracker.bus
+    request = await bus.request(
+        "document.review.requested",
+        {"title": "Q3 report"},
+        response_event="document.reviewed",
+        tenant_id=tenant,
+    )
+    task_id = request.id
+    await bus.publish(
+        Topic.SYSTEM_EVENTS,
+        "task.started",
+        {"task_id": task_id, "agent_name": "reviewer", "event_type": request.type},
+        task_id=task_id,
+        tenant_id=tenant,
+    )
+    question = await bus.publish(
+        Topic.NOTIFICATION_EVENTS,
+        "notification.human_input",
+        {
+            "question": "Approve the Q3 report?",
+            "response_event": "document.approval.received",
+            "timeout_seconds": 2,
+            "task_id": task_id,
+        },
+        correlation_id=f"ask-{task_id}",
+        task_id=task_id,
+        tenant_id=tenant,
+    )
+
+    waiting = await eventually(
+        lambda: tracker.found(f"/v1/tracker/tasks/{task_id}", tenant),
+        lambda view: view is not None and view["task"]["status"] == "awaiting_input",
+    )
+    assert waiting["task"]["hitl_deadline"] is not None
+    assert [(w["correlation_id"], w["status"]) for w in waiting["waits"]] == [
+        (question.correlation_id, "waiting")
+    ]
+
+    failed = await eventually(
+        lambda: tracker.json(f"/v1/tracker/tasks/{task_id}", tenant),
+        lambda view: view["task"]["status"] == "failed",
+    )
+    task = failed["task"]
+    assert task["error"]["type"] == "hitl_timeout"
+    assert task["completed_at"] == waiting["task"]["hitl_deadline"]
+    assert task["hitl_deadline"] is None
+    assert [w["status"] for w in failed["waits"]] == ["timed_out"]
+    agents = await tracker.json("/v1/tracker/metrics/agents", tenant)
+    assert [
+        (a["agent_name"], a["count"], a["errors"], a["timed_out"]) for a in agents["items"]
+    ] == [("reviewer", 1, 1, 1)]
