@@ -15,9 +15,9 @@ from typing import Any, TypeVar
 
 import httpx
 import pytest_asyncio
-from asgi_lifespan import LifespanManager
 from fastapi import FastAPI
 
+from disco._dev.ports import free_port
 from disco.auth import DEV_AUTH_SECRET, mint_dev_token
 from disco.bus import BusClient
 from disco.settings import BusSettings
@@ -27,6 +27,7 @@ from disco_tracker.main import create_app
 from disco_tracker.settings import TrackerSettings
 from disco_tracker.state import TrackerState
 from tests.fixtures.infra import DatabaseUrls
+from tests.integration.registry.support import uvicorn_server
 
 __all__ = ["TrackerApp", "eventually", "running_tracker", "tracker_fixture"]
 
@@ -62,6 +63,10 @@ class TrackerApp:
     bus: BusClient
     settings: TrackerSettings
     bootstrap: str
+
+    @property
+    def url(self) -> str:
+        return str(self.http.base_url).rstrip("/")
 
     @property
     def prefix(self) -> str:
@@ -141,16 +146,24 @@ def tracker_settings(
 
 
 @asynccontextmanager
-async def running_tracker(settings: TrackerSettings, bus: BusClient) -> AsyncIterator[TrackerApp]:
-    """A tracker app running ``settings`` until the block exits (its ingest has partitions)."""
+async def running_tracker(
+    settings: TrackerSettings, bus: BusClient, *, port: int | None = None
+) -> AsyncIterator[TrackerApp]:
+    """A tracker app serving ``settings`` on a loopback port until the block exits.
+
+    A real HTTP server (uvicorn), so that streams (the SSE feed) stream. Its
+    ingest has partitions when this yields.
+    """
     app = create_app(settings)
-    async with LifespanManager(app, startup_timeout=60, shutdown_timeout=30) as manager:
-        transport = httpx.ASGITransport(app=manager.app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://tracker") as http:
-            state = TrackerState.of(app)
-            assert state.ingest is not None
-            await state.ingest.wait_assigned(30)
-            yield TrackerApp(app, http, bus, settings, settings.kafka_bootstrap)
+    port = port or free_port()
+    async with (
+        uvicorn_server(app, port),
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http,
+    ):
+        state = TrackerState.of(app)
+        assert state.ingest is not None
+        await state.ingest.wait_assigned(30)
+        yield TrackerApp(app, http, bus, settings, settings.kafka_bootstrap)
 
 
 def tracker_fixture(**overrides: Any) -> Any:
