@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import httpx
 import pytest_asyncio
+import uvicorn
 from fastapi import FastAPI
 
 from disco._dev.ports import free_port
@@ -27,7 +28,6 @@ from disco_tracker.main import create_app
 from disco_tracker.settings import TrackerSettings
 from disco_tracker.state import TrackerState
 from tests.fixtures.infra import DatabaseUrls
-from tests.integration.registry.support import uvicorn_server
 
 __all__ = ["TrackerApp", "eventually", "running_tracker", "tracker_fixture"]
 
@@ -146,6 +146,36 @@ def tracker_settings(
 
 
 @asynccontextmanager
+async def _serve(app: FastAPI, port: int) -> AsyncIterator[None]:
+    """Serve ``app`` on a loopback port (lifespan included) until the block ends.
+
+    Open feed streams never end by themselves: on the way out they get a second
+    to finish before uvicorn cancels them, as ``python -m disco_tracker`` does
+    after its grace period.
+    """
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=port,
+        lifespan="on",
+        log_level="warning",
+        timeout_graceful_shutdown=1,
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    try:
+        async with asyncio.timeout(60):
+            while not server.started:
+                if task.done():
+                    task.result()
+                await asyncio.sleep(0.05)
+        yield
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, timeout=60)
+
+
+@asynccontextmanager
 async def running_tracker(
     settings: TrackerSettings, bus: BusClient, *, port: int | None = None
 ) -> AsyncIterator[TrackerApp]:
@@ -157,7 +187,7 @@ async def running_tracker(
     app = create_app(settings)
     port = port or free_port()
     async with (
-        uvicorn_server(app, port),
+        _serve(app, port),
         httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http,
     ):
         state = TrackerState.of(app)
