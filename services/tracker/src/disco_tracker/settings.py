@@ -54,6 +54,16 @@ class TrackerSettings(ServiceSettings):
         le=10_000,
         description="How long the ingest waits for envelopes before applying what it has.",
     )
+    ingest_linger_ms: int = Field(
+        default=50,
+        ge=0,
+        le=5_000,
+        description=(
+            "How long the ingest keeps fetching after the first envelopes of a batch came, "
+            "to apply more per transaction (throughput under a steady stream, for this "
+            "much latency)."
+        ),
+    )
     timeline_data_max_bytes: int = Field(
         default=4096,
         ge=0,

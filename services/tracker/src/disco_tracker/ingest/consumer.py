@@ -148,6 +148,7 @@ class IngestConsumer:
                 continue
             if not batches:
                 continue
+            batches = await self._linger(consumer, batches)
             async with self._batch_lock:
                 try:
                     done = await self._handle(batches)
@@ -159,6 +160,32 @@ class IngestConsumer:
                     continue
                 if done:
                     await self._commit(consumer, batches)
+
+    async def _linger(
+        self,
+        consumer: AIOKafkaConsumer,
+        batches: dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]],
+    ) -> dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]:
+        """Top ``batches`` up with what arrives within ``ingest_linger_ms`` (up to a batch)."""
+        settings = self._settings
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + settings.ingest_linger_ms / 1000
+        count = sum(len(records) for records in batches.values())
+        while count < settings.ingest_batch_size and not self._stopping:
+            left = deadline - loop.time()
+            if left <= 0:
+                break
+            try:
+                more = await consumer.getmany(
+                    timeout_ms=max(1, int(left * 1000)),
+                    max_records=settings.ingest_batch_size - count,
+                )
+            except KafkaError:
+                break  # apply what is here; the loop's next fetch reports it
+            for tp, records in more.items():
+                batches.setdefault(tp, []).extend(records)
+                count += len(records)
+        return batches
 
     async def _handle(
         self, batches: dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]

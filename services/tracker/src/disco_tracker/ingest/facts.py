@@ -83,22 +83,6 @@ class EventRow:
     summary: str | None
     data: Any
 
-    def row(self) -> dict[str, Any]:
-        return {
-            "event_id": self.event_id,
-            "topic": self.topic,
-            "event_type": self.event_type,
-            "source": self.source,
-            "at": self.at.isoformat(),
-            "agent_name": self.agent_name,
-            "plan_id": self.plan_id,
-            "task_id": self.task_id,
-            "correlation_id": self.correlation_id,
-            "causation_id": self.causation_id,
-            "summary": self.summary,
-            "data": self.data,
-        }
-
 
 @dataclass(slots=True)
 class Unmatched:
@@ -115,6 +99,8 @@ class Reading:
     topic: str
     row: EventRow
     patches: list[PlanPatch | TaskPatch | GroupPatch] = field(default_factory=list)
+    touched_plan: str | None = None
+    """The plan the envelope belongs to (it was active then)."""
     unmatched: Unmatched | None = None
     """An answer that names no task, to match to its request by correlation id."""
     error: bool = False
@@ -141,6 +127,8 @@ class Reading:
             else:
                 fold.group(patch)
         row = self.row
+        if self.touched_plan is not None:
+            fold.touch(self.touched_plan, row.at)
         fold.count(row.at, self.topic, row.event_type, error=self.error)
 
 
@@ -207,8 +195,7 @@ def read_envelope(topic: str, envelope: Envelope, *, keep_data: bool) -> Reading
     except ValueError as exc:  # parse_system_event_data: an unknown type
         reading.problem, reading.reason = Problem.UNKNOWN, str(exc).split(";")[0]
         row.summary = envelope.type
-    if row.plan_id is not None:
-        reading.plan(PlanPatch.touch(row.plan_id, envelope.time))
+    reading.touched_plan = row.plan_id
     return reading
 
 

@@ -15,12 +15,13 @@ the envelopes arrive in (and of how they are cut into batches):
 
 The same rules are written in SQL in :mod:`disco_tracker.ingest.repository`
 (``ON CONFLICT DO UPDATE``): a batch is folded here first, one patch per row,
-then merged into the stored row there.
+then merged into the stored row there (the patches go to SQL as JSON as they
+are: their fields are the columns).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Self
 
@@ -161,10 +162,6 @@ class PlanPatch:
         self.started_at = min(self.started_at, other.started_at)
         self.at = max(self.at, other.at)
 
-    def row(self) -> dict[str, Any]:
-        """The patch as a row for the repository (JSON-able values)."""
-        return _row(self)
-
 
 @dataclass(slots=True)
 class TaskPatch:
@@ -234,10 +231,6 @@ class TaskPatch:
             self.cause, self.cause_at = other.cause, other.cause_at or other.at
         self.at = max(self.at, other.at)
 
-    def row(self) -> dict[str, Any]:
-        """The patch as a row for the repository (JSON-able values)."""
-        return _row(self)
-
 
 @dataclass(slots=True)
 class GroupPatch:
@@ -257,10 +250,6 @@ class GroupPatch:
         self.expected = max(self.expected, other.expected)
         self.created_at = min(self.created_at, other.created_at)
 
-    def row(self) -> dict[str, Any]:
-        """The patch as a row for the repository (JSON-able values)."""
-        return _row(self)
-
 
 @dataclass(slots=True)
 class PendingAnswer:
@@ -272,10 +261,6 @@ class PendingAnswer:
     success: bool
     error: dict[str, Any] | None = None
     agent_name: str | None = None
-
-    def row(self) -> dict[str, Any]:
-        """The answer as a row for the repository (JSON-able values)."""
-        return _row(self)
 
     def patch(self, task_id: str, response_event: str | None = None) -> TaskPatch:
         """What this answer says about the task it turned out to answer."""
@@ -304,18 +289,6 @@ class EventCount:
     count: int = 0
     errors: int = 0
 
-    def row(self) -> dict[str, Any]:
-        """The count as a row for the repository (JSON-able values)."""
-        return _row(self)
-
-
-def _row(patch: Any) -> dict[str, Any]:
-    row: dict[str, Any] = {}
-    for item in fields(patch):
-        value = getattr(patch, item.name)
-        row[item.name] = value.isoformat() if isinstance(value, datetime) else value
-    return row
-
 
 @dataclass(slots=True)
 class Fold:
@@ -325,6 +298,16 @@ class Fold:
     tasks: dict[str, TaskPatch] = field(default_factory=dict)
     groups: dict[str, GroupPatch] = field(default_factory=dict)
     counts: dict[tuple[datetime, str, str], EventCount] = field(default_factory=dict)
+
+    def touch(self, plan_id: str, at: datetime) -> None:
+        """Note that plan ``plan_id`` was active at ``at`` (an envelope of it passed)."""
+        existing = self.plans.get(plan_id)
+        if existing is None:
+            self.plans[plan_id] = PlanPatch.touch(plan_id, at)
+        elif at > existing.at:
+            existing.at = at
+        elif at < existing.started_at:
+            existing.started_at = at
 
     def plan(self, patch: PlanPatch) -> None:
         existing = self.plans.get(patch.plan_id)

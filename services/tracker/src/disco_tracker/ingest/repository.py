@@ -242,13 +242,17 @@ def _json(rows: Sequence[Any]) -> str:
 
 
 class IngestRepository:
-    """The ingest's writes, in one tenant-scoped transaction."""
+    """The ingest's writes, in one tenant-scoped transaction.
+
+    Rows are the ingest's dataclasses (timeline rows, patches, counts): their
+    fields are the columns, sent as one JSON array per statement.
+    """
 
     def __init__(self, session: AsyncSession, tenant_id: str) -> None:
         self.session = session
         self.tenant_id = tenant_id
 
-    async def insert_events(self, rows: Sequence[dict[str, Any]]) -> set[str]:
+    async def insert_events(self, rows: Sequence[Any]) -> set[str]:
         """Append timeline rows; the ids of those not seen before (the rest are duplicates)."""
         if not rows:
             return set()
@@ -257,28 +261,28 @@ class IngestRepository:
         )
         return {row[0] for row in result}
 
-    async def upsert_plans(self, rows: Sequence[dict[str, Any]]) -> None:
+    async def upsert_plans(self, rows: Sequence[Any]) -> None:
         """Merge plan patches into their rows."""
         if rows:
             await self.session.execute(
                 _UPSERT_PLANS, {"tenant": self.tenant_id, "rows": _json(rows)}
             )
 
-    async def upsert_tasks(self, rows: Sequence[dict[str, Any]]) -> None:
+    async def upsert_tasks(self, rows: Sequence[Any]) -> None:
         """Merge task patches into their rows."""
         if rows:
             await self.session.execute(
                 _UPSERT_TASKS, {"tenant": self.tenant_id, "rows": _json(rows)}
             )
 
-    async def upsert_groups(self, rows: Sequence[dict[str, Any]]) -> None:
+    async def upsert_groups(self, rows: Sequence[Any]) -> None:
         """Merge fan-out groups into their rows."""
         if rows:
             await self.session.execute(
                 _UPSERT_GROUPS, {"tenant": self.tenant_id, "rows": _json(rows)}
             )
 
-    async def add_counts(self, rows: Sequence[dict[str, Any]]) -> None:
+    async def add_counts(self, rows: Sequence[Any]) -> None:
         """Add per-minute envelope counts."""
         if rows:
             await self.session.execute(_ADD_COUNTS, {"tenant": self.tenant_id, "rows": _json(rows)})
@@ -293,7 +297,7 @@ class IngestRepository:
         )
         return {row[0]: row[1] for row in result}
 
-    async def keep_pending(self, rows: Sequence[dict[str, Any]]) -> None:
+    async def keep_pending(self, rows: Sequence[Any]) -> None:
         """Keep answers whose request has not been seen yet."""
         if rows:
             await self.session.execute(

@@ -78,7 +78,7 @@ async def _apply(
         readings.append(
             read_envelope(item.topic, item.envelope, keep_data=item.size <= data_max_bytes)
         )
-    new = await repository.insert_events([reading.row.row() for reading in readings])
+    new = await repository.insert_events([reading.row for reading in readings])
     outcome.duplicates += len(readings) - len(new)
     fold = Fold()
     unmatched: list[Unmatched] = []
@@ -111,17 +111,17 @@ async def _apply(
                 keep.append(match.answer)
             else:
                 fold.task(match.answer.patch(task_id, match.response_event))
-        await repository.keep_pending([answer.row() for answer in keep])
+        await repository.keep_pending(keep)
     for kept in await repository.claim_pending(requested):
         pending = PendingAnswer(**kept)
         fold.task(pending.patch(requested[pending.correlation_id]))
     # Rows in key order: concurrent writers lock them in the same order (no deadlock).
     plans = [fold.plans[key] for key in sorted(fold.plans)]
     tasks = [fold.tasks[key] for key in sorted(fold.tasks)]
-    await repository.upsert_plans([patch.row() for patch in plans])
-    await repository.upsert_tasks([patch.row() for patch in tasks])
-    await repository.upsert_groups([fold.groups[key].row() for key in sorted(fold.groups)])
-    await repository.add_counts([fold.counts[key].row() for key in sorted(fold.counts)])
+    await repository.upsert_plans(plans)
+    await repository.upsert_tasks(tasks)
+    await repository.upsert_groups([fold.groups[key] for key in sorted(fold.groups)])
+    await repository.add_counts([fold.counts[key] for key in sorted(fold.counts)])
     await repository.append_feed(
         plans=[(patch.plan_id, patch.cause) for patch in plans if patch.cause is not None],
         tasks=[(patch.task_id, patch.cause) for patch in tasks],
