@@ -19,7 +19,6 @@ from disco_common.tracker import (
 from disco_service import IdentityDep, SessionDep, error_responses
 from disco_tracker.deps import PlanIdPath
 from disco_tracker.errors import PlanNotFound
-from disco_tracker.plan_types.repository import PlanTypeRepository
 from disco_tracker.plans import service
 from disco_tracker.plans.repository import PlanRepository
 from disco_tracker.tasks.repository import TaskRepository
@@ -46,11 +45,7 @@ async def list_plans(
 async def get_plan(plan_id: PlanIdPath, session: SessionDep, identity: IdentityDep) -> PlanView:
     """Where a plan stands (state, status, task counts), its registered state machine and
     its moves through it so far."""
-    view = await service.get_plan_view(
-        PlanRepository(session, identity.tenant_id),
-        PlanTypeRepository(session, identity.tenant_id),
-        plan_id,
-    )
+    view = await service.get_plan_view(PlanRepository(session, identity.tenant_id), plan_id)
     if view is None:
         raise _missing(plan_id)
     return view

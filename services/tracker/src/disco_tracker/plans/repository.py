@@ -48,10 +48,24 @@ _GET = text(
     "WHERE p.tenant_id = :tenant AND p.plan_id = :plan_id"
 )
 _EXISTS = text("SELECT 1 FROM tracker.plans WHERE tenant_id = :tenant AND plan_id = :plan_id")
-_TRANSITIONS = text(
-    "SELECT at, data FROM tracker.events "
-    "WHERE tenant_id = :tenant AND plan_id = :plan_id AND event_type = 'plan.state_changed' "
-    "ORDER BY at, seq LIMIT 10000"
+# A plan's view in one round trip: the plan, its moves (its plan.state_changed
+# envelopes, in order) and its registered definition (the version it started
+# with, else the latest).
+_VIEW = text(
+    " ".join(
+        [
+            f"SELECT {_PLAN_COLUMNS},",
+            "(SELECT jsonb_agg(jsonb_build_object('at', e.at, 'data', e.data)",
+            "ORDER BY e.at, e.seq) FROM tracker.events e WHERE e.tenant_id = p.tenant_id",
+            "AND e.plan_id = p.plan_id AND e.event_type = 'plan.state_changed') AS moves,",
+            "(SELECT to_jsonb(d) FROM (SELECT t.plan_type, t.version, t.definition,",
+            "t.content_hash, t.created_at FROM tracker.plan_types t",
+            "WHERE t.tenant_id = p.tenant_id AND t.plan_type = p.plan_type",
+            "ORDER BY t.version IS NOT DISTINCT FROM p.plan_type_version DESC,",
+            "t.sort_key DESC, t.version DESC LIMIT 1) d) AS definition",
+            "FROM tracker.plans p WHERE p.tenant_id = :tenant AND p.plan_id = :plan_id",
+        ]
+    )
 )
 _TREE = text(
     """
@@ -143,12 +157,11 @@ class PlanRepository:
         result = await self.session.execute(statement, params)
         return result.mappings().all()
 
-    async def transitions(self, plan_id: str) -> Sequence[RowMapping]:
-        """The plan's ``plan.state_changed`` envelopes (time and data), in order."""
-        result = await self.session.execute(
-            _TRANSITIONS, {"tenant": self.tenant_id, "plan_id": plan_id}
-        )
-        return result.mappings().all()
+    async def view(self, plan_id: str) -> RowMapping | None:
+        """One plan with its task counts, its moves (``moves``: ``[{at, data}]``) and its
+        registered definition (``definition``), or None."""
+        result = await self.session.execute(_VIEW, {"tenant": self.tenant_id, "plan_id": plan_id})
+        return result.mappings().first()
 
     async def tree(self, plan_id: str) -> Sequence[RowMapping]:
         """The plan and its sub-plans, level by level (at most ``TREE_MAX_NODES``)."""

@@ -15,14 +15,13 @@ from disco_common.tracker import (
     PlanProgressQuery,
     PlanTransition,
     PlanTreeNode,
+    PlanTypeRecord,
     PlanView,
     TaskProgress,
     TaskProgressQuery,
     TimelineEntry,
 )
 from disco_service import Paginator
-from disco_tracker.plan_types.repository import PlanTypeRepository
-from disco_tracker.plan_types.service import get_plan_type
 from disco_tracker.plans.repository import PlanRepository
 from disco_tracker.tasks.repository import TaskRepository
 from disco_tracker.tasks.service import list_plan_tasks
@@ -73,9 +72,9 @@ async def list_plans(repository: PlanRepository, query: PlanProgressQuery) -> Pa
     )
 
 
-def _transition(row: RowMapping) -> PlanTransition | None:
+def _transition(move: dict[str, Any]) -> PlanTransition | None:
     try:
-        data = PlanStateChangedData.model_validate(row["data"])
+        data = PlanStateChangedData.model_validate(move["data"])
     except ValidationError:
         return None  # its data was not kept (too large) or is not a state change
     return PlanTransition(
@@ -83,28 +82,29 @@ def _transition(row: RowMapping) -> PlanTransition | None:
         from_state=data.from_state,
         to_state=data.to_state,
         trigger_event=data.trigger_event,
-        at=row["at"],
+        at=move["at"],
     )
 
 
-async def get_plan_view(
-    repository: PlanRepository, plan_types: PlanTypeRepository, plan_id: str
-) -> PlanView | None:
-    """A plan, its state machine (when its type is registered) and its moves (None if unknown)."""
-    row = await repository.get(plan_id)
+async def get_plan_view(repository: PlanRepository, plan_id: str) -> PlanView | None:
+    """A plan, its state machine (when its type is registered) and its moves (None if unknown).
+
+    The definition is the registered version the plan started with, else the
+    latest version of its plan type.
+    """
+    row = await repository.view(plan_id)
     if row is None:
         return None
     plan = plan_progress(row)
-    definition = None
-    if plan.plan_type is not None:
-        if plan.plan_type_version is not None:
-            definition = await get_plan_type(plan_types, plan.plan_type, plan.plan_type_version)
-        if definition is None:
-            definition = await get_plan_type(plan_types, plan.plan_type)
-    moves = [m for m in map(_transition, await repository.transitions(plan_id)) if m is not None]
+    definition = row["definition"]
+    moves = [m for m in map(_transition, row["moves"] or []) if m is not None]
     # In history order when the planner said it (moves of one handling share a time).
     moves.sort(key=lambda m: (m.step if m.step is not None else -1, m.at))
-    return PlanView(plan=plan, definition=definition, transitions=moves)
+    return PlanView(
+        plan=plan,
+        definition=PlanTypeRecord.model_validate(definition) if definition else None,
+        transitions=moves,
+    )
 
 
 async def get_tree(repository: PlanRepository, plan_id: str) -> PlanTreeNode | None:

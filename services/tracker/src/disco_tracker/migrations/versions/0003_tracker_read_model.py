@@ -133,6 +133,11 @@ def upgrade() -> None:
     op.execute(
         "CREATE INDEX plans_listing_idx ON tracker.plans (tenant_id, started_at DESC, plan_id DESC)"
     )
+    # Listing by status (failed, paused...) without walking every plan.
+    op.execute(
+        "CREATE INDEX plans_status_idx "
+        "ON tracker.plans (tenant_id, status, started_at DESC, plan_id DESC)"
+    )
     op.execute(
         "CREATE INDEX plans_parent_idx ON tracker.plans (tenant_id, parent_plan_id) "
         "WHERE parent_plan_id IS NOT NULL"
