@@ -108,6 +108,9 @@ async def test_the_demo_planner_and_fan_out_worker_show_as_they_ran(
     assert shipping.requested_by == "e2e-holiday-planner"
     assert all(t.parent_task_id == shipping.task_id for t in tasks[2:])
     assert all(t.duration_ms is not None for t in tasks)
+    # The worker's task took as long as its slowest carrier at least (it spans the fan-out).
+    assert shipping.duration_ms is not None
+    assert shipping.duration_ms >= max(t.duration_ms or 0 for t in tasks[2:])
     # The sub-plan: the demo's trip planner, found a flight and booked it.
     assert [(c.plan_type, c.status.value) for c in tree.children] == [("trip", "completed")]
     assert trip.plan.parent_plan_id == plan_id
