@@ -106,6 +106,10 @@ async def main() -> int:
                     for step in record.context.history:
                         cause = f"  (on {step.event_type})" if step.event_type else ""
                         print(f"   {step.from_state or '·'} -> {step.to_state}{cause}")
+                print(
+                    f"\n   what the tracker saw: DISCO_TENANT_ID=default uv run disco plans show "
+                    f"{trip.plan_id}"
+                )
         finally:
             for agent in agents:
                 await agent.stop(grace=5)
