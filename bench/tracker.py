@@ -44,6 +44,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -319,6 +320,11 @@ class Scrape:
             values.get("disco_tracker_ingest_last_event_timestamp_seconds", 0.0),
         )
 
+    async def until(self, done: Callable[[float], bool]) -> None:
+        """Poll until ``done(envelopes applied)`` holds."""
+        while not done((await self.read())[0]):  # noqa: ASYNC110 - polling another process
+            await asyncio.sleep(0.1)
+
     async def close(self) -> None:
         await self.client.aclose()
 
@@ -395,8 +401,7 @@ async def ingest(args: argparse.Namespace, tracker: Tracker, bootstrap: str, pre
             await asyncio.sleep(max(0.0, next_send - time.perf_counter()))
         publish_end = time.perf_counter()
         in_window = (await scrape.read())[0] - base
-        while (await scrape.read())[0] - base < sent:
-            await asyncio.sleep(0.1)
+        await scrape.until(lambda done: done - base >= sent)
         caught_up = time.perf_counter() - publish_end
         stop.set()
         await sampler
@@ -585,7 +590,8 @@ async def reads(args: argparse.Namespace, tracker: Tracker) -> None:
         ]
         print()
         print(
-            f"reads at {args.plans:,} plans and {args.timeline_rows:,} timeline rows (HTTP, auth, RLS, JSON)"
+            f"reads at {args.plans:,} plans and {args.timeline_rows:,} timeline rows "
+            "(HTTP, auth, RLS, JSON)"
         )
         line("plan view GET /plans/{id}", views)
         line("plan list GET /plans (50)", lists)
