@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from disco_tracker.background import in_background
 from disco_tracker.ingest.repository import FEED_CHANNEL
 
 if TYPE_CHECKING:
@@ -94,10 +95,5 @@ async def _listen(state: TrackerState) -> None:
 @asynccontextmanager
 async def feed_listener(state: TrackerState) -> AsyncIterator[None]:
     """Lifespan hook: listen for feed notifications for the service's lifetime."""
-    task = asyncio.create_task(_listen(state), name="tracker-feed-listener")
-    try:
+    async with in_background(_listen(state), "tracker-feed-listener"):
         yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task

@@ -13,8 +13,8 @@ from contextlib import asynccontextmanager
 from disco.bus import BusConsumer
 from disco_common.envelope import Envelope
 from disco_common.topics import Topic
+from disco_tracker.background import periodically
 from disco_tracker.hitl.service import handle_notification, sweep_timeouts
-from disco_tracker.periodic import periodically
 from disco_tracker.state import TrackerState
 
 __all__ = ["hitl_watch"]

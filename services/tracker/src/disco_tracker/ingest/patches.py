@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 __all__ = [
     "EventCount",
@@ -47,14 +47,6 @@ def _min(current: datetime | None, new: datetime | None) -> datetime | None:
     if new is None:
         return current
     return min(current, new)
-
-
-def _max(current: datetime | None, new: datetime | None) -> datetime | None:
-    if current is None:
-        return new
-    if new is None:
-        return current
-    return max(current, new)
 
 
 def later_live(
@@ -89,13 +81,71 @@ def _later_state(
     return new > current
 
 
-@dataclass(slots=True)
-class PlanPatch:
+@dataclass(slots=True, kw_only=True)
+class _Lifecycle:
+    """What plan and task patches share: the rules for ids, live and final status, times.
+
+    Subclasses name their columns for each rule (:attr:`SET_ONCE`, and the
+    columns that travel with the live and the final status); the repository
+    writes the same rules in SQL from the same names.
+    """
+
+    SET_ONCE: ClassVar[tuple[str, ...]] = ()
+    """Columns set by the first envelope that has them."""
+    WITH_LIVE: ClassVar[tuple[str, ...]] = ()
+    """Columns that change with the live status (from the same envelope)."""
+    WITH_FINAL: ClassVar[tuple[str, ...]] = ()
+    """Columns that change with the final status (from the same envelope)."""
+
+    at: datetime
+    """The latest time of the envelopes folded in (the row's ``updated_at``)."""
+    live_status: str | None = None
+    live_at: datetime | None = None
+    final_status: str | None = None
+    final_at: datetime | None = None
+    error: dict[str, Any] | None = None
+    cause: str | None = None
+    """The event type of the latest envelope folded in that changed the row (for the feed)."""
+    cause_at: datetime | None = None
+
+    def _merge_lifecycle(self, other: Self) -> None:
+        for name in self.SET_ONCE:
+            if getattr(self, name) is None:
+                setattr(self, name, getattr(other, name))
+        if later_live(self.live_at, self.live_status, other.live_at, other.live_status):
+            self.live_status, self.live_at = other.live_status, other.live_at
+            for name in self.WITH_LIVE:
+                setattr(self, name, getattr(other, name))
+        if earlier_final(self.final_at, self.final_status, other.final_at, other.final_status):
+            self.final_status, self.final_at = other.final_status, other.final_at
+            for name in self.WITH_FINAL:
+                setattr(self, name, getattr(other, name))
+        if other.cause is not None and (
+            self.cause_at is None or (other.cause_at or other.at) >= self.cause_at
+        ):
+            self.cause, self.cause_at = other.cause, other.cause_at or other.at
+        self.at = max(self.at, other.at)
+
+
+@dataclass(slots=True, kw_only=True)
+class PlanPatch(_Lifecycle):
     """What envelopes say about one plan."""
 
+    SET_ONCE = (
+        "plan_type",
+        "plan_type_version",
+        "goal_event",
+        "goal_task_id",
+        "session_id",
+        "parent_plan_id",
+        "agent_name",
+        "agent_id",
+        "initial_state",
+    )
+    WITH_LIVE = ("pause_reason",)
+    WITH_FINAL = ("final_state", "error")
+
     plan_id: str
-    at: datetime
-    """The latest time of the envelopes folded in (the plan's ``updated_at``)."""
     started_at: datetime
     """The earliest time of the envelopes folded in."""
     plan_type: str | None = None
@@ -107,19 +157,11 @@ class PlanPatch:
     agent_name: str | None = None
     agent_id: str | None = None
     initial_state: str | None = None
-    live_status: str | None = None
-    live_at: datetime | None = None
     pause_reason: str | None = None
-    final_status: str | None = None
-    final_at: datetime | None = None
     final_state: str | None = None
-    error: dict[str, Any] | None = None
     state: str | None = None
     state_step: int = -1
     state_at: datetime | None = None
-    cause: str | None = None
-    """The event type of the latest ``plan.*`` envelope folded in (None: no plan event)."""
-    cause_at: datetime | None = None
 
     @classmethod
     def touch(cls, plan_id: str, at: datetime) -> Self:
@@ -128,24 +170,7 @@ class PlanPatch:
 
     def merge(self, other: PlanPatch) -> None:
         """Fold ``other`` (about the same plan) into this patch."""
-        for name in (
-            "plan_type",
-            "plan_type_version",
-            "goal_event",
-            "goal_task_id",
-            "session_id",
-            "parent_plan_id",
-            "agent_name",
-            "agent_id",
-            "initial_state",
-        ):
-            setattr(self, name, _first(getattr(self, name), getattr(other, name)))
-        if later_live(self.live_at, self.live_status, other.live_at, other.live_status):
-            self.live_status, self.live_at = other.live_status, other.live_at
-            self.pause_reason = other.pause_reason
-        if earlier_final(self.final_at, self.final_status, other.final_at, other.final_status):
-            self.final_status, self.final_at = other.final_status, other.final_at
-            self.final_state, self.error = other.final_state, other.error
+        self._merge_lifecycle(other)
         if _later_state(
             (self.state_step, self.state_at, self.state),
             (other.state_step, other.state_at, other.state),
@@ -155,20 +180,27 @@ class PlanPatch:
                 other.state_step,
                 other.state_at,
             )
-        if other.cause is not None and (
-            self.cause_at is None or (other.cause_at or other.at) >= self.cause_at
-        ):
-            self.cause, self.cause_at = other.cause, other.cause_at or other.at
         self.started_at = min(self.started_at, other.started_at)
-        self.at = max(self.at, other.at)
 
 
-@dataclass(slots=True)
-class TaskPatch:
+@dataclass(slots=True, kw_only=True)
+class TaskPatch(_Lifecycle):
     """What envelopes say about one task (a request and its answer)."""
 
+    SET_ONCE = (
+        "plan_id",
+        "parent_task_id",
+        "parallel_group_id",
+        "event_type",
+        "response_event",
+        "correlation_id",
+        "agent_name",
+        "agent_id",
+        "requested_by",
+    )
+    WITH_FINAL = ("error", "reported_duration_ms")
+
     task_id: str
-    at: datetime
     first_seen_at: datetime
     plan_id: str | None = None
     parent_task_id: str | None = None
@@ -179,44 +211,17 @@ class TaskPatch:
     agent_name: str | None = None
     agent_id: str | None = None
     requested_by: str | None = None
-    live_status: str | None = None
-    live_at: datetime | None = None
     progress: float | None = None
     message: str | None = None
     progress_at: datetime | None = None
-    final_status: str | None = None
-    final_at: datetime | None = None
-    error: dict[str, Any] | None = None
     reported_duration_ms: float | None = None
     starts: int = 0
     requested_at: datetime | None = None
     started_at: datetime | None = None
-    cause: str | None = None
-    cause_at: datetime | None = None
 
     def merge(self, other: TaskPatch) -> None:
         """Fold ``other`` (about the same task) into this patch."""
-        # Spelled out: this runs for most envelopes (getattr loops cost twice as much).
-        if self.plan_id is None:
-            self.plan_id = other.plan_id
-        if self.parent_task_id is None:
-            self.parent_task_id = other.parent_task_id
-        if self.parallel_group_id is None:
-            self.parallel_group_id = other.parallel_group_id
-        if self.event_type is None:
-            self.event_type = other.event_type
-        if self.response_event is None:
-            self.response_event = other.response_event
-        if self.correlation_id is None:
-            self.correlation_id = other.correlation_id
-        if self.agent_name is None:
-            self.agent_name = other.agent_name
-        if self.agent_id is None:
-            self.agent_id = other.agent_id
-        if self.requested_by is None:
-            self.requested_by = other.requested_by
-        if later_live(self.live_at, self.live_status, other.live_at, other.live_status):
-            self.live_status, self.live_at = other.live_status, other.live_at
+        self._merge_lifecycle(other)
         if other.progress_at is not None and (
             self.progress_at is None or other.progress_at > self.progress_at
         ):
@@ -225,18 +230,10 @@ class TaskPatch:
                 other.message,
                 other.progress_at,
             )
-        if earlier_final(self.final_at, self.final_status, other.final_at, other.final_status):
-            self.final_status, self.final_at = other.final_status, other.final_at
-            self.error, self.reported_duration_ms = other.error, other.reported_duration_ms
         self.starts += other.starts
         self.requested_at = _min(self.requested_at, other.requested_at)
         self.started_at = _min(self.started_at, other.started_at)
         self.first_seen_at = min(self.first_seen_at, other.first_seen_at)
-        if other.cause is not None and (
-            self.cause_at is None or (other.cause_at or other.at) >= self.cause_at
-        ):
-            self.cause, self.cause_at = other.cause, other.cause_at or other.at
-        self.at = max(self.at, other.at)
 
 
 @dataclass(slots=True)

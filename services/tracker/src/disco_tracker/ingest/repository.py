@@ -15,6 +15,8 @@ import pydantic_core
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from disco_tracker.ingest.patches import PlanPatch, TaskPatch
+
 __all__ = ["FEED_CHANNEL", "IngestRepository"]
 
 FEED_CHANNEL = "disco_tracker_feed"
@@ -84,19 +86,9 @@ _PLANS_INSERT = """
 """
 _PLANS_MERGE = ",\n".join(
     [
-        _set_once(
-            "plan_type",
-            "plan_type_version",
-            "goal_event",
-            "goal_task_id",
-            "session_id",
-            "parent_plan_id",
-            "agent_name",
-            "agent_id",
-            "initial_state",
-        ),
-        _when(_LATER_LIVE, "live_status", "live_at", "pause_reason"),
-        _when(_EARLIER_FINAL, "final_status", "final_at", "final_state", "error"),
+        _set_once(*PlanPatch.SET_ONCE),
+        _when(_LATER_LIVE, "live_status", "live_at", *PlanPatch.WITH_LIVE),
+        _when(_EARLIER_FINAL, "final_status", "final_at", *PlanPatch.WITH_FINAL),
         _when(_LATER_STATE, "state", "state_step", "state_at"),
         "started_at = LEAST(t.started_at, EXCLUDED.started_at)",
         "updated_at = GREATEST(t.updated_at, EXCLUDED.updated_at)",
@@ -127,18 +119,8 @@ _TASKS_INSERT = """
 """
 _TASKS_MERGE = ",\n".join(
     [
-        _set_once(
-            "plan_id",
-            "parent_task_id",
-            "parallel_group_id",
-            "event_type",
-            "response_event",
-            "correlation_id",
-            "agent_name",
-            "agent_id",
-            "requested_by",
-        ),
-        _when(_LATER_LIVE, "live_status", "live_at"),
+        _set_once(*TaskPatch.SET_ONCE),
+        _when(_LATER_LIVE, "live_status", "live_at", *TaskPatch.WITH_LIVE),
         _when(
             "(EXCLUDED.progress_at IS NOT NULL AND (t.progress_at IS NULL "
             "OR EXCLUDED.progress_at > t.progress_at))",
@@ -146,7 +128,7 @@ _TASKS_MERGE = ",\n".join(
             "message",
             "progress_at",
         ),
-        _when(_EARLIER_FINAL, "final_status", "final_at", "error", "reported_duration_ms"),
+        _when(_EARLIER_FINAL, "final_status", "final_at", *TaskPatch.WITH_FINAL),
         "starts = t.starts + EXCLUDED.starts",
         "requested_at = LEAST(t.requested_at, EXCLUDED.requested_at)",
         "started_at = LEAST(t.started_at, EXCLUDED.started_at)",

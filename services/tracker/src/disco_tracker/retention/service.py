@@ -17,7 +17,7 @@ from sqlalchemy import text
 
 from disco_common.ids import utcnow
 from disco_service import Database
-from disco_tracker.periodic import periodically
+from disco_tracker.background import periodically
 from disco_tracker.state import TrackerState
 
 __all__ = ["retention_sweeper", "sweep_expired"]
