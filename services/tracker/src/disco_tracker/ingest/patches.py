@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Protocol, Self, TypeVar
 
 __all__ = [
     "EventCount",
@@ -314,25 +314,16 @@ class Fold:
             existing.started_at = at
 
     def plan(self, patch: PlanPatch) -> None:
-        existing = self.plans.get(patch.plan_id)
-        if existing is None:
-            self.plans[patch.plan_id] = patch
-        else:
-            existing.merge(patch)
+        """Merge what an envelope says about a plan."""
+        _put(self.plans, patch.plan_id, patch)
 
     def task(self, patch: TaskPatch) -> None:
-        existing = self.tasks.get(patch.task_id)
-        if existing is None:
-            self.tasks[patch.task_id] = patch
-        else:
-            existing.merge(patch)
+        """Merge what an envelope says about a task."""
+        _put(self.tasks, patch.task_id, patch)
 
     def group(self, patch: GroupPatch) -> None:
-        existing = self.groups.get(patch.group_id)
-        if existing is None:
-            self.groups[patch.group_id] = patch
-        else:
-            existing.merge(patch)
+        """Merge what an envelope says about a fan-out group."""
+        _put(self.groups, patch.group_id, patch)
 
     def count(self, at: datetime, topic: str, event_type: str, *, error: bool) -> None:
         minute = at.replace(second=0, microsecond=0)
@@ -343,3 +334,18 @@ class Fold:
         counter.count += 1
         if error:
             counter.errors += 1
+
+
+class _Mergeable(Protocol):
+    def merge(self, other: Self, /) -> None: ...
+
+
+MergeableT = TypeVar("MergeableT", bound=_Mergeable)
+
+
+def _put(rows: dict[str, MergeableT], key: str, patch: MergeableT) -> None:
+    existing = rows.get(key)
+    if existing is None:
+        rows[key] = patch
+    else:
+        existing.merge(patch)
