@@ -168,6 +168,10 @@ async def test_a_question_that_times_out_fails_the_task_and_the_plan_takes_its_t
             lambda: tracker.get_task(review.task_id),
             lambda v: v is not None and v.task.status == "failed",
         )
+        timeline = await _eventually(
+            lambda: _all(tracker.iter_timeline(plan_id)),
+            lambda entries: any(e.event_type == "e2e.timeout.review.answer" for e in entries),
+        )
 
     assert review_view is not None
     task = review_view.task
@@ -177,6 +181,11 @@ async def test_a_question_that_times_out_fails_the_task_and_the_plan_takes_its_t
     assert [w.status.value for w in review_view.waits] == ["timed_out"]
     assert review_view.waits[0].timeout_seconds == 1
     assert view.plan.current_state == "timed_out"
+    # The question and its timeout are in the plan's history, in order.
+    kinds = [e.event_type for e in timeline]
+    asked = kinds.index("notification.human_input")
+    assert asked < kinds.index("task.timeout") < kinds.index("e2e.timeout.review.judged")
+    assert timeline[asked].summary == "question to a human: Approve 'Q3 report'?"
     last = view.transitions[-1]
     assert (last.from_state, last.to_state, last.trigger_event) == (
         "reviewing",

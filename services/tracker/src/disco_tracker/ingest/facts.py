@@ -51,7 +51,15 @@ from disco_tracker.ingest.patches import (
     TaskPatch,
 )
 
-__all__ = ["EventRow", "Problem", "Reading", "Unmatched", "agent_of", "read_envelope"]
+__all__ = [
+    "EventRow",
+    "Problem",
+    "Reading",
+    "Unmatched",
+    "agent_of",
+    "read_envelope",
+    "timeline_row",
+]
 
 _AGENT_SOURCE = "disco://agent/"
 _LIVE_TASK_STATUSES = frozenset({TaskStatus.RUNNING, TaskStatus.WAITING})
@@ -149,6 +157,26 @@ def _error(value: Any) -> dict[str, Any] | None:
     return dict(value)
 
 
+def timeline_row(
+    topic: str, envelope: Envelope, *, keep_data: bool, summary: str | None = None
+) -> EventRow:
+    """The timeline row of ``envelope`` as it came (no summary unless given)."""
+    return EventRow(
+        event_id=envelope.id,
+        topic=topic,
+        event_type=envelope.type,
+        source=envelope.source,
+        at=envelope.time,
+        agent_name=agent_of(envelope.source),
+        plan_id=envelope.plan_id,
+        task_id=envelope.task_id,
+        correlation_id=envelope.correlation_id,
+        causation_id=envelope.causation_id,
+        summary=summary,
+        data=envelope.data if keep_data else None,
+    )
+
+
 def read_envelope(topic: str, envelope: Envelope, *, keep_data: bool) -> Reading:
     """What ``envelope`` (consumed on ``topic``) says.
 
@@ -162,21 +190,8 @@ def read_envelope(topic: str, envelope: Envelope, *, keep_data: bool) -> Reading
         is one that names no task; and the :class:`Problem` when its data could
         not be read (it says nothing but its row and count then).
     """
-    source_agent = agent_of(envelope.source)
-    row = EventRow(
-        event_id=envelope.id,
-        topic=topic,
-        event_type=envelope.type,
-        source=envelope.source,
-        at=envelope.time,
-        agent_name=source_agent,
-        plan_id=envelope.plan_id,
-        task_id=envelope.task_id,
-        correlation_id=envelope.correlation_id,
-        causation_id=envelope.causation_id,
-        summary=None,
-        data=envelope.data if keep_data else None,
-    )
+    row = timeline_row(topic, envelope, keep_data=keep_data)
+    source_agent = row.agent_name
     reading = Reading(topic, row)
     fold = reading
     try:

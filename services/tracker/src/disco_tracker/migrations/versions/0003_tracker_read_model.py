@@ -4,7 +4,8 @@ The tracker's ingest consumer builds these tables from `system-events`,
 `action-requests` and `action-results`, idempotently:
 
 - `events` is the timeline: one compact row per envelope consumed, keyed by
-  (tenant, envelope id). Inserting it is also the deduplication: an envelope
+  (tenant, envelope id); `seq` (order of arrival) only breaks ties of time, so
+  its values are drawn a hundred at a time. Inserting it is also the deduplication: an envelope
   whose row exists changed the read model already and is skipped, in the same
   transaction as the read-model writes.
 - `plans` and `tasks` keep, per field, a rule that gives the same row whatever
@@ -72,7 +73,7 @@ def upgrade() -> None:
         CREATE TABLE tracker.events (
             tenant_id       text        NOT NULL CHECK (tenant_id <> ''),
             event_id        text        NOT NULL,
-            seq             bigint      GENERATED ALWAYS AS IDENTITY,
+            seq             bigint      GENERATED ALWAYS AS IDENTITY (CACHE 100),
             topic           text        NOT NULL,
             event_type      text        NOT NULL,
             source          text        NOT NULL,
