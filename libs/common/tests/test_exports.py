@@ -238,6 +238,7 @@ EXPECTED = [
     "json_hash",
     "new_id",
     "parse_system_event_data",
+    "semver_sort_key",
     "strip_prefix",
     "text_hash",
     "topic_name",

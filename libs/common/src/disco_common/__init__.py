@@ -53,6 +53,7 @@ from disco_common.ids import (
     TraceParent,
     UtcDatetime,
     new_id,
+    semver_sort_key,
     utcnow,
 )
 from disco_common.memory import (
@@ -471,6 +472,7 @@ __all__ = [
     "json_hash",
     "new_id",
     "parse_system_event_data",
+    "semver_sort_key",
     "strip_prefix",
     "text_hash",
     "topic_name",
