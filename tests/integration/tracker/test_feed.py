@@ -84,9 +84,15 @@ async def test_the_feed_delivers_plan_and_task_changes_live(tracker: TrackerApp)
     tenant = tracker.new_tenant()
     scenario = _scenario(tenant)
 
+    every_task = {scenario.action_task_id, *scenario.sub_task_ids}
+
+    def all_done(seen: list[FeedEvent]) -> bool:
+        finished = {e.task_id for e in seen if e.kind == "task" and e.status == "completed"}
+        return _plan_done(scenario.plan_id)(seen) and every_task <= finished
+
     async with Follower(_client(tracker.url, tenant), after=0) as follower:
         await tracker.publish(scenario.envelopes)
-        seen = await follower.until(_plan_done(scenario.plan_id))
+        seen = await follower.until(all_done)
 
     ids = [e.id for e in seen]
     assert ids == sorted(ids)
