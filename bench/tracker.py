@@ -50,7 +50,7 @@ from pathlib import Path
 
 import asyncpg
 import httpx
-from _common import BusyCores, LeanHttp, create_database, percentile, wait_ready
+from _common import BusyCores, LeanHttp, cpu_seconds, create_database, percentile, wait_ready
 from aiokafka import AIOKafkaProducer
 
 from disco._dev.broker import EmbeddedBroker
@@ -299,6 +299,40 @@ class Tracker:
         self.process = None
 
 
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+class Cpu:
+    """CPU seconds used by each part (tracker, Postgres, broker, this load generator)."""
+
+    def __init__(self, parts: dict[str, Callable[[], list[int]]]) -> None:
+        self.parts = parts
+        self._start: dict[str, float] = {}
+
+    def _now(self) -> dict[str, float]:
+        return {name: sum(cpu_seconds(pid) for pid in pids()) for name, pids in self.parts.items()}
+
+    def start(self) -> None:
+        self._start = self._now()
+
+    def report(self, envelopes: int) -> str:
+        used = {name: value - self._start.get(name, 0.0) for name, value in self._now().items()}
+        return (
+            ", ".join(f"{name} {seconds / envelopes * 1e6:.0f}" for name, seconds in used.items())
+            + " µs of CPU per envelope"
+        )
+
+
 class Scrape:
     """The tracker's own ingest counters, from its ``/metrics`` (cheap to read often)."""
 
@@ -332,7 +366,9 @@ class Scrape:
 # -- ingest figures ----------------------------------------------------------------------
 
 
-async def ingest(args: argparse.Namespace, tracker: Tracker, bootstrap: str, prefix: str) -> None:
+async def ingest(
+    args: argparse.Namespace, tracker: Tracker, bootstrap: str, prefix: str, cpu: Cpu
+) -> None:
     traffic = Traffic(prefix)
     async with BusClient(BusSettings(kafka_bootstrap=bootstrap, topic_prefix=prefix)) as bus:
         await bus.ensure_topics()
@@ -353,6 +389,7 @@ async def ingest(args: argparse.Namespace, tracker: Tracker, bootstrap: str, pre
             f"published a backlog of {total:,} envelopes in {time.perf_counter() - started:.1f} s "
             "(tracker stopped)"
         )
+        cpu.start()
         await tracker.start()
         cores = BusyCores()
         first_at: float | None = None
@@ -370,6 +407,7 @@ async def ingest(args: argparse.Namespace, tracker: Tracker, bootstrap: str, pre
             f"{'backlog drain':<34} {total / elapsed:>8,.0f} envelopes/s applied "
             f"({total:,} in {elapsed:.1f} s from the first batch applied; {busy:.2f} cores busy)"
         )
+        print(f"{'':<34} {cpu.report(total)}")
 
         # 2. A steady stream at --rate.
         base = (await scrape.read())[0]
@@ -388,6 +426,7 @@ async def ingest(args: argparse.Namespace, tracker: Tracker, bootstrap: str, pre
 
         sampler = asyncio.create_task(sample())
         cores.start()
+        cpu.start()
         started = time.perf_counter()
         deadline = started + args.seconds
         next_send = started
@@ -417,6 +456,7 @@ async def ingest(args: argparse.Namespace, tracker: Tracker, bootstrap: str, pre
             f"during the stream; all applied {caught_up:.2f} s after the last was sent "
             f"({busy:.2f} cores busy, load generator included)"
         )
+        print(f"{'':<34} {cpu.report(sent)}")
         if lags:
             print(
                 f"{'steady stream: lag':<34} p50 {percentile(lags, 0.5) * 1000:6.0f} ms   "
@@ -603,13 +643,23 @@ async def reads(args: argparse.Namespace, tracker: Tracker) -> None:
 
 
 async def bench(
-    args: argparse.Namespace, admin_url: str, app_url: str, bootstrap: str, folder: Path
+    args: argparse.Namespace,
+    admin_url: str,
+    app_url: str,
+    bootstrap: str,
+    folder: Path,
+    pids: dict[str, Callable[[], list[int]]],
 ) -> None:
     prefix = f"bench{uuid.uuid4().hex[:6]}."
     tracker = Tracker(app_url, bootstrap, prefix, folder / "tracker.log")
     admin = await asyncpg.connect(admin_url)
     try:
-        await ingest(args, tracker, bootstrap, prefix)
+        parts = {
+            "tracker": lambda: [tracker.process.pid] if tracker.process is not None else [],
+            **pids,
+            "load generator": lambda: [os.getpid()],
+        }
+        await ingest(args, tracker, bootstrap, prefix, Cpu(parts))
         await seed(admin, args.plans, args.timeline_rows)
         await reads(args, tracker)
     finally:
@@ -652,7 +702,19 @@ def main() -> None:
             admin_url = with_database(server_url, database)
             app_url = with_user(admin_url, "disco_app", "disco_app")
             upgrade(admin_url, app_url, services=("tracker",))
-            asyncio.run(bench(args, admin_url, app_url, bootstrap, folder))
+            pids: dict[str, Callable[[], list[int]]] = {}
+            if postgres is not None:
+                pg_dir = folder / "pg"
+
+                def postgres_pids() -> list[int]:
+                    head = int((pg_dir / "postmaster.pid").read_text().split()[0])
+                    return [head, *_children(head)]
+
+                pids["postgres"] = postgres_pids
+            if broker is not None and broker.pid is not None:
+                broker_pid = broker.pid
+                pids["broker"] = lambda: [broker_pid]
+            asyncio.run(bench(args, admin_url, app_url, bootstrap, folder, pids))
         finally:
             if broker is not None:
                 broker.stop()

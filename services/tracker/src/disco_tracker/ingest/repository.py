@@ -220,7 +220,9 @@ _APPEND_FEED = text(
 
 
 def _json(rows: Sequence[Any]) -> str:
-    return pydantic_core.to_json(rows).decode()
+    # Unset fields left out: jsonb_to_recordset reads a missing key as NULL, and most of a
+    # patch's fields are unset (less to write here, less to parse there).
+    return pydantic_core.to_json(rows, exclude_none=True).decode()
 
 
 class IngestRepository:
