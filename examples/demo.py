@@ -177,6 +177,10 @@ async def main() -> int:
                     for step in record.context.history:
                         cause = f"  (on {step.event_type})" if step.event_type else ""
                         print(f"   {step.from_state or '·'} -> {step.to_state}{cause}")
+                print(
+                    f"\n   what the tracker saw: DISCO_TENANT_ID=default uv run disco plans show "
+                    f"{trip.plan_id}"
+                )
 
             await ask_the_assistant(caller)
         finally:

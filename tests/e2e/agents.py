@@ -386,6 +386,95 @@ def relay_planner() -> list[Agent]:
     return [planner]
 
 
+HOLIDAY = PlanDefinition(
+    plan_type="e2e.holiday",
+    description="Plan a trip (a sub-plan of the demo's trip planner), then ship the luggage.",
+    states=[
+        StateConfig(state_name="start", default_next="trip"),
+        StateConfig(
+            state_name="trip",
+            action=StateAction(
+                event_type="trip.requested",
+                response_event="e2e.holiday.trip.planned",
+                data={"city": "{goal_data.city}"},
+            ),
+            transitions=[StateTransition(on_event="e2e.holiday.trip.planned", to_state="shipping")],
+        ),
+        StateConfig(
+            state_name="shipping",
+            action=StateAction(
+                event_type="shipping.quote.requested",
+                response_event="e2e.holiday.shipped",
+                data={"kg": 2.0},
+            ),
+            transitions=[StateTransition(on_event="e2e.holiday.shipped", to_state="done")],
+        ),
+        StateConfig(state_name="done", is_terminal=True),
+    ],
+)
+
+TIMEOUT_REVIEW = PlanDefinition(
+    plan_type="e2e.timeout.review",
+    description="Ask a reviewer, who asks a human with a timeout; nobody answers.",
+    states=[
+        StateConfig(state_name="start", default_next="reviewing"),
+        StateConfig(
+            state_name="reviewing",
+            action=StateAction(
+                event_type="e2e.timeout.review.requested",
+                response_event="e2e.timeout.review.judged",
+                data={"title": "{goal_data.title}"},
+            ),
+            transitions=[
+                StateTransition(
+                    on_event="e2e.timeout.review.judged", to_state="approved", condition="success"
+                ),
+                StateTransition(on_event="e2e.timeout.review.judged", to_state="timed_out"),
+            ],
+        ),
+        StateConfig(state_name="approved", is_terminal=True),
+        StateConfig(state_name="timed_out", is_terminal=True, description="Nobody answered."),
+    ],
+)
+
+
+def tracker_demo() -> list[Agent]:
+    """The demo's fan-out worker and trip planner (examples/), a planner that nests them,
+    and a plan whose reviewer's question to a human times out."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+    import parallel_worker
+    import travel_planner
+
+    from disco_common.tasks import ErrorInfo
+
+    holiday = Planner("e2e-holiday-planner")
+    holiday.add_plan("e2e.holiday.goal", HOLIDAY)
+    review = Planner("e2e-timeout-planner")
+    review.add_plan("e2e.timeout.goal", TIMEOUT_REVIEW)
+    reviewer = Worker("e2e-timeout-reviewer")
+
+    @reviewer.on_task("e2e.timeout.review.requested")
+    async def ask(task: TaskContext[Any]) -> None:
+        await task.request_human_input(
+            f"Approve {task.data['title']!r}?",  # type: ignore[index,call-overload]
+            response_event="e2e.timeout.review.answer",
+            timeout_seconds=1,
+        )
+
+    @reviewer.on_human_input("e2e.timeout.review.answer")
+    async def decide(result: ResultContext) -> None:
+        task = await result.restore_task()
+        if result.timed_out:
+            await task.fail(ErrorInfo(type="hitl_timeout", message="nobody answered in time"))
+        else:
+            await task.complete({"approved": result.answer == "yes"})
+
+    return [*parallel_worker.AGENTS, *travel_planner.AGENTS, holiday, review, reviewer]
+
+
 ROLES = {
     "tools": tools,
     "workers": workers,
@@ -394,5 +483,6 @@ ROLES = {
     "gatherer": gatherer,
     "relay": relay,
     "relay-planner": relay_planner,
+    "tracker-demo": tracker_demo,
     **RUNTIME_ROLES,
 }

@@ -27,7 +27,7 @@ PACKAGES = {
 HEADS = {
     "registry": "registry_0003",
     "memory": "memory_0003",
-    "tracker": "tracker_0002",
+    "tracker": "tracker_0003",
     "gateway": "gateway_0001",
 }
 

@@ -602,9 +602,45 @@ EXAMPLES: list[BaseModel] = [
             )
         ],
     ),
-    dc.AgentMetrics(agent_name="analyzer", tasks_started=10, tasks_completed=9, tasks_failed=1),
-    dc.EventTypeMetrics(event_type="calculate.requested", topic="action-requests", count=42),
-    dc.PlanProgressQuery(status=dc.PlanStatus.PAUSED),
+    dc.AgentMetrics(
+        agent_name="analyzer",
+        count=10,
+        errors=1,
+        timed_out=1,
+        p50_duration_ms=12.5,
+        p99_duration_ms=80.0,
+        window_start=T0,
+        window_end=T1,
+    ),
+    dc.EventTypeMetrics(
+        event_type="calculate.requested",
+        topic="action-requests",
+        count=42,
+        window_start=T0,
+        window_end=T1,
+    ),
+    dc.PlanProgressQuery(status=dc.PlanStatus.PAUSED, plan_type="trip", started_after=T0),
+    dc.PlanTypeRecord(
+        plan_type="research.plan",
+        version="1.0.0",
+        definition=PLAN_DEFINITION,
+        content_hash="ab" * 32,
+        created_at=T0,
+    ),
+    dc.PlanView(
+        plan=dc.PlanProgress(plan_id="plan-1", status=dc.PlanStatus.COMPLETED, updated_at=T1),
+        transitions=[dc.PlanTransition(step=0, to_state="start", at=T0)],
+    ),
+    dc.TaskView(
+        task=dc.TaskProgress(task_id="task-1", status=dc.TaskStatus.WAITING, updated_at=T1),
+        sub_tasks=[SUB_TASK_PROGRESS],
+        delegations=["group-1"],
+    ),
+    dc.PlanTransition(
+        step=2, from_state="searching", to_state="booking", trigger_event="flights.found", at=T1
+    ),
+    dc.FeedEvent(id=7, kind=dc.FeedKind.PLAN, plan_id="plan-1", status="running", at=T1),
+    dc.MetricsQuery(window_seconds=600),
     dc.HumanInputWaitRecord(
         correlation_id="corr-1",
         response_event="document.approval.received",
@@ -618,7 +654,7 @@ EXAMPLES: list[BaseModel] = [
         timed_out_at=T1,
     ),
     dc.HumanInputWaitQuery(status=dc.HumanInputWaitStatus.WAITING, task_id="task-1"),
-    dc.TaskProgressQuery(plan_id="plan-1"),
+    dc.TaskProgressQuery(status=dc.TaskStatus.RUNNING, agent_name="analyzer"),
     dc.ServiceManifest(
         name="registry",
         module="disco_registry",

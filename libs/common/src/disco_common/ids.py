@@ -6,6 +6,7 @@ Kafka header, a URL path segment and a log line.
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime
 from typing import Annotated
@@ -22,6 +23,7 @@ __all__ = [
     "TraceParent",
     "UtcDatetime",
     "new_id",
+    "semver_sort_key",
     "utcnow",
 ]
 
@@ -95,3 +97,31 @@ def new_id() -> str:
 def utcnow() -> datetime:
     """The current time in UTC."""
     return datetime.now(UTC)
+
+
+_SEMVER = re.compile(
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$"
+)
+# Below every character an identifier may hold ([0-9A-Za-z-]) and below "~",
+# so that a shorter pre-release sorts first and a release after its pre-releases.
+_SEPARATOR = "!"
+_RELEASE = "~"
+
+
+def semver_sort_key(version: str) -> str:
+    """A text key whose byte order (``COLLATE "C"``) is semver precedence.
+
+    Numeric parts are zero-padded; a release sorts after its pre-releases;
+    pre-release identifiers compare numerically when numeric (and lower than
+    alphanumerics), lexically otherwise, and a shorter set sorts first. Build
+    metadata does not count (semver §10).
+    """
+    match = _SEMVER.fullmatch(version)
+    if match is None:
+        raise ValueError(f"{version!r} is not a semantic version")
+    major, minor, patch, pre = match.groups()
+    key = f"{int(major):020d}.{int(minor):020d}.{int(patch):020d}"
+    if pre is None:
+        return key + _RELEASE
+    parts = [f"0{int(part):020d}" if part.isdigit() else f"1{part}" for part in pre.split(".")]
+    return key + _SEPARATOR + _SEPARATOR.join(parts)

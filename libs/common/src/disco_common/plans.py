@@ -22,6 +22,7 @@ from disco_common.ids import (
     AgentName,
     EventType,
     Id,
+    SemVer,
     TenantId,
     TopicName,
     TraceParent,
@@ -258,9 +259,16 @@ class PlanDefinition(Body):
 
 
 class PlanRegistrationRequest(Body):
-    """Register a plan type (its state machine) for later instances."""
+    """Register a version of a plan type (its state machine) with the tracker.
+
+    A version is immutable: registering the same content again is accepted
+    (idempotent), other content under an existing version is refused (409).
+    """
 
     plan: PlanDefinition
+    version: SemVer = Field(
+        default="1.0.0", description="The version of the plan type this definition is."
+    )
 
 
 class PlanInstanceRequest(Body):
@@ -335,6 +343,9 @@ class PlanContextData(Body):
     plan_type: EventType | None = Field(
         default=None, description="The registered plan type, if any."
     )
+    plan_type_version: SemVer | None = Field(
+        default=None, description="The version of the plan type it runs, when registered."
+    )
     goal_event: EventType = Field(description="The goal request's event type.")
     goal_data: dict[str, JsonValue] = Field(default_factory=dict, description="The goal's data.")
     response_event: EventType = Field(description="The event type the final result goes out as.")
@@ -345,6 +356,10 @@ class PlanContextData(Body):
         default=None, description="The goal request's correlation id, echoed on the final result."
     )
     goal_request_id: Id | None = Field(default=None, description="The goal request's envelope id.")
+    goal_task_id: Id | None = Field(
+        default=None,
+        description="The goal request's task id (its `task_id`, else its envelope id).",
+    )
     status: PlanStatus = Field(default=PlanStatus.PENDING)
     initial_state: StateName = Field(default="start")
     state_machine: dict[StateName, StateConfig] = Field(

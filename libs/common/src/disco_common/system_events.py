@@ -163,6 +163,13 @@ class PlanStartedData(_PlanEvent):
 
     goal_event: EventType = Field(description="The goal request's event type.")
     plan_type: EventType | None = None
+    plan_type_version: SemVer | None = Field(
+        default=None, description="The registered version of the plan type it runs, if any."
+    )
+    goal_task_id: Id | None = Field(
+        default=None,
+        description="The goal request's task id (its `task_id`, else its envelope id).",
+    )
     initial_state: str | None = Field(default=None, max_length=100)
     session_id: Id | None = None
     parent_plan_id: Id | None = Field(default=None, description="Set for a sub-plan.")
@@ -171,6 +178,13 @@ class PlanStartedData(_PlanEvent):
 class PlanStateChangedData(_PlanEvent):
     """``plan.state_changed``: a plan moved from one state to another."""
 
+    step: int | None = Field(
+        default=None,
+        ge=0,
+        description=(
+            "The move's index in the plan's history: orders moves that arrive out of order."
+        ),
+    )
     from_state: str | None = Field(default=None, max_length=100)
     to_state: str = Field(max_length=100)
     trigger_event: EventType | None = Field(

@@ -1,6 +1,7 @@
 """disco_tracker: the tracker service.
 
-Plan and task progress, timelines, metrics and HITL timeouts.
+The read model of what runs: plans, tasks, fan-out groups, timelines, metrics, a
+live feed, registered plan types, and timeouts of questions to humans.
 
 Run it with ``python -m disco_tracker`` (host ``DISCO_HOST``, port
 ``DISCO_TRACKER_PORT``, default 8083); every other setting is a shared

@@ -5,10 +5,18 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from disco_service import create_service_app, run_service
+from disco_tracker.feed.endpoints import router as feed_router
+from disco_tracker.feed.hub import feed_listener
 from disco_tracker.hitl.consumer import hitl_watch
 from disco_tracker.hitl.endpoints import router as hitl_router
+from disco_tracker.ingest.consumer import ingest
+from disco_tracker.metrics.endpoints import router as metrics_router
+from disco_tracker.plan_types.endpoints import router as plan_types_router
+from disco_tracker.plans.endpoints import router as plans_router
+from disco_tracker.retention.service import retention_sweeper
 from disco_tracker.settings import TrackerSettings
 from disco_tracker.state import TrackerState
+from disco_tracker.tasks.endpoints import router as tasks_router
 
 __all__ = ["SERVICE", "create_app", "main"]
 
@@ -16,7 +24,20 @@ SERVICE = TrackerSettings.manifest(module="disco_tracker", start_order=30)
 """How ``disco db upgrade`` and ``disco dev up`` find this service (the ``disco.services``
 entry point of its pyproject.toml)."""
 
-DESCRIPTION = "Plan and task progress, timelines, metrics and HITL timeouts."
+DESCRIPTION = """The read model of everything that runs on the bus.
+
+It consumes `system-events`, `action-requests` and `action-results` (its own consumer
+group) and keeps, per tenant: plans with their state-machine state and sub-plans, tasks
+with their agents, attempts, durations and outcomes, fan-out groups, a timeline of every
+envelope, and metrics per agent and per event type. Agents never write to it: they
+publish on the bus. What a caller registers is a plan type (`POST /v1/tracker/plan-types`),
+so that a plan's view shows its state machine.
+
+It also watches questions to humans on `notification-events` (`/v1/tracker/hitl`): a
+question whose `timeout_seconds` pass unanswered gets `task.timeout` and a timed-out answer,
+and its task fails with `hitl_timeout`. `GET /v1/tracker/feed` streams changes to plans and
+tasks as server-sent events, resumable with `Last-Event-ID`. Finished plans are removed
+after the retention period."""
 
 
 def create_app(settings: TrackerSettings | None = None) -> FastAPI:
@@ -28,8 +49,15 @@ def create_app(settings: TrackerSettings | None = None) -> FastAPI:
         TrackerState(settings if settings is not None else TrackerSettings()),
         title="disco tracker",
         description=DESCRIPTION,
-        routers=[hitl_router],
-        lifespan_hooks=[hitl_watch],
+        routers=[
+            plans_router,
+            tasks_router,
+            metrics_router,
+            plan_types_router,
+            feed_router,
+            hitl_router,
+        ],
+        lifespan_hooks=[feed_listener, ingest, hitl_watch, retention_sweeper],
     )
 
 

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from disco_service import ServiceState
+from disco_tracker.feed.hub import FeedHub
+from disco_tracker.ingest.metrics import IngestMetrics
 from disco_tracker.settings import TrackerSettings
+
+if TYPE_CHECKING:
+    from disco_tracker.ingest.consumer import IngestConsumer
 
 __all__ = ["TrackerState"]
 
@@ -11,6 +18,14 @@ __all__ = ["TrackerState"]
 class TrackerState(ServiceState[TrackerSettings]):
     """The tracker app's state (``app.state.disco``), built by :func:`disco_tracker.create_app`.
 
-    The HITL consumer and sweeper live in their lifespan hook; long-lived
-    objects routes need (progress views, caches) belong here.
+    Attributes:
+        ingest_metrics: the ingest's Prometheus metrics (on ``/metrics``).
+        ingest: the ingest consumer while the app runs (its lifespan hook sets it).
+        feed: wakes the feed's streams when changes are committed.
     """
+
+    def __init__(self, settings: TrackerSettings) -> None:
+        super().__init__(settings)
+        self.ingest_metrics = IngestMetrics(self.metrics.registry)
+        self.ingest: IngestConsumer | None = None
+        self.feed = FeedHub(settings.feed_poll_seconds)

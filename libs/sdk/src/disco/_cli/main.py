@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from disco._cli import db, dev
+from disco._cli import db, dev, plans
 from disco._cli.new import new
 from disco._cli.tail import tail
 from disco._cli.token import token
@@ -17,6 +17,7 @@ app = typer.Typer(
 )
 app.add_typer(dev.app, name="dev")
 app.add_typer(db.app, name="db")
+app.add_typer(plans.app, name="plans")
 app.command(name="token")(token)
 app.command(name="tail")(tail)
 app.command(name="new")(new)

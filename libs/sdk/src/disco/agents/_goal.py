@@ -82,6 +82,9 @@ class GoalContext(Generic[InputT]):
             PlanError: the state machine or a condition is not valid.
         """
         definition = plan_definition(states, initial_state, plan_type)
+        chosen_type = plan_type or (
+            definition.plan_type if definition.plan_type != "plan" else None
+        )
         request = self.envelope
         goal_data: dict[str, JsonValue] = (
             request.data if isinstance(request.data, dict) else {"value": request.data}
@@ -89,14 +92,15 @@ class GoalContext(Generic[InputT]):
         created = utc_now()
         data = PlanContextData(
             plan_id=derived_id(request.id, "plan"),
-            plan_type=plan_type
-            or (definition.plan_type if definition.plan_type != "plan" else None),
+            plan_type=chosen_type,
+            plan_type_version=self._planner.plan_type_version(chosen_type),
             goal_event=request.type,
             goal_data=goal_data,
             response_event=request.response_event,
             response_topic=request.response_topic,
             goal_correlation_id=request.correlation_id or request.id,
             goal_request_id=request.id,
+            goal_task_id=request.task_id or request.id,
             initial_state=definition.initial_state,
             state_machine=dict(definition.states),
             state=dict(state or {}),
@@ -151,4 +155,5 @@ class GoalContext(Generic[InputT]):
             correlation_id=request.correlation_id or request.id,
             topic=request.response_topic,
             id=derived_id(request.id, "answer"),
+            task_id=request.task_id or request.id,
         )

@@ -361,7 +361,10 @@ class PlanContext(DurableContext[PlanContextData]):
                 )
             )
             changes.append(
-                (len(self._data.history) - 1, state_changed(self._data, self._data.history[-1]))
+                (
+                    len(self._data.history) - 1,
+                    state_changed(self._data, self._data.history[-1], len(self._data.history) - 1),
+                )
             )
             self._data.current_action = None
             self._dirty = True

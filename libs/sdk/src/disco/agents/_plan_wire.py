@@ -82,10 +82,13 @@ async def _announce(
     await publish_system_event(platform.bus, kind, event, id=id, plan_id=data.plan_id)
 
 
-def state_changed(data: PlanContextData, entry: PlanHistoryEntry) -> PlanStateChangedData:
-    """The ``plan.state_changed`` of one history entry."""
+def state_changed(
+    data: PlanContextData, entry: PlanHistoryEntry, step: int
+) -> PlanStateChangedData:
+    """The ``plan.state_changed`` of the history entry at index ``step``."""
     return PlanStateChangedData(
         **_plan_fields(data),
+        step=step,
         from_state=entry.from_state,
         to_state=entry.to_state,
         trigger_event=entry.event_type,
@@ -102,7 +105,9 @@ async def announce_moves(
         started = PlanStartedData(
             **_plan_fields(data),
             goal_event=data.goal_event,
+            goal_task_id=data.goal_task_id,
             plan_type=data.plan_type,
+            plan_type_version=data.plan_type_version,
             initial_state=data.initial_state,
             session_id=data.session_id,
             parent_plan_id=data.parent_plan_id,
@@ -136,7 +141,7 @@ async def announce_again(
     first = len(history) - 1
     while first > 0 and history[first].event_id is None:
         first -= 1
-    changes = [(i, state_changed(data, history[i])) for i in range(first, len(history))]
+    changes = [(i, state_changed(data, history[i], i)) for i in range(first, len(history))]
     await announce_moves(platform, data, changes, start=history[first].from_state is None)
     if pending.topic == Topic.NOTIFICATION_EVENTS.value:
         await announce_paused(platform, data, id=derived_id(pending.correlation_id, "paused"))
@@ -169,6 +174,7 @@ async def answer_goal(platform: PlatformContext, data: PlanContextData) -> None:
         correlation_id=data.goal_correlation_id or data.plan_id,
         topic=data.response_topic,
         id=derived_id(data.plan_id, "answer"),
+        task_id=data.goal_task_id,
         **{**scope_of(data), "plan_id": data.parent_plan_id or data.plan_id},
     )
 

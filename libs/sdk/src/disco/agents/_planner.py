@@ -48,11 +48,17 @@ from disco.agents._durable import (
     current_cause,
     retry_on_conflict,
 )
-from disco.agents._errors import AgentError, PlanConflictError, StateConflictError
+from disco.agents._errors import (
+    AgentDefinitionError,
+    AgentError,
+    PlanConflictError,
+    StateConflictError,
+)
 from disco.agents._goal import GoalContext
 from disco.agents._handlers import HandlerSpec, describe, inspect_handler
 from disco.agents._plan import PlanContext
 from disco.agents._plan_machine import is_human_action, plan_definition
+from disco.agents._plan_types import DeclaredPlanType, PlanTypeRegistrar
 from disco.agents._plan_wire import announce_again, send_action
 from disco.agents._ports import AgentMemory
 from disco.agents._transition import TransitionContext
@@ -60,11 +66,12 @@ from disco.bus import ANY_EVENT
 from disco.settings import BusSettings
 from disco_common.envelope import ActionRequest, Envelope
 from disco_common.notifications import NotificationType
-from disco_common.plans import PlanDefinition, StateConfig
+from disco_common.plans import PlanDefinition, PlanRegistrationRequest, StateConfig
 from disco_common.registry import AgentCapability, EventDefinition, Visibility
 from disco_common.topics import Topic
 
 if TYPE_CHECKING:
+    from disco.agents._agent import PlatformContext
     from disco.clients import RegistryClient, ServiceClientSettings, TrackerClient
     from disco.llm import LLMDriver
 
@@ -154,6 +161,8 @@ class Planner(Agent):
         self._dynamic = llm is not None
         self._adding_plan = False
         self._resent = ResendMemo()
+        self._plan_types: dict[str, DeclaredPlanType] = {}
+        self._plan_type_registrar: PlanTypeRegistrar | None = None
 
     # -- ids -----------------------------------------------------------------------------
 
@@ -222,6 +231,51 @@ class Planner(Agent):
 
         return register
 
+    def declare_plan_type(
+        self, definition: PlanDefinition, *, version: str | None = None
+    ) -> PlanDefinition:
+        """Declare a plan type this planner runs; it is registered with the tracker on start.
+
+        The tracker then shows each plan of that type with its state machine.
+        :meth:`add_plan` declares its plan itself; call this for plans a goal
+        handler starts with ``goal.start_plan(definition, plan_type=...)``.
+
+        Args:
+            definition: the plan type's state machine.
+            version: its version (default: the planner's ``version``). A version
+                is immutable in the tracker: give a changed plan a new version.
+
+        Returns:
+            The definition, checked.
+
+        Raises:
+            PlanError: a condition is not valid.
+            AgentDefinitionError: the plan type is declared twice with different versions
+                or definitions, or ``version`` is not a semantic version.
+        """
+        checked = plan_definition(definition, None, None)
+        chosen = version or self.version
+        try:
+            PlanRegistrationRequest(plan=checked, version=chosen)
+        except ValueError as exc:
+            raise AgentDefinitionError(
+                f"plan type {checked.plan_type!r} version {chosen!r} is not valid: {exc}"
+            ) from None
+        declared = DeclaredPlanType(checked, chosen)
+        existing = self._plan_types.get(checked.plan_type)
+        if existing is not None and existing != declared:
+            raise AgentDefinitionError(
+                f"plan type {checked.plan_type!r} is declared twice, differently (version "
+                f"{existing.version} and {chosen}): declare each plan type once"
+            )
+        self._plan_types[checked.plan_type] = declared
+        return checked
+
+    def plan_type_version(self, plan_type: str | None) -> str | None:
+        """The version this planner runs ``plan_type`` as (None if it did not declare it)."""
+        declared = self._plan_types.get(plan_type) if plan_type is not None else None
+        return declared.version if declared is not None else None
+
     def add_plan(
         self,
         event_type: str,
@@ -229,13 +283,16 @@ class Planner(Agent):
         *,
         capability: str | None = None,
         description: str | None = None,
+        version: str | None = None,
     ) -> None:
         """Run ``definition`` for every ``event_type`` goal (no handler code needed).
+
+        The plan type is declared too (:meth:`declare_plan_type`, as ``version``).
 
         Raises:
             PlanError: a condition is not valid.
         """
-        checked = plan_definition(definition, None, None)
+        checked = self.declare_plan_type(definition, version=version)
 
         async def run(goal: GoalContext[Any]) -> None:
             await goal.start_plan(checked, plan_type=checked.plan_type)
@@ -306,6 +363,22 @@ class Planner(Agent):
                     )
             self._answer_routes = True
         super()._check_ready_to_start()
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def _on_starting(self, context: PlatformContext) -> None:
+        await super()._on_starting(context)
+        if context.tracker is not None and self._plan_types:
+            # In the background: a tracker that is down must not keep the planner from working.
+            registrar = PlanTypeRegistrar(context.tracker, list(self._plan_types.values()))
+            self._plan_type_registrar = registrar
+            registrar.start()
+
+    async def _stop_parts(self, grace: float) -> None:
+        registrar, self._plan_type_registrar = self._plan_type_registrar, None
+        if registrar is not None:
+            await registrar.stop()
+        await super()._stop_parts(grace)
 
     # -- restoring -----------------------------------------------------------------------
 

@@ -577,6 +577,14 @@ class TaskContext(DurableContext[TaskContextData], Generic[InputT]):
             self._data.status = status
             self._data.outcome = outcome
         self._finished = True
-        await publish_outcome(self._platform, self._data, time.monotonic() - self._started)
+        # The task's duration: from the request being taken up (not from this
+        # handler, which may be the last of several) to its answer.
+        created = self._data.created_at
+        duration = (
+            max(0.0, (utc_now() - created).total_seconds())
+            if created is not None
+            else time.monotonic() - self._started
+        )
+        await publish_outcome(self._platform, self._data, duration)
         if persisted:
             await forget(self._platform, self.task_id)

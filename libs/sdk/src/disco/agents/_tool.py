@@ -181,6 +181,8 @@ class Tool(Agent):
                     correlation_id=request.correlation_id or request.id,
                     topic=request.response_topic or Topic.ACTION_RESULTS.value,
                     id=derived_id(request.id, "answer"),
+                    # The task this answers, as the tracker (and Workers) name it.
+                    task_id=request.task_id or request.id,
                 )
 
             self._serve_requests(

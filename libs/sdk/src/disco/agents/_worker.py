@@ -77,7 +77,23 @@ class Worker(Agent):
     returns. ``@worker.on_result("search.completed")`` receives sub-task answers
     (on ``action-results``) and ``@worker.on_human_input("approval.given")``
     answers to questions (on ``notification-events``); both restore the task
-    with :meth:`ResultContext.restore_task`. Progress goes to ``system-events``.
+    with :meth:`ResultContext.restore_task`. The task's context lives in the
+    memory service between handlers; the answer goes to the request's
+    ``response_event`` with the request's correlation id and the task id.
+
+    What a Worker announces on ``system-events`` (the tracker's read model is
+    built from it; nothing is sent to the tracker over HTTP): ``task.started``
+    when a request is taken up, ``task.delegated`` for each delegation (with the
+    fan-out group and its sub-tasks), ``task.progress`` (:meth:`TaskContext.progress`,
+    and when the task asks a human), and ``task.completed`` or ``task.failed``
+    with the task's duration from the request being taken up to its answer.
+    Announcing is best effort: a broker hiccup there never fails the task.
+
+    A question to a human (:meth:`TaskContext.request_human_input`) is
+    time-bound: when nobody answers in ``timeout_seconds``, the tracker publishes
+    ``task.timeout`` and a ``timed_out`` answer to ``on_human_input``, and counts
+    the task failed with reason ``hitl_timeout`` whatever the handler does next;
+    the handler decides what the caller is told (``result.timed_out``).
 
     Args:
         name: the agent's name (letters, digits, ``._-``); also its consumer group.

@@ -10,6 +10,7 @@ import structlog
 from aiokafka import AIOKafkaClient, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError
+from aiokafka.structs import ConsumerRecord
 from typing_extensions import Unpack
 
 from disco._lifecycle import StartStop
@@ -32,7 +33,7 @@ from disco.bus._errors import (
 from disco.bus._partitioner import partition_for
 from disco.bus._producer import RecordWriter
 from disco.bus._replies import ReplyListener
-from disco.bus._wire import record_for
+from disco.bus._wire import dead_letter_headers, record_for
 from disco.settings import BusSettings
 from disco_common.envelope import ActionRequest, ActionResult, Envelope, KafkaHeaders
 from disco_common.topics import DLQ_SUFFIX, Topic, dlq_topic, topic_name
@@ -459,6 +460,43 @@ class BusClient(StartStop):
             raise PublishError(f"the broker did not accept a record for {name!r}: {exc}") from exc
         except Exception as exc:  # e.g. aiokafka's size checks raise plain errors too
             raise PublishError(f"the record for {name!r} was not sent: {exc!r}") from exc
+
+    async def dead_letter(
+        self,
+        record: ConsumerRecord[bytes, bytes],
+        *,
+        error_type: str,
+        error_message: str,
+        attempts: int,
+        group: str,
+    ) -> str:
+        """Copy a consumed ``record`` byte for byte to its topic's ``.dlq``, with the reason.
+
+        The original key, value and headers are kept; :class:`~disco.bus.DlqHeader`
+        headers say what failed, where the record was and which group gave up.
+        Consumers that handle records themselves (not through
+        :class:`~disco.bus.BusConsumer`) use this to dead-letter the same way.
+
+        Returns:
+            The broker name of the dead-letter topic.
+
+        Raises:
+            PublishError: the broker did not accept it (retry, or keep the
+                offset uncommitted).
+        """
+        target = dlq_topic(record.topic)
+        headers = dead_letter_headers(
+            list(record.headers),
+            error_type=error_type,
+            error_message=error_message,
+            topic=record.topic,
+            partition=record.partition,
+            offset=record.offset,
+            attempts=attempts,
+            group=group,
+        )
+        await self.send_record(target, record.key, record.value, headers)
+        return target
 
     # -- internals -------------------------------------------------------------
 

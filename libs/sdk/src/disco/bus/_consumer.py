@@ -35,7 +35,6 @@ from disco.bus._routes import (
     describe,
 )
 from disco.bus._tracing import consumer_span, tracing_enabled
-from disco.bus._wire import dead_letter_headers
 from disco_common.envelope import Envelope, EnvelopeError, envelope_class_for
 from disco_common.topics import DLQ_SUFFIX, Topic, dlq_topic
 
@@ -483,21 +482,17 @@ class BusConsumer(StartStop):
     async def _dead_letter(
         self, record: ConsumerRecord[bytes, bytes], error_type: str, message: str, attempts: int
     ) -> None:
-        headers = dead_letter_headers(
-            list(record.headers),
-            error_type=error_type,
-            error_message=message,
-            topic=record.topic,
-            partition=record.partition,
-            offset=record.offset,
-            attempts=attempts,
-            group=self.group,
-        )
         target = dlq_topic(record.topic)
         delay = 0.1
         while True:
             try:
-                await self.client.send_record(target, record.key, record.value, headers)
+                await self.client.dead_letter(
+                    record,
+                    error_type=error_type,
+                    error_message=message,
+                    attempts=attempts,
+                    group=self.group,
+                )
             except BusError as exc:
                 cause = exc.__cause__
                 if isinstance(cause, KafkaError) and not cause.retriable:

@@ -172,6 +172,14 @@ class ServiceClient(StartStop):
         if http is not None:
             await http.aclose()
 
+    def _require_http(self) -> httpx.AsyncClient:
+        if self._http is None:
+            raise RuntimeError(
+                f"{type(self).__name__} is not started: call `await client.start()` or use "
+                "`async with client:` first"
+            )
+        return self._http
+
     async def _headers(self) -> dict[str, str]:
         headers: dict[str, str] = {}
         if self._token is not None:
@@ -194,11 +202,7 @@ class ServiceClient(StartStop):
         headers: Mapping[str, str] | None = None,
     ) -> httpx.Response:
         """Send one request; raise a :class:`ServiceError` for any error answer."""
-        if self._http is None:
-            raise RuntimeError(
-                f"{type(self).__name__} is not started: call `await client.start()` or use "
-                "`async with client:` first"
-            )
+        http = self._require_http()
         method = method.upper()
         query = {k: v for k, v in (params or {}).items() if v is not None}
         attempts = 1 + (self._retries if method in _IDEMPOTENT else 0)
@@ -206,7 +210,7 @@ class ServiceClient(StartStop):
         for attempt in range(1, attempts + 1):
             request_headers = {**await self._headers(), **(headers or {})}
             try:
-                response = await self._http.request(
+                response = await http.request(
                     method, path, json=_to_json(json), params=query, headers=request_headers
                 )
             except httpx.TransportError as exc:

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Sequence
 from urllib.parse import quote
 
 from pydantic import JsonValue
 
 from disco.clients._base import ServiceClient, ServiceNotFoundError
+from disco.clients._paging import pages, query_of, query_params, segment
 from disco.clients._settings import ServiceClientSettings
-from disco_common.pagination import Page, PageQuery
+from disco_common.pagination import Page
 from disco_common.registry import (
     AgentListQuery,
     AgentRecord,
@@ -28,39 +28,6 @@ from disco_common.registry import (
 )
 
 __all__ = ["RegistryClient"]
-
-
-def _segment(value: str) -> str:
-    # Ids and names are URL-safe by contract; quoting keeps a bad one from
-    # changing the path. Event types may hold "/" (the route takes the rest of the path).
-    return quote(value, safe="")
-
-
-def _query_params(query: PageQuery) -> dict[str, Any]:
-    params: dict[str, Any] = query.model_dump(mode="json", exclude_none=True)
-    return params
-
-
-QueryT = TypeVar("QueryT", bound=PageQuery)
-ItemT = TypeVar("ItemT")
-
-
-def _query_of(kind: type[QueryT], **filters: object) -> QueryT:
-    # Filters left out keep the query model's defaults (e.g. its page size).
-    return kind.model_validate({key: value for key, value in filters.items() if value is not None})
-
-
-async def _pages(
-    query: QueryT, fetch: Callable[[QueryT], Awaitable[Page[ItemT]]]
-) -> AsyncIterator[ItemT]:
-    """Every item of every page ``fetch`` returns for ``query``, following the cursors."""
-    while True:
-        page = await fetch(query)
-        for item in page.items:
-            yield item
-        if page.next_cursor is None:
-            return
-        query = query.model_copy(update={"cursor": page.next_cursor})
 
 
 class RegistryClient(ServiceClient):
@@ -93,7 +60,7 @@ class RegistryClient(ServiceClient):
 
     async def get_agent(self, agent_id: str) -> AgentRecord | None:
         """The agent ``agent_id`` (own tenant first, else a public one), or None."""
-        return await self.call_or_none("GET", f"/v1/agents/{_segment(agent_id)}", AgentRecord)
+        return await self.call_or_none("GET", f"/v1/agents/{segment(agent_id)}", AgentRecord)
 
     async def list_agents(
         self,
@@ -122,7 +89,7 @@ class RegistryClient(ServiceClient):
             ServiceValidationError: a filter or the cursor is invalid.
         """
         if query is None:
-            query = _query_of(
+            query = query_of(
                 AgentListQuery,
                 name=name,
                 capability=capability,
@@ -134,7 +101,7 @@ class RegistryClient(ServiceClient):
                 limit=limit,
                 cursor=cursor,
             )
-        return await self.call("GET", "/v1/agents", Page[AgentRecord], params=_query_params(query))
+        return await self.call("GET", "/v1/agents", Page[AgentRecord], params=query_params(query))
 
     async def iter_agents(
         self,
@@ -151,7 +118,7 @@ class RegistryClient(ServiceClient):
     ) -> AsyncIterator[AgentRecord]:
         """Every agent matching the filters (as for :meth:`list_agents`), page after page."""
         if query is None:
-            query = _query_of(
+            query = query_of(
                 AgentListQuery,
                 name=name,
                 capability=capability,
@@ -162,7 +129,7 @@ class RegistryClient(ServiceClient):
                 include_expired=include_expired,
                 limit=limit,
             )
-        async for item in _pages(query, self.list_agents):
+        async for item in pages(query, self.list_agents):
             yield item
 
     async def heartbeat(
@@ -175,7 +142,7 @@ class RegistryClient(ServiceClient):
         """
         beat = Heartbeat(instance_id=instance_id, ttl_seconds=ttl_seconds)
         return await self.call(
-            "POST", f"/v1/agents/{_segment(agent_id)}/heartbeat", HeartbeatAck, json=beat
+            "POST", f"/v1/agents/{segment(agent_id)}/heartbeat", HeartbeatAck, json=beat
         )
 
     async def deregister(
@@ -185,7 +152,7 @@ class RegistryClient(ServiceClient):
         try:
             await self.call(
                 "DELETE",
-                f"/v1/agents/{_segment(agent_id)}",
+                f"/v1/agents/{segment(agent_id)}",
                 params={
                     "instance_id": instance_id,
                     "remove_events": "true" if remove_events else "false",
@@ -198,7 +165,7 @@ class RegistryClient(ServiceClient):
     async def get_card(self, agent_id: str) -> dict[str, JsonValue] | None:
         """The agent's A2A v1.0 AgentCard as JSON (camelCase), or None."""
         return await self.call_or_none(
-            "GET", f"/v1/agents/{_segment(agent_id)}/card", dict[str, JsonValue]
+            "GET", f"/v1/agents/{segment(agent_id)}/card", dict[str, JsonValue]
         )
 
     # -- discovery ----------------------------------------------------------------
@@ -256,7 +223,7 @@ class RegistryClient(ServiceClient):
             ServiceValidationError: a filter or the cursor is invalid.
         """
         if query is None:
-            query = _query_of(
+            query = query_of(
                 EventListQuery,
                 topic=topic,
                 owner_agent_id=owner_agent_id,
@@ -264,7 +231,7 @@ class RegistryClient(ServiceClient):
                 limit=limit,
                 cursor=cursor,
             )
-        return await self.call("GET", "/v1/events", Page[EventRecord], params=_query_params(query))
+        return await self.call("GET", "/v1/events", Page[EventRecord], params=query_params(query))
 
     async def iter_events(
         self,
@@ -277,14 +244,14 @@ class RegistryClient(ServiceClient):
     ) -> AsyncIterator[EventRecord]:
         """Every event definition matching the filters, page after page."""
         if query is None:
-            query = _query_of(
+            query = query_of(
                 EventListQuery,
                 topic=topic,
                 owner_agent_id=owner_agent_id,
                 event_type=event_type,
                 limit=limit,
             )
-        async for item in _pages(query, self.list_events):
+        async for item in pages(query, self.list_events):
             yield item
 
     async def get_event(self, event_type: str) -> EventRecord | None:
@@ -306,9 +273,9 @@ class RegistryClient(ServiceClient):
 
     async def get_schema(self, name: str, version: str | None = None) -> PayloadSchema | None:
         """A version of ``name`` (the latest when ``version`` is None), or None."""
-        path = f"/v1/schemas/{_segment(name)}"
+        path = f"/v1/schemas/{segment(name)}"
         if version is not None:
-            path += f"/versions/{_segment(version)}"
+            path += f"/versions/{segment(version)}"
         return await self.call_or_none("GET", path, PayloadSchema)
 
     async def list_schema_versions(
@@ -317,7 +284,7 @@ class RegistryClient(ServiceClient):
         """One page of ``name``'s versions, highest precedence first."""
         return await self.call(
             "GET",
-            f"/v1/schemas/{_segment(name)}/versions",
+            f"/v1/schemas/{segment(name)}/versions",
             Page[PayloadSchema],
             params={"cursor": cursor, "limit": limit},
         )
@@ -343,7 +310,7 @@ class RegistryClient(ServiceClient):
         """
         return await self.call(
             "POST",
-            f"/v1/schemas/{_segment(name)}/versions/{_segment(version)}/validate",
+            f"/v1/schemas/{segment(name)}/versions/{segment(version)}/validate",
             SchemaValidationResult,
             json=SchemaValidationRequest(payload=payload),
         )

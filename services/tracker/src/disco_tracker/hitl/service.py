@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import structlog
 from pydantic import ValidationError
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from disco.bus import NonRetryableError
 from disco_common.envelope import Envelope
@@ -17,6 +18,8 @@ from disco_common.tracker import HumanInputWaitQuery, HumanInputWaitRecord
 from disco_service import Database, Paginator, publish_after_commit
 from disco_tracker.hitl.events import task_timeout, timeout_answer
 from disco_tracker.hitl.repository import HitlRepository
+from disco_tracker.ingest.facts import timeline_row
+from disco_tracker.ingest.repository import IngestRepository
 
 __all__ = ["DEFAULT_TENANT", "get_waits", "handle_notification", "list_waits", "sweep_timeouts"]
 
@@ -64,11 +67,13 @@ async def _record_question(database: Database, envelope: Envelope) -> None:
         if request.timeout_seconds is not None
         else None
     )
-    async with database.unit_of_work(
-        envelope.tenant_id or DEFAULT_TENANT, envelope.user_id
-    ) as session:
+    tenant = envelope.tenant_id or DEFAULT_TENANT
+    async with database.unit_of_work(tenant, envelope.user_id) as session:
+        await _add_to_timeline(
+            session, tenant, envelope, f"question to a human: {request.question}"
+        )
         await HitlRepository(session).record_question(
-            tenant_id=envelope.tenant_id or DEFAULT_TENANT,
+            tenant_id=tenant,
             correlation_id=envelope.correlation_id,
             response_event=request.response_event,
             request_id=envelope.id,
@@ -88,18 +93,29 @@ async def _record_answer(database: Database, envelope: Envelope) -> None:
         response = HumanInputResponse.model_validate(envelope.data)
     except ValidationError:
         return  # some other notification (UI events, tool lifecycle): not an answer
-    if response.timed_out:
-        return  # our own timeout coming back around
     correlation_id = envelope.correlation_id
     assert correlation_id is not None
     tenant = envelope.tenant_id or DEFAULT_TENANT
     async with database.unit_of_work(tenant, envelope.user_id) as session:
+        if response.timed_out:
+            # Our own timeout coming back around: a part of the plan's history only.
+            await _add_to_timeline(session, tenant, envelope, "nobody answered in time")
+            return
+        await _add_to_timeline(session, tenant, envelope, "answer from a human")
         await HitlRepository(session).record_answer(
             tenant_id=tenant,
             correlation_id=correlation_id,
             response_event=envelope.type,
             answered_at=response.answered_at,
         )
+
+
+async def _add_to_timeline(
+    session: AsyncSession, tenant: str, envelope: Envelope, summary: str
+) -> None:
+    """Questions and answers are part of their plan's history (duplicates are skipped)."""
+    row = timeline_row(Topic.NOTIFICATION_EVENTS.value, envelope, keep_data=True, summary=summary)
+    await IngestRepository(session, tenant).insert_events([row])
 
 
 async def sweep_timeouts(database: Database, *, batch_size: int = 100) -> int:
