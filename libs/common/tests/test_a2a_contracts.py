@@ -150,7 +150,8 @@ def test_a_card_requires_the_bearer_token_unless_the_agent_is_public() -> None:
         "https://gw.example/a2a/weather",
     ]
     assert {i.protocol_binding for i in sdk_card.supported_interfaces} == {"JSONRPC", "HTTP+JSON"}
-    assert sdk_card.capabilities.streaming and sdk_card.capabilities.push_notifications
+    assert sdk_card.capabilities.streaming
+    assert sdk_card.capabilities.push_notifications
 
 
 def test_a_card_carries_each_skills_input_and_output_schemas() -> None:
@@ -170,11 +171,17 @@ def test_an_answer_reads_as_a_disco_result_too() -> None:
     refused = dc.ActionResultData.of_answer(dc.A2AAnswer.rejected("not my job"))
     direct = dc.ActionResultData.of_answer(dc.A2AAnswer.message("hi"))
 
-    assert done.success and done.result == [1, 2, 3]
-    assert not asked.success and asked.error is not None and asked.error.type == "input_required"
+    assert done.success
+    assert done.result == [1, 2, 3]
+    assert not asked.success
+    assert asked.error is not None
+    assert asked.error.type == "input_required"
     assert asked.error.message == "Which city?"
-    assert not refused.success and refused.error is not None and refused.error.type == "rejected"
-    assert direct.success and direct.result == {"text": "hi"}
+    assert not refused.success
+    assert refused.error is not None
+    assert refused.error.type == "rejected"
+    assert direct.success
+    assert direct.result == {"text": "hi"}
     restored = dc.ActionResultData.model_validate(done.model_dump(mode="json"))
     assert restored.a2a == done.a2a
 

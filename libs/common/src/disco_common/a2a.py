@@ -365,6 +365,7 @@ class A2ATaskArtifactUpdateEvent(_Wire):
 _ANSWER_STATES = frozenset(
     {
         A2ATaskState.COMPLETED,
+        A2ATaskState.CANCELED,
         A2ATaskState.INPUT_REQUIRED,
         A2ATaskState.REJECTED,
         A2ATaskState.FAILED,

@@ -159,7 +159,8 @@ class ActionResultData(_Payload):
         A completed answer (or a direct message) is a success whose ``result`` is
         the answer's ``result``, else its only data part's data, else its text.
         Any other state is a failure whose error type names the state
-        (``input_required``, ``rejected``, ``failed``, ``auth_required``) and whose
+        (``input_required``, ``rejected``, ``failed``, ``auth_required``,
+        ``cancelled``) and whose
         message is the answer's text.
         """
         if answer.succeeded:
@@ -178,6 +179,7 @@ _ERROR_TYPE_OF_STATE: dict[A2ATaskState, str] = {
     A2ATaskState.AUTH_REQUIRED: "auth_required",
     A2ATaskState.REJECTED: "rejected",
     A2ATaskState.FAILED: "failed",
+    A2ATaskState.CANCELED: "cancelled",
 }
 
 
