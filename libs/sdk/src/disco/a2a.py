@@ -291,14 +291,22 @@ class A2AGatewayHelper:
     def answer_of(result: ActionResultData, *, artifact_id: str) -> A2AAnswer:
         """What an A2A caller sees of an agent's answer.
 
-        The agent's own :class:`A2AAnswer` when it gave one; otherwise a success
+        The agent's own :class:`A2AAnswer` when it gave one (a completed one with
+        no artifact shows its ``result`` as one); otherwise a success
         is ``completed`` with one artifact ``artifact_id`` (a data part with the
         result, plus a text part when the result has ``text``; a text result is
         a text part), and a failure is ``failed`` (``canceled`` for the error
         ``cancelled``) with the error's message and the error as data.
         """
-        if result.a2a is not None:
-            return result.a2a
+        answer = result.a2a
+        if answer is not None:
+            if answer.kind == "task" and answer.succeeded and not answer.artifacts:
+                # A completed answer carrying only its plain result shows it as an artifact.
+                parts = _result_parts(answer.result)
+                if parts:
+                    artifact = A2AArtifact(artifact_id=artifact_id, name="result", parts=parts)
+                    return answer.model_copy(update={"artifacts": [artifact]})
+            return answer
         if result.success:
             parts = _result_parts(result.result)
             artifacts = (

@@ -1,0 +1,172 @@
+"""Helpers of the gateway's end-to-end tests: messages, streams, the bus side of a test."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+from a2a.client import Client
+from a2a.types import a2a_pb2
+from google.protobuf.json_format import MessageToDict, ParseDict
+
+from disco.bus import BusClient, TopicReader
+from disco_common.envelope import Envelope
+from tests.e2e.gateway.conftest import TENANT, GatewayStack
+
+T = TypeVar("T")
+
+
+def user_message(
+    *parts: str | dict[str, Any],
+    task_id: str = "",
+    context_id: str = "",
+    metadata: dict[str, Any] | None = None,
+) -> a2a_pb2.Message:
+    """A caller's message: strings are text parts, dicts data parts."""
+    message = a2a_pb2.Message(
+        message_id=str(uuid.uuid4()),
+        role=a2a_pb2.Role.ROLE_USER,
+        task_id=task_id,
+        context_id=context_id,
+    )
+    for part in parts:
+        if isinstance(part, str):
+            message.parts.add(text=part)
+        else:
+            ParseDict({"data": part}, message.parts.add())
+    if metadata:
+        message.metadata.update(metadata)
+    return message
+
+
+def send_request(
+    message: a2a_pb2.Message, *, return_immediately: bool = False, **configuration: Any
+) -> a2a_pb2.SendMessageRequest:
+    """A SendMessage request for ``message``."""
+    request = a2a_pb2.SendMessageRequest(message=message)
+    request.configuration.return_immediately = return_immediately
+    for key, value in configuration.items():
+        if key == "push":
+            request.configuration.task_push_notification_config.CopyFrom(value)
+        else:
+            setattr(request.configuration, key, value)
+    return request
+
+
+async def events_of(client: Client, request: a2a_pb2.SendMessageRequest) -> list[a2a_pb2.StreamResponse]:
+    """Every event of a send (one for a blocking send, the stream for a streaming one)."""
+    return [event async for event in client.send_message(request)]
+
+
+def kinds(events: list[a2a_pb2.StreamResponse]) -> list[str]:
+    """The payload kind of each event (``task``, ``status_update``...)."""
+    return [str(event.WhichOneof("payload")) for event in events]
+
+
+def as_json(message: Any) -> dict[str, Any]:
+    """A protobuf object as its A2A JSON."""
+    result: dict[str, Any] = MessageToDict(message)
+    return result
+
+
+async def until(check: Callable[[], Awaitable[T | None]], *, timeout: float = 30.0, what: str = "") -> T:
+    """Poll ``check`` until it returns something (fails the test after ``timeout``)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        found = await check()
+        if found is not None:
+            return found
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"not within {timeout}s: {what}")
+        await asyncio.sleep(0.1)
+
+
+async def task_in(client: Client, task_id: str, *states: int, timeout: float = 30.0) -> a2a_pb2.Task:
+    """The task, once it is in one of ``states`` (fails the test after ``timeout``)."""
+
+    async def check() -> a2a_pb2.Task | None:
+        task = await client.get_task(a2a_pb2.GetTaskRequest(id=task_id))
+        return task if task.status.state in states else None
+
+    return await until(check, timeout=timeout, what=f"task {task_id} in {states}")
+
+
+class BusSide:
+    """The test's own hand on the bus: it watches topics and answers what no agent answers."""
+
+    def __init__(self, stack: GatewayStack, bus: BusClient) -> None:
+        self.bus = bus
+        self._reader = TopicReader(
+            stack.bus_settings(),
+            ["action-requests", "action-results", "system-events", "notification-events"],
+            from_beginning=True,
+        )
+        self.seen: list[tuple[str, Envelope]] = []
+        self._changed = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        await self._reader.start()
+        self._task = asyncio.create_task(self._read())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self._reader.stop()
+
+    async def _read(self) -> None:
+        while True:
+            records = await self._reader.read(timeout=0.1)
+            for record in records:
+                envelope = record.envelope_or_none()
+                if envelope is not None:
+                    self.seen.append((record.topic, envelope))
+            if records:
+                self._changed.set()
+
+    async def wait_for(
+        self, predicate: Callable[[str, Envelope], bool], *, timeout: float = 30.0
+    ) -> Envelope:
+        """The first envelope matching ``predicate`` (waits for it)."""
+        async with asyncio.timeout(timeout):
+            while True:
+                for topic, envelope in self.seen:
+                    if predicate(topic, envelope):
+                        return envelope
+                self._changed.clear()
+                await self._changed.wait()
+
+    async def open_gate(self, task_id: str, text: str) -> None:
+        """Answer gw-relay's ``gw.gate.requested`` for the task (as the agent nobody runs)."""
+        request = await self.wait_for(
+            lambda topic, e: topic == "action-requests"
+            and e.type == "gw.gate.requested"
+            and e.tenant_id == TENANT
+            and (e.data or {}).get("text") == text  # type: ignore[union-attr]
+        )
+        del task_id
+        assert request.correlation_id is not None
+        assert request.response_event is not None
+        await self.bus.respond(
+            request.response_event,
+            {"success": True, "result": text.upper()},
+            correlation_id=request.correlation_id,
+            tenant_id=TENANT,
+        )
+
+
+@contextlib.asynccontextmanager
+async def bus_side(stack: GatewayStack) -> AsyncIterator[BusSide]:
+    """A :class:`BusSide` for the test."""
+    async with BusClient(stack.bus_settings(), name="gateway-e2e") as bus:
+        side = BusSide(stack, bus)
+        await side.start()
+        try:
+            yield side
+        finally:
+            await side.stop()
