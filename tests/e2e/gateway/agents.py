@@ -1,4 +1,4 @@
-"""The agents the gateway's end-to-end tests call through A2A: ``python -m tests.e2e.gateway.agents``.
+"""The agents the gateway's end-to-end tests call: ``python -m tests.e2e.gateway.agents``.
 
 Each answers one way an agent can answer an A2A caller. Settings come from
 ``DISCO_*`` variables; prints ``ready`` once every agent consumes.
@@ -23,6 +23,7 @@ from disco import (
     Tool,
     Worker,
 )
+from disco_common.registry import Visibility
 
 
 class Text(BaseModel):
@@ -85,7 +86,9 @@ def build() -> list[Agent]:
                 artifact_id="book",
                 name="story.txt",
                 parts=[
-                    A2APart.from_file(b"Once upon a time.", name="story.txt", media_type="text/plain"),
+                    A2APart.from_file(
+                        b"Once upon a time.", name="story.txt", media_type="text/plain"
+                    ),
                     A2APart.from_url("https://example.com/cover.png", media_type="image/png"),
                     A2APart.from_data({"words": 4, "about": request.input.text}),
                 ],
@@ -116,7 +119,10 @@ def build() -> list[Agent]:
         """Multiplies."""
         return {"total": request.a * request.b}
 
-    slow = Worker("gw-slow", description="Works until it is cancelled.")
+    # Registered for every tenant: another tenant reaches it (and none of acme's tasks).
+    slow = Worker(
+        "gw-slow", description="Works until it is cancelled.", visibility=Visibility.PUBLIC
+    )
 
     @slow.on_task("gw.slow.requested")
     async def do_slow(task: TaskContext[Text]) -> None:
@@ -146,7 +152,9 @@ def build() -> list[Agent]:
     @relay.on_task("gw.relay.requested")
     async def do_relay(task: TaskContext[Text]) -> None:
         """Hands the text to whoever answers gw.gate.requested (the test), then reports it."""
-        await task.delegate("gw.gate.requested", {"text": task.input.text}, response_event="gw.gate.opened")
+        await task.delegate(
+            "gw.gate.requested", {"text": task.input.text}, response_event="gw.gate.opened"
+        )
 
     @relay.on_result("gw.gate.opened")
     async def opened(result: ResultContext) -> None:

@@ -148,9 +148,16 @@ class GatewayStack:
         return gateway
 
 
-def _start_agents(args: list[str], env: dict[str, str], log: Path, timeout: float = 120.0) -> subprocess.Popen[bytes]:
+def _start_agents(
+    args: list[str], env: dict[str, str], log: Path, timeout: float = 120.0
+) -> subprocess.Popen[bytes]:
     process = subprocess.Popen(
-        args, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=log.open("wb"), stdin=subprocess.DEVNULL
+        args,
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=log.open("wb"),
+        stdin=subprocess.DEVNULL,
     )
     ready = threading.Event()
     assert process.stdout is not None
@@ -218,7 +225,9 @@ def gateway_stack(
     }
 
     async def provision() -> None:
-        async with BusClient(BusSettings(kafka_bootstrap=kafka_bootstrap, topic_prefix=prefix)) as bus:
+        async with BusClient(
+            BusSettings(kafka_bootstrap=kafka_bootstrap, topic_prefix=prefix)
+        ) as bus:
             await bus.ensure_topics()
 
     asyncio.run(provision())
@@ -270,7 +279,12 @@ def gateway(gateway_stack: GatewayStack) -> GatewayProcess:
 
 @contextlib.asynccontextmanager
 async def a2a_client(
-    url: str, binding: str, *, tenant: str | None = TENANT, user: str = USER, agent: str | None = None
+    url: str,
+    binding: str,
+    *,
+    tenant: str | None = TENANT,
+    user: str = USER,
+    agent: str | None = None,
 ) -> AsyncIterator[Client]:
     """An a2a-sdk client of ``agent``'s card (the gateway's with None), over ``binding``.
 
@@ -291,4 +305,3 @@ async def a2a_client(
             await client.close()
     finally:
         await http.aclose()
-

@@ -8,10 +8,12 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
+import uvicorn
 from a2a.client import Client
 from a2a.types import a2a_pb2
 from google.protobuf.json_format import MessageToDict, ParseDict
 
+from disco._dev.ports import free_port
 from disco.bus import BusClient, TopicReader
 from disco_common.envelope import Envelope
 from tests.e2e.gateway.conftest import TENANT, GatewayStack
@@ -56,7 +58,9 @@ def send_request(
     return request
 
 
-async def events_of(client: Client, request: a2a_pb2.SendMessageRequest) -> list[a2a_pb2.StreamResponse]:
+async def events_of(
+    client: Client, request: a2a_pb2.SendMessageRequest
+) -> list[a2a_pb2.StreamResponse]:
     """Every event of a send (one for a blocking send, the stream for a streaming one)."""
     return [event async for event in client.send_message(request)]
 
@@ -72,7 +76,9 @@ def as_json(message: Any) -> dict[str, Any]:
     return result
 
 
-async def until(check: Callable[[], Awaitable[T | None]], *, timeout: float = 30.0, what: str = "") -> T:
+async def until(
+    check: Callable[[], Awaitable[T | None]], *, timeout: float = 30.0, what: str = ""
+) -> T:
     """Poll ``check`` until it returns something (fails the test after ``timeout``)."""
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
@@ -84,7 +90,9 @@ async def until(check: Callable[[], Awaitable[T | None]], *, timeout: float = 30
         await asyncio.sleep(0.1)
 
 
-async def task_in(client: Client, task_id: str, *states: int, timeout: float = 30.0) -> a2a_pb2.Task:
+async def task_in(
+    client: Client, task_id: str, *states: int, timeout: float = 30.0
+) -> a2a_pb2.Task:
     """The task, once it is in one of ``states`` (fails the test after ``timeout``)."""
 
     async def check() -> a2a_pb2.Task | None:
@@ -101,7 +109,13 @@ class BusSide:
         self.bus = bus
         self._reader = TopicReader(
             stack.bus_settings(),
-            ["action-requests", "action-results", "system-events", "notification-events"],
+            [
+                "action-requests",
+                "action-results",
+                "business-facts",
+                "system-events",
+                "notification-events",
+            ],
             from_beginning=True,
         )
         self.seen: list[tuple[str, Envelope]] = []
@@ -144,10 +158,12 @@ class BusSide:
     async def open_gate(self, task_id: str, text: str) -> None:
         """Answer gw-relay's ``gw.gate.requested`` for the task (as the agent nobody runs)."""
         request = await self.wait_for(
-            lambda topic, e: topic == "action-requests"
-            and e.type == "gw.gate.requested"
-            and e.tenant_id == TENANT
-            and (e.data or {}).get("text") == text  # type: ignore[union-attr]
+            lambda topic, e: (
+                topic == "action-requests"
+                and e.type == "gw.gate.requested"
+                and e.tenant_id == TENANT
+                and (e.data or {}).get("text") == text
+            )  # type: ignore[union-attr]
         )
         del task_id
         assert request.correlation_id is not None
@@ -170,3 +186,65 @@ async def bus_side(stack: GatewayStack) -> AsyncIterator[BusSide]:
             yield side
         finally:
             await side.stop()
+
+
+class PushReceiver:
+    """A webhook on loopback that records the push notifications it gets.
+
+    ``fail_first`` answers the first N notifications with 503 (to see retries).
+    """
+
+    def __init__(self, *, fail_first: int = 0) -> None:
+        from starlette.applications import Starlette
+        from starlette.requests import Request
+        from starlette.responses import Response
+        from starlette.routing import Route
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/hook"
+        self.received: list[tuple[dict[str, str], dict[str, Any]]] = []
+        self.refused = 0
+        self._fail_first = fail_first
+        self._changed = asyncio.Event()
+
+        async def hook(request: Request) -> Response:
+            if self.refused < self._fail_first:
+                self.refused += 1
+                return Response(status_code=503)
+            self.received.append((dict(request.headers), await request.json()))
+            self._changed.set()
+            return Response(status_code=204)
+
+        app = Starlette(routes=[Route("/hook", hook, methods=["POST"])])
+        self._server = uvicorn.Server(
+            uvicorn.Config(
+                app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off"
+            )
+        )
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> PushReceiver:
+        self._task = asyncio.create_task(self._server.serve())
+        await until(lambda: _started(self._server), what="the push receiver to start")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._server.should_exit = True
+        if self._task is not None:
+            await self._task
+
+    async def wait_for(
+        self, predicate: Callable[[dict[str, Any]], bool], *, timeout: float = 30.0
+    ) -> tuple[dict[str, str], dict[str, Any]]:
+        """The first notification whose body matches ``predicate`` (waits for it)."""
+        async with asyncio.timeout(timeout):
+            while True:
+                for headers, body in self.received:
+                    if predicate(body):
+                        return headers, body
+                self._changed.clear()
+                await self._changed.wait()
+
+
+async def _started(server: uvicorn.Server) -> bool | None:
+    return True if server.started else None

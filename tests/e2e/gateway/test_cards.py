@@ -28,7 +28,10 @@ async def test_the_gateway_card_needs_no_token_and_lists_the_public_agents(
         (f"{gateway.url}/a2a", "JSONRPC", "1.0"),
         (f"{gateway.url}/a2a", "HTTP+JSON", "1.0"),
     }
-    assert [skill.id for skill in card.skills] == [f"{PUBLIC_AGENT}/hello"]
+    skills = {skill.id for skill in card.skills}
+    assert f"{PUBLIC_AGENT}/hello" in skills  # a public agent (DISCO_GATEWAY_PUBLIC_AGENTS)
+    assert "gw-slow/gw.slow" in skills  # registered with visibility public
+    assert "gw-echo/gw.echo" not in skills  # its tenant's only
     assert card.capabilities.streaming
     assert card.capabilities.push_notifications
     assert card.capabilities.extended_agent_card
@@ -47,7 +50,9 @@ async def test_a_public_agents_card_declares_its_schemas_and_no_security_require
     (skill,) = card.skills
     assert skill.id == "hello"
     assert "hello.requested" in skill.tags
-    (contracts,) = [e for e in card.capabilities.extensions if e.uri == A2A_EVENT_CONTRACTS_EXTENSION]
+    (contracts,) = [
+        e for e in card.capabilities.extensions if e.uri == A2A_EVENT_CONTRACTS_EXTENSION
+    ]
     request_schema = contracts.params["skills"]["hello"]["request"]["json_schema"]
     assert list(request_schema["required"]) == ["name"]
 

@@ -74,7 +74,9 @@ async def test_tasks_are_got_and_listed_by_context_page_after_page(
         client._config.streaming = False
         (first,) = await events_of(client, send_request(user_message("one")))
         context_id = first.task.context_id
-        (second,) = await events_of(client, send_request(user_message("two", context_id=context_id)))
+        (second,) = await events_of(
+            client, send_request(user_message("two", context_id=context_id))
+        )
         got = await client.get_task(a2a_pb2.GetTaskRequest(id=second.task.id, history_length=0))
         page_one = await client.list_tasks(
             a2a_pb2.ListTasksRequest(context_id=context_id, page_size=1, include_artifacts=True)
@@ -117,7 +119,9 @@ async def test_a_payload_breaking_the_schema_is_invalid_params_naming_the_field(
 ) -> None:
     async with a2a_client(gateway.url, binding, agent="gw-strict") as client:
         with pytest.raises(InvalidParamsError) as refused:
-            await events_of(client, send_request(user_message({"name": "Bartholomew Q", "count": 2})))
+            await events_of(
+                client, send_request(user_message({"name": "Bartholomew Q", "count": 2}))
+            )
         with pytest.raises(InvalidParamsError) as missing:
             await events_of(client, send_request(user_message({"name": "Ada"})))
 
@@ -125,7 +129,9 @@ async def test_a_payload_breaking_the_schema_is_invalid_params_naming_the_field(
     assert "count" in missing.value.message
 
 
-async def test_an_agent_may_answer_with_a_direct_message(gateway: GatewayProcess, binding: str) -> None:
+async def test_an_agent_may_answer_with_a_direct_message(
+    gateway: GatewayProcess, binding: str
+) -> None:
     async with a2a_client(gateway.url, binding, agent="gw-greet") as client:
         (event,) = await events_of(client, send_request(user_message("Grace")))
 
@@ -143,7 +149,9 @@ async def test_a_tool_asking_for_input_continues_with_the_next_message_or_reject
         question = asked[-1].status_update.status
         answered = await events_of(
             client,
-            send_request(user_message("city:Atlantis", task_id=task.id, context_id=task.context_id)),
+            send_request(
+                user_message("city:Atlantis", task_id=task.id, context_id=task.context_id)
+            ),
         )
         refused = await events_of(client, send_request(user_message("city:Mordor")))
         stored = await client.get_task(a2a_pb2.GetTaskRequest(id=task.id))
@@ -168,10 +176,13 @@ async def test_the_skill_is_chosen_by_the_messages_metadata(
     async with a2a_client(gateway.url, binding, agent="gw-math") as client:
         with pytest.raises(InvalidParamsError) as unnamed:
             await events_of(client, send_request(user_message(numbers)))
-        product = await events_of(client, send_request(user_message(numbers, metadata={"skill": "gw.mul"})))
+        product = await events_of(
+            client, send_request(user_message(numbers, metadata={"skill": "gw.mul"}))
+        )
     async with a2a_client(gateway.url, binding) as gateway_client:  # the gateway's own endpoint
         total = await events_of(
-            gateway_client, send_request(user_message(numbers, metadata={"skill": "gw-math/gw.add"}))
+            gateway_client,
+            send_request(user_message(numbers, metadata={"skill": "gw-math/gw.add"})),
         )
 
     assert "metadata.skill" in str(unnamed.value.data) or "skill" in unnamed.value.message
@@ -179,7 +190,9 @@ async def test_the_skill_is_chosen_by_the_messages_metadata(
     assert as_json(total[-2].artifact_update.artifact.parts[0])["data"] == {"total": 7}
 
 
-async def test_a_finished_task_takes_no_further_message(gateway: GatewayProcess, binding: str) -> None:
+async def test_a_finished_task_takes_no_further_message(
+    gateway: GatewayProcess, binding: str
+) -> None:
     async with a2a_client(gateway.url, binding, agent="gw-echo") as client:
         events = await events_of(client, send_request(user_message("once")))
         task = events[0].task
@@ -187,7 +200,9 @@ async def test_a_finished_task_takes_no_further_message(gateway: GatewayProcess,
             await events_of(client, send_request(user_message("again", task_id=task.id)))
 
 
-async def test_a_client_that_streams_nothing_still_gets_the_task(gateway: GatewayProcess, binding: str) -> None:
+async def test_a_client_that_streams_nothing_still_gets_the_task(
+    gateway: GatewayProcess, binding: str
+) -> None:
     config = ClientConfig()
     del config
     async with a2a_client(gateway.url, binding, agent="gw-echo") as client:
