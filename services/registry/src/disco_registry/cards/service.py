@@ -1,4 +1,4 @@
-"""A2A v1.0 agent cards from registrations, with the one card builder (:mod:`disco_common.a2a_cards`).
+"""A2A v1.0 agent cards from registrations, with the one card builder (disco_common.a2a_cards).
 
 The gateway builds the same cards from the same registrations: interfaces at
 ``DISCO_GATEWAY_PUBLIC_URL``, a skill per capability with its schemas in the
@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from disco_common.a2a import A2AAgentCard
 from disco_common.a2a_cards import A2ACardSource, build_agent_card
+from disco_common.registry import Visibility
 from disco_registry.cards.repository import CardRepository
 from disco_registry.settings import RegistrySettings
 
@@ -33,7 +34,7 @@ async def card_for(
             description=source.description,
             version=source.version,
             tags=source.tags,
-            visibility=source.visibility,
+            visibility=Visibility(source.visibility),
             tenant_id=source.tenant_id,
             capabilities=source.capabilities,
         ),
