@@ -13,12 +13,13 @@ from disco_gateway import GatewaySettings
 from disco_gateway.bus.fanout import BusFanout, FanoutRoute
 from disco_gateway.push.store import PostgresPushConfigStore
 from disco_gateway.scope import scoped
+from disco_gateway.tasks.store import PostgresTaskStore
 from disco_service import Database
 from tests.integration.gateway.conftest import caller, new_tenant
 
 
 async def test_push_configs_are_kept_per_task_and_owner_and_all_dispatched(db: Database) -> None:
-    store = PostgresPushConfigStore(db)
+    store = PostgresPushConfigStore(db, PostgresTaskStore(db))
     tenant = new_tenant()
     alice, bob = caller(tenant), caller(tenant, "bob")
     task_id = str(uuid.uuid4())

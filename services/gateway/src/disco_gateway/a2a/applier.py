@@ -41,6 +41,7 @@ _log = structlog.get_logger("disco_gateway.a2a")
 
 _ATTEMPTS = 5
 _TERMINAL = {a2a_pb2.TaskState.Value(state.value) for state in A2A_TERMINAL_STATES}
+_TERMINAL_NAMES = {state.value for state in A2A_TERMINAL_STATES}
 
 
 class AnswerApplier:
@@ -55,9 +56,15 @@ class AnswerApplier:
         if tenant_id is None or envelope.correlation_id is None:
             return
         await hand_over(envelope, self._runtime.settings.handover_seconds)
-        turn = await self._runtime.turn_by_correlation(tenant_id, envelope.correlation_id)
-        if turn is not None:
-            await self._apply(tenant_id, turn, Delivery(Topic.ACTION_RESULTS.value, envelope))
+        if self._runtime.settled(tenant_id, envelope.correlation_id):
+            return  # this instance followed the task and applied the answer itself
+        found = await self._runtime.turn_and_status(tenant_id, envelope.correlation_id)
+        if found is None:
+            return
+        turn, status = found
+        if status in _TERMINAL_NAMES:
+            return  # the usual case: the live path applied it (one query to know)
+        await self._apply(tenant_id, turn, Delivery(Topic.ACTION_RESULTS.value, envelope))
 
     async def question(self, envelope: Envelope) -> None:
         """A question to a human (``notification-events``), when it is an A2A task's."""

@@ -4,12 +4,13 @@ The a2a-sdk runs ``execute`` once per message of a task, in the instance that
 received the message, and turns what it enqueues into the task's stored state,
 its stream and its push notifications. For a disco agent ``execute``:
 
-1. records the turn (what was asked of which agent, with which correlation id)
-   so that any instance can continue the task or apply its answer;
-2. subscribes to the instance's fan-out for the task before anything is sent;
-3. sends the message: a new request on ``action-requests``, or, when the task
-   waits on a question to a human, the human's answer on ``notification-events``;
-4. translates what comes back (:func:`~disco_gateway.a2a.mapping.translate`)
+1. subscribes to the instance's fan-out for the task before anything is sent;
+2. sends the message: a new request on ``action-requests`` (recording the turn
+   — what was asked of which agent, with which correlation id — meanwhile, so
+   that any instance can continue the task or apply its answer), or, when the
+   task waits on a question to a human, the human's answer on
+   ``notification-events``;
+3. translates what comes back (:func:`~disco_gateway.a2a.mapping.translate`)
    and enqueues it, until the agent is done for now (the task is over, waits
    for input, or the agent answered with a direct message).
 
@@ -19,31 +20,36 @@ message, so that an agent can answer with a message instead of a task.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
 import structlog
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events.event_queue import EventQueue
+from a2a.server.tasks.task_manager import append_artifact_to_task
 from a2a.types import a2a_pb2
 from a2a.utils.errors import InternalError
+from google.protobuf.json_format import MessageToDict, ParseDict
 
 from disco.a2a import A2AGatewayHelper
 from disco.bus import BusError
 from disco_common.a2a import A2AMessage
 from disco_common.registry import DiscoveredCapability
 from disco_common.topics import Topic
-from disco_gateway.a2a.mapping import Translation, to_proto, translate, turn_correlation_id, working
+from disco_gateway.a2a.mapping import Translation, translate, turn_correlation_id, working
 from disco_gateway.a2a.runtime import A2ARuntime
 from disco_gateway.bus.fanout import Inbox
 from disco_gateway.scope import CallScope
 from disco_gateway.tasks.repository import TurnRow
 
-__all__ = ["BusAgentExecutor", "Prepared"]
+__all__ = ["PREPARED_KEY", "STREAMING_KEY", "BusAgentExecutor", "Prepared"]
 
 _log = structlog.get_logger("disco_gateway.a2a")
 
 PREPARED_KEY = "disco.prepared"
+STREAMING_KEY = "disco.streaming"
+"""Call-context state: whether the caller streams (else it waits for the outcome)."""
 
 
 @dataclass(frozen=True)
@@ -101,9 +107,8 @@ class BusAgentExecutor(AgentExecutor):
                 agent=prepared.agent,
                 skill=prepared.capability.task_name,
                 event_type=prepared.capability.consumed_event.event_type,
-                message=prepared.message.model_copy(
-                    update={"task_id": task_id, "context_id": context_id}
-                ).to_wire(),
+                # The a2a-sdk set the message's task and context ids.
+                message=MessageToDict(context.message) if context.message is not None else {},
                 question=None,
             )
         runtime = self._runtime
@@ -113,8 +118,13 @@ class BusAgentExecutor(AgentExecutor):
                 if prepared.answers_question:
                     await self._answer_question(scope, turn, prepared.message)
                 else:
-                    await runtime.add_turn(scope.tenant_id, turn)
-                    await self._request(scope, turn, prepared)
+                    # The turn is recorded while the request travels: the answer cannot be
+                    # applied by the consumer group before the handover delay anyway, and
+                    # this instance follows it live. If recording fails, the call fails.
+                    await asyncio.gather(
+                        runtime.add_turn(scope.tenant_id, turn),
+                        self._request(scope, turn, prepared),
+                    )
             except BusError as exc:
                 _log.warning("message not sent", task_id=task_id, error=repr(exc))
                 raise InternalError(
@@ -123,7 +133,15 @@ class BusAgentExecutor(AgentExecutor):
             task_exists = context.current_task is not None
             if task_exists:
                 await event_queue.enqueue_event(working(turn))
-            await self._follow(inbox, turn, event_queue, task_exists=task_exists, scope=scope)
+            await self._follow(
+                inbox,
+                turn,
+                context.message,
+                event_queue,
+                task_exists=task_exists,
+                scope=scope,
+                streaming=bool(call.state.get(STREAMING_KEY, True)),
+            )
 
     async def _request(self, scope: CallScope, turn: TurnRow, prepared: Prepared) -> None:
         assert prepared.capability is not None
@@ -168,35 +186,61 @@ class BusAgentExecutor(AgentExecutor):
         self,
         inbox: Inbox,
         turn: TurnRow,
+        message: a2a_pb2.Message | None,
         event_queue: EventQueue,
         *,
         task_exists: bool,
         scope: CallScope,
+        streaming: bool,
     ) -> None:
         while True:
             translation: Translation = translate(await inbox.get(), turn)
             if not translation.events:
                 continue
-            if translation.starts_task and not task_exists:
-                await event_queue.enqueue_event(self._new_task(turn))
-                task_exists = True
             if translation.question is not None:
                 # Remembered before the caller can see input-required: its answer may
                 # come to any instance, which must find the question.
                 await self._runtime.remember_question(scope.tenant_id, turn, translation.question)
+            if (
+                translation.ends_turn
+                and translation.starts_task
+                and not task_exists
+                and not streaming
+            ):
+                # The agent answered at once and nobody streams: the task is stored
+                # once, as it ends, rather than once per event.
+                await event_queue.enqueue_event(self._finished_task(turn, message, translation))
+                self._runtime.settle(scope.tenant_id, turn.correlation_id)
+                return
+            if translation.starts_task and not task_exists:
+                await event_queue.enqueue_event(self._new_task(turn, message))
+                task_exists = True
             for event in translation.events:
                 await event_queue.enqueue_event(event)
             if translation.ends_turn:
+                self._runtime.settle(scope.tenant_id, turn.correlation_id)
                 return
 
-    def _new_task(self, turn: TurnRow) -> a2a_pb2.Task:
-        message = to_proto(A2AMessage.model_validate(turn.message), a2a_pb2.Message)
+    def _new_task(self, turn: TurnRow, message: a2a_pb2.Message | None) -> a2a_pb2.Task:
+        if message is None:
+            message = ParseDict(turn.message, a2a_pb2.Message(), ignore_unknown_fields=True)
         return a2a_pb2.Task(
             id=turn.task_id,
             context_id=turn.context_id,
             status=a2a_pb2.TaskStatus(state=a2a_pb2.TaskState.TASK_STATE_SUBMITTED),
             history=[message],
         )
+
+    def _finished_task(
+        self, turn: TurnRow, message: a2a_pb2.Message | None, translation: Translation
+    ) -> a2a_pb2.Task:
+        task = self._new_task(turn, message)
+        for event in translation.events:
+            if isinstance(event, a2a_pb2.TaskArtifactUpdateEvent):
+                append_artifact_to_task(task, event)
+            elif isinstance(event, a2a_pb2.TaskStatusUpdateEvent):
+                task.status.CopyFrom(event.status)
+        return task
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """The task stops here; the agent is told by the handler (``task.cancel_requested``)."""

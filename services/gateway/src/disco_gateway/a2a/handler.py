@@ -24,6 +24,7 @@ from dataclasses import replace
 from typing import Any, cast
 
 import structlog
+from a2a.server.agent_execution import RequestContext, SimpleRequestContextBuilder
 from a2a.server.context import ServerCallContext
 from a2a.server.events.event_queue import Event
 from a2a.server.request_handlers import DefaultRequestHandlerV2
@@ -44,10 +45,11 @@ from disco_common.a2a_cards import A2ACardSource
 from disco_common.ids import Id
 from disco_common.system_events import SystemEventType, TaskCancelRequestedData
 from disco_common.topics import Topic
-from disco_gateway.a2a.executor import PREPARED_KEY, BusAgentExecutor, Prepared
+from disco_gateway.a2a.executor import PREPARED_KEY, STREAMING_KEY, BusAgentExecutor, Prepared
 from disco_gateway.a2a.mapping import message_of, to_proto
 from disco_gateway.a2a.runtime import A2ARuntime
 from disco_gateway.scope import CallScope
+from disco_gateway.tasks.store import FRESH_TASK_KEY
 
 __all__ = ["TARGET_KEY", "GatewayRequestHandler"]
 
@@ -98,6 +100,23 @@ def gateway_card_proto() -> a2a_pb2.AgentCard:
     )
 
 
+class _ContextBuilder(SimpleRequestContextBuilder):
+    """The a2a-sdk's request context, noting the id it generates for a new task."""
+
+    async def build(
+        self,
+        context: ServerCallContext,
+        params: a2a_pb2.SendMessageRequest | None = None,
+        task_id: str | None = None,
+        context_id: str | None = None,
+        task: a2a_pb2.Task | None = None,
+    ) -> RequestContext:
+        built = await super().build(context, params, task_id, context_id, task)
+        if task_id is None and built.task_id is not None:
+            context.state[FRESH_TASK_KEY] = built.task_id  # no row holds it yet
+        return built
+
+
 class GatewayRequestHandler(DefaultRequestHandlerV2):
     """See the module docs."""
 
@@ -105,6 +124,7 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
         settings = runtime.settings
         super().__init__(
             agent_executor=BusAgentExecutor(runtime),
+            request_context_builder=_ContextBuilder(),
             task_store=runtime.store,
             agent_card=gateway_card_proto(),
             push_config_store=runtime.push_store,
@@ -121,6 +141,7 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
         self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
     ) -> a2a_pb2.Message | a2a_pb2.Task:
         with _sanitized("SendMessage"):
+            context.state[STREAMING_KEY] = False
             await self._prepare(params, context)
             return cast(
                 a2a_pb2.Message | a2a_pb2.Task, await super().on_message_send(params, context)
@@ -130,6 +151,7 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
         self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event, None]:
         with _sanitized("SendStreamingMessage"):
+            context.state[STREAMING_KEY] = True
             await self._prepare(params, context)
             async with contextlib.aclosing(
                 super().on_message_send_stream(params, context)

@@ -46,6 +46,7 @@ from typing import Any, TypeVar
 
 from a2a.server.events.event_queue import Event
 from a2a.types import a2a_pb2
+from google.protobuf import struct_pb2
 from google.protobuf.json_format import MessageToDict, ParseDict
 from google.protobuf.message import Message as ProtoMessage
 from pydantic import BaseModel, ValidationError
@@ -55,9 +56,9 @@ from disco_common.a2a import (
     A2A_RESPONSE_EVENT,
     ACTION_PROGRESSED,
     A2AAnswer,
+    A2AArtifact,
     A2AMessage,
     A2APart,
-    A2ARole,
     A2ATaskState,
     ActionProgressedData,
 )
@@ -72,8 +73,10 @@ from disco_gateway.tasks.repository import TurnRow
 __all__ = [
     "ROUTES",
     "Translation",
+    "artifact_proto",
     "from_proto",
     "message_of",
+    "part_proto",
     "question_of",
     "to_proto",
     "translate",
@@ -135,18 +138,64 @@ def _now() -> Any:
     return stamp
 
 
+def part_proto(part: A2APart) -> a2a_pb2.Part:
+    """An A2A part as the a2a-sdk's type (built directly: the hot path of every answer)."""
+    proto = a2a_pb2.Part()
+    if part.text is not None:
+        proto.text = part.text
+    elif part.raw is not None:
+        proto.raw = part.raw_bytes() or b""
+    elif part.url is not None:
+        proto.url = part.url
+    else:
+        _set_value(proto.data, part.data)
+    if part.filename is not None:
+        proto.filename = part.filename
+    if part.media_type is not None:
+        proto.media_type = part.media_type
+    if part.metadata:
+        proto.metadata.update(part.metadata)
+    return proto
+
+
+def _set_value(target: struct_pb2.Value, value: Any) -> None:
+    if isinstance(value, dict):
+        target.struct_value.update(value)
+    elif isinstance(value, list):
+        target.list_value.extend(value)
+    elif isinstance(value, bool):
+        target.bool_value = value
+    elif isinstance(value, int | float):
+        target.number_value = value
+    elif isinstance(value, str):
+        target.string_value = value
+    else:
+        target.null_value = struct_pb2.NULL_VALUE
+
+
+def artifact_proto(artifact: A2AArtifact) -> a2a_pb2.Artifact:
+    """An A2A artifact as the a2a-sdk's type."""
+    proto = a2a_pb2.Artifact(
+        artifact_id=artifact.artifact_id,
+        name=artifact.name or "",
+        description=artifact.description or "",
+        parts=[part_proto(part) for part in artifact.parts],
+        extensions=artifact.extensions or [],
+    )
+    if artifact.metadata:
+        proto.metadata.update(artifact.metadata)
+    return proto
+
+
 def _agent_message(
     parts: Sequence[A2APart], *, message_id: str, task_id: str, context_id: str
 ) -> a2a_pb2.Message:
-    return to_proto(
-        A2AMessage(
-            message_id=message_id,
-            role=A2ARole.AGENT,
-            parts=list(parts),
-            task_id=task_id,
-            context_id=context_id,
-        ),
-        a2a_pb2.Message,
+    return a2a_pb2.Message(
+        message_id=message_id,
+        role=a2a_pb2.Role.ROLE_AGENT,
+        parts=[part_proto(part) for part in parts],
+        task_id=task_id,
+        context_id=context_id,
     )
 
 
@@ -231,7 +280,7 @@ def _answer_events(answer: A2AAnswer, turn: TurnRow, envelope: Envelope) -> Tran
         a2a_pb2.TaskArtifactUpdateEvent(
             task_id=turn.task_id,
             context_id=turn.context_id,
-            artifact=to_proto(artifact, a2a_pb2.Artifact),
+            artifact=artifact_proto(artifact),
             append=False,
             last_chunk=True,
         )
@@ -298,7 +347,7 @@ def _progressed(envelope: Envelope, turn: TurnRow) -> Translation:
             a2a_pb2.TaskArtifactUpdateEvent(
                 task_id=turn.task_id,
                 context_id=turn.context_id,
-                artifact=to_proto(data.artifact, a2a_pb2.Artifact),
+                artifact=artifact_proto(data.artifact),
                 append=data.append,
                 last_chunk=data.last_chunk,
             )

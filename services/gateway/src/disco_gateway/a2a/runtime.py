@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, field
 
 from disco.bus import BusClient
 from disco_gateway.agents.service import AgentDirectory
@@ -16,6 +17,8 @@ from disco_gateway.tasks.stream import PostgresTaskEventStream
 from disco_service import Database
 
 __all__ = ["A2ARuntime"]
+
+_SETTLED = 50_000
 
 
 @dataclass
@@ -31,6 +34,19 @@ class A2ARuntime:
     stream: PostgresTaskEventStream
     push_store: PostgresPushConfigStore
     push_sender: RetryingPushSender
+    _settled: OrderedDict[tuple[str, str], None] = field(default_factory=OrderedDict)
+
+    def settle(self, tenant_id: str, correlation_id: str) -> None:
+        """Note that this instance applied the answer to ``correlation_id`` live."""
+        key = (tenant_id, correlation_id)
+        self._settled[key] = None
+        self._settled.move_to_end(key)
+        while len(self._settled) > _SETTLED:
+            self._settled.popitem(last=False)
+
+    def settled(self, tenant_id: str, correlation_id: str) -> bool:
+        """Whether this instance applied the answer to ``correlation_id`` live (recently)."""
+        return (tenant_id, correlation_id) in self._settled
 
     @property
     def source(self) -> str:
@@ -42,10 +58,14 @@ class A2ARuntime:
         async with self.database.unit_of_work(tenant_id) as session:
             return await TurnRepository(session, tenant_id).latest(task_id)
 
-    async def turn_by_correlation(self, tenant_id: str, correlation_id: str) -> TurnRow | None:
-        """The turn whose request carried ``correlation_id``."""
+    async def turn_and_status(
+        self, tenant_id: str, correlation_id: str
+    ) -> tuple[TurnRow, str | None] | None:
+        """The turn whose request carried ``correlation_id``, with its task's stored status."""
         async with self.database.unit_of_work(tenant_id) as session:
-            return await TurnRepository(session, tenant_id).by_correlation(correlation_id)
+            return await TurnRepository(session, tenant_id).by_correlation_with_status(
+                correlation_id
+            )
 
     async def add_turn(self, tenant_id: str, turn: TurnRow) -> None:
         """Record a turn before its request goes out (any instance can then follow it)."""

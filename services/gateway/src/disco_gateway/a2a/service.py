@@ -75,9 +75,11 @@ async def a2a_lifespan(state: GatewayState) -> AsyncIterator[None]:
         stack.push_async_callback(listener.stop)
         http = httpx.AsyncClient(timeout=settings.push_timeout_seconds)
         stack.push_async_callback(http.aclose)
-        push_store = PostgresPushConfigStore(database)
+        store = PostgresTaskStore(database)
+        push_store = PostgresPushConfigStore(database, store)
         push_sender = RetryingPushSender(
             push_store,
+            store,
             http,
             url_policy=push_url_policy(allow_loopback=settings.push_allow_loopback),
             max_attempts=settings.push_max_attempts,
@@ -90,7 +92,7 @@ async def a2a_lifespan(state: GatewayState) -> AsyncIterator[None]:
             bus=bus,
             fanout=fanout,
             directory=AgentDirectory(registry, cache_seconds=settings.registry_cache_seconds),
-            store=PostgresTaskStore(database),
+            store=store,
             stream=PostgresTaskEventStream(database, listener),
             push_store=push_store,
             push_sender=push_sender,

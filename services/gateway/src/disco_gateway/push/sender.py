@@ -36,6 +36,7 @@ from google.protobuf.json_format import MessageToDict
 
 from disco_gateway.push.store import PostgresPushConfigStore
 from disco_gateway.scope import current_scope
+from disco_gateway.tasks.store import PostgresTaskStore
 
 __all__ = ["NOTIFICATION_TOKEN_HEADER", "RetryingPushSender"]
 
@@ -50,6 +51,7 @@ class RetryingPushSender(PushNotificationSender):
 
     Args:
         store: where the task's configurations are.
+        tasks: the task store, which knows which tasks have none.
         http: the client to post with (closed by its owner).
         url_policy: True for a URL the gateway may post to.
         max_attempts: tries per notification.
@@ -59,6 +61,7 @@ class RetryingPushSender(PushNotificationSender):
     def __init__(
         self,
         store: PostgresPushConfigStore,
+        tasks: PostgresTaskStore,
         http: httpx.AsyncClient,
         *,
         url_policy: Callable[[str], Awaitable[bool]],
@@ -66,6 +69,7 @@ class RetryingPushSender(PushNotificationSender):
         backoff_seconds: float,
     ) -> None:
         self._store = store
+        self._tasks = tasks
         self._http = http
         self._policy = url_policy
         self._max_attempts = max_attempts
@@ -79,11 +83,13 @@ class RetryingPushSender(PushNotificationSender):
         return self._policy
 
     async def send_notification(self, task_id: str, event: PushNotificationEvent) -> None:
+        tenant_id = current_scope().tenant_id
+        if not self._tasks.may_push(tenant_id, task_id):
+            return  # its last write saw no configuration: no query per event
         configs = await self._store.get_info_for_dispatch(task_id)
         if not configs:
             return
         body = MessageToDict(to_stream_response(event))
-        tenant_id = current_scope().tenant_id
         for config in configs:
             key = (tenant_id, task_id, config.id)
             previous = self._last.get(key)

@@ -17,6 +17,7 @@ from google.protobuf.json_format import MessageToDict, ParseDict
 
 from disco_gateway.push.repository import PushConfigRepository
 from disco_gateway.scope import CallScope, current_scope
+from disco_gateway.tasks.store import PostgresTaskStore
 from disco_service import Database
 
 __all__ = ["PostgresPushConfigStore"]
@@ -29,8 +30,9 @@ def _config_of(document: dict[str, object]) -> TaskPushNotificationConfig:
 class PostgresPushConfigStore(PushNotificationConfigStore):
     """Push configurations per task in ``gateway.a2a_push_configs``."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, tasks: PostgresTaskStore) -> None:
         self._database = database
+        self._tasks = tasks
 
     async def set_info(
         self,
@@ -45,6 +47,7 @@ class PostgresPushConfigStore(PushNotificationConfigStore):
             await PushConfigRepository(session, scope.tenant_id).put(
                 task_id, config.id, user_id=scope.user_id, config=MessageToDict(config)
             )
+        self._tasks.note_pushes(scope.tenant_id, task_id, True)
         return config
 
     async def get_info(

@@ -23,6 +23,7 @@ __all__ = [
     "TaskRow",
     "TurnRepository",
     "TurnRow",
+    "Written",
 ]
 
 TASK_EVENTS_CHANNEL = "gateway_a2a_task_events"
@@ -37,6 +38,13 @@ TERMINAL_STATES = (
 
 _TASK_COLUMNS = "task_id, context_id, user_id, agent, status, task, version, status_timestamp"
 
+# Every write says whether the task has push configurations, so that delivering
+# its events needs no query of its own when it has none (the usual case).
+_RETURNING = (
+    "RETURNING version, EXISTS (SELECT 1 FROM gateway.a2a_push_configs p "
+    "WHERE p.tenant_id = :tenant_id AND p.task_id = :task_id) AS pushes"
+)
+
 # The owner and agent filters are optional: NULL lets every row of the tenant through.
 _SCOPE = (
     "tenant_id = :tenant_id AND task_id = :task_id "
@@ -45,23 +53,23 @@ _SCOPE = (
 )
 _GET = text(f"SELECT {_TASK_COLUMNS} FROM gateway.a2a_tasks WHERE {_SCOPE}")  # noqa: S608
 _INSERT = text(
-    "INSERT INTO gateway.a2a_tasks (tenant_id, task_id, context_id, user_id, agent, status, "
+    "INSERT INTO gateway.a2a_tasks (tenant_id, task_id, context_id, user_id, agent, status, "  # noqa: S608
     "task, version, status_timestamp) VALUES (:tenant_id, :task_id, :context_id, :owner, "
     ":agent, :status, CAST(:task AS jsonb), 1, :status_timestamp) "
-    "ON CONFLICT DO NOTHING RETURNING version"
+    f"ON CONFLICT DO NOTHING {_RETURNING}"
 )
 _UPDATE = text(
-    "UPDATE gateway.a2a_tasks SET task = CAST(:task AS jsonb), status = :status, "
+    "UPDATE gateway.a2a_tasks SET task = CAST(:task AS jsonb), status = :status, "  # noqa: S608
     "status_timestamp = :status_timestamp, version = version + 1, updated_at = now() "
     "WHERE tenant_id = :tenant_id AND task_id = :task_id AND version = :prev "
-    "RETURNING version"
+    f"{_RETURNING}"
 )
 # Cancel overwrites whatever non-terminal version is stored (the a2a-sdk contract).
 _CANCEL = text(
-    "UPDATE gateway.a2a_tasks SET task = CAST(:task AS jsonb), status = :status, "
+    "UPDATE gateway.a2a_tasks SET task = CAST(:task AS jsonb), status = :status, "  # noqa: S608
     "status_timestamp = :status_timestamp, version = version + 1, updated_at = now() "
     "WHERE tenant_id = :tenant_id AND task_id = :task_id AND status <> ALL(:terminal) "
-    "RETURNING version"
+    f"{_RETURNING}"
 )
 _DELETE = text(f"DELETE FROM gateway.a2a_tasks WHERE {_SCOPE}")  # noqa: S608
 _ADD_EVENT = text(
@@ -104,6 +112,12 @@ _TURN_BY_CORRELATION = text(
     f"SELECT {_TURN_COLUMNS} FROM gateway.a2a_turns "  # noqa: S608
     "WHERE tenant_id = :tenant_id AND correlation_id = :correlation_id"
 )
+_TURN_AND_STATUS = text(
+    f"SELECT {', '.join('t.' + c for c in _TURN_COLUMNS.split(', '))}, k.status AS task_status "  # noqa: S608
+    "FROM gateway.a2a_turns t LEFT JOIN gateway.a2a_tasks k "
+    "ON k.tenant_id = t.tenant_id AND k.task_id = t.task_id "
+    "WHERE t.tenant_id = :tenant_id AND t.correlation_id = :correlation_id"
+)
 _SET_QUESTION = text(
     "UPDATE gateway.a2a_turns SET question = CAST(:question AS jsonb), updated_at = now() "
     "WHERE tenant_id = :tenant_id AND task_id = :task_id AND turn = :turn"
@@ -135,6 +149,14 @@ class TaskRow:
             version=int(row["version"]),
             status_timestamp=row["status_timestamp"],
         )
+
+
+@dataclass(frozen=True)
+class Written:
+    """What a write of a task left: its new version, and whether it has push configurations."""
+
+    version: int
+    pushes: bool
 
 
 @dataclass(frozen=True)
@@ -177,9 +199,9 @@ class TaskRepository:
         status: str,
         status_timestamp: datetime,
         task: dict[str, Any],
-    ) -> int | None:
+    ) -> Written | None:
         """Store a new task at version 1; None when the id is taken."""
-        version = await self._session.scalar(
+        return await self._written(
             _INSERT,
             {
                 "tenant_id": self._tenant_id,
@@ -192,7 +214,6 @@ class TaskRepository:
                 "task": json.dumps(task),
             },
         )
-        return int(version) if version is not None else None
 
     async def update(
         self,
@@ -202,9 +223,9 @@ class TaskRepository:
         status: str,
         status_timestamp: datetime,
         task: dict[str, Any],
-    ) -> int | None:
+    ) -> Written | None:
         """Replace version ``prev`` of the task; its new version, or None if ``prev`` is stale."""
-        version = await self._session.scalar(
+        return await self._written(
             _UPDATE,
             {
                 "tenant_id": self._tenant_id,
@@ -215,13 +236,12 @@ class TaskRepository:
                 "task": json.dumps(task),
             },
         )
-        return int(version) if version is not None else None
 
     async def cancel(
         self, task_id: str, *, status: str, status_timestamp: datetime, task: dict[str, Any]
-    ) -> int | None:
+    ) -> Written | None:
         """Overwrite a task that is not over; its new version, or None (over, or absent)."""
-        version = await self._session.scalar(
+        return await self._written(
             _CANCEL,
             {
                 "tenant_id": self._tenant_id,
@@ -232,7 +252,10 @@ class TaskRepository:
                 "terminal": list(TERMINAL_STATES),
             },
         )
-        return int(version) if version is not None else None
+
+    async def _written(self, statement: Any, params: dict[str, Any]) -> Written | None:
+        row = (await self._session.execute(statement, params)).first()
+        return Written(int(row.version), bool(row.pushes)) if row is not None else None
 
     async def delete(self, task_id: str, where: TaskFilter) -> None:
         """Remove the task (its log goes with the retention job)."""
@@ -407,6 +430,22 @@ class TurnRepository:
             .first()
         )
         return TurnRow.of(row) if row is not None else None
+
+    async def by_correlation_with_status(
+        self, correlation_id: str
+    ) -> tuple[TurnRow, str | None] | None:
+        """The turn whose request carried ``correlation_id``, and its task's status (if stored)."""
+        row = (
+            (
+                await self._session.execute(
+                    _TURN_AND_STATUS,
+                    {"tenant_id": self._tenant_id, "correlation_id": correlation_id},
+                )
+            )
+            .mappings()
+            .first()
+        )
+        return (TurnRow.of(row), row["task_status"]) if row is not None else None
 
     async def set_question(self, task_id: str, turn: int, question: dict[str, Any] | None) -> None:
         """Record (or clear) the question to a human a turn waits on."""

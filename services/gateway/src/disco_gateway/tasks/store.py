@@ -14,6 +14,7 @@ Tenant and user come from the call's :class:`~disco_gateway.scope.CallScope`
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from datetime import UTC, datetime
 
 from a2a.server.cluster.task_store import (
@@ -33,10 +34,16 @@ from pydantic import Field
 from disco_common.ids import UtcDatetime
 from disco_common.pagination import DEFAULT_PAGE_LIMIT, PageQuery
 from disco_gateway.scope import CallScope
-from disco_gateway.tasks.repository import TaskRepository, TaskRow
+from disco_gateway.tasks.repository import TaskRepository, TaskRow, Written
 from disco_service import Database, InvalidCursor, Paginator
 
-__all__ = ["PostgresTaskStore", "task_json", "task_of"]
+__all__ = ["FRESH_TASK_KEY", "PostgresTaskStore", "task_json", "task_of"]
+
+FRESH_TASK_KEY = "disco.fresh_task"
+"""Call-context state: the id the a2a-sdk generated for this call's new task. Until the
+call writes it, no row can hold it: reading it needs no query."""
+
+_PUSH_HINTS = 20_000
 
 _PAGES = Paginator("a2a_tasks", tuple[UtcDatetime, str])
 
@@ -80,6 +87,21 @@ class PostgresTaskStore(VersionedTaskStore):
 
     def __init__(self, database: Database) -> None:
         self._database = database
+        # (tenant, task) -> whether its last write here saw push configurations.
+        self._pushes: OrderedDict[tuple[str, str], bool] = OrderedDict()
+
+    def may_push(self, tenant_id: str, task_id: str) -> bool:
+        """Whether the task may have push configurations (False only when its last write
+        through this store saw none: a configuration set since shows at the next write)."""
+        return self._pushes.get((tenant_id, task_id), True)
+
+    def note_pushes(self, tenant_id: str, task_id: str, pushes: bool) -> None:
+        """Remember whether the task has push configurations (bounded)."""
+        key = (tenant_id, task_id)
+        self._pushes[key] = pushes
+        self._pushes.move_to_end(key)
+        while len(self._pushes) > _PUSH_HINTS:
+            self._pushes.popitem(last=False)
 
     async def save(
         self,
@@ -97,13 +119,13 @@ class PostgresTaskStore(VersionedTaskStore):
         document = task_json(task)
         async with self._database.unit_of_work(scope.tenant_id, scope.user_id) as session:
             tasks = TaskRepository(session, scope.tenant_id)
-            version: int | None
+            written: Written | None
             if task.status.state == TaskState.TASK_STATE_CANCELED:
-                version = await tasks.cancel(
+                written = await tasks.cancel(
                     task.id, status=status, status_timestamp=when, task=document
                 )
             elif prev_version.is_missing:
-                version = await tasks.insert(
+                written = await tasks.insert(
                     task.id,
                     context_id=task.context_id,
                     owner=scope.user_id,
@@ -113,22 +135,29 @@ class PostgresTaskStore(VersionedTaskStore):
                     task=document,
                 )
             else:
-                version = await tasks.update(
+                written = await tasks.update(
                     task.id,
                     prev=_version(prev_version),
                     status=status,
                     status_timestamp=when,
                     task=document,
                 )
-            if version is None:
+            if written is None:
                 raise ConcurrentTaskModificationError(task.id)
             if event is not None:
                 await tasks.add_event(
-                    task.id, version=version, event=MessageToDict(to_stream_response(event))
+                    task.id,
+                    version=written.version,
+                    event=MessageToDict(to_stream_response(event)),
                 )
-        return TaskVersion(version)
+        if context.state.get(FRESH_TASK_KEY) == task.id:
+            del context.state[FRESH_TASK_KEY]  # it has a row now
+        self.note_pushes(scope.tenant_id, task.id, written.pushes)
+        return TaskVersion(written.version)
 
     async def get(self, task_id: str, context: ServerCallContext) -> StoredTask | None:
+        if context.state.get(FRESH_TASK_KEY) == task_id:
+            return None
         row = await self.row(task_id, context)
         if row is None:
             return None
