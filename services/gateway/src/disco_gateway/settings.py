@@ -33,6 +33,12 @@ class GatewaySettings(GatewayLinkSettings):
         validation_alias=AliasChoices("DISCO_GATEWAY_PORT"),
         description="HTTP port (DISCO_GATEWAY_PORT).",
     )
+    registry_url: str = Field(
+        default="http://127.0.0.1:8081",
+        min_length=1,
+        validation_alias=AliasChoices("DISCO_REGISTRY_URL"),
+        description="Where the registry is: agents and their schemas are read from it.",
+    )
     public_tenant: TenantId = Field(
         default="default",
         validation_alias=_own("PUBLIC_TENANT"),

@@ -60,7 +60,15 @@ async def a2a_lifespan(state: GatewayState) -> AsyncIterator[None]:
     database = state.require_database()
     bus = state.require_bus()
     async with contextlib.AsyncExitStack() as stack:
-        registry = RegistryClient.from_settings(ServiceClientSettings())
+        # The gateway's own token (DISCO_AUTH_TOKEN, or dev-minted with the service role):
+        # every call then acts for the caller's tenant (disco.clients.acting_for).
+        clients = ServiceClientSettings()
+        registry = RegistryClient(
+            settings.registry_url,
+            token=clients.token_provider(),
+            timeout_seconds=clients.http_timeout_seconds,
+            retries=clients.http_retries,
+        )
         await registry.start()
         stack.push_async_callback(registry.stop)
         await bus.ensure_topics()
