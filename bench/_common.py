@@ -245,3 +245,14 @@ def scratch_infra(name: str) -> Iterator[Infra]:
                 broker.stop()
             if server is not None:
                 server.destroy()
+
+
+def stop_processes(processes: list[subprocess.Popen[bytes]]) -> None:
+    """SIGTERM every process, then wait for each (SIGKILL after 20 s)."""
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()

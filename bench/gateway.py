@@ -41,6 +41,7 @@ from _common import (
     cpu_seconds,
     percentile,
     scratch_infra,
+    stop_processes,
     wait_ready,
 )
 
@@ -251,13 +252,7 @@ async def bench(
             print(f"load average after: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)")
             await lean.close()
     finally:
-        for process in processes.values():
-            process.terminate()
-        for process in processes.values():
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        stop_processes(list(processes.values()))
 
 
 def main() -> None:

@@ -55,6 +55,7 @@ from _common import (
     cpu_seconds,
     percentile,
     scratch_infra,
+    stop_processes,
     wait_ready,
 )
 
@@ -284,13 +285,7 @@ async def bench(
             load = os.getloadavg()[0]
             print(f"load average after: {load:.2f} (the machine has {os.cpu_count()} cores)")
     finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        stop_processes(processes)
 
 
 def main() -> None:

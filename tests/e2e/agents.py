@@ -385,6 +385,12 @@ def relay_planner() -> list[Agent]:
     return [planner]
 
 
+def gateway() -> list[Agent]:
+    from tests.e2e.gateway.agents import build
+
+    return build()
+
+
 ROLES = {
     "tools": tools,
     "workers": workers,
@@ -393,4 +399,5 @@ ROLES = {
     "gatherer": gatherer,
     "relay": relay,
     "relay-planner": relay_planner,
+    "gateway": gateway,
 }

@@ -1,13 +1,11 @@
-"""The agents the gateway's end-to-end tests call: ``python -m tests.e2e.gateway.agents``.
+"""The agents the gateway's end-to-end tests call: ``python -m tests.e2e.fleet gateway``.
 
-Each answers one way an agent can answer an A2A caller. Settings come from
-``DISCO_*`` variables; prints ``ready`` once every agent consumes.
+Each answers one way an agent can answer an A2A caller.
 """
 
 from __future__ import annotations
 
 import asyncio
-import signal
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -162,22 +160,3 @@ def build() -> list[Agent]:
         await task.complete({"text": f"relayed: {result.result}"})
 
     return [echo, failing, strict, greet, story, city, multi, slow, asker, relay]
-
-
-async def main() -> None:
-    agents = build()
-    stopping = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stopping.set)
-    for agent in agents:
-        await agent.start()
-    await asyncio.gather(*(agent.wait_ready(60) for agent in agents))
-    print("ready", flush=True)
-    await stopping.wait()
-    for agent in agents:
-        await agent.stop(grace=5)
-
-
-if __name__ == "__main__":
-    asyncio.run(main())

@@ -20,12 +20,10 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
 
 import httpx
 import pytest
@@ -36,6 +34,7 @@ from disco.auth import DEV_AUTH_SECRET, mint_dev_token
 from disco.bus import BusClient
 from disco.settings import BusSettings
 from disco_common.auth import Role
+from tests.e2e.conftest import AgentProcess, _stop_all, _wait_ready, start_agents, stop_agents
 from tests.fixtures.infra import migrated_database
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -56,39 +55,11 @@ def bearer(tenant: str = TENANT, user: str = USER) -> dict[str, str]:
     return {"Authorization": f"Bearer {token(tenant, user)}"}
 
 
-def _wait_http(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    last = "no answer"
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])
-            raise RuntimeError(f"{url} exited with {process.returncode}:\n{tail}")
-        try:
-            response = httpx.get(f"{url}/readyz", timeout=2.0)
-            if response.status_code == 200:
-                return
-            last = f"{response.status_code} {response.text[:200]}"
-        except httpx.TransportError as exc:
-            last = repr(exc)
-        time.sleep(0.1)
-    raise RuntimeError(f"{url} was not ready within {timeout}s: {last}")
-
-
 def _spawn(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     with log.open("ab") as out:
         return subprocess.Popen(
             args, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
         )
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
 
 
 @dataclass
@@ -114,7 +85,11 @@ class GatewayProcess:
             "DISCO_GATEWAY_PUBLIC_URL": self.url,
         }
         self.process = _spawn([sys.executable, "-m", "disco_gateway"], env, log)
-        _wait_http(self.url, self.process, log, timeout=90)
+        try:
+            _wait_ready(self.url, self.process, timeout=90)
+        except RuntimeError as exc:
+            tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])
+            raise RuntimeError(f"{exc}\n{tail}") from None
         return self
 
     def kill(self) -> None:
@@ -125,7 +100,7 @@ class GatewayProcess:
 
     def stop(self) -> None:
         if self.process is not None:
-            _stop(self.process)
+            _stop_all({"gateway": self.process})
 
 
 @dataclass
@@ -135,6 +110,8 @@ class GatewayStack:
     bootstrap: str
     prefix: str
     urls: dict[str, str]
+    env: dict[str, str]
+    """The agents' environment (:func:`tests.e2e.conftest.start_agents` reads it)."""
     gateway_env: dict[str, str]
     logs: Path
     gateways: list[GatewayProcess] = field(default_factory=list)
@@ -146,34 +123,6 @@ class GatewayStack:
         gateway = GatewayProcess(self.gateway_env, self.logs)
         self.gateways.append(gateway)
         return gateway
-
-
-def _start_agents(
-    args: list[str], env: dict[str, str], log: Path, timeout: float = 120.0
-) -> subprocess.Popen[bytes]:
-    process = subprocess.Popen(
-        args,
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=log.open("wb"),
-        stdin=subprocess.DEVNULL,
-    )
-    ready = threading.Event()
-    assert process.stdout is not None
-    stdout: IO[bytes] = process.stdout
-
-    def read() -> None:
-        for line in stdout:
-            if line.strip() == b"ready":
-                ready.set()
-
-    threading.Thread(target=read, daemon=True).start()
-    if not ready.wait(timeout):
-        process.kill()
-        tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:])
-        raise RuntimeError(f"agents were not ready within {timeout}s:\n{tail}")
-    return process
 
 
 def _wait_registered(registry_url: str, names: list[str], timeout: float = 60.0) -> None:
@@ -231,11 +180,13 @@ def gateway_stack(
             await bus.ensure_topics()
 
     asyncio.run(provision())
-    processes: list[subprocess.Popen[bytes]] = []
+    processes: dict[str, subprocess.Popen[bytes]] = {}
+    agents: list[AgentProcess] = []
     stack = GatewayStack(
         bootstrap=kafka_bootstrap,
         prefix=prefix,
         urls=urls,
+        env=base,
         gateway_env={
             **base,
             "DISCO_GATEWAY_PUBLIC_AGENTS": PUBLIC_AGENT,
@@ -250,25 +201,22 @@ def gateway_stack(
     try:
         for name, port in ports.items():
             env = {**base, f"DISCO_{name.upper()}_PORT": str(port)}
-            log = logs / f"{name}.log"
-            process = _spawn([sys.executable, "-m", f"disco_{name}"], env, log)
-            processes.append(process)
-            _wait_http(urls[name], process, log, timeout=120)
-        processes.append(
-            _start_agents(
-                [sys.executable, "-m", "tests.e2e.gateway.agents"], base, logs / "agents.log"
+            processes[name] = _spawn(
+                [sys.executable, "-m", f"disco_{name}"], env, logs / f"{name}.log"
             )
-        )
-        processes.append(
-            _spawn([sys.executable, "examples/hello_tool.py"], base, logs / "hello.log")
+            _wait_ready(urls[name], processes[name], timeout=120)
+        agents.append(start_agents(stack, "gateway"))  # type: ignore[arg-type]
+        processes["hello"] = _spawn(
+            [sys.executable, "examples/hello_tool.py"], base, logs / "hello.log"
         )
         _wait_registered(urls["registry"], [PUBLIC_AGENT])
         yield stack
     finally:
         for gateway in stack.gateways:
             gateway.stop()
-        for process in reversed(processes):
-            _stop(process)
+        for agent in agents:
+            stop_agents(agent)
+        _stop_all(processes)
 
 
 @pytest.fixture(scope="package")

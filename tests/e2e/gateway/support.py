@@ -14,8 +14,9 @@ from a2a.types import a2a_pb2
 from google.protobuf.json_format import MessageToDict, ParseDict
 
 from disco._dev.ports import free_port
-from disco.bus import BusClient, TopicReader
+from disco.bus import BusClient
 from disco_common.envelope import Envelope
+from tests.e2e.conftest import Watcher
 from tests.e2e.gateway.conftest import TENANT, GatewayStack
 
 T = TypeVar("T")
@@ -102,13 +103,12 @@ async def task_in(
     return await until(check, timeout=timeout, what=f"task {task_id} in {states}")
 
 
-class BusSide:
+class BusSide(Watcher):
     """The test's own hand on the bus: it watches topics and answers what no agent answers."""
 
     def __init__(self, stack: GatewayStack, bus: BusClient) -> None:
-        self.bus = bus
-        self._reader = TopicReader(
-            stack.bus_settings(),
+        super().__init__(
+            stack,  # type: ignore[arg-type]
             [
                 "action-requests",
                 "action-results",
@@ -116,48 +116,19 @@ class BusSide:
                 "system-events",
                 "notification-events",
             ],
-            from_beginning=True,
         )
-        self.seen: list[tuple[str, Envelope]] = []
-        self._changed = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self.bus = bus
 
-    async def start(self) -> None:
-        await self._reader.start()
-        self._task = asyncio.create_task(self._read())
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-        await self._reader.stop()
-
-    async def _read(self) -> None:
-        while True:
-            records = await self._reader.read(timeout=0.1)
-            for record in records:
-                envelope = record.envelope_or_none()
-                if envelope is not None:
-                    self.seen.append((record.topic, envelope))
-            if records:
-                self._changed.set()
-
-    async def wait_for(
-        self, predicate: Callable[[str, Envelope], bool], *, timeout: float = 30.0
+    async def first(
+        self, predicate: Callable[[str, Envelope], bool], timeout: float = 30.0
     ) -> Envelope:
         """The first envelope matching ``predicate`` (waits for it)."""
-        async with asyncio.timeout(timeout):
-            while True:
-                for topic, envelope in self.seen:
-                    if predicate(topic, envelope):
-                        return envelope
-                self._changed.clear()
-                await self._changed.wait()
+        return (await self.wait_for(predicate, timeout=timeout))[0]
 
     async def open_gate(self, task_id: str, text: str) -> None:
-        """Answer gw-relay's ``gw.gate.requested`` for the task (as the agent nobody runs)."""
-        request = await self.wait_for(
+        """Answer gw-relay's ``gw.gate.requested`` carrying ``text`` (as the agent nobody runs)."""
+        del task_id
+        request = await self.first(
             lambda topic, e: (
                 topic == "action-requests"
                 and e.type == "gw.gate.requested"
@@ -165,7 +136,6 @@ class BusSide:
                 and (e.data or {}).get("text") == text
             )  # type: ignore[union-attr]
         )
-        del task_id
         assert request.correlation_id is not None
         assert request.response_event is not None
         await self.bus.respond(

@@ -35,7 +35,7 @@ async def test_a_gateway_killed_mid_task_shows_it_completed_once_restarted(
         doomed.kill()
         # The agent answers while no gateway is up: the answer waits on the bus.
         await bus.open_gate(task_id, marker)
-        await bus.wait_for(
+        await bus.first(
             lambda topic, e: (
                 topic == "action-results"
                 and e.correlation_id == task_id
@@ -81,7 +81,7 @@ async def test_two_gateway_instances_serve_the_same_tasks(
         slow_id = (await anext(slow)).task.id
         canceled = await slow_second.cancel_task(a2a_pb2.CancelTaskRequest(id=slow_id))
         on_first = await task_in(slow_first, slow_id, CANCELED)
-        told = await bus.wait_for(
+        told = await bus.first(
             lambda topic, e: (
                 topic == "system-events" and e.type == "task.cancelled" and e.task_id == slow_id
             )

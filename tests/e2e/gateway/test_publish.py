@@ -49,7 +49,7 @@ async def test_a_fact_is_published_in_the_tokens_tenant_and_its_id_returned(
                 "session_id": "s-1",
             },
         )
-        seen = await bus.wait_for(
+        seen = await bus.first(
             lambda topic, e: topic == "business-facts" and (e.data or {}).get("order") == fact  # type: ignore[union-attr]
         )
 

@@ -63,14 +63,14 @@ async def test_cancelling_a_long_task_cancels_it_and_the_worker_stops(
                 break
         canceled = await client.cancel_task(a2a_pb2.CancelTaskRequest(id=task_id))
         await events.aclose()
-        told = await bus.wait_for(
+        told = await bus.first(
             lambda topic, e: (
                 topic == "action-results"
                 and e.correlation_id == task_id
                 and e.type == "a2a.answered"
             )
         )
-        announced = await bus.wait_for(
+        announced = await bus.first(
             lambda topic, e: (
                 topic == "system-events" and e.type == "task.cancelled" and e.task_id == task_id
             )

@@ -124,7 +124,7 @@ async def test_a_public_agent_takes_calls_without_a_token_in_the_public_tenant(
         a2a_client(gateway.url, "HTTP+JSON", tenant=None, agent=PUBLIC_AGENT) as anonymous,
     ):
         events = await events_of(anonymous, send_request(user_message({"name": name})))
-        request = await bus.wait_for(
+        request = await bus.first(
             lambda topic, e: topic == "action-requests" and e.correlation_id == events[0].task.id
         )
         seen = await anonymous.get_task(a2a_pb2.GetTaskRequest(id=events[0].task.id))
