@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
+import tempfile
 import time
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import asyncpg
 import httpx
 
-from disco._dev.dburl import with_database
+from disco._dev.broker import EmbeddedBroker
+from disco._dev.dburl import with_database, with_user
+from disco._dev.migrate import upgrade
+from disco._dev.ports import free_port
+from disco._dev.postgres import EmbeddedPostgres
 from disco.settings import BusSettings
 
 
@@ -209,3 +217,85 @@ def describe_fetch(settings: BusSettings) -> str:
         f"{kind} broker, fetch wait {low} ms while busy .. {high} ms idle "
         f"(backoff ratio {settings.kafka_fetch_backoff_ratio})"
     )
+
+
+def children(pid: int) -> list[int]:
+    """The pids of ``pid``'s child processes (Linux ``/proc``)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(stat[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def postmaster_pid(server: EmbeddedPostgres | None) -> int | None:
+    """The embedded server's postmaster pid (its data folder's ``postmaster.pid``)."""
+    if server is None:
+        return None
+    try:
+        return int((Path(server.data_dir) / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+@dataclass(frozen=True)
+class Infra:
+    """Where a benchmark's database (fresh, migrated) and broker are."""
+
+    database_url: str
+    bootstrap: str
+    postmaster_pid: int | None
+
+
+@contextlib.contextmanager
+def scratch_infra(name: str) -> Iterator[Infra]:
+    """An embedded PostgreSQL and Tansu broker on free loopback ports (or the ones
+    ``DISCO_DATABASE_ADMIN_URL`` / ``DISCO_KAFKA_BOOTSTRAP`` name), with a fresh database
+    migrated to head; stopped afterwards."""
+    with tempfile.TemporaryDirectory(prefix=f"disco-bench-{name}-") as scratch:
+        folder = Path(scratch)
+        server: EmbeddedPostgres | None = None
+        broker: EmbeddedBroker | None = None
+        try:
+            admin_root = os.environ.get("DISCO_DATABASE_ADMIN_URL")
+            if admin_root is None:
+                server = EmbeddedPostgres(
+                    data_dir=folder / "pg",
+                    port=free_port(),
+                    log_path=folder / "postgres.log",
+                    durable=False,
+                )
+                server.start()
+                admin_root = server.dsn("postgres")
+            bootstrap = os.environ.get("DISCO_KAFKA_BOOTSTRAP")
+            if bootstrap is None:
+                broker = EmbeddedBroker(port=free_port(), log_path=folder / "broker.log")
+                broker.start()
+                bootstrap = broker.bootstrap
+            database = f"disco_bench_{uuid.uuid4().hex[:8]}"
+            asyncio.run(create_database(admin_root, database))
+            admin = with_database(admin_root, database)
+            app = with_user(admin, "disco_app", "disco_app")
+            upgrade(admin, app)
+            yield Infra(app, bootstrap, postmaster_pid(server))
+        finally:
+            if broker is not None:
+                broker.stop()
+            if server is not None:
+                server.destroy()
+
+
+def stop_processes(processes: list[subprocess.Popen[bytes]]) -> None:
+    """SIGTERM every process, then wait for each (SIGKILL after 20 s)."""
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()

@@ -48,13 +48,18 @@ from typing import Any
 from urllib.parse import urlencode
 
 import httpx
-from _common import LeanHttp, LeanResponse, cpu_seconds, create_database, percentile, wait_ready
+from _common import (
+    LeanHttp,
+    LeanResponse,
+    children,
+    cpu_seconds,
+    percentile,
+    scratch_infra,
+    stop_processes,
+    wait_ready,
+)
 
-from disco._dev.broker import EmbeddedBroker
-from disco._dev.dburl import with_database, with_user
-from disco._dev.migrate import upgrade
 from disco._dev.ports import free_port
-from disco._dev.postgres import EmbeddedPostgres
 from disco.auth import DEV_AUTH_SECRET, mint_dev_token
 from disco_common.auth import Role
 
@@ -108,19 +113,6 @@ def registration(index: int, rng: random.Random) -> dict[str, Any]:
     }
 
 
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(stat[1]) == pid:
-                found.append(int(entry.name))
-    return found
-
-
 class CpuMeter:
     """CPU seconds used by the registry processes, PostgreSQL (postmaster and backends,
     when embedded) and this client process, between :meth:`start` and :meth:`stop`."""
@@ -132,7 +124,7 @@ class CpuMeter:
     def _sample(self) -> tuple[float, float, float]:
         postgres = 0.0
         if self.postmaster_pid is not None:
-            pids = [self.postmaster_pid, *_children(self.postmaster_pid)]
+            pids = [self.postmaster_pid, *children(self.postmaster_pid)]
             postgres = sum(cpu_seconds(pid) for pid in pids)
         return sum(map(cpu_seconds, self.registry_pids)), postgres, time.process_time()
 
@@ -293,23 +285,7 @@ async def bench(
             load = os.getloadavg()[0]
             print(f"load average after: {load:.2f} (the machine has {os.cpu_count()} cores)")
     finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-
-
-def postmaster_pid(server: EmbeddedPostgres | None) -> int | None:
-    """The embedded server's postmaster pid (its data folder's ``postmaster.pid``)."""
-    if server is None:
-        return None
-    try:
-        return int((Path(server.data_dir) / "postmaster.pid").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
+        stop_processes(processes)
 
 
 def main() -> None:
@@ -326,37 +302,8 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    with tempfile.TemporaryDirectory(prefix="disco-bench-registry-") as scratch:
-        folder = Path(scratch)
-        server: EmbeddedPostgres | None = None
-        broker: EmbeddedBroker | None = None
-        try:
-            admin_root = os.environ.get("DISCO_DATABASE_ADMIN_URL")
-            if admin_root is None:
-                server = EmbeddedPostgres(
-                    data_dir=folder / "pg",
-                    port=free_port(),
-                    log_path=folder / "postgres.log",
-                    durable=False,
-                )
-                server.start()
-                admin_root = server.dsn("postgres")
-            bootstrap = os.environ.get("DISCO_KAFKA_BOOTSTRAP")
-            if bootstrap is None:
-                broker = EmbeddedBroker(port=free_port(), log_path=folder / "broker.log")
-                broker.start()
-                bootstrap = broker.bootstrap
-            name = f"disco_bench_{uuid.uuid4().hex[:8]}"
-            asyncio.run(create_database(admin_root, name))
-            admin = with_database(admin_root, name)
-            app = with_user(admin, "disco_app", "disco_app")
-            upgrade(admin, app)
-            asyncio.run(bench(args, app, bootstrap, postmaster_pid(server)))
-        finally:
-            if broker is not None:
-                broker.stop()
-            if server is not None:
-                server.destroy()
+    with scratch_infra("registry") as infra:
+        asyncio.run(bench(args, infra.database_url, infra.bootstrap, infra.postmaster_pid))
 
 
 if __name__ == "__main__":

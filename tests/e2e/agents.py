@@ -475,6 +475,12 @@ def tracker_demo() -> list[Agent]:
     return [*parallel_worker.AGENTS, *travel_planner.AGENTS, holiday, review, reviewer]
 
 
+def gateway() -> list[Agent]:
+    from tests.e2e.gateway.agents import build
+
+    return build()
+
+
 ROLES = {
     "tools": tools,
     "workers": workers,
@@ -485,4 +491,5 @@ ROLES = {
     "relay-planner": relay_planner,
     "tracker-demo": tracker_demo,
     **RUNTIME_ROLES,
+    "gateway": gateway,
 }

@@ -69,6 +69,45 @@ DISCOVERED_EVENT = dc.DiscoveredEvent(
     topic="action-requests",
     json_schema=REQUEST_SCHEMA,
 )
+A2A_MESSAGE = dc.A2AMessage(
+    message_id="msg-1",
+    role=dc.A2ARole.USER,
+    parts=[
+        dc.A2APart.from_text("What is the weather in Atlantis?"),
+        dc.A2APart.from_data({"city": "Atlantis"}),
+        dc.A2APart.from_file(b"%PDF-1.7", name="forecast.pdf", media_type="application/pdf"),
+        dc.A2APart.from_url("https://example.com/map.png", media_type="image/png"),
+    ],
+    context_id="ctx-1",
+    metadata={"skill": "weather"},
+)
+A2A_ARTIFACT = dc.A2AArtifact(
+    artifact_id="art-1", name="forecast", parts=[dc.A2APart.from_data({"sky": "clear"})]
+)
+A2A_CARD = dc.A2AAgentCard(
+    name="calculator",
+    description="Arithmetic",
+    version="1.0.0",
+    supported_interfaces=[
+        dc.A2AAgentInterface(url="https://gw.example/a2a/calculator", protocol_binding="JSONRPC")
+    ],
+    provider=dc.A2AAgentProvider(organization="acme", url="https://gw.example"),
+    capabilities=dc.A2AAgentCapabilities(
+        streaming=True,
+        push_notifications=True,
+        extensions=[dc.A2AAgentExtension(uri="urn:x", required=False, params={"a": 1})],
+    ),
+    default_input_modes=["application/json"],
+    default_output_modes=["application/json"],
+    skills=[dc.A2AAgentSkill(id="calculate", name="calculate", description="Adds", tags=["math"])],
+    security_schemes={
+        "bearer": dc.A2ASecurityScheme(
+            http_auth_security_scheme=dc.A2AHTTPAuthSecurityScheme(scheme="Bearer")
+        )
+    },
+    security_requirements=[dc.A2ASecurityRequirement(schemes={"bearer": dc.A2AStringList()})],
+)
+
 STATES = {
     "start": dc.StateConfig(state_name="start", description="begin", default_next="searching"),
     "searching": dc.StateConfig(
@@ -655,6 +694,57 @@ EXAMPLES: list[BaseModel] = [
     ),
     dc.HumanInputWaitQuery(status=dc.HumanInputWaitStatus.WAITING, task_id="task-1"),
     dc.TaskProgressQuery(status=dc.TaskStatus.RUNNING, agent_name="analyzer"),
+    A2A_MESSAGE,
+    *A2A_MESSAGE.parts,
+    A2A_ARTIFACT,
+    *A2A_CARD.supported_interfaces,
+    *A2A_CARD.skills,
+    A2A_CARD.capabilities,
+    *(A2A_CARD.capabilities.extensions or []),
+    *([A2A_CARD.provider] if A2A_CARD.provider else []),
+    *(A2A_CARD.security_schemes or {}).values(),
+    *[
+        s.http_auth_security_scheme
+        for s in (A2A_CARD.security_schemes or {}).values()
+        if s.http_auth_security_scheme
+    ],
+    *(A2A_CARD.security_requirements or []),
+    dc.A2AStringList(list_=["read"]),
+    dc.A2ATaskStatus(state=dc.A2ATaskState.INPUT_REQUIRED, message=A2A_MESSAGE, timestamp=T0),
+    dc.A2ATask(
+        id="task-1",
+        context_id="ctx-1",
+        status=dc.A2ATaskStatus(state=dc.A2ATaskState.COMPLETED, timestamp=T1),
+        artifacts=[A2A_ARTIFACT],
+        history=[A2A_MESSAGE],
+        metadata={"agent": "calculator"},
+    ),
+    dc.A2ATaskStatusUpdateEvent(
+        task_id="task-1",
+        context_id="ctx-1",
+        status=dc.A2ATaskStatus(state=dc.A2ATaskState.WORKING, message=A2A_MESSAGE),
+    ),
+    dc.A2ATaskArtifactUpdateEvent(
+        task_id="task-1", context_id="ctx-1", artifact=A2A_ARTIFACT, append=True, last_chunk=False
+    ),
+    dc.A2AAnswer.input_required("Which city?", result={"asked": "city"}),
+    dc.A2AAnswer.completed(A2A_ARTIFACT, message=["Done."]),
+    dc.ActionProgressedData(sequence=2, artifact=A2A_ARTIFACT, append=True, last_chunk=True),
+    A2A_CARD,
+    dc.A2ACardSource(
+        name="calculator",
+        description="Arithmetic",
+        version="1.0.0",
+        tags=["math"],
+        tenant_id="acme",
+        capabilities=[
+            dc.DiscoveredCapability(
+                task_name="calculate", consumed_event=DISCOVERED_EVENT, produced_events=[]
+            )
+        ],
+    ),
+    dc.TaskCancelRequestedData(task_id="task-1", reason="the caller gave up", requested_by="alice"),
+    dc.TaskCancelledData(task_id="task-1", plan_id="plan-1", reason="the caller gave up"),
     dc.ServiceManifest(
         name="registry",
         module="disco_registry",

@@ -26,3 +26,17 @@ def test_the_gateway_app_serves_health_readiness_and_metrics_and_owns_its_schema
     state = get_state(app)
     assert state.schema == "gateway"
     assert state.database is None  # nothing connects before the lifespan starts
+
+
+def test_the_gateway_serves_cards_the_publish_bridge_and_both_a2a_bindings() -> None:
+    app = create_app(GatewaySettings())
+    paths = set(app.openapi()["paths"])
+    routes = {getattr(route, "path", "") for route in app.routes}
+
+    assert {"/.well-known/agent-card.json", "/a2a/{agent}/.well-known/agent-card.json"} <= paths
+    assert "/v1/publish" in paths
+    assert {"/a2a", "/a2a/{agent}", "/a2a/message:send", "/a2a/tasks/{id}"} <= routes
+    assert "/a2a/{agent}" in {
+        getattr(r, "path", "") for r in app.routes if type(r).__name__ == "Mount"
+    }
+    assert "UI session streams" not in app.description

@@ -33,7 +33,9 @@ async def test_a_card_has_a_skill_per_capability_and_the_gateway_as_its_interfac
     assert card["name"] == record["name"]
     assert card["version"] == "1.0.0"
     assert [skill["id"] for skill in card["skills"]] == ["add", "mul"]
-    assert card["skills"][0]["inputModes"] == ["application/json"]
+    assert card["skills"][0]["inputModes"] == ["application/json", "text/plain"]
+    assert card["securityRequirements"] == [{"schemes": {"bearer": {"list": []}}}]
+    assert card["capabilities"]["pushNotifications"] is True
     assert "add.requested" in card["skills"][0]["tags"]
     bindings = {(i["protocolBinding"], i["protocolVersion"]) for i in card["supportedInterfaces"]}
     assert bindings == {("JSONRPC", "1.0"), ("HTTP+JSON", "1.0")}

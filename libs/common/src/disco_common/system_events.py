@@ -33,6 +33,8 @@ __all__ = [
     "PlanStateChangedData",
     "SystemEventData",
     "SystemEventType",
+    "TaskCancelRequestedData",
+    "TaskCancelledData",
     "TaskCompletedData",
     "TaskDelegatedData",
     "TaskFailedData",
@@ -53,6 +55,10 @@ class SystemEventType(StrEnum):
     TASK_FAILED = "task.failed"
     TASK_TIMEOUT = "task.timeout"
     """Emitted by the tracker when a worker's HITL question outlives its timeout."""
+    TASK_CANCEL_REQUESTED = "task.cancel_requested"
+    """Someone (an A2A caller through the gateway, a plan) asks the agent to stop a task."""
+    TASK_CANCELLED = "task.cancelled"
+    """An agent stopped a task on request; its caller was answered with error ``cancelled``."""
     PLAN_STARTED = "plan.started"
     PLAN_STATE_CHANGED = "plan.state_changed"
     PLAN_PAUSED = "plan.paused"
@@ -150,6 +156,28 @@ class TaskTimeoutData(_TaskEvent):
     )
     timeout_seconds: int = Field(gt=0, description="The timeout that passed.")
     deadline: UtcDatetime = Field(description="When it timed out.")
+
+
+class TaskCancelRequestedData(SystemEventData):
+    """``task.cancel_requested``: stop task ``task_id``.
+
+    Published on ``system-events`` (envelope ``task_id`` and ``correlation_id``
+    set to the task, so it shares the task's key). The agent running the task
+    cancels its handler if one runs, answers the task's caller with an error of
+    type ``cancelled`` (so the plan waiting on it is told), announces
+    ``task.cancelled`` and asks its own pending sub-tasks to stop too. A task
+    that is already over, or unknown to the agent, is left as it is.
+    """
+
+    task_id: Id = Field(description="The task to stop (a Worker's task id).")
+    reason: str = Field(default="", max_length=2000, description="Why, for people.")
+    requested_by: Id | None = Field(default=None, description="The user who asked.")
+
+
+class TaskCancelledData(_TaskEvent):
+    """``task.cancelled``: an agent stopped a task on request."""
+
+    reason: str = Field(default="", max_length=2000)
 
 
 class _PlanEvent(SystemEventData):
@@ -255,6 +283,8 @@ SYSTEM_EVENT_DATA: dict[SystemEventType, type[SystemEventData]] = {
     SystemEventType.TASK_COMPLETED: TaskCompletedData,
     SystemEventType.TASK_FAILED: TaskFailedData,
     SystemEventType.TASK_TIMEOUT: TaskTimeoutData,
+    SystemEventType.TASK_CANCEL_REQUESTED: TaskCancelRequestedData,
+    SystemEventType.TASK_CANCELLED: TaskCancelledData,
     SystemEventType.PLAN_STARTED: PlanStartedData,
     SystemEventType.PLAN_STATE_CHANGED: PlanStateChangedData,
     SystemEventType.PLAN_PAUSED: PlanPausedData,

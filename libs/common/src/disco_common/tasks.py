@@ -19,6 +19,7 @@ from typing import Self
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from disco_common._base import Body, Metadata
+from disco_common.a2a import A2AAnswer, A2ATaskState
 from disco_common.ids import (
     AgentName,
     EventType,
@@ -118,6 +119,14 @@ class ActionResultData(_Payload):
     result: JsonValue = Field(default=None, description="The answer when it succeeded.")
     error: ErrorInfo | None = Field(default=None, description="Why it failed.")
     task_id: Id | None = Field(default=None, description="The task answered, for Workers.")
+    a2a: A2AAnswer | None = Field(
+        default=None,
+        description=(
+            "How an A2A caller should see the answer (a direct message, artifacts, "
+            "input-required, rejected...); absent, the gateway shows `result` as a completed "
+            "task with a data artifact, or `error` as a failed one."
+        ),
+    )
 
     @model_validator(mode="after")
     def _error_iff_failed(self) -> Self:
@@ -142,6 +151,47 @@ class ActionResultData(_Payload):
         """A failure with ``error`` (an :class:`ErrorInfo` or an exception)."""
         info = error if isinstance(error, ErrorInfo) else ErrorInfo.from_exception(error)
         return cls(success=False, error=info, task_id=task_id)
+
+    @classmethod
+    def of_answer(cls, answer: A2AAnswer, *, task_id: str | None = None) -> ActionResultData:
+        """The result carrying an A2A-shaped ``answer``, readable by disco callers too.
+
+        A completed answer (or a direct message) is a success whose ``result`` is
+        the answer's ``result``, else its only data part's data, else its text.
+        Any other state is a failure whose error type names the state
+        (``input_required``, ``rejected``, ``failed``, ``auth_required``,
+        ``cancelled``) and whose
+        message is the answer's text.
+        """
+        if answer.succeeded:
+            return cls(success=True, result=_plain_result(answer), task_id=task_id, a2a=answer)
+        kind = _ERROR_TYPE_OF_STATE[answer.state]
+        error = ErrorInfo(
+            type=kind,
+            message=answer.text()[:_ERROR_MESSAGE_MAX_CHARS] or kind.replace("_", " "),
+            details=answer.result,
+        )
+        return cls(success=False, error=error, task_id=task_id, a2a=answer)
+
+
+_ERROR_TYPE_OF_STATE: dict[A2ATaskState, str] = {
+    A2ATaskState.INPUT_REQUIRED: "input_required",
+    A2ATaskState.AUTH_REQUIRED: "auth_required",
+    A2ATaskState.REJECTED: "rejected",
+    A2ATaskState.FAILED: "failed",
+    A2ATaskState.CANCELED: "cancelled",
+}
+
+
+def _plain_result(answer: A2AAnswer) -> JsonValue:
+    if answer.result is not None:
+        return answer.result
+    parts = [*answer.parts, *(part for artifact in answer.artifacts for part in artifact.parts)]
+    data = [part.data for part in parts if part.data is not None]
+    if len(data) == 1:
+        return data[0]
+    text = "\n".join(part.text for part in parts if part.text is not None)
+    return {"text": text} if text else None
 
 
 class DelegationSpec(Body):

@@ -23,8 +23,10 @@ unit test without a broker.
 The handler context is reachable from anywhere a handler runs:
 :func:`current_envelope` and :func:`current_context` (they raise
 :class:`NotInHandlerError` elsewhere). The bus lives in :mod:`disco.bus`, the
-service clients in :mod:`disco.clients`, LLM drivers in :mod:`disco.llm`, and
-the LLM agent runtime (state, tools, approvals, snapshots) in :mod:`disco.runtime`.
+service clients in :mod:`disco.clients`, LLM drivers in :mod:`disco.llm`,
+the LLM agent runtime (state, tools, approvals, snapshots) in :mod:`disco.runtime`,
+and what an agent answers an A2A caller with (:class:`A2AAnswer`, partial answers)
+in :mod:`disco.a2a`.
 """
 
 from disco._context import (
@@ -57,12 +59,16 @@ from disco.agents import (
     TransitionContext,
     Worker,
 )
+from disco_common.a2a import A2AAnswer, A2AArtifact, A2APart
 from disco_common.plans import PlanDefinition, StateAction, StateConfig, StateTransition
 from disco_common.registry import AgentCapability, EventDefinition
 from disco_common.tasks import ActionResultData, DelegationSpec, ErrorInfo
 from disco_common.topics import Topic
 
 __all__ = [
+    "A2AAnswer",
+    "A2AArtifact",
+    "A2APart",
     "ActionResultData",
     "Agent",
     "AgentCapability",

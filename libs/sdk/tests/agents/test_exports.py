@@ -11,6 +11,9 @@ import disco.testing
 
 def test_disco_exports_exactly_its_public_api() -> None:
     assert sorted(disco.__all__) == [
+        "A2AAnswer",
+        "A2AArtifact",
+        "A2APart",
         "ActionResultData",
         "Agent",
         "AgentCapability",
@@ -112,3 +115,22 @@ def test_disco_llm_conditions_and_testing_export_their_public_api() -> None:
     ]
     for module in (disco.llm, disco.conditions, disco.testing):
         assert all(hasattr(module, name) for name in module.__all__)
+
+
+def test_disco_a2a_exports_the_answer_builders_and_the_gateway_helper() -> None:
+    import disco.a2a
+
+    assert sorted(disco.a2a.__all__) == [
+        "A2AAnswer",
+        "A2AArtifact",
+        "A2ACardSource",
+        "A2AGatewayHelper",
+        "A2AMappingError",
+        "A2AMessage",
+        "A2APart",
+        "A2ATaskState",
+        "A2A_RESPONSE_EVENT",
+        "ACTION_PROGRESSED",
+        "ActionProgressedData",
+    ]
+    assert all(hasattr(disco.a2a, name) for name in disco.a2a.__all__)

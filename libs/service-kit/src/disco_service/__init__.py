@@ -22,6 +22,7 @@ from disco_service._deps import (
     get_bus,
     get_identity,
     get_session,
+    identify,
     require_role,
 )
 from disco_service._errors import (
@@ -44,7 +45,12 @@ from disco_service._operations import CheckResult, Liveness, Readiness
 from disco_service._outbox import OutboxRelay, publish_after_commit
 from disco_service._pagination import InvalidCursor, Keyset, PageRequest, Paginator
 from disco_service._run import run_service
-from disco_service._settings import DEFAULT_DATABASE_URL, ServiceSettings, settings_env_vars
+from disco_service._settings import (
+    DEFAULT_DATABASE_URL,
+    GatewayLinkSettings,
+    ServiceSettings,
+    settings_env_vars,
+)
 from disco_service._state import ReadinessCheck, ServiceState, get_state
 
 __all__ = [
@@ -56,6 +62,7 @@ __all__ = [
     "Database",
     "DiscoHTTPError",
     "Forbidden",
+    "GatewayLinkSettings",
     "Identity",
     "IdentityDep",
     "InvalidCursor",
@@ -85,6 +92,7 @@ __all__ = [
     "get_identity",
     "get_session",
     "get_state",
+    "identify",
     "install_error_handlers",
     "publish_after_commit",
     "require_role",

@@ -17,6 +17,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from opentelemetry import trace
 from sqlalchemy.ext.asyncio import AsyncSession
+from starlette.requests import HTTPConnection
 
 from disco.bus import BusClient
 from disco_common.auth import Role
@@ -31,10 +32,32 @@ __all__ = [
     "get_bus",
     "get_identity",
     "get_session",
+    "identify",
     "require_role",
 ]
 
 _bearer = HTTPBearer(auto_error=False, bearerFormat="JWT", description="A disco JWT.")
+
+
+async def identify(connection: HTTPConnection, token: str) -> Identity:
+    """The :class:`Identity` of ``token``, a bearer token ``connection`` carries.
+
+    For routes that authenticate by themselves (the gateway's A2A endpoints,
+    mounted from the a2a-sdk); FastAPI routes take :data:`IdentityDep`.
+
+    Raises:
+        Unauthenticated: the token is not valid.
+    """
+    claims = await get_state(connection).verifier.verify(token)
+    identity = Identity.from_claims(claims, connection.headers)
+    # Every later log line of this request carries the tenant and user.
+    structlog.contextvars.bind_contextvars(
+        tenant_id=identity.tenant_id, user_id=identity.user_id, sub=identity.sub
+    )
+    span = trace.get_current_span()
+    span.set_attribute("disco.tenant_id", identity.tenant_id)
+    span.set_attribute("enduser.id", identity.user_id)
+    return identity
 
 
 async def get_identity(
@@ -44,16 +67,7 @@ async def get_identity(
     """FastAPI dependency: the caller's :class:`Identity` from its bearer token."""
     if credentials is None:
         raise Unauthenticated("A bearer token is required (Authorization: Bearer <jwt>).")
-    claims = await get_state(request).verifier.verify(credentials.credentials)
-    identity = Identity.from_claims(claims, request.headers)
-    # Every later log line of this request carries the tenant and user.
-    structlog.contextvars.bind_contextvars(
-        tenant_id=identity.tenant_id, user_id=identity.user_id, sub=identity.sub
-    )
-    span = trace.get_current_span()
-    span.set_attribute("disco.tenant_id", identity.tenant_id)
-    span.set_attribute("enduser.id", identity.user_id)
-    return identity
+    return await identify(request, credentials.credentials)
 
 
 IdentityDep = Annotated[Identity, Depends(get_identity)]

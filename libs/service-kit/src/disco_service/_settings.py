@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal, Self
 from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from disco.auth import DEV_AUTH_SECRET
 from disco.settings import BusSettings
+from disco_common.ids import AgentName
 from disco_common.services import ServiceManifest
 
-__all__ = ["DEFAULT_DATABASE_URL", "ServiceSettings", "settings_env_vars"]
+__all__ = [
+    "DEFAULT_DATABASE_URL",
+    "GatewayLinkSettings",
+    "ServiceSettings",
+    "settings_env_vars",
+]
 
 DEFAULT_DATABASE_URL = "postgresql+asyncpg://disco_app:disco_app@127.0.0.1:5432/disco"
 
@@ -186,6 +192,43 @@ class ServiceSettings(BusSettings):
         if parts.password:
             return self.database_url.replace(f":{parts.password}@", ":***@", 1)
         return self.database_url
+
+
+class GatewayLinkSettings(ServiceSettings):
+    """Settings of a service that shows the gateway to outside callers (the registry, the gateway).
+
+    Both build A2A cards with :mod:`disco_common.a2a_cards` from the same two
+    variables, so that a card says the same wherever it is fetched.
+    """
+
+    gateway_public_url: str = Field(
+        default="http://127.0.0.1:8080",
+        min_length=1,
+        validation_alias=AliasChoices("DISCO_GATEWAY_PUBLIC_URL", "DISCO_GATEWAY_URL"),
+        description=(
+            "The gateway's URL as outside callers reach it: A2A cards name it in their "
+            "interfaces (DISCO_GATEWAY_PUBLIC_URL; DISCO_GATEWAY_URL when unset)."
+        ),
+    )
+    gateway_public_agents: Annotated[tuple[AgentName, ...], NoDecode] = Field(
+        default=(),
+        validation_alias=AliasChoices("DISCO_GATEWAY_PUBLIC_AGENTS"),
+        description=(
+            "Agents outside callers may use through the gateway without a token, "
+            "comma-separated (DISCO_GATEWAY_PUBLIC_AGENTS); their cards require no token."
+        ),
+    )
+
+    @field_validator("gateway_public_agents", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(name.strip() for name in value.split(",") if name.strip())
+        return value
+
+    def is_public_agent(self, name: str) -> bool:
+        """Whether outside callers may use agent ``name`` without a token."""
+        return name in self.gateway_public_agents
 
 
 def settings_env_vars(settings_cls: type[BaseSettings]) -> dict[str, str]:

@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal, Self
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, model_validator
 
-from disco_service import ServiceSettings
+from disco_common.ids import Id, TenantId
+from disco_service import GatewayLinkSettings
 
 __all__ = ["GatewaySettings"]
 
 
-class GatewaySettings(ServiceSettings):
-    """Settings of the gateway service: the shared ``DISCO_*`` ones, and its port."""
+def _own(name: str) -> AliasChoices:
+    return AliasChoices(f"DISCO_GATEWAY_{name}")
+
+
+class GatewaySettings(GatewayLinkSettings):
+    """Settings of the gateway: the shared ``DISCO_*`` ones, and its own ``DISCO_GATEWAY_*``.
+
+    The public URL and the public agents (``DISCO_GATEWAY_PUBLIC_URL``,
+    ``DISCO_GATEWAY_PUBLIC_AGENTS``) are shared with the registry, which builds
+    the same cards.
+    """
 
     service_name: ClassVar[str] = "gateway"
 
@@ -23,3 +33,98 @@ class GatewaySettings(ServiceSettings):
         validation_alias=AliasChoices("DISCO_GATEWAY_PORT"),
         description="HTTP port (DISCO_GATEWAY_PORT).",
     )
+    registry_url: str = Field(
+        default="http://127.0.0.1:8081",
+        min_length=1,
+        validation_alias=AliasChoices("DISCO_REGISTRY_URL"),
+        description="Where the registry is: agents and their schemas are read from it.",
+    )
+    public_tenant: TenantId = Field(
+        default="default",
+        validation_alias=_own("PUBLIC_TENANT"),
+        description="The tenant calls to public agents without a token run in.",
+    )
+    public_user: Id = Field(
+        default="anonymous",
+        validation_alias=_own("PUBLIC_USER"),
+        description="The user calls to public agents without a token run as.",
+    )
+    card_visibility: Literal["public", "all"] = Field(
+        default="public",
+        validation_alias=_own("CARD_VISIBILITY"),
+        description=(
+            "Whose cards are served without a token: `public` (agents registered with "
+            "visibility public, and the public agents), or `all` the public tenant's "
+            "agents (dev only)."
+        ),
+    )
+    registry_cache_seconds: float = Field(
+        default=5.0,
+        ge=0,
+        le=3600,
+        validation_alias=_own("REGISTRY_CACHE_SECONDS"),
+        description="How long an agent's registration read from the registry is reused.",
+    )
+    handover_seconds: float = Field(
+        default=3.0,
+        gt=0,
+        le=300,
+        validation_alias=_own("HANDOVER_SECONDS"),
+        description=(
+            "How old an answer is before the consumer group applies it to a task no instance "
+            "applied (the instance following the task live goes first)."
+        ),
+    )
+    interrupted_task_seconds: float = Field(
+        default=300.0,
+        gt=0,
+        validation_alias=_own("INTERRUPTED_TASK_SECONDS"),
+        description="How long a task waiting for input is kept in an instance's memory.",
+    )
+    task_retention_days: float = Field(
+        default=30.0,
+        gt=0,
+        validation_alias=_own("TASK_RETENTION_DAYS"),
+        description="Finished A2A tasks untouched this long are deleted.",
+    )
+    retention_interval_seconds: float = Field(
+        default=3600.0,
+        gt=0,
+        validation_alias=_own("RETENTION_INTERVAL_SECONDS"),
+        description="How often the retention job runs.",
+    )
+    push_allow_loopback: bool = Field(
+        default=False,
+        validation_alias=_own("PUSH_ALLOW_LOOPBACK"),
+        description="Let push notifications go to loopback addresses (dev and tests only).",
+    )
+    push_max_attempts: int = Field(
+        default=5, ge=1, le=20, validation_alias=_own("PUSH_MAX_ATTEMPTS")
+    )
+    push_backoff_seconds: float = Field(
+        default=0.5, gt=0, le=60, validation_alias=_own("PUSH_BACKOFF_SECONDS")
+    )
+    push_timeout_seconds: float = Field(
+        default=5.0, gt=0, le=120, validation_alias=_own("PUSH_TIMEOUT_SECONDS")
+    )
+    publish_max_wait_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        le=3600,
+        validation_alias=_own("PUBLISH_MAX_WAIT_SECONDS"),
+        description="The longest `wait` a caller of POST /v1/publish may ask for.",
+    )
+    consumer_group: str = Field(
+        default="disco-gateway",
+        validation_alias=_own("CONSUMER_GROUP"),
+        description="The consumer group the gateway's instances apply answers in.",
+    )
+
+    @model_validator(mode="after")
+    def _dev_only(self) -> Self:
+        if self.env == "production":
+            if self.push_allow_loopback:
+                raise ValueError("DISCO_GATEWAY_PUSH_ALLOW_LOOPBACK is for dev and tests only")
+            if self.card_visibility == "all":
+                raise ValueError("DISCO_GATEWAY_CARD_VISIBILITY=all is for dev only")
+        return self

@@ -1,9 +1,14 @@
-"""What the gateway holds while it runs: the kit's state, typed with its settings."""
+"""What the gateway holds while it runs: the kit's state, and its A2A side."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from disco_gateway.settings import GatewaySettings
-from disco_service import ServiceState
+from disco_service import ServiceState, ServiceUnavailable
+
+if TYPE_CHECKING:
+    from disco_gateway.a2a.service import A2AService
 
 __all__ = ["GatewayState"]
 
@@ -11,6 +16,17 @@ __all__ = ["GatewayState"]
 class GatewayState(ServiceState[GatewaySettings]):
     """The gateway app's state (``app.state.disco``), built by :func:`disco_gateway.create_app`.
 
-    Long-lived objects the gateway's routes need (stream hubs, the A2A task
-    store) belong here.
+    Attributes:
+        a2a: the A2A side (request handler, registry directory, bus fan-out,
+            consumer group, publish bridge); made in the lifespan.
     """
+
+    def __init__(self, settings: GatewaySettings) -> None:
+        super().__init__(settings)
+        self.a2a: A2AService | None = None
+
+    def require_a2a(self) -> A2AService:
+        """The A2A side, or a 503 while the instance starts or stops."""
+        if self.a2a is None:
+            raise ServiceUnavailable("The gateway is starting or stopping; try again.")
+        return self.a2a

@@ -7,16 +7,18 @@ from typing import ClassVar
 from pydantic import AliasChoices, Field
 
 from disco_common.registry import AGENT_TTL_MAX_SECONDS, AGENT_TTL_MIN_SECONDS
-from disco_service import ServiceSettings
+from disco_service import GatewayLinkSettings
 
 __all__ = ["RegistrySettings"]
 
 
-class RegistrySettings(ServiceSettings):
+class RegistrySettings(GatewayLinkSettings):
     """Settings of the registry service: the shared ``DISCO_*`` ones, and its own.
 
     Its own variables carry ``REGISTRY`` in their name (``DISCO_REGISTRY_*``) so
-    that one environment can configure the whole stack without collisions.
+    that one environment can configure the whole stack without collisions. The
+    gateway's public URL and public agents (:class:`~disco_service.GatewayLinkSettings`)
+    decide what the agent cards it builds say.
     """
 
     service_name: ClassVar[str] = "registry"
@@ -56,13 +58,5 @@ class RegistrySettings(ServiceSettings):
         description=(
             "How long an expired agent stays listed (include_expired) before it and the "
             "events it owns are purged."
-        ),
-    )
-    gateway_url: str = Field(
-        default="http://127.0.0.1:8080",
-        validation_alias=AliasChoices("DISCO_GATEWAY_URL"),
-        description=(
-            "The gateway's public base URL: agent cards name it as the A2A interface "
-            "(DISCO_GATEWAY_URL)."
         ),
     )

@@ -15,6 +15,7 @@ from typing_extensions import Unpack
 from disco.agents._errors import AgentDefinitionError
 from disco.agents._handlers import HandlerSpec
 from disco.bus import BusClient, ContextAttributes, MessageTooLargeError
+from disco_common.a2a import A2AAnswer
 from disco_common.registry import AgentCapability, EventDefinition
 from disco_common.system_events import SystemEventData
 from disco_common.topics import Topic
@@ -105,7 +106,9 @@ def capability_for(
     returned: dict[str, Any] | None = None
     if spec.return_adapter is not None:
         annotation = spec.return_annotation
-        if inspect.isclass(annotation) and issubclass(annotation, BaseModel):
+        if inspect.isclass(annotation) and issubclass(annotation, A2AAnswer):
+            returned = None  # shaped per answer: its `result` follows no one schema
+        elif inspect.isclass(annotation) and issubclass(annotation, BaseModel):
             returned = annotation.model_json_schema()
         else:
             try:

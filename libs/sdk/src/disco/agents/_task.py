@@ -29,6 +29,7 @@ from disco.agents._durable import (
 from disco.agents._errors import AgentDefinitionError, TaskConflictError, TaskStateError
 from disco.agents._faults import CrashPoint, crash_point
 from disco.agents._handlers import to_json
+from disco.agents._progress import ProgressReporter
 from disco.agents._task_wire import (
     announce_delegation,
     announce_task,
@@ -39,6 +40,7 @@ from disco.agents._task_wire import (
     send_request,
     task_fields,
 )
+from disco_common.a2a import A2AAnswer, A2AArtifact, A2APart
 from disco_common.memory import TaskContextRecord
 from disco_common.notifications import HumanInputOption, HumanInputRequest, NotificationType
 from disco_common.system_events import SystemEventType, TaskProgressData
@@ -112,6 +114,7 @@ class TaskContext(DurableContext[TaskContextData], Generic[InputT]):
         # already done (a redelivered request).
         self._unkept: dict[str, JsonValue] = {}
         self._kept_bytes: int | None = None  # pending payloads kept, counted when first needed
+        self._progress: ProgressReporter | None = None
 
     # -- what the task is ---------------------------------------------------------
 
@@ -533,10 +536,46 @@ class TaskContext(DurableContext[TaskContextData], Generic[InputT]):
         )
         await announce_task(self._platform, self._data, SystemEventType.TASK_PROGRESS, progress)
 
+    async def update(self, *message: A2APart | str) -> None:
+        """Tell the caller how the work goes: an intermediate status message.
+
+        It goes to the caller (``action.progressed`` on the response topic, an A2A
+        caller sees a ``working`` status update); :meth:`progress` is what the
+        tracker reads.
+        """
+        await self._reporter().update(*message)
+
+    async def artifact(
+        self, artifact: A2AArtifact, *, append: bool = False, last_chunk: bool = False
+    ) -> None:
+        """Hand the caller an artifact, or a chunk of one (``append`` to the same ``artifact_id``).
+
+        The last chunk says ``last_chunk=True``. Artifacts handed this way are not
+        repeated in the answer: an A2A caller collects them as they come.
+        """
+        await self._reporter().artifact(artifact, append=append, last_chunk=last_chunk)
+
+    def _reporter(self) -> ProgressReporter:
+        if self._progress is None:
+            self._progress = ProgressReporter(
+                self._platform.bus,
+                correlation_id=self.correlation_id,
+                response_topic=self.response_topic,
+                task_id=self.task_id,
+                # A task's handlers run apart (and on any instance): number the
+                # partial answers by time so that they still sort in order.
+                first_sequence=time.time_ns() // 1000,
+            )
+        return self._progress
+
     async def complete(self, result: Any = None) -> None:
         """Answer the caller with success and end the task (exactly once).
 
         ``result`` (JSON data or a pydantic model) becomes the answer's ``result``.
+        An :class:`~disco_common.a2a.A2AAnswer` shapes what an A2A caller sees
+        (a direct message, artifacts, rejected...); one that is not ``completed``
+        ends the task as failed for disco callers (see
+        :meth:`ActionResultData.of_answer`).
 
         Raises:
             TaskStateError: the task is already finished.
@@ -544,6 +583,11 @@ class TaskContext(DurableContext[TaskContextData], Generic[InputT]):
                 Worker re-runs the handler on a fresh copy).
         """
         self._check_open("complete")
+        if isinstance(result, A2AAnswer):
+            outcome = ActionResultData.of_answer(result, task_id=self.task_id)
+            status = TaskStatus.COMPLETED if outcome.success else TaskStatus.FAILED
+            await self._finish(outcome, status)
+            return
         outcome = ActionResultData(success=True, result=to_json(result), task_id=self.task_id)
         await self._finish(outcome, TaskStatus.COMPLETED)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import structlog
 from pydantic import JsonValue
@@ -11,8 +11,14 @@ from pydantic import JsonValue
 from disco.agents._agent import Agent
 from disco.agents._common import answer, derived_id
 from disco.agents._handlers import describe, error_info, inspect_handler, to_json
+from disco.agents._progress import ProgressReporter
+from disco_common.a2a import A2AAnswer, A2AArtifact, A2APart
 from disco_common.envelope import ActionRequest, Envelope
+from disco_common.tasks import ActionResultData
 from disco_common.topics import Topic
+
+if TYPE_CHECKING:
+    from disco.bus import BusClient
 
 __all__ = ["InvocationContext", "Tool"]
 
@@ -28,13 +34,54 @@ class InvocationContext(Generic[InputT]):
     Annotate the handler's first parameter ``InvocationContext[MyModel]`` and
     ``request.input`` is the request data validated as ``MyModel``; without a
     model it is the data as it came.
+
+    While the handler works it may send partial answers (an A2A caller sees them
+    as status and artifact updates): :meth:`update` and :meth:`artifact`.
     """
 
-    __slots__ = ("envelope", "input")
+    __slots__ = ("_progress", "envelope", "input")
 
-    def __init__(self, envelope: ActionRequest, input: InputT) -> None:
+    def __init__(
+        self, envelope: ActionRequest, input: InputT, *, bus: BusClient | None = None
+    ) -> None:
         self.envelope = envelope
         self.input = input
+        self._progress = (
+            ProgressReporter(
+                bus,
+                correlation_id=envelope.correlation_id or envelope.id,
+                response_topic=envelope.response_topic or Topic.ACTION_RESULTS.value,
+                task_id=envelope.task_id,
+            )
+            if bus is not None
+            else None
+        )
+
+    async def update(self, *message: A2APart | str) -> None:
+        """Tell the caller how the work goes (an intermediate status message).
+
+        Raises:
+            RuntimeError: the context has no bus (built by hand, outside a Tool).
+        """
+        await self._reporter().update(*message)
+
+    async def artifact(
+        self, artifact: A2AArtifact, *, append: bool = False, last_chunk: bool = False
+    ) -> None:
+        """Hand the caller an artifact or a chunk of one (``append`` to the same ``artifact_id``).
+
+        Raises:
+            RuntimeError: the context has no bus (built by hand, outside a Tool).
+        """
+        await self._reporter().artifact(artifact, append=append, last_chunk=last_chunk)
+
+    def _reporter(self) -> ProgressReporter:
+        if self._progress is None:
+            raise RuntimeError(
+                "this InvocationContext has no bus: partial answers go out only from a "
+                "running Tool's handler"
+            )
+        return self._progress
 
     @property
     def data(self) -> JsonValue:
@@ -87,7 +134,9 @@ class Tool(Agent):
     ``action-requests``. What the handler returns is published to the caller's
     ``response_event`` on its ``response_topic`` with the request's correlation
     id, as ``{"success": true, "result": ...}``; an exception becomes ``{"success":
-    false, "error": {"type", "message"}}`` — the caller never hangs. The handler's
+    false, "error": {"type", "message"}}`` — the caller never hangs. A handler may
+    also return an :class:`~disco_common.a2a.A2AAnswer` to shape what an A2A caller
+    sees (a direct message, artifacts, input-required, rejected). The handler's
     type hints drive validation and the schemas registered for the capability::
 
         class Calculation(BaseModel):
@@ -156,13 +205,20 @@ class Tool(Agent):
                         argument: Any = model.model_validate(data)
                     else:
                         argument = InvocationContext(
-                            request, model.model_validate(data) if model is not None else data
+                            request,
+                            model.model_validate(data) if model is not None else data,
+                            bus=context.bus,
                         )
                     if spec.takes_context:
                         value = await handler(argument, context)
                     else:
                         value = await handler(argument)
-                    outcome = {"success": True, "result": to_json(value, adapter)}
+                    if isinstance(value, A2AAnswer):
+                        outcome = ActionResultData.of_answer(value).model_dump(
+                            mode="json", exclude_none=True
+                        )
+                    else:
+                        outcome = {"success": True, "result": to_json(value, adapter)}
                 except Exception as exc:
                     _log.warning(
                         "tool handler failed; answering with an error",

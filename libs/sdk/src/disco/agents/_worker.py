@@ -38,6 +38,7 @@ import structlog
 from pydantic import BaseModel, JsonValue, ValidationError
 
 from disco.agents._agent import Agent
+from disco.agents._cancel import RunningTasks, cancel_task
 from disco.agents._common import derived_id
 from disco.agents._durable import (
     TRANSIENT,
@@ -55,7 +56,11 @@ from disco.agents._task_wire import announce_task, publish_due, publish_outcome,
 from disco.settings import BusSettings
 from disco_common.envelope import ActionRequest, Envelope
 from disco_common.registry import AgentCapability, EventDefinition, Visibility
-from disco_common.system_events import SystemEventType, TaskStartedData
+from disco_common.system_events import (
+    SystemEventType,
+    TaskCancelRequestedData,
+    TaskStartedData,
+)
 from disco_common.tasks import ActionResultData, TaskContextData, TaskStatus
 from disco_common.topics import Topic
 
@@ -147,6 +152,15 @@ class Worker(Agent):
         self.task_ttl_seconds = task_ttl_seconds
         self._input_models: dict[str, type[BaseModel]] = {}
         self._resent = ResendMemo()
+        self._running = RunningTasks()
+
+    def _check_ready_to_start(self) -> None:
+        super()._check_ready_to_start()
+        # Every Worker honours cancellation (disco.agents._cancel); added once its
+        # own handlers are there, so that a Worker without any still says so.
+        key = (Topic.SYSTEM_EVENTS.value, SystemEventType.TASK_CANCEL_REQUESTED.value)
+        if key not in self._routes:
+            self._add_route(*key, self._on_cancel_requested, "Worker.cancel", internal=True)
 
     async def _recover(
         self,
@@ -314,7 +328,9 @@ class Worker(Agent):
             id=derived_id(task.task_id, "started"),
         )
         try:
-            await handler.call(task, platform)
+            if not await self._running.run(task.task_id, handler.call(task, platform)):
+                await cancel_task(task, self._running.reason(task.task_id))
+                return
             if not task.finished and task.dirty:
                 if task.version is None and not task.sub_tasks:
                     _log.warning(
@@ -354,6 +370,36 @@ class Worker(Agent):
                     await task.fail(exc)
                 except TaskConflictError:
                     _log.info("task moved on elsewhere; not failing it", task_id=task.task_id)
+
+    async def _on_cancel_requested(self, envelope: Envelope) -> None:
+        """``task.cancel_requested``: stop the task if it is ours (:mod:`disco.agents._cancel`)."""
+        try:
+            request = TaskCancelRequestedData.model_validate(envelope.data)
+        except ValidationError as exc:
+            _log.warning("malformed cancel request ignored", error=str(exc))
+            return
+        reason = request.reason or "cancelled on request"
+        if self._running.cancel(request.task_id, reason):
+            return  # its handler ends it (_run_task)
+        platform = self.context
+
+        async def step() -> None:
+            record = await platform.context_memory.get_task_context(request.task_id)
+            if record is None or record.context.status.is_final:
+                return
+            if record.context.agent_name not in (None, self.name):
+                return
+            task: TaskContext[Any] = TaskContext(
+                record.context,
+                platform,
+                input=self._task_input(record.context),
+                version=record.version,
+                ttl_seconds=self.task_ttl_seconds,
+            )
+            await cancel_task(task, reason)
+
+        # An answer moving the task meanwhile: read it again and cancel that.
+        await retry_on_conflict(step)
 
     async def _run_result(self, envelope: Envelope, handler: HandlerSpec, name: str) -> None:
         platform = self.context

@@ -1,8 +1,8 @@
 """Typed clients of the disco services (httpx; DTOs from ``disco_common``).
 
 :class:`ServiceClient` is the shared base: bearer tokens, on-behalf-of headers
-inside a bus handler, the stable error shape as :class:`ServiceError`
-subclasses, retries for idempotent calls. Token providers
+inside a bus handler (or an :func:`acting_for` block), the stable error shape
+as :class:`ServiceError` subclasses, retries for idempotent calls. Token providers
 (:class:`StaticToken`, :class:`DevTokenMinter`) live in :mod:`disco.auth` and are
 re-exported here.
 """
@@ -16,6 +16,7 @@ from disco.clients._base import (
     ServiceNotFoundError,
     ServiceUnavailableError,
     ServiceValidationError,
+    acting_for,
 )
 from disco.clients._settings import ServiceClientSettings
 from disco.clients.memory import MemoryClient
@@ -37,4 +38,5 @@ __all__ = [
     "StaticToken",
     "TokenProvider",
     "TrackerClient",
+    "acting_for",
 ]

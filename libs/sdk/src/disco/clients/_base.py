@@ -7,7 +7,7 @@
 - inside a bus handler, the tenant and user of the envelope being handled are
   sent as on-behalf-of headers, so a platform agent's calls are scoped to the
   tenant it is working for (the services honour them only for the ``service``
-  role);
+  role); elsewhere :func:`acting_for` sets them (a service serving a caller);
 - the services' stable error shape becomes a :class:`ServiceError` subclass with
   the same ``code``, ``message`` and ``details``;
 - connection failures and 502/503/504 are retried for idempotent requests.
@@ -16,7 +16,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from typing import Any, Self, TypeVar, overload
 
 import httpx
@@ -37,11 +39,34 @@ __all__ = [
     "ServiceNotFoundError",
     "ServiceUnavailableError",
     "ServiceValidationError",
+    "acting_for",
 ]
 
 ModelT = TypeVar("ModelT")
 
 _IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
+
+_ACTING_FOR: ContextVar[tuple[str, str | None] | None] = ContextVar(
+    "disco_clients_acting_for", default=None
+)
+
+
+@contextlib.contextmanager
+def acting_for(tenant_id: str, user_id: str | None = None) -> Iterator[None]:
+    """Scope the service calls made inside the block to ``tenant_id`` (and ``user_id``).
+
+    For a service that calls another on behalf of its own caller (the gateway
+    reading the registry for the tenant of a request): the calls carry the
+    on-behalf-of headers, which the services honour for a ``service``-role token
+    only. It wins over the envelope being handled.
+    """
+    token = _ACTING_FOR.set((tenant_id, user_id))
+    try:
+        yield
+    finally:
+        _ACTING_FOR.reset(token)
+
+
 _RETRY_STATUSES = frozenset({502, 503, 504})
 
 
@@ -184,8 +209,13 @@ class ServiceClient(StartStop):
         headers: dict[str, str] = {}
         if self._token is not None:
             headers["Authorization"] = f"Bearer {await self._token.token()}"
+        acting = _ACTING_FOR.get()
         context = maybe_current_context()
-        if context is not None:
+        if acting is not None:
+            headers[ON_BEHALF_OF_TENANT_HEADER] = acting[0]
+            if acting[1]:
+                headers[ON_BEHALF_OF_USER_HEADER] = acting[1]
+        elif context is not None:
             if context.envelope.tenant_id:
                 headers[ON_BEHALF_OF_TENANT_HEADER] = context.envelope.tenant_id
             if context.envelope.user_id:

@@ -25,6 +25,7 @@ from disco.bus import (
 from disco.bus._wire import record_for
 from disco.settings import BusSettings
 from disco.testing._memory import InMemoryMemory
+from disco_common.a2a import ACTION_PROGRESSED, ActionProgressedData
 from disco_common.envelope import ActionRequest, ActionResult, Envelope
 from disco_common.notifications import HumanInputRequest, HumanInputResponse, NotificationType
 from disco_common.tasks import ActionResultData, ErrorInfo
@@ -443,12 +444,24 @@ class AgentTestKit(StartStop):
         ]
 
     def answers(self, correlation_id: str | None = None) -> list[ActionResult]:
-        """Answers published on ``action-results`` (for ``correlation_id``)."""
+        """Answers published on ``action-results`` (for ``correlation_id``).
+
+        Partial answers (``action.progressed``) are not answers: see :meth:`progress`.
+        """
         return [
             e
             for e in self.events(Topic.ACTION_RESULTS)
             if isinstance(e, ActionResult)
+            and e.type != ACTION_PROGRESSED
             and (correlation_id is None or e.correlation_id == correlation_id)
+        ]
+
+    def progress(self, correlation_id: str) -> list[ActionProgressedData]:
+        """The partial answers sent for ``correlation_id`` (status updates, artifacts), in order."""
+        return [
+            ActionProgressedData.model_validate(e.data)
+            for e in self.events(Topic.ACTION_RESULTS, ACTION_PROGRESSED)
+            if e.correlation_id == correlation_id
         ]
 
     def result_of(self, request: ActionRequest) -> ActionResultData:

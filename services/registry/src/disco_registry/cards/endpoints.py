@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from disco_common.a2a import A2AAgentCard
 from disco_registry.cards import service
-from disco_registry.cards.schemas import A2AAgentCard
 from disco_registry.deps import AgentIdPath, SettingsDep
 from disco_registry.errors import AgentNotFound
 from disco_service import IdentityDep, SessionDep, error_responses
@@ -30,7 +30,7 @@ async def get_card(
     skill's event contracts (full JSON Schemas) in the
     ``urn:disco:a2a:extension:event-contracts:v1`` extension's params."""
     card = await service.card_for(
-        session, tenant_id=identity.tenant_id, agent_id=agent_id, gateway_url=settings.gateway_url
+        session, tenant_id=identity.tenant_id, agent_id=agent_id, settings=settings
     )
     if card is None:
         raise AgentNotFound(f"no agent {agent_id!r} is visible to you")

@@ -1,0 +1,270 @@
+"""Benchmark: the A2A gateway beside the SDK's own request/response, on one stack.
+
+    uv run python bench/gateway.py [--round-trips 300] [--seconds 10] [--clients 50]
+
+Starts an embedded PostgreSQL and Tansu broker on free loopback ports unless
+``DISCO_DATABASE_ADMIN_URL`` / ``DISCO_KAFKA_BOOTSTRAP`` name existing ones (a
+fresh database, migrated), then runs as real processes: the registry, the
+``hello`` example tool (``--tools`` processes) and one gateway. From this process:
+
+- the SDK path: ``BusClient.request(..., wait=...)`` to the hello tool, one at a
+  time (p50/p99);
+- A2A ``SendMessage`` (blocking) to ``/a2a/hello`` over JSON-RPC and over
+  HTTP+JSON, one at a time (p50/p99), and what A2A adds to the SDK path at p50;
+- streaming first-event latency: ``SendStreamingMessage`` (HTTP+JSON SSE), time
+  to the first event and to the last (p50/p99);
+- tasks/s: blocking ``SendMessage`` from ``--clients`` concurrent clients for
+  ``--seconds``, with the CPU each part of the stack spent per task.
+
+The load generator is a lean HTTP/1.1 client (``bench/_common.py``): it shares
+the machine's cores with the gateway, PostgreSQL, the broker and the tool.
+Targets (issue 10): A2A adds <= 3 ms p50 over the SDK path; >= 1,000 tasks/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+from _common import (
+    LeanHttp,
+    children,
+    cpu_seconds,
+    percentile,
+    scratch_infra,
+    stop_processes,
+    wait_ready,
+)
+
+from disco._dev.ports import free_port
+from disco.auth import DEV_AUTH_SECRET, mint_dev_token
+from disco.bus import BusClient
+from disco.settings import BusSettings
+from disco_common.auth import Role
+
+TENANT = "bench"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _message() -> dict[str, object]:
+    return {
+        "messageId": uuid.uuid4().hex,
+        "role": "ROLE_USER",
+        "parts": [{"data": {"name": "Ada"}}],
+    }
+
+
+def _jsonrpc_body() -> bytes:
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": _message()}}
+    ).encode()
+
+
+def _rest_body() -> bytes:
+    return json.dumps({"message": _message()}).encode()
+
+
+def _completed(content: bytes, jsonrpc: bool) -> bool:
+    body = json.loads(content)
+    task = body["result"]["task"] if jsonrpc else body["task"]
+    return bool(task["status"]["state"] == "TASK_STATE_COMPLETED")
+
+
+def _line(label: str, samples: list[float], extra: str = "") -> None:
+    print(
+        f"{label:<44} p50 {percentile(samples, 0.5) * 1000:7.2f} ms  "
+        f"p99 {percentile(samples, 0.99) * 1000:7.2f} ms  ({len(samples)} calls){extra}"
+    )
+
+
+async def sequential(count: int, call: object) -> list[float]:
+    samples: list[float] = []
+    for _ in range(count):
+        started = time.perf_counter()
+        await call()  # type: ignore[operator]
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
+async def bench(
+    args: argparse.Namespace, database_url: str, bootstrap: str, postmaster: int | None
+) -> None:
+    prefix = f"bench{uuid.uuid4().hex[:6]}."
+    registry_port, gateway_port = free_port(), free_port()
+    registry_url = f"http://127.0.0.1:{registry_port}"
+    gateway_url = f"http://127.0.0.1:{gateway_port}"
+    env = {
+        **os.environ,
+        "DISCO_DATABASE_URL": database_url,
+        "DISCO_KAFKA_BOOTSTRAP": bootstrap,
+        "DISCO_TOPIC_PREFIX": prefix,
+        "DISCO_KAFKA_PARTITIONS": "8",
+        "DISCO_KAFKA_SESSION_TIMEOUT_MS": "2000",
+        "DISCO_KAFKA_HEARTBEAT_INTERVAL_MS": "500",
+        "DISCO_LOG_LEVEL": "WARNING",
+        "DISCO_REGISTRY_URL": registry_url,
+        "DISCO_TENANT_ID": TENANT,
+        "DISCO_DATABASE_POOL_SIZE": "20",
+        "DISCO_REGISTRY_PORT": str(registry_port),
+        "DISCO_GATEWAY_PORT": str(gateway_port),
+        "DISCO_GATEWAY_PUBLIC_URL": gateway_url,
+        "PYTHONPATH": str(ROOT),
+    }
+    logs = Path(tempfile.mkdtemp(prefix="disco-bench-gateway-"))
+    processes: dict[str, subprocess.Popen[bytes]] = {}
+
+    def spawn(name: str, command: list[str]) -> subprocess.Popen[bytes]:
+        log = (logs / f"{name}.log").open("wb")
+        process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=log, stderr=log)
+        processes[name] = process
+        return process
+
+    settings = BusSettings(kafka_bootstrap=bootstrap, topic_prefix=prefix, kafka_partitions=8)
+    try:
+        async with BusClient(settings, name="bench") as bus:
+            await bus.ensure_topics()
+            registry = spawn("registry", [sys.executable, "-m", "disco_registry"])
+            await wait_ready("registry", registry_url, registry, limit_seconds=90)
+            for index in range(args.tools):
+                spawn(f"hello-{index}", [sys.executable, "examples/hello_tool.py"])
+            profile = os.environ.get("BENCH_PROFILE_GATEWAY")  # a cProfile output path
+            runner = ["-m", "cProfile", "-o", profile] if profile else []
+            gateway = spawn("gateway", [sys.executable, *runner, "-m", "disco_gateway"])
+            await wait_ready("gateway", gateway_url, gateway, limit_seconds=90)
+            print(f"gateway pid {gateway.pid}, logs in {logs}", flush=True)
+            token = mint_dev_token(DEV_AUTH_SECRET, TENANT, "bench", (Role.USER,), 3600)
+            headers = {"Authorization": f"Bearer {token}", "A2A-Version": "1.0"}
+
+            # Warm up: the tool has registered and joined its group, caches are filled.
+            async with httpx.AsyncClient(base_url=gateway_url, headers=headers, timeout=60) as http:
+                deadline = time.monotonic() + 90
+                while True:
+                    response = await http.post("/a2a/hello/message:send", content=_rest_body())
+                    if response.status_code == 200 and _completed(response.content, False):
+                        break
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"the hello tool never answered: {response.text}")
+                    await asyncio.sleep(0.5)
+
+            async def sdk_call() -> None:
+                await bus.request(
+                    "hello.requested",
+                    {"name": "Ada"},
+                    response_event="hello.done",
+                    wait=30,
+                    tenant_id=TENANT,
+                    user_id="bench",
+                )
+
+            lean = LeanHttp([gateway_url], headers, connections=args.clients)
+
+            async def jsonrpc_call() -> None:
+                response = await lean.request("POST", "/a2a/hello", _jsonrpc_body())
+                assert _completed(response.content, True), response.text
+
+            async def rest_call() -> None:
+                response = await lean.request("POST", "/a2a/hello/message:send", _rest_body())
+                assert _completed(response.content, False), response.text
+
+            for call in (sdk_call, jsonrpc_call, rest_call):  # warm each path
+                await sequential(20, call)
+            print(f"load average before: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)")
+            print(f"one request at a time, {args.round_trips} each:")
+            sdk = await sequential(args.round_trips, sdk_call)
+            _line("SDK request(wait=) to the hello tool", sdk)
+            for label, call in (
+                ("A2A SendMessage, JSON-RPC", jsonrpc_call),
+                ("A2A SendMessage, HTTP+JSON", rest_call),
+            ):
+                samples = await sequential(args.round_trips, call)
+                added = (percentile(samples, 0.5) - percentile(sdk, 0.5)) * 1000
+                _line(label, samples, f"  A2A adds {added:+.2f} ms at p50")
+
+            first_events: list[float] = []
+            whole: list[float] = []
+            async with httpx.AsyncClient(base_url=gateway_url, headers=headers, timeout=60) as http:
+                for _ in range(max(args.round_trips // 3, 20)):
+                    started = time.perf_counter()
+                    async with http.stream(
+                        "POST", "/a2a/hello/message:stream", content=_rest_body()
+                    ) as stream:
+                        first = None
+                        async for line in stream.aiter_lines():
+                            if line.startswith("data:") and first is None:
+                                first = time.perf_counter() - started
+                    first_events.append(first or 0.0)
+                    whole.append(time.perf_counter() - started)
+            _line("A2A SendStreamingMessage: first event", first_events)
+            _line("A2A SendStreamingMessage: whole stream", whole)
+
+            pids = {
+                "gateway": [gateway.pid],
+                "tool": [p.pid for n, p in processes.items() if n.startswith("hello")],
+            }
+
+            def cpu() -> dict[str, float]:
+                sample = {name: sum(map(cpu_seconds, group)) for name, group in pids.items()}
+                if postmaster is not None:
+                    sample["postgres"] = sum(map(cpu_seconds, [postmaster, *children(postmaster)]))
+                sample["client"] = time.process_time()
+                return sample
+
+            completed = errors = 0
+            latencies: list[float] = []
+            deadline = time.perf_counter() + args.seconds
+
+            async def client_loop() -> None:
+                nonlocal completed, errors
+                while time.perf_counter() < deadline:
+                    started = time.perf_counter()
+                    response = await lean.request("POST", "/a2a/hello/message:send", _rest_body())
+                    if response.status_code == 200 and _completed(response.content, False):
+                        completed += 1
+                        latencies.append(time.perf_counter() - started)
+                    else:
+                        errors += 1
+
+            before = cpu()
+            started = time.perf_counter()
+            await asyncio.gather(*(client_loop() for _ in range(args.clients)))
+            elapsed = time.perf_counter() - started
+            after = cpu()
+            per_task = ", ".join(
+                f"{name} {(after[name] - before[name]) / max(completed, 1) * 1000:.2f}"
+                for name in after
+            )
+            print(
+                f"{args.clients} concurrent clients, {args.seconds:.0f} s: "
+                f"{completed / elapsed:,.0f} tasks/s ({completed:,} completed, {errors} errors), "
+                f"p50 {percentile(latencies, 0.5) * 1000:.1f} ms, p99 "
+                f"{percentile(latencies, 0.99) * 1000:.1f} ms"
+            )
+            print(f"CPU ms per task: {per_task}")
+            print(f"load average after: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)")
+            await lean.close()
+    finally:
+        stop_processes(list(processes.values()))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--round-trips", type=int, default=300)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--tools", type=int, default=1, help="hello tool processes")
+    args = parser.parse_args()
+    with scratch_infra("gateway") as infra:
+        asyncio.run(bench(args, infra.database_url, infra.bootstrap, infra.postmaster_pid))
+
+
+if __name__ == "__main__":
+    main()

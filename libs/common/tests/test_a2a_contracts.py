@@ -1,0 +1,193 @@
+"""disco_common.a2a speaks the specification's JSON: every model survives a2a-sdk's own types."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from a2a.client.card_resolver import parse_agent_card
+from a2a.types import a2a_pb2
+from google.protobuf.json_format import MessageToDict, ParseDict
+from google.protobuf.message import Message
+from pydantic import BaseModel
+
+import disco_common as dc
+from disco_common.a2a_cards import build_agent_card, build_gateway_card
+
+MESSAGE = dc.A2AMessage(
+    message_id="msg-1",
+    role=dc.A2ARole.USER,
+    parts=[
+        dc.A2APart.from_text("What is the weather in Atlantis?"),
+        dc.A2APart.from_data({"city": "Atlantis", "days": 3, "nested": {"ok": True}}),
+        dc.A2APart.from_file(b"\x00\x01binary", name="a.bin", media_type="application/x-bin"),
+        dc.A2APart.from_url("https://example.com/map.png", name="map", media_type="image/png"),
+    ],
+    context_id="ctx-1",
+    task_id="task-1",
+    metadata={"skill": "weather"},
+)
+ARTIFACT = dc.A2AArtifact(
+    artifact_id="art-1",
+    name="forecast",
+    description="three days",
+    parts=[dc.A2APart.from_text("sunny"), dc.A2APart.from_data([1, 2, 3])],
+    metadata={"unit": "celsius"},
+)
+STATUS = dc.A2ATaskStatus(state=dc.A2ATaskState.INPUT_REQUIRED, message=MESSAGE)
+TASK = dc.A2ATask(
+    id="task-1",
+    context_id="ctx-1",
+    status=STATUS,
+    artifacts=[ARTIFACT],
+    history=[MESSAGE],
+    metadata={"agent": "weather"},
+)
+SOURCE = dc.A2ACardSource(
+    name="weather",
+    description="Forecasts",
+    version="1.2.0",
+    tags=["forecast"],
+    tenant_id="acme",
+    capabilities=[
+        dc.DiscoveredCapability(
+            task_name="weather",
+            description="Tells the weather",
+            consumed_event=dc.DiscoveredEvent(
+                event_type="weather.requested",
+                topic="action-requests",
+                json_schema={
+                    "type": "object",
+                    "properties": {"text": {"type": "string", "maxLength": 10}},
+                    "required": ["text"],
+                },
+            ),
+            produced_events=[
+                dc.DiscoveredEvent(event_type="weather.completed", topic="action-results")
+            ],
+        )
+    ],
+)
+
+PAIRS: list[tuple[BaseModel, type[Message]]] = [
+    (MESSAGE, a2a_pb2.Message),
+    *[(part, a2a_pb2.Part) for part in MESSAGE.parts],
+    (ARTIFACT, a2a_pb2.Artifact),
+    (STATUS, a2a_pb2.TaskStatus),
+    (TASK, a2a_pb2.Task),
+    (
+        dc.A2ATaskStatusUpdateEvent(task_id="task-1", context_id="ctx-1", status=STATUS),
+        a2a_pb2.TaskStatusUpdateEvent,
+    ),
+    (
+        dc.A2ATaskArtifactUpdateEvent(
+            task_id="task-1", context_id="ctx-1", artifact=ARTIFACT, append=True, last_chunk=True
+        ),
+        a2a_pb2.TaskArtifactUpdateEvent,
+    ),
+    (build_agent_card(SOURCE, public_url="https://gw.example", tenant="acme"), a2a_pb2.AgentCard),
+    (build_gateway_card([SOURCE], public_url="https://gw.example"), a2a_pb2.AgentCard),
+]
+
+
+def _wire(model: BaseModel) -> dict[str, Any]:
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+@pytest.mark.parametrize(("model", "proto"), PAIRS, ids=lambda v: getattr(v, "__name__", ""))
+def test_each_model_parses_as_the_sdks_type_and_comes_back_equal(
+    model: BaseModel, proto: type[Message]
+) -> None:
+    parsed = ParseDict(_wire(model), proto())  # fails on any name or value the SDK does not know
+    back = type(model).model_validate(MessageToDict(parsed))
+
+    assert back == model
+
+
+def test_task_states_are_the_sdks_enum_names() -> None:
+    names = set(a2a_pb2.TaskState.keys()) - {"TASK_STATE_UNSPECIFIED"}
+
+    assert {state.value for state in dc.A2ATaskState} == names
+    assert {role.value for role in dc.A2ARole} == set(a2a_pb2.Role.keys()) - {"ROLE_UNSPECIFIED"}
+
+
+@pytest.mark.parametrize(
+    ("status", "state"),
+    [
+        (dc.TaskStatus.PENDING, dc.A2ATaskState.SUBMITTED),
+        (dc.TaskStatus.RUNNING, dc.A2ATaskState.WORKING),
+        (dc.TaskStatus.WAITING, dc.A2ATaskState.WORKING),
+        (dc.TaskStatus.AWAITING_INPUT, dc.A2ATaskState.INPUT_REQUIRED),
+        (dc.TaskStatus.COMPLETED, dc.A2ATaskState.COMPLETED),
+        (dc.TaskStatus.FAILED, dc.A2ATaskState.FAILED),
+    ],
+)
+def test_every_disco_task_status_has_an_a2a_state(
+    status: dc.TaskStatus, state: dc.A2ATaskState
+) -> None:
+    assert dc.a2a_state_for(status) is state
+    assert dc.TaskStatus(dc.disco_status_for(state)) is status or status is dc.TaskStatus.WAITING
+
+
+def test_a_part_carries_exactly_one_kind_of_content() -> None:
+    with pytest.raises(ValueError, match="exactly one"):
+        dc.A2APart(text="a", data={"b": 1})
+    with pytest.raises(ValueError, match="exactly one"):
+        dc.A2APart()
+    assert dc.A2APart.from_file(b"abc").raw_bytes() == b"abc"
+
+
+def test_a_card_requires_the_bearer_token_unless_the_agent_is_public() -> None:
+    guarded = build_agent_card(SOURCE, public_url="https://gw.example/")
+    open_card = build_agent_card(SOURCE, public_url="https://gw.example/", requires_token=False)
+
+    assert guarded.security_requirements is not None
+    assert open_card.security_requirements is None
+    assert open_card.security_schemes == guarded.security_schemes
+    sdk_card = parse_agent_card(_wire(guarded))
+    assert [i.url for i in sdk_card.supported_interfaces] == [
+        "https://gw.example/a2a/weather",
+        "https://gw.example/a2a/weather",
+    ]
+    assert {i.protocol_binding for i in sdk_card.supported_interfaces} == {"JSONRPC", "HTTP+JSON"}
+    assert sdk_card.capabilities.streaming
+    assert sdk_card.capabilities.push_notifications
+
+
+def test_a_card_carries_each_skills_input_and_output_schemas() -> None:
+    card = build_agent_card(SOURCE, public_url="https://gw.example")
+    extensions = card.capabilities.extensions or []
+    contracts = next(e for e in extensions if e.uri == dc.A2A_EVENT_CONTRACTS_EXTENSION)
+
+    assert contracts.params is not None
+    skill = contracts.params["skills"]["weather"]  # type: ignore[index,call-overload]
+    assert skill["request"]["json_schema"]["properties"]["text"]["maxLength"] == 10  # type: ignore[index]
+    assert [s.id for s in card.skills] == ["weather"]
+
+
+def test_an_answer_reads_as_a_disco_result_too() -> None:
+    done = dc.ActionResultData.of_answer(dc.A2AAnswer.completed(ARTIFACT))
+    asked = dc.ActionResultData.of_answer(dc.A2AAnswer.input_required("Which city?"))
+    refused = dc.ActionResultData.of_answer(dc.A2AAnswer.rejected("not my job"))
+    direct = dc.ActionResultData.of_answer(dc.A2AAnswer.message("hi"))
+
+    assert done.success
+    assert done.result == [1, 2, 3]
+    assert not asked.success
+    assert asked.error is not None
+    assert asked.error.type == "input_required"
+    assert asked.error.message == "Which city?"
+    assert not refused.success
+    assert refused.error is not None
+    assert refused.error.type == "rejected"
+    assert direct.success
+    assert direct.result == {"text": "hi"}
+    restored = dc.ActionResultData.model_validate(done.model_dump(mode="json"))
+    assert restored.a2a == done.a2a
+
+
+def test_a_message_answer_carries_no_task_state() -> None:
+    with pytest.raises(ValueError, match="no artifacts"):
+        dc.A2AAnswer(kind="message", parts=[dc.A2APart.from_text("x")], artifacts=[ARTIFACT])
+    with pytest.raises(ValueError, match="status message or an artifact"):
+        dc.ActionProgressedData(sequence=1)

@@ -1,0 +1,254 @@
+"""The a2a-sdk ``AgentExecutor`` of every disco agent: a request on the bus, answers from it.
+
+The a2a-sdk runs ``execute`` once per message of a task, in the instance that
+received the message, and turns what it enqueues into the task's stored state,
+its stream and its push notifications. For a disco agent ``execute``:
+
+1. subscribes to the instance's fan-out for the task before anything is sent;
+2. sends the message: a new request on ``action-requests`` (recording the turn
+   — what was asked of which agent, with which correlation id — meanwhile, so
+   that any instance can continue the task or apply its answer), or, when the
+   task waits on a question to a human, the human's answer on
+   ``notification-events``;
+3. translates what comes back (:func:`~disco_gateway.a2a.mapping.translate`)
+   and enqueues it, until the agent is done for now (the task is over, waits
+   for input, or the agent answered with a direct message).
+
+A task is created by the first thing the agent sends that is not a direct
+message, so that an agent can answer with a message instead of a task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events.event_queue import EventQueue
+from a2a.server.tasks.task_manager import append_artifact_to_task
+from a2a.types import a2a_pb2
+from a2a.utils.errors import InternalError
+from google.protobuf.json_format import MessageToDict, ParseDict
+
+from disco.a2a import A2AGatewayHelper
+from disco.bus import BusError
+from disco_common.a2a import A2AMessage
+from disco_common.registry import DiscoveredCapability
+from disco_common.topics import Topic
+from disco_gateway.a2a.mapping import Translation, translate, turn_correlation_id, working
+from disco_gateway.a2a.runtime import A2ARuntime
+from disco_gateway.bus.fanout import Inbox
+from disco_gateway.scope import CallScope
+from disco_gateway.tasks.repository import TurnRow
+
+__all__ = ["PREPARED_KEY", "STREAMING_KEY", "BusAgentExecutor", "Prepared"]
+
+_log = structlog.get_logger("disco_gateway.a2a")
+
+PREPARED_KEY = "disco.prepared"
+STREAMING_KEY = "disco.streaming"
+"""Call-context state: whether the caller streams (else it waits for the outcome)."""
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A message checked before the a2a-sdk takes it up (see ``GatewayRequestHandler``).
+
+    Attributes:
+        message: the caller's message.
+        agent: the agent it is for.
+        capability: the skill it asks for (None: it answers a question to a human).
+        payload: the request payload (checked against the skill's schema).
+        turn: the task's turn so far (None for a new task).
+    """
+
+    message: A2AMessage
+    agent: str
+    capability: DiscoveredCapability | None
+    payload: Any
+    turn: TurnRow | None
+
+    @property
+    def answers_question(self) -> bool:
+        return self.turn is not None and self.turn.question is not None and self.capability is None
+
+
+class BusAgentExecutor(AgentExecutor):
+    """See the module docs."""
+
+    def __init__(self, runtime: A2ARuntime) -> None:
+        self._runtime = runtime
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        call = context.call_context
+        scope = CallScope.of(call)
+        prepared = call.state.get(PREPARED_KEY)
+        if not isinstance(prepared, Prepared):
+            raise InternalError(message="the message was not prepared by the gateway")
+        task_id = context.task_id
+        context_id = context.context_id
+        assert task_id is not None
+        assert context_id is not None
+        previous = prepared.turn
+        if prepared.answers_question:
+            assert previous is not None
+            turn = previous
+        else:
+            assert prepared.capability is not None
+            number = previous.turn + 1 if previous is not None else 1
+            turn = TurnRow(
+                task_id=task_id,
+                turn=number,
+                correlation_id=turn_correlation_id(task_id, number),
+                context_id=context_id,
+                user_id=scope.user_id,
+                agent=prepared.agent,
+                skill=prepared.capability.task_name,
+                event_type=prepared.capability.consumed_event.event_type,
+                # The a2a-sdk set the message's task and context ids.
+                message=MessageToDict(context.message) if context.message is not None else {},
+                question=None,
+            )
+        runtime = self._runtime
+        keys = {("correlation_id", turn.correlation_id), ("task_id", task_id)}
+        async with runtime.fanout.subscribe(keys) as inbox:
+            try:
+                if prepared.answers_question:
+                    await self._answer_question(scope, turn, prepared.message)
+                else:
+                    # The turn is recorded while the request travels: the answer cannot be
+                    # applied by the consumer group before the handover delay anyway, and
+                    # this instance follows it live. If recording fails, the call fails.
+                    await asyncio.gather(
+                        runtime.add_turn(scope.tenant_id, turn),
+                        self._request(scope, turn, prepared),
+                    )
+            except BusError as exc:
+                _log.warning("message not sent", task_id=task_id, error=repr(exc))
+                raise InternalError(
+                    message="the bus is unavailable; send the message again"
+                ) from None
+            task_exists = context.current_task is not None
+            if task_exists:
+                await event_queue.enqueue_event(working(turn))
+            await self._follow(
+                inbox,
+                turn,
+                context.message,
+                event_queue,
+                task_exists=task_exists,
+                scope=scope,
+                streaming=bool(call.state.get(STREAMING_KEY, True)),
+            )
+
+    async def _request(self, scope: CallScope, turn: TurnRow, prepared: Prepared) -> None:
+        assert prepared.capability is not None
+        request = A2AGatewayHelper.message_to_request(
+            prepared.message,
+            prepared.capability,
+            payload=prepared.payload,
+            task_id=turn.task_id,
+            context_id=turn.context_id,
+            correlation_id=turn.correlation_id,
+            tenant_id=scope.tenant_id,
+            user_id=scope.user_id,
+            source=self._runtime.source,
+            # The same turn sent again is the same request: agents deduplicate.
+            id=f"{turn.correlation_id}.request",
+        )
+        await self._runtime.bus.publish_envelope(Topic.ACTION_REQUESTS, request)
+
+    async def _answer_question(self, scope: CallScope, turn: TurnRow, message: A2AMessage) -> None:
+        question = turn.question
+        assert question is not None
+        answer = A2AGatewayHelper.human_answer(
+            message,
+            request_id=question.get("request_id"),
+            task_id=turn.task_id,
+            user_id=scope.user_id,
+        )
+        await self._runtime.bus.publish(
+            Topic.NOTIFICATION_EVENTS,
+            str(question["response_event"]),
+            answer.model_dump(mode="json", exclude_none=True),
+            correlation_id=str(question["correlation_id"]),
+            task_id=turn.task_id,
+            session_id=turn.context_id,
+            tenant_id=scope.tenant_id,
+            user_id=scope.user_id,
+            id=f"{question['correlation_id']}.answer",
+        )
+        await self._runtime.remember_question(scope.tenant_id, turn, None)
+
+    async def _follow(
+        self,
+        inbox: Inbox,
+        turn: TurnRow,
+        message: a2a_pb2.Message | None,
+        event_queue: EventQueue,
+        *,
+        task_exists: bool,
+        scope: CallScope,
+        streaming: bool,
+    ) -> None:
+        while True:
+            translation: Translation = translate(await inbox.get(), turn)
+            if not translation.events:
+                continue
+            if translation.question is not None:
+                # Remembered before the caller can see input-required: its answer may
+                # come to any instance, which must find the question.
+                await self._runtime.remember_question(scope.tenant_id, turn, translation.question)
+            if (
+                translation.ends_turn
+                and translation.starts_task
+                and not task_exists
+                and not streaming
+            ):
+                # The agent answered at once and nobody streams: the task is stored
+                # once, as it ends, rather than once per event.
+                await event_queue.enqueue_event(self._finished_task(turn, message, translation))
+                self._runtime.settle(scope.tenant_id, turn.correlation_id)
+                return
+            if translation.starts_task and not task_exists:
+                await event_queue.enqueue_event(self._new_task(turn, message))
+                task_exists = True
+            for event in translation.events:
+                await event_queue.enqueue_event(event)
+            if translation.ends_turn:
+                self._runtime.settle(scope.tenant_id, turn.correlation_id)
+                return
+
+    def _new_task(self, turn: TurnRow, message: a2a_pb2.Message | None) -> a2a_pb2.Task:
+        if message is None:
+            message = ParseDict(turn.message, a2a_pb2.Message(), ignore_unknown_fields=True)
+        return a2a_pb2.Task(
+            id=turn.task_id,
+            context_id=turn.context_id,
+            status=a2a_pb2.TaskStatus(state=a2a_pb2.TaskState.TASK_STATE_SUBMITTED),
+            history=[message],
+        )
+
+    def _finished_task(
+        self, turn: TurnRow, message: a2a_pb2.Message | None, translation: Translation
+    ) -> a2a_pb2.Task:
+        task = self._new_task(turn, message)
+        for event in translation.events:
+            if isinstance(event, a2a_pb2.TaskArtifactUpdateEvent):
+                append_artifact_to_task(task, event)
+            elif isinstance(event, a2a_pb2.TaskStatusUpdateEvent):
+                task.status.CopyFrom(event.status)
+        return task
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """The task stops here; the agent is told by the handler (``task.cancel_requested``)."""
+        if context.task_id is None or context.context_id is None:
+            return
+        status = a2a_pb2.TaskStatus(state=a2a_pb2.TaskState.TASK_STATE_CANCELED)
+        await event_queue.enqueue_event(
+            a2a_pb2.TaskStatusUpdateEvent(
+                task_id=context.task_id, context_id=context.context_id, status=status
+            )
+        )

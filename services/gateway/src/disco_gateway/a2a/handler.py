@@ -1,0 +1,366 @@
+"""The A2A request handler: the a2a-sdk's ``DefaultRequestHandlerV2``, with what disco adds.
+
+The a2a-sdk handles every method (tasks, streams, resubscription across
+instances, cancel, push configurations) against the stores it is given. The
+gateway adds, around it:
+
+- before a message is taken up: the agent (the endpoint's, or the one its
+  metadata names at the gateway's own endpoint), the skill, the payload checked
+  against the skill's schema (``InvalidParams`` naming the field), and for a
+  task's next message whether it answers a question to a human or starts a new
+  turn (a task that is working takes no message until it asks for input);
+- after a cancel: ``task.cancel_requested`` on the bus, so the agent stops;
+- the extended card of the caller's tenant (``GetExtendedAgentCard``);
+- no error leaks what went wrong inside: anything but an A2A error becomes
+  ``InternalError`` with a request id to quote.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import AsyncGenerator, Iterator
+from dataclasses import replace
+from typing import Any, cast
+
+import structlog
+from a2a.server.agent_execution import RequestContext, SimpleRequestContextBuilder
+from a2a.server.context import ServerCallContext
+from a2a.server.events.event_queue import Event
+from a2a.server.request_handlers import DefaultRequestHandlerV2
+from a2a.types import a2a_pb2
+from a2a.utils.errors import (
+    A2AError,
+    InternalError,
+    InvalidParamsError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from pydantic import TypeAdapter, ValidationError
+
+from disco.a2a import A2AGatewayHelper, A2AMappingError
+from disco.clients import ServiceError
+from disco_common.a2a import A2AAgentCard, A2ATaskState
+from disco_common.a2a_cards import A2ACardSource
+from disco_common.ids import Id
+from disco_common.system_events import SystemEventType, TaskCancelRequestedData
+from disco_common.topics import Topic
+from disco_gateway.a2a.executor import PREPARED_KEY, STREAMING_KEY, BusAgentExecutor, Prepared
+from disco_gateway.a2a.mapping import message_of, to_proto
+from disco_gateway.a2a.runtime import A2ARuntime
+from disco_gateway.scope import CallScope
+from disco_gateway.tasks.store import FRESH_TASK_KEY
+
+__all__ = ["TARGET_KEY", "GatewayRequestHandler"]
+
+_log = structlog.get_logger("disco_gateway.a2a")
+
+TARGET_KEY = "disco.target"
+"""Where the endpoint puts the resolved agent (an ``A2ACardSource``) in the call context."""
+
+_ID = TypeAdapter(Id)
+_INTERRUPTED = {A2ATaskState.INPUT_REQUIRED.value, A2ATaskState.AUTH_REQUIRED.value}
+_TERMINAL = {
+    A2ATaskState.COMPLETED.value,
+    A2ATaskState.FAILED.value,
+    A2ATaskState.CANCELED.value,
+    A2ATaskState.REJECTED.value,
+}
+
+
+@contextlib.contextmanager
+def _sanitized(operation: str) -> Iterator[None]:
+    """A2A errors pass; anything else is logged and becomes an InternalError that says nothing."""
+    try:
+        yield
+    except A2AError:
+        raise
+    except Exception as exc:
+        incident = uuid.uuid4().hex[:12]
+        _log.exception("a2a_call_failed", operation=operation, incident=incident)
+        raise InternalError(
+            message=f"Internal error; quote incident {incident} when reporting it."
+        ) from exc
+
+
+def gateway_card_proto() -> a2a_pb2.AgentCard:
+    """The card the a2a-sdk checks capabilities on (streaming, push, extended card)."""
+    return a2a_pb2.AgentCard(
+        name="disco",
+        description="disco's A2A gateway",
+        version="1.0",
+        supported_interfaces=[
+            a2a_pb2.AgentInterface(url="/a2a", protocol_binding="JSONRPC", protocol_version="1.0")
+        ],
+        capabilities=a2a_pb2.AgentCapabilities(
+            streaming=True, push_notifications=True, extended_agent_card=True
+        ),
+        default_input_modes=["application/json"],
+        default_output_modes=["application/json"],
+    )
+
+
+class _ContextBuilder(SimpleRequestContextBuilder):
+    """The a2a-sdk's request context, noting the id it generates for a new task."""
+
+    async def build(
+        self,
+        context: ServerCallContext,
+        params: a2a_pb2.SendMessageRequest | None = None,
+        task_id: str | None = None,
+        context_id: str | None = None,
+        task: a2a_pb2.Task | None = None,
+    ) -> RequestContext:
+        built = await super().build(context, params, task_id, context_id, task)
+        if task_id is None and built.task_id is not None:
+            context.state[FRESH_TASK_KEY] = built.task_id  # no row holds it yet
+        return built
+
+
+class GatewayRequestHandler(DefaultRequestHandlerV2):
+    """See the module docs."""
+
+    def __init__(self, runtime: A2ARuntime) -> None:
+        settings = runtime.settings
+        super().__init__(
+            agent_executor=BusAgentExecutor(runtime),
+            request_context_builder=_ContextBuilder(),
+            task_store=runtime.store,
+            agent_card=gateway_card_proto(),
+            push_config_store=runtime.push_store,
+            push_sender=runtime.push_sender,
+            push_url_validator=runtime.push_sender.url_policy,
+            event_stream=runtime.stream,
+            interrupted_task_timeout=settings.interrupted_task_seconds,
+        )
+        self._runtime = runtime
+
+    # -- messages -------------------------------------------------------------------------
+
+    async def on_message_send(
+        self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
+    ) -> a2a_pb2.Message | a2a_pb2.Task:
+        with _sanitized("SendMessage"):
+            context.state[STREAMING_KEY] = False
+            await self._prepare(params, context)
+            return cast(
+                a2a_pb2.Message | a2a_pb2.Task, await super().on_message_send(params, context)
+            )
+
+    async def on_message_send_stream(
+        self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event, None]:
+        with _sanitized("SendStreamingMessage"):
+            context.state[STREAMING_KEY] = True
+            await self._prepare(params, context)
+            async with contextlib.aclosing(
+                super().on_message_send_stream(params, context)
+            ) as events:
+                async for event in events:
+                    yield event
+
+    async def _prepare(
+        self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
+    ) -> None:
+        scope = CallScope.of(context)
+        try:
+            message = message_of(params.message)
+        except ValueError as exc:
+            raise InvalidParamsError(message=str(exc)) from None
+        for field, value in (
+            ("message.contextId", message.context_id),
+            ("message.taskId", message.task_id),
+        ):
+            if value:
+                try:
+                    _ID.validate_python(value)
+                except ValidationError:
+                    raise InvalidParamsError(
+                        message=f"{field} must be an id of letters, digits and ._:@- ",
+                        data={"errors": [{"field": field, "message": "not a valid id"}]},
+                    ) from None
+        try:
+            if message.task_id:
+                prepared = await self._next_message(scope, message, context)
+            else:
+                prepared = await self._first_message(scope, message, context)
+        except A2AMappingError as exc:
+            raise InvalidParamsError(message=str(exc), data={"errors": exc.violations}) from None
+        except ServiceError as exc:
+            _log.warning("registry unavailable", error=repr(exc))
+            raise InternalError(
+                message="The agent registry cannot be reached; try again."
+            ) from None
+        if scope.agent != prepared.agent:
+            # The gateway's own endpoint: the task is the named agent's.
+            replace(scope, agent=prepared.agent).attach(context)
+        context.state[PREPARED_KEY] = prepared
+
+    async def _target(
+        self, scope: CallScope, context: ServerCallContext, name: str | None
+    ) -> A2ACardSource:
+        target = context.state.get(TARGET_KEY)
+        if isinstance(target, A2ACardSource) and (name is None or target.name == name):
+            return target
+        if name is None:
+            raise A2AMappingError(
+                'name the agent: the gateway\'s endpoint takes "skill": "<agent>/<skill>" (or '
+                '"agent": "<agent>") in the message\'s metadata; each agent also has its own '
+                "endpoint at /a2a/<agent>",
+                field="metadata.skill",
+            )
+        found = await self._runtime.directory.agent(scope.tenant_id, name)
+        if found is None:
+            raise A2AMappingError(f"there is no agent {name!r}", field="metadata.skill")
+        return found
+
+    async def _first_message(
+        self, scope: CallScope, message: Any, context: ServerCallContext
+    ) -> Prepared:
+        skill = A2AGatewayHelper.requested_skill(message)
+        name = scope.agent
+        if name is None:
+            named = (message.metadata or {}).get("agent")
+            if isinstance(named, str):
+                name = named
+            elif skill is not None and "/" in skill:
+                name = skill.split("/", 1)[0]
+        target = await self._target(scope, context, name)
+        capability = A2AGatewayHelper.choose_capability(target, skill)
+        payload = A2AGatewayHelper.message_payload(message)
+        A2AGatewayHelper.check_payload(capability, payload)
+        return Prepared(message, target.name, capability, payload, None)
+
+    async def _next_message(
+        self, scope: CallScope, message: Any, context: ServerCallContext
+    ) -> Prepared:
+        row = await self._runtime.store.row(message.task_id, context)
+        if row is None:
+            raise TaskNotFoundError
+        if row.status in _TERMINAL:
+            raise UnsupportedOperationError(
+                message=f"task {row.task_id} is over ({row.status}): start a new task"
+            )
+        if row.status not in _INTERRUPTED:
+            raise UnsupportedOperationError(
+                message=f"task {row.task_id} is working: send its next message when it asks "
+                "for input (input-required)"
+            )
+        turn = await self._runtime.latest_turn(scope.tenant_id, row.task_id)
+        if turn is None:
+            raise TaskNotFoundError
+        if turn.question is not None:
+            return Prepared(message, turn.agent, None, None, turn)
+        target = await self._target(scope, context, turn.agent)
+        skill = A2AGatewayHelper.requested_skill(message) or turn.skill
+        capability = A2AGatewayHelper.choose_capability(target, skill)
+        payload = A2AGatewayHelper.message_payload(message)
+        A2AGatewayHelper.check_payload(capability, payload)
+        return Prepared(message, turn.agent, capability, payload, turn)
+
+    # -- cancel -----------------------------------------------------------------------------
+
+    async def on_cancel_task(
+        self, params: a2a_pb2.CancelTaskRequest, context: ServerCallContext
+    ) -> a2a_pb2.Task | None:
+        with _sanitized("CancelTask"):
+            task = cast(a2a_pb2.Task | None, await super().on_cancel_task(params, context))
+            if task is not None and task.status.state == a2a_pb2.TaskState.TASK_STATE_CANCELED:
+                await self._tell_agent(CallScope.of(context), task.id)
+            return task
+
+    async def _tell_agent(self, scope: CallScope, task_id: str) -> None:
+        # Best effort: the task is canceled for the caller whatever the agent does.
+        try:
+            await self._runtime.bus.publish(
+                Topic.SYSTEM_EVENTS,
+                SystemEventType.TASK_CANCEL_REQUESTED.value,
+                TaskCancelRequestedData(
+                    task_id=task_id,
+                    reason="the A2A caller canceled the task",
+                    requested_by=scope.user_id,
+                ),
+                correlation_id=task_id,
+                task_id=task_id,
+                tenant_id=scope.tenant_id,
+                user_id=scope.user_id,
+                id=f"{task_id}.cancel",
+            )
+        except Exception as exc:
+            _log.warning("cancel not announced", task_id=task_id, error=repr(exc))
+
+    # -- the rest, sanitized ------------------------------------------------------------------
+
+    async def on_get_task(
+        self, params: a2a_pb2.GetTaskRequest, context: ServerCallContext
+    ) -> a2a_pb2.Task | None:
+        with _sanitized("GetTask"):
+            return cast(a2a_pb2.Task | None, await super().on_get_task(params, context))
+
+    async def on_list_tasks(
+        self, params: a2a_pb2.ListTasksRequest, context: ServerCallContext
+    ) -> a2a_pb2.ListTasksResponse:
+        with _sanitized("ListTasks"):
+            if CallScope.of(context).anonymous:
+                raise UnsupportedOperationError(
+                    message="ListTasks needs a bearer token: callers without one share a user"
+                )
+            return cast(a2a_pb2.ListTasksResponse, await super().on_list_tasks(params, context))
+
+    async def on_subscribe_to_task(
+        self, params: a2a_pb2.SubscribeToTaskRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event, None]:
+        with _sanitized("SubscribeToTask"):
+            async with contextlib.aclosing(super().on_subscribe_to_task(params, context)) as events:
+                async for event in events:
+                    yield event
+
+    async def on_create_task_push_notification_config(
+        self, params: a2a_pb2.TaskPushNotificationConfig, context: ServerCallContext
+    ) -> a2a_pb2.TaskPushNotificationConfig:
+        with _sanitized("CreateTaskPushNotificationConfig"):
+            created = await super().on_create_task_push_notification_config(params, context)
+            return cast(a2a_pb2.TaskPushNotificationConfig, created)
+
+    async def on_get_task_push_notification_config(
+        self, params: a2a_pb2.GetTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> a2a_pb2.TaskPushNotificationConfig:
+        with _sanitized("GetTaskPushNotificationConfig"):
+            found = await super().on_get_task_push_notification_config(params, context)
+            return cast(a2a_pb2.TaskPushNotificationConfig, found)
+
+    async def on_list_task_push_notification_configs(
+        self, params: a2a_pb2.ListTaskPushNotificationConfigsRequest, context: ServerCallContext
+    ) -> a2a_pb2.ListTaskPushNotificationConfigsResponse:
+        with _sanitized("ListTaskPushNotificationConfigs"):
+            listed = await super().on_list_task_push_notification_configs(params, context)
+            return cast(a2a_pb2.ListTaskPushNotificationConfigsResponse, listed)
+
+    async def on_delete_task_push_notification_config(
+        self, params: a2a_pb2.DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> None:
+        with _sanitized("DeleteTaskPushNotificationConfig"):
+            await super().on_delete_task_push_notification_config(params, context)
+
+    async def on_get_extended_agent_card(
+        self, params: a2a_pb2.GetExtendedAgentCardRequest, context: ServerCallContext
+    ) -> a2a_pb2.AgentCard:
+        """The card as the caller's tenant sees it: an agent's, or the gateway's with them all."""
+        with _sanitized("GetExtendedAgentCard"):
+            scope = CallScope.of(context)
+            settings = self._runtime.settings
+            card: A2AAgentCard
+            if scope.agent is not None:
+                target = await self._target(scope, context, scope.agent)
+                card = A2AGatewayHelper.agent_to_card(
+                    target,
+                    public_url=settings.gateway_public_url,
+                    requires_token=not settings.is_public_agent(target.name),
+                    tenant=scope.tenant_id,
+                )
+            else:
+                sources = await self._runtime.directory.agents(scope.tenant_id)
+                card = A2AGatewayHelper.gateway_card(
+                    sources, public_url=settings.gateway_public_url
+                )
+            return to_proto(card, a2a_pb2.AgentCard)

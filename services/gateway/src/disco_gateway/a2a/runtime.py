@@ -1,0 +1,80 @@
+"""What the A2A side of one gateway instance works with (made in the lifespan)."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from disco.bus import BusClient
+from disco_gateway.agents.service import AgentDirectory
+from disco_gateway.bus.fanout import BusFanout
+from disco_gateway.push.sender import RetryingPushSender
+from disco_gateway.push.store import PostgresPushConfigStore
+from disco_gateway.settings import GatewaySettings
+from disco_gateway.tasks.repository import TurnRepository, TurnRow
+from disco_gateway.tasks.store import PostgresTaskStore
+from disco_gateway.tasks.stream import PostgresTaskEventStream
+from disco_service import Database
+
+__all__ = ["A2ARuntime"]
+
+_SETTLED = 50_000
+
+
+@dataclass
+class A2ARuntime:
+    """The collaborators of the request handler, the executor and the applier."""
+
+    settings: GatewaySettings
+    database: Database
+    bus: BusClient
+    fanout: BusFanout
+    directory: AgentDirectory
+    store: PostgresTaskStore
+    stream: PostgresTaskEventStream
+    push_store: PostgresPushConfigStore
+    push_sender: RetryingPushSender
+    _settled: OrderedDict[tuple[str, str], None] = field(default_factory=OrderedDict)
+
+    def settle(self, tenant_id: str, correlation_id: str) -> None:
+        """Note that this instance applied the answer to ``correlation_id`` live."""
+        key = (tenant_id, correlation_id)
+        self._settled[key] = None
+        self._settled.move_to_end(key)
+        while len(self._settled) > _SETTLED:
+            self._settled.popitem(last=False)
+
+    def settled(self, tenant_id: str, correlation_id: str) -> bool:
+        """Whether this instance applied the answer to ``correlation_id`` live (recently)."""
+        return (tenant_id, correlation_id) in self._settled
+
+    @property
+    def source(self) -> str:
+        """The CloudEvents ``source`` of what the gateway publishes for A2A callers."""
+        return "disco://service/gateway/a2a"
+
+    async def latest_turn(self, tenant_id: str, task_id: str) -> TurnRow | None:
+        """The task's current turn."""
+        async with self.database.unit_of_work(tenant_id) as session:
+            return await TurnRepository(session, tenant_id).latest(task_id)
+
+    async def turn_and_status(
+        self, tenant_id: str, correlation_id: str
+    ) -> tuple[TurnRow, str | None] | None:
+        """The turn whose request carried ``correlation_id``, with its task's stored status."""
+        async with self.database.unit_of_work(tenant_id) as session:
+            return await TurnRepository(session, tenant_id).by_correlation_with_status(
+                correlation_id
+            )
+
+    async def add_turn(self, tenant_id: str, turn: TurnRow) -> None:
+        """Record a turn before its request goes out (any instance can then follow it)."""
+        async with self.database.unit_of_work(tenant_id, turn.user_id) as session:
+            await TurnRepository(session, tenant_id).add(turn)
+
+    async def remember_question(
+        self, tenant_id: str, turn: TurnRow, question: dict[str, object] | None
+    ) -> None:
+        """Record (or forget, with None) the question to a human a turn waits on."""
+        async with self.database.unit_of_work(tenant_id) as session:
+            await TurnRepository(session, tenant_id).set_question(turn.task_id, turn.turn, question)

@@ -1,0 +1,139 @@
+"""The A2A side of a gateway instance: made and started in the lifespan, stopped with it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import timedelta
+
+import httpx
+import structlog
+from sqlalchemy import text
+
+from disco.clients import RegistryClient, ServiceClientSettings
+from disco_common.a2a import A2A_RESPONSE_EVENT
+from disco_common.ids import utcnow
+from disco_common.notifications import NotificationType
+from disco_common.topics import Topic
+from disco_gateway.a2a.applier import AnswerApplier
+from disco_gateway.a2a.handler import GatewayRequestHandler
+from disco_gateway.a2a.mapping import ROUTES
+from disco_gateway.a2a.runtime import A2ARuntime
+from disco_gateway.agents.service import AgentDirectory
+from disco_gateway.bus.applier import GroupApplier
+from disco_gateway.bus.fanout import BusFanout, FanoutRoute
+from disco_gateway.publish.service import Publisher
+from disco_gateway.push.sender import RetryingPushSender
+from disco_gateway.push.store import PostgresPushConfigStore
+from disco_gateway.push.urls import push_url_policy
+from disco_gateway.state import GatewayState
+from disco_gateway.tasks.store import PostgresTaskStore
+from disco_gateway.tasks.stream import PostgresTaskEventStream, TaskEventListener
+
+__all__ = ["A2AService", "a2a_lifespan"]
+
+_log = structlog.get_logger("disco_gateway")
+
+_FANOUT_KEYS = ("correlation_id", "task_id", "session_id")
+
+
+@dataclass
+class A2AService:
+    """What the A2A routes, the cards and the publish bridge use while the instance runs."""
+
+    runtime: A2ARuntime
+    handler: GatewayRequestHandler
+    publisher: Publisher
+
+    @property
+    def directory(self) -> AgentDirectory:
+        return self.runtime.directory
+
+
+@contextlib.asynccontextmanager
+async def a2a_lifespan(state: GatewayState) -> AsyncIterator[None]:
+    """Start the registry client, the fan-out, the event listener, the push sender, the
+    request handler, the consumer group and the retention job; stop them in reverse."""
+    settings = state.settings
+    database = state.require_database()
+    bus = state.require_bus()
+    async with contextlib.AsyncExitStack() as stack:
+        # The gateway's own token (DISCO_AUTH_TOKEN, or dev-minted with the service role):
+        # every call then acts for the caller's tenant (disco.clients.acting_for).
+        clients = ServiceClientSettings()
+        registry = RegistryClient(
+            settings.registry_url,
+            token=clients.token_provider(),
+            timeout_seconds=clients.http_timeout_seconds,
+            retries=clients.http_retries,
+        )
+        await registry.start()
+        stack.push_async_callback(registry.stop)
+        await bus.ensure_topics()
+        fanout = BusFanout(
+            settings,
+            [FanoutRoute(topic, types, _FANOUT_KEYS) for topic, types in ROUTES.items()],
+        )
+        await fanout.start()
+        stack.push_async_callback(fanout.stop)
+        listener = TaskEventListener(settings.database_url)
+        await listener.start()
+        stack.push_async_callback(listener.stop)
+        http = httpx.AsyncClient(timeout=settings.push_timeout_seconds)
+        stack.push_async_callback(http.aclose)
+        store = PostgresTaskStore(database)
+        push_store = PostgresPushConfigStore(database, store)
+        push_sender = RetryingPushSender(
+            push_store,
+            store,
+            http,
+            url_policy=push_url_policy(allow_loopback=settings.push_allow_loopback),
+            max_attempts=settings.push_max_attempts,
+            backoff_seconds=settings.push_backoff_seconds,
+        )
+        stack.push_async_callback(push_sender.drain, settings.shutdown_grace_seconds / 2)
+        runtime = A2ARuntime(
+            settings=settings,
+            database=database,
+            bus=bus,
+            fanout=fanout,
+            directory=AgentDirectory(registry, cache_seconds=settings.registry_cache_seconds),
+            store=store,
+            stream=PostgresTaskEventStream(database, listener),
+            push_store=push_store,
+            push_sender=push_sender,
+        )
+        handler = GatewayRequestHandler(runtime)
+        stack.push_async_callback(handler.aclose)
+        state.a2a = A2AService(runtime, handler, Publisher(bus, registry))
+        stack.callback(setattr, state, "a2a", None)
+        applier = GroupApplier(bus, settings.consumer_group)
+        answers = AnswerApplier(runtime)
+        applier.on(Topic.ACTION_RESULTS.value, A2A_RESPONSE_EVENT)(answers.answer)
+        applier.on(Topic.NOTIFICATION_EVENTS.value, NotificationType.HUMAN_INPUT.value)(
+            answers.question
+        )
+        await applier.start()
+        stack.push_async_callback(applier.stop, settings.shutdown_grace_seconds)
+        sweeper = asyncio.create_task(_retention(state), name="disco-gateway-retention")
+        stack.callback(sweeper.cancel)
+        yield
+
+
+async def _retention(state: GatewayState) -> None:
+    """Delete finished tasks older than the retention (a system function: every tenant)."""
+    settings = state.settings
+    while True:
+        await asyncio.sleep(settings.retention_interval_seconds)
+        cutoff = utcnow() - timedelta(days=settings.task_retention_days)
+        try:
+            async with state.require_database().unit_of_work(None) as session:
+                purged = await session.scalar(
+                    text("SELECT gateway.purge_a2a_tasks(:cutoff)"), {"cutoff": cutoff}
+                )
+            if purged:
+                _log.info("a2a_tasks_purged", count=purged)
+        except Exception as exc:
+            _log.warning("a2a_retention_failed", error=repr(exc))

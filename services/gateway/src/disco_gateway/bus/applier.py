@@ -1,0 +1,60 @@
+"""The gateway's consumer group: what must be applied once, durably, by some instance.
+
+The fan-out (:mod:`disco_gateway.bus.fanout`) shows each instance what it
+streams live; it keeps no position. What must not be lost — an agent's answer
+arriving while no instance follows the task (the one that did was killed, or
+none was up) — is read by all instances together as one consumer group: each
+envelope is handled by one instance, at least once, and its offset committed
+only after it was applied. A later instance starts where the last one stopped.
+
+:func:`hand_over` lets the live path go first: an applier handler waits until
+the envelope is ``seconds`` old before it looks, so that the instance following
+the task live (which sees it at the same time) has applied it by then, and the
+applier finds nothing left to do. Envelopes arrive in time order, so the waits
+overlap: the group trails the bus by ``seconds``, it does not slow down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+from disco.bus import BusClient, BusConsumer
+from disco_common.envelope import Envelope
+from disco_common.ids import utcnow
+
+__all__ = ["GroupApplier", "hand_over"]
+
+Handler = Callable[[Envelope], Awaitable[None]]
+
+
+class GroupApplier:
+    """A consumer group over the gateway's instances (idempotent ``start``/``stop``).
+
+    Args:
+        bus: the service's bus client (DLQ, settings).
+        group: the group's name (the topic prefix is added on the broker).
+    """
+
+    def __init__(self, bus: BusClient, group: str) -> None:
+        self._consumer = BusConsumer(bus, group)
+
+    def on(self, topic: str, event_type: str) -> Callable[[Handler], Handler]:
+        """Decorator: apply ``event_type`` envelopes of ``topic`` with the function."""
+        return self._consumer.on(topic, event_type)
+
+    async def start(self) -> None:
+        """Join the group and start applying."""
+        await self._consumer.start()
+
+    async def stop(self, grace: float = 10.0) -> None:
+        """Finish what is being applied, commit, leave the group."""
+        await self._consumer.stop(grace)
+
+
+async def hand_over(envelope: Envelope, seconds: float) -> None:
+    """Wait until ``envelope`` is ``seconds`` old (at most ``seconds``; see the module docs)."""
+    age = (utcnow() - envelope.time).total_seconds()
+    wait = min(seconds, seconds - age)
+    if wait > 0:
+        await asyncio.sleep(wait)

@@ -1,0 +1,56 @@
+"""The gateway's A2A cards: its own, each agent's, and what a caller without a token may see.
+
+Cards are built with the one card builder (:mod:`disco_common.a2a_cards`, through
+:class:`~disco.a2a.A2AGatewayHelper`) from registrations read from the registry.
+Without a token, a caller sees the agents of ``DISCO_GATEWAY_PUBLIC_TENANT`` that
+are public: registered with visibility ``public``, or named in
+``DISCO_GATEWAY_PUBLIC_AGENTS`` — or all of them with
+``DISCO_GATEWAY_CARD_VISIBILITY=all`` (dev). A public agent's card requires no
+token; every other card declares the bearer scheme.
+"""
+
+from __future__ import annotations
+
+from disco.a2a import A2AGatewayHelper
+from disco_common.a2a import A2AAgentCard
+from disco_common.a2a_cards import A2ACardSource
+from disco_common.registry import Visibility
+from disco_gateway.agents.service import AgentDirectory
+from disco_gateway.settings import GatewaySettings
+
+__all__ = ["agent_card", "gateway_card", "shown_without_token"]
+
+
+def shown_without_token(source: A2ACardSource, settings: GatewaySettings) -> bool:
+    """Whether a caller without a token may see ``source``'s card (see the module docs)."""
+    return (
+        source.visibility is Visibility.PUBLIC
+        or settings.is_public_agent(source.name)
+        or settings.card_visibility == "all"
+    )
+
+
+async def gateway_card(directory: AgentDirectory, settings: GatewaySettings) -> A2AAgentCard:
+    """The gateway's card: the agents a caller without a token may see, as skills."""
+    sources = await directory.agents(settings.public_tenant)
+    shown = [source for source in sources if shown_without_token(source, settings)]
+    return A2AGatewayHelper.gateway_card(shown, public_url=settings.gateway_public_url)
+
+
+async def agent_card(
+    directory: AgentDirectory,
+    settings: GatewaySettings,
+    name: str,
+    *,
+    tenant_id: str | None,
+) -> A2AAgentCard | None:
+    """Agent ``name``'s card for a caller of ``tenant_id`` (None: without a token), or None."""
+    source = await directory.agent(tenant_id or settings.public_tenant, name)
+    if source is None or (tenant_id is None and not shown_without_token(source, settings)):
+        return None
+    return A2AGatewayHelper.agent_to_card(
+        source,
+        public_url=settings.gateway_public_url,
+        requires_token=not settings.is_public_agent(source.name),
+        tenant=tenant_id,
+    )

@@ -1,0 +1,255 @@
+"""The gateway's end-to-end stack: real processes on the session's broker and a database of its own.
+
+- registry and memory (``python -m disco_<svc>``), the agents of
+  :mod:`tests.e2e.gateway.agents` and the ``hello`` example tool, all for
+  tenant ``acme``;
+- gateway instances (``python -m disco_gateway``) a test can start, kill and
+  restart (:class:`GatewayProcess`); :func:`gateway` is the one shared by the
+  tests, on its own port;
+- a2a-sdk clients over either binding (:func:`a2a_client`), with a dev token.
+
+Every test tells its traffic apart by the tasks it creates, so the processes
+are started once for all of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
+
+from disco._dev.ports import free_port
+from disco.auth import DEV_AUTH_SECRET, mint_dev_token
+from disco.bus import BusClient
+from disco.settings import BusSettings
+from disco_common.auth import Role
+from tests.e2e.conftest import AgentProcess, _stop_all, _wait_ready, start_agents, stop_agents
+from tests.fixtures.infra import migrated_database
+
+ROOT = Path(__file__).resolve().parents[3]
+TENANT = "acme"
+OTHER_TENANT = "beta"
+USER = "alice"
+PUBLIC_AGENT = "hello"
+BINDINGS = ("JSONRPC", "HTTP+JSON")
+
+
+def token(tenant: str = TENANT, user: str = USER) -> str:
+    """A dev bearer token of ``tenant``/``user``."""
+    return mint_dev_token(DEV_AUTH_SECRET, tenant, user, [Role.USER])
+
+
+def bearer(tenant: str = TENANT, user: str = USER) -> dict[str, str]:
+    """The Authorization header of :func:`token`."""
+    return {"Authorization": f"Bearer {token(tenant, user)}"}
+
+
+def _spawn(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            args, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
+
+
+@dataclass
+class GatewayProcess:
+    """One gateway instance: started, killed (SIGKILL) and restarted on its port."""
+
+    env: dict[str, str]
+    logs: Path
+    port: int = field(default_factory=free_port)
+    process: subprocess.Popen[bytes] | None = None
+    starts: int = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> GatewayProcess:
+        self.starts += 1
+        log = self.logs / f"gateway-{self.port}-{self.starts}.log"
+        env = {
+            **self.env,
+            "DISCO_GATEWAY_PORT": str(self.port),
+            "DISCO_GATEWAY_PUBLIC_URL": self.url,
+        }
+        self.process = _spawn([sys.executable, "-m", "disco_gateway"], env, log)
+        try:
+            _wait_ready(self.url, self.process, timeout=90)
+        except RuntimeError as exc:
+            tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])
+            raise RuntimeError(f"{exc}\n{tail}") from None
+        return self
+
+    def kill(self) -> None:
+        """As abrupt as a crash: SIGKILL, nothing cleaned up."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            _stop_all({"gateway": self.process})
+
+
+@dataclass
+class GatewayStack:
+    """Where the stack is and how to start more gateways."""
+
+    bootstrap: str
+    prefix: str
+    urls: dict[str, str]
+    env: dict[str, str]
+    """The agents' environment (:func:`tests.e2e.conftest.start_agents` reads it)."""
+    gateway_env: dict[str, str]
+    logs: Path
+    gateways: list[GatewayProcess] = field(default_factory=list)
+
+    def bus_settings(self) -> BusSettings:
+        return BusSettings(kafka_bootstrap=self.bootstrap, topic_prefix=self.prefix)
+
+    def new_gateway(self) -> GatewayProcess:
+        gateway = GatewayProcess(self.gateway_env, self.logs)
+        self.gateways.append(gateway)
+        return gateway
+
+
+def _wait_registered(registry_url: str, names: list[str], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    missing = names
+    while time.monotonic() < deadline:
+        missing = [
+            name
+            for name in names
+            if not httpx.get(
+                f"{registry_url}/v1/agents", params={"name": name}, headers=bearer(), timeout=5
+            ).json()["items"]
+        ]
+        if not missing:
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"agents {missing} did not register within {timeout}s")
+
+
+@pytest.fixture(scope="package")
+def gateway_stack(
+    postgres_admin_url: str,
+    kafka_bootstrap: str,
+    session_topic_prefix: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[GatewayStack]:
+    """Registry, memory, the test agents and the hello tool as processes; gateways on demand."""
+    database = migrated_database(postgres_admin_url)
+    logs = tmp_path_factory.mktemp("gateway-e2e-logs")
+    prefix = f"{session_topic_prefix}gw."
+    ports = {"registry": free_port(), "memory": free_port()}
+    urls = {name: f"http://127.0.0.1:{port}" for name, port in ports.items()}
+    base = {
+        **os.environ,
+        "DISCO_ENV": "dev",
+        "DISCO_HOST": "127.0.0.1",
+        "DISCO_KAFKA_BOOTSTRAP": kafka_bootstrap,
+        "DISCO_TOPIC_PREFIX": prefix,
+        "DISCO_KAFKA_SESSION_TIMEOUT_MS": "2000",
+        "DISCO_KAFKA_HEARTBEAT_INTERVAL_MS": "300",
+        "DISCO_BUS_RETRY_BACKOFF_MS": "50",
+        "DISCO_BUS_RETRY_BACKOFF_MAX_MS": "500",
+        "DISCO_LOG_JSON": "true",
+        "DISCO_DATABASE_URL": database.app,
+        "DISCO_REGISTRY_URL": urls["registry"],
+        "DISCO_MEMORY_URL": urls["memory"],
+        "DISCO_TENANT_ID": TENANT,
+        "PYTHONPATH": str(ROOT),
+    }
+
+    async def provision() -> None:
+        async with BusClient(
+            BusSettings(kafka_bootstrap=kafka_bootstrap, topic_prefix=prefix)
+        ) as bus:
+            await bus.ensure_topics()
+
+    asyncio.run(provision())
+    processes: dict[str, subprocess.Popen[bytes]] = {}
+    agents: list[AgentProcess] = []
+    stack = GatewayStack(
+        bootstrap=kafka_bootstrap,
+        prefix=prefix,
+        urls=urls,
+        env=base,
+        gateway_env={
+            **base,
+            "DISCO_GATEWAY_PUBLIC_AGENTS": PUBLIC_AGENT,
+            "DISCO_GATEWAY_PUBLIC_TENANT": TENANT,
+            "DISCO_GATEWAY_PUSH_ALLOW_LOOPBACK": "true",
+            "DISCO_GATEWAY_PUSH_BACKOFF_SECONDS": "0.1",
+            "DISCO_GATEWAY_HANDOVER_SECONDS": "1",
+            "DISCO_GATEWAY_REGISTRY_CACHE_SECONDS": "1",
+        },
+        logs=logs,
+    )
+    try:
+        for name, port in ports.items():
+            env = {**base, f"DISCO_{name.upper()}_PORT": str(port)}
+            processes[name] = _spawn(
+                [sys.executable, "-m", f"disco_{name}"], env, logs / f"{name}.log"
+            )
+            _wait_ready(urls[name], processes[name], timeout=120)
+        agents.append(start_agents(stack, "gateway"))  # type: ignore[arg-type]
+        processes["hello"] = _spawn(
+            [sys.executable, "examples/hello_tool.py"], base, logs / "hello.log"
+        )
+        _wait_registered(urls["registry"], [PUBLIC_AGENT])
+        yield stack
+    finally:
+        for gateway in stack.gateways:
+            gateway.stop()
+        for agent in agents:
+            stop_agents(agent)
+        _stop_all(processes)
+
+
+@pytest.fixture(scope="package")
+def gateway(gateway_stack: GatewayStack) -> GatewayProcess:
+    """The gateway instance most tests share."""
+    return gateway_stack.new_gateway().start()
+
+
+@contextlib.asynccontextmanager
+async def a2a_client(
+    url: str,
+    binding: str,
+    *,
+    tenant: str | None = TENANT,
+    user: str = USER,
+    agent: str | None = None,
+) -> AsyncIterator[Client]:
+    """An a2a-sdk client of ``agent``'s card (the gateway's with None), over ``binding``.
+
+    With ``tenant`` None, no token is sent.
+    """
+    headers = bearer(tenant, user) if tenant is not None else {}
+    http = httpx.AsyncClient(headers=headers, timeout=60)
+    try:
+        path = f"/a2a/{agent}" if agent else ""
+        card = await A2ACardResolver(http, f"{url}{path}").get_agent_card()
+        factory = ClientFactory(
+            ClientConfig(httpx_client=http, supported_protocol_bindings=[binding], streaming=True)
+        )
+        client = factory.create(card)
+        try:
+            yield client
+        finally:
+            await client.close()
+    finally:
+        await http.aclose()

@@ -1,0 +1,98 @@
+"""POST /v1/publish: the HTTP bridge to the bus, checked like the SDK checks, with wait=."""
+
+from __future__ import annotations
+
+import uuid
+
+import httpx
+
+from tests.e2e.gateway.conftest import OTHER_TENANT, TENANT, GatewayProcess, GatewayStack, bearer
+from tests.e2e.gateway.support import bus_side
+
+
+async def test_a_request_published_over_http_is_answered_when_waited_for(
+    gateway: GatewayProcess,
+) -> None:
+    async with httpx.AsyncClient(base_url=gateway.url, headers=bearer(), timeout=30) as http:
+        response = await http.post(
+            "/v1/publish",
+            params={"wait": 20},
+            json={
+                "topic": "action-requests",
+                "event_type": "hello.requested",
+                "data": {"name": "Ada", "language": "fr"},
+                "response_event": "hello.done",
+            },
+        )
+
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["response"]["type"] == "hello.done"
+    assert body["response"]["data"] == {"success": True, "result": {"message": "Bonjour, Ada!"}}
+    assert body["response"]["correlation_id"] == body["correlation_id"]
+
+
+async def test_a_fact_is_published_in_the_tokens_tenant_and_its_id_returned(
+    gateway: GatewayProcess, gateway_stack: GatewayStack
+) -> None:
+    fact = uuid.uuid4().hex
+    async with (
+        bus_side(gateway_stack) as bus,
+        httpx.AsyncClient(base_url=gateway.url, headers=bearer(OTHER_TENANT, "bob")) as http,
+    ):
+        response = await http.post(
+            "/v1/publish",
+            json={
+                "topic": "business-facts",
+                "event_type": "order.placed",
+                "data": {"order": fact},
+                "session_id": "s-1",
+            },
+        )
+        seen = await bus.first(
+            lambda topic, e: topic == "business-facts" and (e.data or {}).get("order") == fact  # type: ignore[union-attr]
+        )
+
+    assert response.status_code == 202, response.text
+    assert seen.id == response.json()["id"]
+    assert (seen.tenant_id, seen.user_id, seen.session_id) == (OTHER_TENANT, "bob", "s-1")
+
+
+async def test_bad_requests_get_clear_errors(gateway: GatewayProcess) -> None:
+    async with httpx.AsyncClient(base_url=gateway.url, headers=bearer(TENANT)) as http:
+        schema = await http.post(
+            "/v1/publish",
+            json={
+                "topic": "action-requests",
+                "event_type": "hello.requested",
+                "data": {"language": 3},
+                "response_event": "hello.done",
+            },
+        )
+        no_response_event = await http.post(
+            "/v1/publish",
+            json={"topic": "action-requests", "event_type": "hello.requested", "data": {}},
+        )
+        unknown_topic = await http.post(
+            "/v1/publish", json={"topic": "elsewhere", "event_type": "x.y", "data": {}}
+        )
+        wait_on_fact = await http.post(
+            "/v1/publish",
+            params={"wait": 1},
+            json={"topic": "business-facts", "event_type": "x.y", "data": {}},
+        )
+        too_large = await http.post(
+            "/v1/publish",
+            content=b'{"topic": "business-facts", "event_type": "x.y", "data": "'
+            + b"x" * 2_000_000
+            + b'"}',
+            headers={"content-type": "application/json"},
+        )
+
+    assert schema.status_code == 422
+    assert schema.json()["error"]["code"] == "payload_invalid"
+    assert {v["path"] for v in schema.json()["error"]["details"]} == {"", "/language"}
+    assert no_response_event.status_code == 422
+    assert unknown_topic.status_code == 422
+    assert wait_on_fact.status_code == 400
+    assert too_large.status_code == 413
