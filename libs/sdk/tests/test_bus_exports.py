@@ -12,6 +12,7 @@ def test_disco_bus_exports_exactly_its_public_api() -> None:
         "BusClient",
         "BusConsumer",
         "BusError",
+        "BusMetrics",
         "BusNotStartedError",
         "BusUnavailableError",
         "ContextAttributes",
@@ -29,6 +30,8 @@ def test_disco_bus_exports_exactly_its_public_api() -> None:
         "RequestTimeout",
         "TopicProvisioningError",
         "TopicReader",
+        "serve_metrics",
+        "stop_metrics",
     ]
     assert all(hasattr(disco.bus, name) for name in disco.bus.__all__)
 

@@ -26,7 +26,8 @@ The handler context is reachable from anywhere a handler runs:
 service clients in :mod:`disco.clients`, LLM drivers in :mod:`disco.llm`,
 the LLM agent runtime (state, tools, approvals, snapshots) in :mod:`disco.runtime`,
 and what an agent answers an A2A caller with (:class:`A2AAnswer`, partial answers)
-in :mod:`disco.a2a`.
+in :mod:`disco.a2a`. :func:`configure_logging` and :func:`configure_tracing`
+(:mod:`disco.telemetry`) give an agent the services' JSON logs and traces.
 """
 
 from disco._context import (
@@ -59,6 +60,7 @@ from disco.agents import (
     TransitionContext,
     Worker,
 )
+from disco.telemetry import configure_logging, configure_tracing
 from disco_common.a2a import A2AAnswer, A2AArtifact, A2APart
 from disco_common.plans import PlanDefinition, StateAction, StateConfig, StateTransition
 from disco_common.registry import AgentCapability, EventDefinition
@@ -102,6 +104,8 @@ __all__ = [
     "Topic",
     "TransitionContext",
     "Worker",
+    "configure_logging",
+    "configure_tracing",
     "current_context",
     "current_envelope",
     "handler_context",

@@ -162,6 +162,29 @@ class BusSettings(BaseSettings):
         description="Largest record (value + key + headers) a publish may send.",
     )
 
+    # Observability (agents; services serve /metrics on their HTTP port)
+    metrics_port: int | None = Field(
+        default=None,
+        ge=1,
+        le=65535,
+        description=(
+            "Serve the agent's Prometheus metrics (consumed, produced, handler time, "
+            "failures, retries, dead letters, lag, in flight) on this port at /metrics; "
+            "unset means no metrics are counted."
+        ),
+    )
+    metrics_host: str = Field(
+        default="127.0.0.1",
+        min_length=1,
+        description="Interface the metrics server binds (0.0.0.0 in a container).",
+    )
+    metrics_lag_interval_seconds: float = Field(
+        default=5.0,
+        gt=0,
+        le=3600,
+        description="How often a consumer measures its partitions' lag (end offsets).",
+    )
+
     @field_validator("topic_prefix")
     @classmethod
     def _valid_prefix(cls, value: str) -> str:

@@ -47,6 +47,8 @@ def test_disco_exports_exactly_its_public_api() -> None:
         "Topic",
         "TransitionContext",
         "Worker",
+        "configure_logging",
+        "configure_tracing",
         "current_context",
         "current_envelope",
         "handler_context",

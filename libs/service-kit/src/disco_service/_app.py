@@ -19,7 +19,7 @@ from disco_service._middleware import BodySizeLimitMiddleware, RequestContextMid
 from disco_service._operations import operations_router
 from disco_service._outbox import OutboxRelay
 from disco_service._state import ReadinessCheck, ServiceState
-from disco_service._tracing import start_export
+from disco_service._tracing import instrument_database, instrument_http_clients, start_export
 
 __all__ = ["LifespanHook", "create_service_app"]
 
@@ -100,11 +100,15 @@ def create_service_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         configure_logging(settings)
         exporting = start_export(state.tracer_provider, settings)
+        if settings.otel_http_client_spans:
+            instrument_http_clients(state.tracer_provider)
         timeout = settings.readiness_timeout_seconds
         try:
             async with AsyncExitStack() as stack:
                 if database:
                     db = Database(settings, schema=state.schema)
+                    if settings.otel_sql_spans:
+                        instrument_database(db, state.tracer_provider)
                     stack.push_async_callback(db.dispose)
                     state.database = db
                     state.readiness_checks["database"] = _database_check(db, timeout)
@@ -113,6 +117,8 @@ def create_service_app(
                         settings,
                         name=f"disco-{settings.service_name}",
                         source=f"disco://service/{settings.service_name}",
+                        tracer_provider=state.tracer_provider,
+                        metrics=state.metrics.bus,
                     )
                     # A broker that is down at start fails the start, loudly:
                     # the orchestrator restarts us; at run time /readyz reports it.

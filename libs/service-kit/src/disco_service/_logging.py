@@ -14,6 +14,7 @@ import sys
 import structlog
 from structlog.types import EventDict, Processor, WrappedLogger
 
+from disco.telemetry import add_handler_context, add_trace_ids
 from disco_service._settings import ServiceSettings
 
 __all__ = ["configure_logging"]
@@ -47,6 +48,8 @@ def configure_logging(settings: ServiceSettings) -> None:
         structlog.stdlib.add_logger_name,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
         _add_service(settings.service_name),
+        add_trace_ids,
+        add_handler_context,
         structlog.processors.StackInfoRenderer(),
     ]
     if json_lines:

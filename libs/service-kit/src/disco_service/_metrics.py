@@ -12,6 +12,8 @@ from prometheus_client import (
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
+from disco.bus import BusMetrics
+
 __all__ = ["ServiceMetrics"]
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -35,6 +37,8 @@ class ServiceMetrics:
             registry=self.registry,
         )
         self.info.labels(service=service).set(1)
+        # What the service's bus client publishes and its consumer groups handle.
+        self.bus = BusMetrics(self.registry)
         self.http_requests = Counter(
             "disco_http_requests",
             "HTTP requests served, by route template and status.",

@@ -130,6 +130,12 @@ class ServiceSettings(BusSettings):
             "operation spans). Off by default: they cost more than a small request."
         ),
     )
+    otel_sql_spans: bool = Field(
+        default=True, description="A client span per SQL statement (SQLAlchemy instrumentation)."
+    )
+    otel_http_client_spans: bool = Field(
+        default=True, description="A client span per outgoing HTTP call (httpx instrumentation)."
+    )
     otel_exporter_otlp_endpoint: str | None = Field(
         default=None, description="OTLP/HTTP endpoint for traces; unset means no export."
     )

@@ -8,13 +8,20 @@ they leave the process only when ``DISCO_OTEL_EXPORTER_OTLP_ENDPOINT`` is set
 
 from __future__ import annotations
 
+from opentelemetry.metrics import NoOpMeter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+from disco_service._db import Database
 from disco_service._settings import ServiceSettings
 
-__all__ = ["create_tracer_provider", "start_export"]
+__all__ = [
+    "create_tracer_provider",
+    "instrument_database",
+    "instrument_http_clients",
+    "start_export",
+]
 
 _TRACES_PATH = "/v1/traces"
 
@@ -49,3 +56,33 @@ def start_export(provider: TracerProvider, settings: ServiceSettings) -> bool:
         BatchSpanProcessor(OTLPSpanExporter(endpoint=traces_endpoint(endpoint)))
     )
     return True
+
+
+def instrument_database(database: Database, provider: TracerProvider) -> None:
+    """Client spans for every SQL statement of ``database``, recorded by ``provider``.
+
+    The official SQLAlchemy instrumentation, attached to this engine only
+    (``EngineTracer``, what ``SQLAlchemyInstrumentor().instrument(engine=...)``
+    builds): the instrumentor itself is a process-wide singleton with one
+    provider, and a test process runs several apps, each with its own.
+    """
+    from opentelemetry.instrumentation.sqlalchemy.engine import EngineTracer
+    from opentelemetry.instrumentation.sqlalchemy.version import __version__
+
+    tracer = provider.get_tracer("opentelemetry.instrumentation.sqlalchemy", __version__)
+    # Connection-pool usage is a metric; ours are Prometheus', so it goes nowhere.
+    usage = NoOpMeter("disco").create_up_down_counter("db.client.connections.usage")
+    EngineTracer(tracer, database.engine.sync_engine, usage)  # type: ignore[no-untyped-call]
+
+
+def instrument_http_clients(provider: TracerProvider) -> None:
+    """Client spans for outgoing httpx calls (the official httpx instrumentation).
+
+    Process-wide: the first app of a process names the provider (a deployed
+    service is one app per process).
+    """
+    from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
+
+    instrumentor = HTTPXClientInstrumentor()
+    if not instrumentor.is_instrumented_by_opentelemetry:
+        instrumentor.instrument(tracer_provider=provider)

@@ -19,7 +19,8 @@ from disco.agents._common import capability_for
 from disco.agents._errors import AgentDefinitionError, AgentError
 from disco.agents._handlers import HandlerSpec, describe, inspect_handler
 from disco.agents._ports import AgentMemory, ContextMemory, Registrar, RequestValidator
-from disco.bus import ANY_EVENT, BusClient, BusConsumer
+from disco.bus import ANY_EVENT, BusClient, BusConsumer, serve_metrics, stop_metrics
+from disco.bus._metrics import default_bus_metrics
 from disco.settings import BusSettings
 from disco_common.envelope import Envelope
 from disco_common.registry import (
@@ -227,6 +228,7 @@ class Agent(StartStop):
         self._owned: list[ServiceClient] = []
         self._context: PlatformContext | None = None
         self._lifecycle = asyncio.Lock()
+        self._metrics_served: tuple[int, str] | None = None
 
     # -- declaring -------------------------------------------------------------
 
@@ -433,7 +435,12 @@ class Agent(StartStop):
 
     async def _start_parts(self) -> None:
         bus_settings = self._bus_settings if self._bus_settings is not None else BusSettings()
-        bus = BusClient(bus_settings, name=self.name)
+        metrics = None
+        if bus_settings.metrics_port is not None:
+            metrics = default_bus_metrics()
+            serve_metrics(bus_settings.metrics_port, bus_settings.metrics_host)
+            self._metrics_served = (bus_settings.metrics_port, bus_settings.metrics_host)
+        bus = BusClient(bus_settings, name=self.name, metrics=metrics)
         self._bus = bus
         await bus.start()
         memory, registry, tracker = self._memory, self._registry, self._tracker
@@ -559,6 +566,9 @@ class Agent(StartStop):
         bus, self._bus = self._bus, None
         if bus is not None:
             await bus.stop()
+        served, self._metrics_served = self._metrics_served, None
+        if served is not None:
+            stop_metrics(*served)
         if self._context is not None:
             _log.info("agent stopped", agent=self.name, agent_id=self.identity.agent_id)
         self._context = None

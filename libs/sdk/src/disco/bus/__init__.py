@@ -11,6 +11,9 @@
   wait=seconds)`` uses one.
 - :class:`TopicReader` reads topics without a group, from their start or end
   (tools, tests, listeners that must take nobody's work).
+- :class:`BusMetrics` counts what clients produce and consumer groups handle
+  (Prometheus); :func:`serve_metrics` serves them. Spans per publish and per
+  handler call follow OpenTelemetry's messaging conventions.
 
 Settings come from :class:`disco.settings.BusSettings` (``DISCO_*``).
 """
@@ -30,6 +33,7 @@ from disco.bus._errors import (
     RequestTimeout,
     TopicProvisioningError,
 )
+from disco.bus._metrics import BusMetrics, serve_metrics, stop_metrics
 from disco.bus._reader import ReadRecord, TopicReader
 from disco.bus._replies import ReplyListener
 from disco.bus._routes import ANY_EVENT, Handler
@@ -40,6 +44,7 @@ __all__ = [
     "BusClient",
     "BusConsumer",
     "BusError",
+    "BusMetrics",
     "BusNotStartedError",
     "BusUnavailableError",
     "ContextAttributes",
@@ -57,4 +62,6 @@ __all__ = [
     "RequestTimeout",
     "TopicProvisioningError",
     "TopicReader",
+    "serve_metrics",
+    "stop_metrics",
 ]

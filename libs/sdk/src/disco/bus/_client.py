@@ -11,6 +11,7 @@ from aiokafka import AIOKafkaClient, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError
 from aiokafka.structs import ConsumerRecord
+from opentelemetry.trace import Span, TracerProvider
 from typing_extensions import Unpack
 
 from disco._lifecycle import StartStop
@@ -30,9 +31,11 @@ from disco.bus._errors import (
     RequestTimeout,
     TopicProvisioningError,
 )
+from disco.bus._metrics import BusMetrics
 from disco.bus._partitioner import partition_for
 from disco.bus._producer import RecordWriter
 from disco.bus._replies import ReplyListener
+from disco.bus._tracing import BusTracer
 from disco.bus._wire import dead_letter_headers, record_for
 from disco.settings import BusSettings
 from disco_common.envelope import ActionRequest, ActionResult, Envelope, KafkaHeaders
@@ -66,6 +69,10 @@ class BusClient(StartStop):
         settings: how to reach the bus; read from ``DISCO_*`` variables if omitted.
         name: who publishes; the default ``source`` is ``disco://agent/<name>``.
         source: the CloudEvents ``source`` of published envelopes.
+        tracer_provider: records the publish and consume spans; default: the
+            global OpenTelemetry provider (none until an SDK is installed).
+        metrics: counts what is produced here and what consumers built on this
+            client handle; default: nothing is counted.
     """
 
     def __init__(
@@ -74,10 +81,14 @@ class BusClient(StartStop):
         *,
         name: str = "disco",
         source: str | None = None,
+        tracer_provider: TracerProvider | None = None,
+        metrics: BusMetrics | None = None,
     ) -> None:
         self.settings = settings if settings is not None else BusSettings()
         self.name = name
         self.source = source or f"disco://agent/{name}"
+        self.tracer = BusTracer(tracer_provider)
+        self.metrics = metrics
         self._writer: RecordWriter | None = None
         self._probe: AIOKafkaClient | None = None
         self._listeners: dict[str, ReplyListener] = {}
@@ -401,8 +412,7 @@ class BusClient(StartStop):
         request = self._build(Topic.ACTION_REQUESTS, event_type, data, fields)
         name = self._broker_name(Topic.ACTION_REQUESTS)
         if wait is None:
-            await self._deliver(name, request)
-            return cast(ActionRequest, request)
+            return cast(ActionRequest, await self._deliver(name, request))
         # Listener positioned and waiter registered before the request leaves:
         # the answer cannot arrive unseen.
         listener = await self._reply_listener(response_topic)
@@ -415,6 +425,8 @@ class BusClient(StartStop):
                 raise RequestTimeout(
                     event_type, correlation_id, response_event, response_topic, wait
                 ) from None
+        if self.tracer.enabled:
+            self.tracer.received(self._broker_name(response_topic), answer, self.name)
         return answer if isinstance(answer, ActionResult) else answer.as_(ActionResult)
 
     async def respond(
@@ -513,15 +525,22 @@ class BusClient(StartStop):
 
     async def _enqueue(self, name: str, envelope: Envelope) -> asyncio.Future[Envelope]:
         """Put ``envelope`` in the producer; a future resolves to it once acknowledged."""
-        delivery = await self._write_envelope(name, envelope)
+        span, envelope = self._start_publish(name, envelope)
+        try:
+            delivery = await self._write_envelope(name, envelope)
+        except BaseException as exc:
+            self._published(name, envelope, span, exc)
+            raise
         acknowledged: asyncio.Future[Envelope] = asyncio.get_running_loop().create_future()
 
         def settle(done: asyncio.Future[Any]) -> None:
+            error = None if done.cancelled() else done.exception()
+            self._published(name, envelope, span, error)
             if acknowledged.done():
                 return
             if done.cancelled():
                 acknowledged.cancel()
-            elif (error := done.exception()) is not None:
+            elif error is not None:
                 acknowledged.set_exception(rejected(name, envelope, error))
             else:
                 acknowledged.set_result(envelope)
@@ -531,12 +550,36 @@ class BusClient(StartStop):
 
     async def _deliver(self, name: str, envelope: Envelope) -> Envelope:
         """Send ``envelope`` and wait for the broker's acknowledgement."""
-        delivery = await self._write_envelope(name, envelope)
+        span, envelope = self._start_publish(name, envelope)
         try:
-            await delivery
-        except KafkaError as exc:
-            raise rejected(name, envelope, exc) from exc
+            delivery = await self._write_envelope(name, envelope)
+            try:
+                await delivery
+            except KafkaError as exc:
+                raise rejected(name, envelope, exc) from exc
+        except BaseException as exc:
+            self._published(name, envelope, span, exc)
+            raise
+        self._published(name, envelope, span, None)
         return envelope
+
+    def _start_publish(self, name: str, envelope: Envelope) -> tuple[Span | None, Envelope]:
+        """The publish span (when tracing) and the envelope carrying its ``traceparent``."""
+        if not self.tracer.enabled:
+            return None, envelope
+        return self.tracer.start_publish(name, envelope, self.name)
+
+    def _published(
+        self, name: str, envelope: Envelope, span: Span | None, error: BaseException | None
+    ) -> None:
+        """Count and end the span of one publish, done or failed."""
+        if span is not None:
+            self.tracer.end(span, error)
+        metrics = self.metrics
+        if metrics is not None:
+            logical = name.removeprefix(self.settings.topic_prefix)
+            counter = metrics.produced if error is None else metrics.produce_failures
+            counter.labels(self.name, logical, envelope.type).inc()
 
     async def _write_envelope(self, name: str, envelope: Envelope) -> asyncio.Future[Any]:
         if self._request_validator is not None and isinstance(envelope, ActionRequest):

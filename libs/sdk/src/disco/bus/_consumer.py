@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import random
 import re
+import time
 from collections.abc import Callable, Iterable
 
 import structlog
@@ -24,6 +25,7 @@ from disco.bus._errors import (
     HandlerRegistrationError,
     NonRetryableError,
 )
+from disco.bus._metrics import LagSampler
 from disco.bus._partitions import Abandoned, PartitionWorker, Rebalance, finish
 from disco.bus._polling import FetchPacer, pacer_for
 from disco.bus._routes import (
@@ -34,7 +36,6 @@ from disco.bus._routes import (
     check_handler,
     describe,
 )
-from disco.bus._tracing import consumer_span, tracing_enabled
 from disco_common.envelope import Envelope, EnvelopeError, envelope_class_for
 from disco_common.topics import DLQ_SUFFIX, Topic, dlq_topic
 
@@ -117,6 +118,7 @@ class BusConsumer(StartStop):
         self._fatal_stop: asyncio.Task[None] | None = None
         self._prefix = settings.topic_prefix
         self._tracing = False
+        self._lag: LagSampler | None = None
         self._pacer: FetchPacer | None = None
         # Broker topic name -> (logical topic, routes, envelope class), set at start.
         self._routing: dict[str, tuple[str, dict[str, Handler], type[Envelope]]] = {}
@@ -246,6 +248,16 @@ class BusConsumer(StartStop):
             self._committer = asyncio.create_task(
                 self._commit_loop(consumer), name=f"disco-commit-{self.group}"
             )
+            if self.client.metrics is not None:
+                self._lag = LagSampler(
+                    self.client.metrics,
+                    consumer,
+                    group=self.group,
+                    logical=self._logical_topic,
+                    handled=self._done.get,
+                    interval=settings.metrics_lag_interval_seconds,
+                )
+                self._lag.start()
 
     async def run(self) -> None:
         """Start, then consume until :meth:`stop` is called.
@@ -290,6 +302,9 @@ class BusConsumer(StartStop):
                 self._committer.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await self._committer
+            lag, self._lag = self._lag, None
+            if lag is not None:
+                await lag.stop()
             try:
                 await self._commit_done(consumer)
             finally:
@@ -331,8 +346,8 @@ class BusConsumer(StartStop):
                 batches = await consumer.getmany(timeout_ms=int(pacer.apply() * 1000))
                 if batches:
                     pacer.saw_records()
-                # Looked up per batch, not per record (it reads os.environ).
-                self._tracing = tracing_enabled()
+                # Looked up per batch, not per record (it may read os.environ).
+                self._tracing = self.client.tracer.enabled
                 for tp, records in batches.items():
                     if self._stopping or tp not in consumer.assignment():
                         continue
@@ -416,6 +431,27 @@ class BusConsumer(StartStop):
         traceparent = traceparent or envelope.traceparent
         settings = self.client.settings
         attempts = settings.bus_retry_attempts
+        metrics = self.client.metrics
+        if metrics is not None:
+            metrics.consumed.labels(self.group, topic, envelope.type).inc()
+            metrics.in_flight.labels(self.group).inc()
+        try:
+            await self._attempts(record, topic, envelope, handler, traceparent, attempts)
+        finally:
+            if metrics is not None:
+                metrics.in_flight.labels(self.group).dec()
+
+    async def _attempts(
+        self,
+        record: ConsumerRecord[bytes, bytes],
+        topic: str,
+        envelope: Envelope,
+        handler: Handler,
+        traceparent: str | None,
+        attempts: int,
+    ) -> None:
+        settings = self.client.settings
+        metrics = self.client.metrics
         for attempt in range(1, attempts + 1):
             context = HandlerContext(
                 envelope=envelope,
@@ -425,17 +461,19 @@ class BusConsumer(StartStop):
                 attempt=attempt,
                 group=self.group,
             )
+            if metrics is not None and attempt > 1:
+                metrics.retries.labels(self.group, topic, envelope.type).inc()
+            started = time.perf_counter()
             try:
                 if self._tracing:
                     with (
-                        consumer_span(
-                            topic,
-                            envelope.type,
+                        self.client.tracer.consume(
+                            record.topic,
+                            envelope,
                             traceparent,
                             group=self.group,
                             partition=record.partition,
                             offset=record.offset,
-                            event_id=envelope.id,
                         ),
                         handler_context(context),
                     ):
@@ -450,6 +488,10 @@ class BusConsumer(StartStop):
                     finally:
                         exit_handler(entered)
             except Exception as exc:
+                if metrics is not None:
+                    labels = (self.group, topic, envelope.type)
+                    metrics.handler_duration.labels(*labels).observe(time.perf_counter() - started)
+                    metrics.handler_failures.labels(*labels, type(exc).__qualname__).inc()
                 final = attempt >= attempts or isinstance(exc, NonRetryableError)
                 _log.warning(
                     "handler failed",
@@ -476,6 +518,10 @@ class BusConsumer(StartStop):
                 if self._stopping:
                     raise Abandoned from exc
             else:
+                if metrics is not None:
+                    metrics.handler_duration.labels(self.group, topic, envelope.type).observe(
+                        time.perf_counter() - started
+                    )
                 await self.dedup_store.mark(envelope.id)
                 return
 
@@ -510,6 +556,10 @@ class BusConsumer(StartStop):
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
             else:
+                if self.client.metrics is not None:
+                    self.client.metrics.dead_letters.labels(
+                        self.group, self._logical_topic(record.topic), error_type
+                    ).inc()
                 _log.warning(
                     "record dead-lettered",
                     dlq=target,
@@ -586,6 +636,8 @@ class BusConsumer(StartStop):
             await asyncio.gather(*tasks, return_exceptions=True)
         if consumer is not None:
             await self._commit_done(consumer, only=revoked)
+        if self._lag is not None:
+            self._lag.forget(revoked)
         for tp in revoked:
             self._paused.discard(tp)
             self._done.pop(tp, None)
@@ -595,6 +647,10 @@ class BusConsumer(StartStop):
     def _on_assigned(self, assigned: set[TopicPartition]) -> None:
         if assigned:
             self._assigned.set()
+
+    def _logical_topic(self, name: str) -> str:
+        routing = self._routing.get(name)
+        return routing[0] if routing is not None else name.removeprefix(self._prefix)
 
     def _fail(self, exc: BaseException) -> None:
         if self._fatal is None and not self._stopping:
