@@ -12,6 +12,8 @@ import pytest
 from disco._dev.dburl import with_database, with_user
 from disco._dev.errors import DevStackError
 from disco._dev.migrate import upgrade
+from disco._dev.schema_wait import head_revision, wait_for_migrations
+from disco._dev.services import installed_services
 from tests.fixtures.infra import DatabaseUrls
 
 
@@ -105,3 +107,22 @@ def test_upgrade_refuses_a_superuser_as_the_application_role(postgres_admin_url:
 
     with pytest.raises(DevStackError, match="bypasses row-level security"):
         upgrade(admin, with_user(admin, role, "x"))
+
+
+def test_wait_returns_once_the_schemas_are_at_head_and_fails_clearly_before(
+    postgres_admin_url: str,
+) -> None:
+    admin = _create_database(postgres_admin_url)
+    app = with_user(admin, "disco_app", "disco_app")
+
+    with pytest.raises(DevStackError, match="not at head"):
+        asyncio.run(wait_for_migrations(app, ["registry"], timeout=0.5, interval=0.1))
+    upgrade(admin, app, services=["registry", "tracker"])
+    revisions = asyncio.run(
+        wait_for_migrations(app, ["registry", "tracker"], timeout=30, interval=0.1)
+    )
+
+    heads = {service.name: head_revision(service) for service in installed_services()}
+    assert revisions == {"registry": heads["registry"], "tracker": heads["tracker"]}
+    with pytest.raises(DevStackError, match="memory"):  # not migrated: still waits
+        asyncio.run(wait_for_migrations(app, ["memory"], timeout=0.5, interval=0.1))
