@@ -10,7 +10,7 @@ BENCH_ARGS ?=
 
 PYPROJECTS := pyproject.toml $(wildcard libs/*/pyproject.toml services/*/pyproject.toml)
 
-.PHONY: help bootstrap dev test test-unit test-integration lint format bench bench-quick bench-detail demo compose-up compose-down
+.PHONY: help bootstrap dev test test-unit test-integration lint format bench bench-quick bench-detail demo compose-up compose-down k8s-check
 
 help: ## list the commands
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -62,6 +62,9 @@ bench-detail: bootstrap ## each area's own benchmark script, with its detailed f
 
 demo: bootstrap ## run an example end to end against a running stack (`make dev` in another terminal)
 	$(UV) run python examples/demo.py
+
+k8s-check: bootstrap ## render every deploy/k8s overlay and validate it offline (installs kubectl, kubernetes-validate)
+	UV=$(UV) deploy/k8s/check.sh
 
 compose-up: ## run the stack in Docker: Apache Kafka, pgvector Postgres, the four services
 	docker compose up --build --detach --wait
