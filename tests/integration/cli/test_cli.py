@@ -4,7 +4,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
+import re
+import signal
 import socket
 import subprocess
 import sys
@@ -20,6 +24,7 @@ from disco._dev.stack import STATE_FILE
 from disco.bus import BusClient
 from disco.settings import BusSettings
 from disco_common.topics import Topic, topic_name
+from tests.fixtures.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -156,6 +161,12 @@ def test_dev_up_runs_every_service_and_dev_down_stops_them(stack_env: dict[str, 
     after = _run_disco("dev", "status", env=stack_env)
 
     assert "disco is up" in up.stdout
+    # Progress: each step says what it started and how long it took.
+    for step in ("starting PostgreSQL", "starting the Kafka-protocol broker", "migrating"):
+        assert re.search(rf"^✓ {step}.*\(\d+\.\ds\)$", up.stdout, re.MULTILINE), up.stdout
+    for service in ("gateway", "registry", "memory", "tracker"):
+        pattern = rf"^✓ starting {service} on http://127\.0\.0\.1:\d+ \("
+        assert re.search(pattern, up.stdout, re.MULTILINE), up.stdout
     assert all(response.status_code == 200 for response in ready.values()), ready
     assert status.stdout.count("  up  ") == 6, status.stdout
     assert down.returncode == 0
@@ -197,3 +208,64 @@ def test_dev_up_says_which_service_died_at_start_and_shows_its_log(
     assert "registry.log" in up.stderr
     assert "DISCO_AUTH" in up.stderr  # the service's own words, from its log
     assert "no stack is running" in after.stdout  # what had started was stopped again
+
+
+def test_dev_up_restarts_a_broker_that_died_and_keeps_the_stack_running(
+    stack_env: dict[str, str], tmp_path: Path
+) -> None:
+    output = tmp_path / "up.out"
+    with output.open("w") as out:
+        up = subprocess.Popen(
+            [sys.executable, "-m", "disco._cli.main", "dev", "up"],
+            env={**_unset_empty(stack_env), "COLUMNS": "200", "NO_COLOR": "1"},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
+        )
+    try:
+        wait_until(
+            lambda: "disco is up" in output.read_text() or up.poll() is not None,
+            timeout=240,
+            interval=0.2,
+            what="disco dev up to be up",
+        )
+        assert up.poll() is None, output.read_text()
+        state_file = Path(stack_env["DISCO_STATE_DIR"]) / STATE_FILE
+        first = json.loads(state_file.read_text())["broker_pid"]
+
+        os.kill(first, signal.SIGKILL)
+        wait_until(
+            lambda: (
+                "✓ restarting the Kafka-protocol broker" in output.read_text()
+                or up.poll() is not None
+            ),
+            timeout=60,
+            interval=0.2,
+            what="the broker restarted",
+        )
+        assert up.poll() is None, output.read_text()
+        second = json.loads(state_file.read_text())["broker_pid"]
+        bootstrap = f"127.0.0.1:{stack_env['DISCO_KAFKA_PORT']}"
+
+        async def publish() -> None:
+            async with BusClient(BusSettings(kafka_bootstrap=bootstrap)) as bus:
+                await bus.announce("dev.survived", {"ok": True})
+
+        asyncio.run(publish())
+        gateway = f"http://127.0.0.1:{stack_env['DISCO_GATEWAY_PORT']}/readyz"
+        wait_until(
+            lambda: httpx.get(gateway).status_code == 200,
+            timeout=60,
+            interval=0.5,
+            what="the gateway ready again on the new broker",
+        )
+    finally:
+        if up.poll() is None:
+            up.send_signal(signal.SIGINT)
+        code = up.wait(60)
+
+    text = output.read_text()
+    assert second != first
+    assert "the broker died (exit code -9); restarting it on " + bootstrap in text
+    assert "stopping the stack" in text
+    assert code == 0, text

@@ -39,19 +39,26 @@ def up(
     ] = False,
 ) -> None:
     """Start Postgres, Kafka, migrations and the installed services; Ctrl-C stops them."""
+    from rich.console import Console
+
     from disco._dev.dburl import redact
+    from disco._dev.progress import Steps
     from disco._dev.settings import DevSettings
     from disco._dev.stack import DevStack
 
     settings = DevSettings()
-    stack = DevStack(settings, services=_services(service, no_services), echo=typer.echo)
+    steps = Steps(typer.echo, Console(stderr=True))
+    stack = DevStack(
+        settings, services=_services(service, no_services), echo=typer.echo, steps=steps
+    )
     try:
         state = stack.up()
     except DevStackError as exc:
         typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
         raise typer.Exit(1) from exc
     width = 10
-    typer.secho("\ndisco is up", fg=typer.colors.GREEN, bold=True)
+    total = sum(seconds for _, seconds in steps.timings)
+    typer.secho(f"\ndisco is up ({total:.1f}s)", fg=typer.colors.GREEN, bold=True)
     for record in state.services:
         extra = (
             "  (A2A agent card: /.well-known/agent-card.json)" if record.name == "gateway" else ""

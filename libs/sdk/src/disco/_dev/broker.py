@@ -100,6 +100,11 @@ class EmbeddedBroker:
             "The Kafka broker (Tansu)", self.log_path, f"not ready after {timeout}s"
         )
 
+    @property
+    def exit_code(self) -> int | None:
+        """The exit code of the process started here, once it ended (negative: a signal)."""
+        return self._process.poll() if self._process is not None else None
+
     def is_running(self) -> bool:
         """Whether the broker process started here is alive."""
         return self._process is not None and self._process.poll() is None

@@ -27,6 +27,7 @@ from disco._dev.errors import DevStackError, EmbeddedStartError
 from disco._dev.migrate import upgrade
 from disco._dev.ports import ensure_port_free
 from disco._dev.postgres import EmbeddedPostgres
+from disco._dev.progress import Steps
 from disco._dev.services import installed_services
 from disco._dev.settings import DevSettings
 from disco_common.services import ServiceManifest
@@ -112,6 +113,7 @@ class DevStack:
         *,
         services: Sequence[ServiceManifest] | None = None,
         echo: Callable[[str], None] = print,
+        steps: Steps | None = None,
     ) -> None:
         self.settings = settings
         # Every installed service is reachable through the environment each one
@@ -119,6 +121,8 @@ class DevStack:
         self.installed = installed_services()
         self.services = list(self.installed if services is None else services)
         self.echo = echo
+        self.steps = steps if steps is not None else Steps(echo)
+        self.restarts = 0
         self.state_dir = settings.state_dir.resolve()
         self.logs_dir = self.state_dir / "logs"
         self._postgres: EmbeddedPostgres | None = None
@@ -142,20 +146,23 @@ class DevStack:
             self._start_postgres()
             self._start_broker()
             self._write_state()
-            self.echo("migrating the database (disco db upgrade)")
-            upgrade(
-                self.settings.admin_url(),
-                self.settings.app_url(),
-                services=[service.name for service in self.installed],
-            )
-            self._provision_topics()
-            # Side by side: each service spends seconds importing and connecting.
+            with self.steps.step("migrating the database (disco db upgrade)"):
+                upgrade(
+                    self.settings.admin_url(),
+                    self.settings.app_url(),
+                    services=[service.name for service in self.installed],
+                )
+            with self.steps.step("creating the topics"):
+                self._provision_topics()
+            # Side by side: each service spends seconds importing and connecting;
+            # each step's time runs from the launch of all to its own readiness.
             for service in self.services:
                 self._start_service(service)
             for record in self._state.services:
-                self._wait_ready(
-                    record.name, self._processes[record.name], record, Path(record.log)
-                )
+                with self.steps.step(f"starting {record.name} on {record.url}"):
+                    self._wait_ready(
+                        record.name, self._processes[record.name], record, Path(record.log)
+                    )
             self._state.database_url = redact(self.settings.app_url())
             self._write_state()
         except BaseException:
@@ -180,12 +187,12 @@ class DevStack:
             port=self.settings.postgres_port,
             log_path=self.logs_dir / "postgres.log",
         )
-        self.echo(
+        with self.steps.step(
             f"starting PostgreSQL on 127.0.0.1:{self.settings.postgres_port} (data in {data_dir})"
-        )
-        self._postgres.start()
-        self._state.postgres_data_dir = str(data_dir)
-        self._postgres.create_database(self.settings.database_name)
+        ):
+            self._postgres.start()
+            self._state.postgres_data_dir = str(data_dir)
+            self._postgres.create_database(self.settings.database_name)
 
     def _start_broker(self) -> None:
         bootstrap = self.settings.bootstrap()
@@ -196,8 +203,10 @@ class DevStack:
         self._broker = EmbeddedBroker(
             port=self.settings.kafka_port, log_path=self.logs_dir / "broker.log"
         )
-        self.echo(f"starting the Kafka-protocol broker (Tansu, in memory) on {bootstrap}")
-        self._broker.start()
+        with self.steps.step(
+            f"starting the Kafka-protocol broker (Tansu, in memory) on {bootstrap}"
+        ):
+            self._broker.start()
         self._state.broker_pid = self._broker.pid
 
     def _provision_topics(self) -> None:
@@ -235,7 +244,6 @@ class DevStack:
     def _start_service(self, service: ServiceManifest) -> None:
         port = self.settings.service_port(service)
         log_path = self.logs_dir / f"{service.name}.log"
-        self.echo(f"starting {service.name} on http://127.0.0.1:{port}")
         with log_path.open("ab") as log:
             process = subprocess.Popen(
                 [sys.executable, "-m", service.module],
@@ -305,6 +313,11 @@ class DevStack:
         code = 0
         try:
             while not stop_requested:
+                if self._broker is not None and not self._broker.is_running():
+                    if not self._restart_broker():
+                        code = 1
+                        break
+                    continue
                 dead = self._dead_process()
                 if dead is not None:
                     self.echo(dead)
@@ -318,6 +331,32 @@ class DevStack:
             self.down()
         return code
 
+    def _restart_broker(self) -> bool:
+        """Start the embedded broker again after it died; whether it came back.
+
+        Its data was in memory: the topics are created again, consumers start
+        over from the new, empty partitions (the services reconnect by themselves).
+        """
+        broker = self._broker
+        assert broker is not None
+        code = broker.exit_code
+        broker.stop()  # closes its log; the process is gone already
+        self.restarts += 1
+        self.echo(
+            f"the broker died (exit code {code}); restarting it on {broker.bootstrap} "
+            f"(restart {self.restarts}; its in-memory topics are lost and created again)"
+        )
+        try:
+            with self.steps.step("restarting the Kafka-protocol broker"):
+                broker.start()
+                self._provision_topics()
+        except (DevStackError, OSError) as exc:
+            self.echo(f"the broker could not be restarted: {exc}")
+            return False
+        self._state.broker_pid = broker.pid
+        self._write_state()
+        return True
+
     def _dead_process(self) -> str | None:
         for service, process in self._processes.items():
             if process.poll() is not None:
@@ -330,8 +369,6 @@ class DevStack:
                     f"{service} exited with code {process.returncode}; its log ends with:\n"
                     + "\n".join(tail)
                 )
-        if self._broker is not None and not self._broker.is_running():
-            return f"the broker stopped; see {self.logs_dir / 'broker.log'}"
         if self._postgres is not None and not self._postgres.is_running():
             return f"PostgreSQL stopped; see {self.logs_dir / 'postgres.log'}"
         return None
