@@ -153,12 +153,14 @@ def test_dev_up_runs_every_service_and_dev_down_stops_them(stack_env: dict[str, 
     assert up.returncode == 0, up.stdout + up.stderr
 
     status = _run_disco("dev", "status", env=stack_env)
+    health = _run_disco("status", env=stack_env)
     ready = {
         service: httpx.get(f"http://127.0.0.1:{stack_env[f'DISCO_{service.upper()}_PORT']}/readyz")
         for service in ("gateway", "registry", "memory", "tracker")
     }
     down = _run_disco("dev", "down", env=stack_env)
     after = _run_disco("dev", "status", env=stack_env)
+    health_after = _run_disco("status", "--timeout", "1", env=stack_env)
 
     assert "disco is up" in up.stdout
     # Progress: each step says what it started and how long it took.
@@ -169,6 +171,15 @@ def test_dev_up_runs_every_service_and_dev_down_stops_them(stack_env: dict[str, 
         assert re.search(pattern, up.stdout, re.MULTILINE), up.stdout
     assert all(response.status_code == 200 for response in ready.values()), ready
     assert status.stdout.count("  up  ") == 6, status.stdout
+    # `disco status`: every service ready, the broker, the database, the groups' lag.
+    assert health.returncode == 0, health.stdout + health.stderr
+    rows = {line.split()[1]: line for line in health.stdout.splitlines() if line.count("│") > 3}
+    for component in ("gateway", "registry", "memory", "tracker", "kafka", "postgres"):
+        assert " up " in rows[component], health.stdout
+    assert "database ok, kafka ok" in rows["registry"]
+    assert "consumer lag" in health.stdout
+    assert health_after.returncode == 1
+    assert " down " in health_after.stdout
     assert down.returncode == 0
     assert "no stack is running" in after.stdout
     for service in ("gateway", "registry", "memory", "tracker"):

@@ -6,6 +6,7 @@ import typer
 
 from disco._cli import db, dev, plans
 from disco._cli.new import new
+from disco._cli.status import status
 from disco._cli.tail import tail
 from disco._cli.token import token
 
@@ -21,6 +22,7 @@ app.add_typer(plans.app, name="plans")
 app.command(name="token")(token)
 app.command(name="tail")(tail)
 app.command(name="new")(new)
+app.command(name="status")(status)
 
 
 def main() -> None:
