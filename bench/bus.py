@@ -15,7 +15,12 @@ DISCO_KAFKA_BOOTSTRAP names one. Prints one table:
 - request/response round trip p50/p99, one request at a time: raw aiokafka on
   the same two-hop path (produce to action-requests; a raw responder in a group
   consumes and produces to action-results; the requester reads action-results
-  without a group) vs ``BusClient.request(wait=...)`` answered by a handler.
+  without a group) vs ``BusClient.request(wait=...)`` answered by a handler;
+- the cost of observability: disco's publish, publish -> handler and round trip
+  again with tracing on (an OpenTelemetry SDK provider, 100% sampling, a batch
+  processor feeding an exporter that drops the spans: everything but the
+  network) and Prometheus metrics on (``BusMetrics`` with its lag sampler), in
+  the same run, beside the same phases with both off.
 
 Rates are the best of ``--repeats`` alternating runs (the machine may be
 shared). Both sides use the same fetch, linger and batch settings. The
@@ -29,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import statistics
@@ -36,16 +42,20 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from _common import describe_fetch, known_fetch_wait, percentile, raw_fetch_wait
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.sampling import ALWAYS_ON
+from prometheus_client import CollectorRegistry
 
 from disco._dev.broker import EmbeddedBroker
 from disco._dev.ports import free_port
-from disco.bus import BusClient, BusConsumer
+from disco.bus import BusClient, BusConsumer, BusMetrics
 from disco.settings import BusSettings
 from disco_common.envelope import ActionRequest, BusinessFact, Envelope
 from disco_common.topics import Topic
@@ -245,6 +255,37 @@ async def raw_round_trips(settings: BusSettings, rounds: int) -> list[float]:
 # -- disco ----------------------------------------------------------------------
 
 
+class _CountingExporter(SpanExporter):
+    """Takes every batch of spans and counts them (no network: its cost is the SDK's)."""
+
+    def __init__(self) -> None:
+        self.spans = 0
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.spans += len(spans)
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        return None
+
+
+EXPORTED = _CountingExporter()
+
+
+def _client(settings: BusSettings, observed: bool) -> BusClient:
+    """A bus client with tracing (100% sampled) and metrics on, or both off."""
+    if not observed:
+        return BusClient(settings, name="bench")
+    provider = TracerProvider(sampler=ALWAYS_ON)
+    provider.add_span_processor(BatchSpanProcessor(EXPORTED, max_queue_size=65536))
+    return BusClient(
+        settings,
+        name="bench",
+        tracer_provider=provider,
+        metrics=BusMetrics(CollectorRegistry()),
+    )
+
+
 async def _publish_all(bus: BusClient, topic: str, n: int) -> None:
     # send() is publish() without waiting for the ack; the acks of each window
     # are gathered, exactly as the raw side gathers its delivery futures.
@@ -267,8 +308,10 @@ async def _publish_all_tasks(bus: BusClient, topic: str, n: int, window: int = W
         )
 
 
-async def disco_publish(settings: BusSettings, topic: str, n: int) -> float:
-    async with BusClient(settings, name="bench") as bus:
+async def disco_publish(
+    settings: BusSettings, topic: str, n: int, *, observed: bool = False
+) -> float:
+    async with _client(settings, observed) as bus:
         await bus.publish(topic, "bench.happened", PAYLOAD)
         started = time.perf_counter()
         await _publish_all(bus, topic, n)
@@ -283,8 +326,10 @@ async def disco_publish_tasks(settings: BusSettings, topic: str, n: int) -> floa
         return time.perf_counter() - started
 
 
-async def disco_publish_handle(settings: BusSettings, topic: str, n: int) -> float:
-    async with BusClient(settings, name="bench") as bus:
+async def disco_publish_handle(
+    settings: BusSettings, topic: str, n: int, *, observed: bool = False
+) -> float:
+    async with _client(settings, observed) as bus:
         seen = 0
         done = asyncio.Event()
 
@@ -304,8 +349,10 @@ async def disco_publish_handle(settings: BusSettings, topic: str, n: int) -> flo
             return time.perf_counter() - started
 
 
-async def disco_round_trips(settings: BusSettings, rounds: int) -> list[float]:
-    async with BusClient(settings, name="bench") as bus:
+async def disco_round_trips(
+    settings: BusSettings, rounds: int, *, observed: bool = False
+) -> list[float]:
+    async with _client(settings, observed) as bus:
         responder = BusConsumer(bus, "disco-responder")
 
         @responder.on(Topic.ACTION_REQUESTS, "bench.requested")
@@ -376,6 +423,12 @@ async def main(bootstrap: str, messages: int, rounds: int, repeats: int) -> None
         ("disco publish (task each)", disco_publish_tasks, False),
         ("raw produce->consume", raw_produce_consume, True),
         ("disco publish->handler", disco_publish_handle, False),
+        ("disco publish +obs", functools.partial(disco_publish, observed=True), False),
+        (
+            "disco publish->handler +obs",
+            functools.partial(disco_publish_handle, observed=True),
+            False,
+        ),
     ]
     for attempt in range(1, repeats + 1):
         for label, job, raw in jobs:
@@ -388,6 +441,9 @@ async def main(bootstrap: str, messages: int, rounds: int, repeats: int) -> None
     )
     disco_rt = await disco_round_trips(
         await provisioned([Topic.ACTION_REQUESTS, Topic.ACTION_RESULTS]), rounds
+    )
+    observed_rt = await disco_round_trips(
+        await provisioned([Topic.ACTION_REQUESTS, Topic.ACTION_RESULTS]), rounds, observed=True
     )
 
     def row(name: str, raw: float, disco: float, fmt: str, target: str) -> str:
@@ -420,6 +476,34 @@ async def main(bootstrap: str, messages: int, rounds: int, repeats: int) -> None
     print(row("round trip p50 (ms)", p50_raw, p50_disco, ".1f", "<= 1.50"))
     p99_raw, p99_disco = percentile(raw_rt, 0.99) * ms, percentile(disco_rt, 0.99) * ms
     print(row("round trip p99 (ms)", p99_raw, p99_disco, ".1f", ""))
+
+    # Observability off vs on (tracing 100% sampled + metrics), same run.
+    def obs_row(name: str, off: float, on: float, fmt: str, change: str, target: str) -> str:
+        return f"{name:30} {off:>12{fmt}} {on:>12{fmt}} {change:>10} {target:>8}"
+
+    print()
+    print(f"{'observability':30} {'off':>12} {'on':>12} {'change':>10} {'target':>8}")
+    for name, label in (
+        ("publish (msg/s)", "disco publish"),
+        ("publish->handler (msg/s)", "disco publish->handler"),
+    ):
+        off, on = best[label], best[f"{label} +obs"]
+        print(obs_row(name, off, on, ",.0f", f"{on / off - 1:+.1%}", ">= -10%"))
+    p50_obs, p99_obs = statistics.median(observed_rt) * ms, percentile(observed_rt, 0.99) * ms
+    print(
+        obs_row(
+            "round trip p50 (ms)",
+            p50_disco,
+            p50_obs,
+            ".2f",
+            f"{p50_obs - p50_disco:+.2f}",
+            "<= +0.30",
+        )
+    )
+    print(
+        obs_row("round trip p99 (ms)", p99_disco, p99_obs, ".2f", f"{p99_obs - p99_disco:+.2f}", "")
+    )
+    print(f"(spans exported while observed: {EXPORTED.spans:,})")
 
 
 def cli() -> None:
