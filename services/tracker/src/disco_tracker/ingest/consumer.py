@@ -102,7 +102,10 @@ class IngestConsumer:
             group_id=self.group,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
-            fetch_max_wait_ms=settings.kafka_fetch_max_wait_ms,
+            # The setting is optional (None: the broker kind's default); aiokafka needs a number.
+            fetch_max_wait_ms=settings.fetch_waits(
+                "embedded" if settings.kafka_broker_kind == "embedded" else "kafka"
+            )[1],
             session_timeout_ms=settings.kafka_session_timeout_ms,
             heartbeat_interval_ms=settings.kafka_heartbeat_interval_ms,
             max_poll_records=settings.ingest_batch_size,
