@@ -7,6 +7,8 @@ from fastapi import FastAPI
 from disco_gateway.a2a.endpoints import a2a_routes
 from disco_gateway.a2a.service import a2a_lifespan
 from disco_gateway.cards.endpoints import router as cards_router
+from disco_gateway.console.endpoints import console_lifespan, static_files
+from disco_gateway.console.endpoints import router as console_router
 from disco_gateway.publish.endpoints import router as publish_router
 from disco_gateway.settings import GatewaySettings
 from disco_gateway.state import GatewayState
@@ -25,7 +27,8 @@ DESCRIPTION = (
     "`message:stream`, `tasks/...`): each message becomes an `action-requests` envelope, and the "
     "agent's progress, questions and answer come back as A2A task states, streamed over SSE, "
     "stored in Postgres and pushed to webhooks. `POST /v1/publish` puts an event on the bus for "
-    "clients that cannot speak Kafka. Tenant and user come from the bearer token."
+    "clients that cannot speak Kafka. Tenant and user come from the bearer token. "
+    "`/console` is the web console: plans, agents, live sessions, dead letters, health."
 )
 
 
@@ -41,9 +44,10 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         title="disco gateway",
         description=DESCRIPTION,
         # Cards first: /a2a/{agent}/.well-known/... must match before the A2A mount.
-        routers=[cards_router, publish_router],
-        lifespan_hooks=[a2a_lifespan],
+        routers=[cards_router, publish_router, console_router],
+        lifespan_hooks=[a2a_lifespan, console_lifespan],
     )
+    app.mount("/console/static", static_files(), name="console-static")
     app.router.routes.extend(a2a_routes(state))
     return app
 

@@ -39,6 +39,25 @@ class GatewaySettings(GatewayLinkSettings):
         validation_alias=AliasChoices("DISCO_REGISTRY_URL"),
         description="Where the registry is: agents and their schemas are read from it.",
     )
+    tracker_url: str = Field(
+        default="http://127.0.0.1:8083",
+        min_length=1,
+        validation_alias=AliasChoices("DISCO_TRACKER_URL"),
+        description="Where the tracker is: the console reads plans, tasks and timelines from it.",
+    )
+    memory_url: str = Field(
+        default="http://127.0.0.1:8082",
+        min_length=1,
+        validation_alias=AliasChoices("DISCO_MEMORY_URL"),
+        description="Where the memory service is: the console reads sessions from it.",
+    )
+    console_dlq_limit: int = Field(
+        default=500,
+        ge=1,
+        le=100_000,
+        validation_alias=_own("CONSOLE_DLQ_LIMIT"),
+        description="How many of the newest dead-lettered records the console reads per topic.",
+    )
     public_tenant: TenantId = Field(
         default="default",
         validation_alias=_own("PUBLIC_TENANT"),
