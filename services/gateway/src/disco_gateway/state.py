@@ -10,6 +10,8 @@ from disco_service import ServiceState, ServiceUnavailable
 if TYPE_CHECKING:
     from disco_gateway.a2a.service import A2AService
     from disco_gateway.console.clients import ConsoleClients
+    from disco_gateway.sessions.hub import SessionHub
+    from disco_gateway.sessions.service import SessionService
 
 __all__ = ["GatewayState"]
 
@@ -22,12 +24,16 @@ class GatewayState(ServiceState[GatewaySettings]):
             consumer group, publish bridge); made in the lifespan.
         console: the clients the console reads the other services with; made
             in the lifespan.
+        sessions: the session streams' logic (replay, approvals, answers, messages).
+        hub: the instance's session fan-out to its websockets.
     """
 
     def __init__(self, settings: GatewaySettings) -> None:
         super().__init__(settings)
         self.a2a: A2AService | None = None
         self.console: ConsoleClients | None = None
+        self.sessions: SessionService | None = None
+        self.hub: SessionHub | None = None
 
     def require_a2a(self) -> A2AService:
         """The A2A side, or a 503 while the instance starts or stops."""
@@ -40,3 +46,9 @@ class GatewayState(ServiceState[GatewaySettings]):
         if self.console is None:
             raise ServiceUnavailable("The gateway is starting or stopping; try again.")
         return self.console
+
+    def require_sessions(self) -> SessionService:
+        """The session side, or a 503 while the instance starts or stops."""
+        if self.sessions is None:
+            raise ServiceUnavailable("The gateway is starting or stopping; try again.")
+        return self.sessions
