@@ -17,7 +17,7 @@ from disco.bus import BusClient, BusConsumer, NonRetryableError
 from disco_common.auth import Role
 from disco_common.envelope import Envelope
 from disco_common.topics import Topic
-from tests.e2e.conftest import TENANT, AgentProcess, Stack, start_agents, stop_agents
+from tests.e2e.conftest import TENANT, USER, AgentProcess, Stack, start_agents, stop_agents
 from tests.e2e.console.conftest import OTHER_TENANT, Console, Screens, signed_in, token
 
 pytestmark = pytest.mark.e2e
@@ -200,3 +200,67 @@ async def test_a_dead_letter_shows_its_reason_and_an_admin_republishes_it(
     log = console.gateway.log.read_text()
     assert "dead_letter_republished" in log
     assert sent.id in log
+
+
+@pytest.fixture(scope="module")
+def runtime_agent(e2e_stack: Stack) -> Iterator[AgentProcess]:
+    """An LLM agent on the runtime whose ``book_trip`` tool needs a person's approval."""
+    agent = start_agents(e2e_stack, "runtime")
+    try:
+        yield agent
+    finally:
+        stop_agents(agent)
+
+
+async def test_a_pending_tool_call_is_approved_in_the_session_view_and_the_agent_proceeds(
+    browser: Browser,
+    console: Console,
+    runtime_agent: AgentProcess,
+    caller: BusClient,
+    screens: Screens,
+    contexts: list[BrowserContext],
+) -> None:
+    session_id = f"sess-{uuid.uuid4().hex[:12]}"
+    acme = await signed_in(browser, console, token(TENANT, USER))
+    contexts.append(acme)
+    page = await acme.new_page()
+    await page.goto(f"{console.url}/sessions/{session_id}")
+    await expect(page.locator("#stream-state")).to_have_text("live")
+
+    answer = asyncio.ensure_future(
+        caller.request(
+            "e2e-runtime.requested",
+            {"text": "book Lisbon on 2026-05-01"},
+            response_event="e2e-runtime.answered",
+            tenant_id=TENANT,
+            user_id=USER,
+            session_id=session_id,
+            wait=120,
+        )
+    )
+    try:
+        card = page.locator(".card.approval")
+        await expect(card).to_be_visible(timeout=60_000)
+        await expect(card).to_contain_text("book_trip")
+        await screens.shot(page, "approval-pending")
+
+        # Tenant B on the same session id sees nothing of it.
+        beta = await signed_in(browser, console, token(OTHER_TENANT, USER))
+        contexts.append(beta)
+        other = await beta.new_page()
+        await other.goto(f"{console.url}/sessions/{session_id}")
+        await expect(other.locator("#stream-state")).to_have_text("live")
+        await expect(other.locator("#events tr.event")).to_have_count(0)
+        await expect(other.locator(".card.approval")).to_have_count(0)
+
+        await card.locator("button.approve").click()
+        result = await asyncio.wait_for(answer, 120)
+    finally:
+        answer.cancel()
+    assert "TRIP-LIS-2026-05-01" in str(result.data)
+    events = page.locator("#events tr.event")
+    await expect(events.filter(has_text="TOOL_APPROVED")).to_have_count(1)
+    await expect(events.filter(has_text="TOOL_EXECUTION_SUCCEEDED")).to_have_count(1)
+    await expect(page.locator(".card.approval")).to_have_count(0)
+    await screens.shot(page, "approved")
+    await expect(other.locator("#events tr.event")).to_have_count(0)

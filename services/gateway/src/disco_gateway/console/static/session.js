@@ -202,7 +202,7 @@
 
   function connect() {
     const scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
-    const query = new URLSearchParams({ token: token });
+    const query = new URLSearchParams({ access_token: token });
     if (lastId) query.set("after", lastId);
     socket = new WebSocket(scheme + window.location.host + base + "/stream?" + query.toString());
     socket.onopen = () => { state.textContent = "live"; state.className = "badge live"; retry = 500; say(""); };
