@@ -35,14 +35,14 @@ async def test_an_approved_tool_call_streams_its_whole_lifecycle_in_order(
         ack = await ui.request(
             {"type": "SEND_MESSAGE", "agent": "gw-assistant", "text": "book Paris on 2026-05-01"}
         )
-        assert ack["type"] == "ACK", ack
+        assert ack["type"] == "ACK", ack["payload"]
         (asked,) = await ui.wait_for(lambda m: m["type"] == "TOOL_APPROVAL_REQUESTED")
         call = asked["payload"]["tool_call_id"]
         assert asked["payload"]["tool_name"] == "book_trip"
         assert asked["agent_name"] == "gw-assistant" and asked["session_id"] == session
 
         decided = await ui.request({"type": "APPROVE_TOOL", "tool_call_id": call, "reason": "ok"})
-        assert decided["type"] == "ACK", decided
+        assert decided["type"] == "ACK", decided["payload"]
         assert decided["payload"]["type"] == "TOOL_APPROVED"
         await ui.wait_for(
             lambda m: m["type"] == "agent.status" and m["payload"]["status"] == "completed"
@@ -129,7 +129,7 @@ async def test_a_question_to_a_human_is_answered_over_http_once(gateway: Gateway
     session = _session()
     async with stream(gateway.url, session) as ui:
         ack = await ui.request({"type": "SEND_MESSAGE", "agent": "gw-asker", "text": "hi"})
-        assert ack["type"] == "ACK", ack
+        assert ack["type"] == "ACK", ack["payload"]
         (asked,) = await ui.wait_for(lambda m: m["type"] == "HUMAN_INPUT_REQUESTED")
         question = asked["payload"]
         assert question["question"] == "What is your name?"

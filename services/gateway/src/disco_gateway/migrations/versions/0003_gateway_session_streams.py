@@ -92,11 +92,10 @@ def upgrade() -> None:
         BEGIN
             INSERT INTO gateway.session_events
                    (tenant_id, session_id, event_id, type, ref, user_id, event)
-            SELECT r.tenant_id, r.session_id, r.event_id, r.type, r.ref, r.user_id, r.event
-              FROM jsonb_to_recordset(batch) WITH ORDINALITY
-                   AS r(tenant_id text, session_id text, event_id text, type text, ref text,
-                        user_id text, event jsonb, ord bigint)
-             ORDER BY r.ord
+            SELECT e.doc->>'tenant_id', e.doc->>'session_id', e.doc->>'event_id',
+                   e.doc->>'type', e.doc->>'ref', e.doc->>'user_id', e.doc->'event'
+              FROM jsonb_array_elements(batch) WITH ORDINALITY AS e(doc, ord)
+             ORDER BY e.ord
             ON CONFLICT (tenant_id, event_id) DO NOTHING;
             GET DIAGNOSTICS stored = ROW_COUNT;
             RETURN stored;
