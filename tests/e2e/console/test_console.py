@@ -69,7 +69,14 @@ async def test_a_bad_token_gets_the_login_page_and_never_data(
 
     # A forged cookie fares no better, and is dropped.
     await context.add_cookies(
-        [{"name": "disco_console_token", "value": forged, "domain": "127.0.0.1", "path": "/console"}]
+        [
+            {
+                "name": "disco_console_token",
+                "value": forged,
+                "domain": "127.0.0.1",
+                "path": "/console",
+            }
+        ]
     )
     await page.goto(f"{console.url}/plans")
     assert page.url.startswith(f"{console.url}/login")
@@ -119,9 +126,9 @@ async def test_a_plan_shows_with_its_state_machine_tasks_and_sub_plans_for_its_t
     await screens.shot(page, "plan-detail")
 
     await page.goto(f"{console.url}/agents")
-    await expect(page.locator('tr.agent-row[data-agent="e2e-holiday-planner"] .badge')).to_have_text(
-        "live"
-    )
+    await expect(
+        page.locator('tr.agent-row[data-agent="e2e-holiday-planner"] .badge')
+    ).to_have_text("live")
     await page.goto(f"{console.url}/health")
     for name in ("gateway", "registry", "memory", "tracker"):
         badge = page.locator(f'tr.service-health[data-service="{name}"] td:nth-child(2) .badge')

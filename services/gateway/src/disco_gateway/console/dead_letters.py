@@ -16,6 +16,7 @@ marked handled, so the record is handled again.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
 from datetime import datetime
@@ -91,10 +92,8 @@ def _preview(value: bytes | None) -> str:
     if value is None:
         return ""
     text = value.decode("utf-8", "replace")
-    try:
+    with contextlib.suppress(ValueError):
         text = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
-    except ValueError:
-        pass
     return text if len(text) <= _PREVIEW_CHARS else text[: _PREVIEW_CHARS - 1] + "…"
 
 

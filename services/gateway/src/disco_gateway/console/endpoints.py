@@ -91,9 +91,7 @@ def _page(request: Request, name: str, status_code: int = 200, **context: Any) -
 
 def _error_page(request: Request, status: int, title: str, message: str) -> HTMLResponse:
     user = getattr(request.state, "console_user", None)
-    return _page(
-        request, "error.html", status_code=status, user=user, title=title, message=message
-    )
+    return _page(request, "error.html", status_code=status, user=user, title=title, message=message)
 
 
 class ConsoleRoute(APIRoute):

@@ -264,4 +264,3 @@ async def health(state: GatewayState, clients: ConsoleClients) -> list[ServiceHe
             _own(state), *(_probe(clients, name, url) for name, url in others.items())
         )
     )
-
