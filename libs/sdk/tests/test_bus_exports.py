@@ -19,6 +19,7 @@ def test_disco_bus_exports_exactly_its_public_api() -> None:
         "DedupStore",
         "DlqHeader",
         "EnvelopeAttributes",
+        "FetchPacer",
         "Handler",
         "HandlerRegistrationError",
         "InMemoryDedupStore",
@@ -30,6 +31,7 @@ def test_disco_bus_exports_exactly_its_public_api() -> None:
         "RequestTimeout",
         "TopicProvisioningError",
         "TopicReader",
+        "pacer_for",
         "serve_metrics",
         "stop_metrics",
     ]

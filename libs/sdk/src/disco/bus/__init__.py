@@ -34,6 +34,7 @@ from disco.bus._errors import (
     TopicProvisioningError,
 )
 from disco.bus._metrics import BusMetrics, serve_metrics, stop_metrics
+from disco.bus._polling import FetchPacer, pacer_for
 from disco.bus._reader import ReadRecord, TopicReader
 from disco.bus._replies import ReplyListener
 from disco.bus._routes import ANY_EVENT, Handler
@@ -51,6 +52,7 @@ __all__ = [
     "DedupStore",
     "DlqHeader",
     "EnvelopeAttributes",
+    "FetchPacer",
     "Handler",
     "HandlerRegistrationError",
     "InMemoryDedupStore",
@@ -62,6 +64,7 @@ __all__ = [
     "RequestTimeout",
     "TopicProvisioningError",
     "TopicReader",
+    "pacer_for",
     "serve_metrics",
     "stop_metrics",
 ]
