@@ -39,7 +39,8 @@ async def test_an_approved_tool_call_streams_its_whole_lifecycle_in_order(
         (asked,) = await ui.wait_for(lambda m: m["type"] == "TOOL_APPROVAL_REQUESTED")
         call = asked["payload"]["tool_call_id"]
         assert asked["payload"]["tool_name"] == "book_trip"
-        assert asked["agent_name"] == "gw-assistant" and asked["session_id"] == session
+        assert asked["agent_name"] == "gw-assistant"
+        assert asked["session_id"] == session
 
         decided = await ui.request({"type": "APPROVE_TOOL", "tool_call_id": call, "reason": "ok"})
         assert decided["type"] == "ACK", decided["payload"]
@@ -188,8 +189,10 @@ async def test_bad_client_messages_get_an_error_naming_the_field(gateway: Gatewa
             lambda m: m["type"] == "ERROR" and "JSON object" in m["payload"]["message"]
         )
 
-    assert missing["type"] == "ERROR" and missing["payload"]["field"] == "APPROVE_TOOL.tool_call_id"
-    assert unknown["type"] == "ERROR" and unknown["payload"]["code"] == "invalid_message"
+    assert missing["type"] == "ERROR"
+    assert missing["payload"]["field"] == "APPROVE_TOOL.tool_call_id"
+    assert unknown["type"] == "ERROR"
+    assert unknown["payload"]["code"] == "invalid_message"
     assert nothing["payload"]["code"] == "not_found"
     assert both["type"] == "ERROR"
     assert pong["type"] == "PONG"
