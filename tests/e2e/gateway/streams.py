@@ -102,9 +102,13 @@ async def stream(
     bearer: str | None = None,
     how: str = "header",
     max_queue: int | None = 1024,
+    read: bool = True,
     **query: str | list[str],
 ) -> AsyncIterator[StreamClient]:
-    """A connected :class:`StreamClient` (token in the header, a subprotocol or the query)."""
+    """A connected :class:`StreamClient` (token in the header, a subprotocol or the query).
+
+    With ``read=False`` nothing is read until ``client.start()`` (a client that stalls).
+    """
     jwt = bearer if bearer is not None else token(tenant, user)
     headers: dict[str, str] = {}
     protocols: list[str] | None = None
@@ -120,9 +124,11 @@ async def stream(
         subprotocols=protocols,  # type: ignore[arg-type]
         max_queue=max_queue,
         max_size=None,
+        compression=None,  # what a test sends must weigh on the wire what it weighs
     )
     client = StreamClient(connection)
-    client.start()
+    if read:
+        client.start()
     try:
         yield client
     finally:
