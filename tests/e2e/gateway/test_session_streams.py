@@ -26,6 +26,11 @@ from tests.e2e.gateway.conftest import (
     bearer,
 )
 from tests.e2e.gateway.streams import stream
+from tests.e2e.gateway.support import until
+
+
+# About 55 KB a message: strings are cut at 4,000 characters, lists at 200 items.
+_PADDING = ["z" * 3900] * 14
 
 
 def _session() -> str:
@@ -263,41 +268,100 @@ async def test_hostile_payloads_arrive_bounded_and_unknown_types_as_errors(
     assert error["payload"]["event_type"] == "agent.mood.changed"
 
 
-@pytest.mark.xfail(
-    run=False,
-    reason="unfinished: the stalled socket never overflows its queue in this setup (no STREAM_GAP "
-    "within 120 s, the fast client does get every event); to investigate",
-)
 async def test_a_client_that_never_reads_gets_a_stream_gap_and_others_get_everything(
     gateway_stack: GatewayStack, bus: BusClient
 ) -> None:
     small = GatewayProcess(
-        {**gateway_stack.gateway_env, "DISCO_GATEWAY_STREAM_QUEUE_SIZE": "64"}, gateway_stack.logs
+        {
+            **gateway_stack.gateway_env,
+            "DISCO_GATEWAY_STREAM_QUEUE_SIZE": "64",
+            # The stalled client answers no ping while it stalls: not closed meanwhile.
+            "DISCO_GATEWAY_STREAM_HEARTBEAT_SECONDS": "600",
+        },
+        gateway_stack.logs,
     )
     gateway_stack.gateways.append(small)
     small.start()
     session = _session()
-    count = 400
+    count = 300
     async with (
-        stream(small.url, session, max_queue=1, read=False) as sleepy,
+        stream(small.url, session, max_queue=1, read=False, receive_buffer=4096) as sleepy,
         stream(small.url, session) as fast,
     ):
-        published = [await _log(bus, session, n, padding="z" * 60_000) for n in range(count)]
-        await fast.wait_for(lambda m: m["type"] == "TOOL_LOG", count=count, timeout=120)
+        published: list[str] = []
+        # Publish until the server dropped events for the stalled socket (the kernel's and
+        # the transport's buffers fill first), then some more.
+        for n in range(count * 10):
+            published.append(await _log(bus, session, n, padding=_PADDING))
+            if n >= count and await _dropped(small.url):
+                break
+        await fast.wait_for(lambda m: m["type"] == "TOOL_LOG", count=len(published), timeout=120)
         sleepy.start()
         (gap,) = await sleepy.wait_for(lambda m: m["type"] == "STREAM_GAP", timeout=120)
+        # Live again after the gap: an event published now reaches the stalled client too.
+        published.append(await _log(bus, session, len(published), last=True))
+        await sleepy.wait_for(lambda m: m["payload"].get("last") is True)
+        await fast.wait_for(lambda m: m["payload"].get("last") is True)
 
     assert [m["id"] for m in fast.of_type("TOOL_LOG")] == published
     assert fast.of_type("STREAM_GAP") == []
     assert gap["payload"]["dropped"] > 0
-    async with httpx.AsyncClient(headers=bearer(), timeout=30) as http:
-        replay = await http.get(
-            f"{small.url}/v1/sessions/{session}/events",
-            params={"after": gap["payload"]["after"], "limit": 1000},
-        )
-    received = [m["id"] for m in sleepy.of_type("TOOL_LOG")]
-    before_gap = received[: received.index(gap["payload"]["after"]) + 1]
+    async with httpx.AsyncClient(base_url=small.url, headers=bearer(), timeout=30) as http:
+        replay = await http.get(f"{gap['payload']['replay']}&limit=1000")
+    received = [m["id"] for m in sleepy.received if m["type"] == "TOOL_LOG"]
+    gap_at = sleepy.received.index(gap)
+    before_gap = [m["id"] for m in sleepy.received[:gap_at] if m["type"] == "TOOL_LOG"]
+    assert before_gap[-1] == gap["payload"]["after"]
     assert before_gap + [m["id"] for m in replay.json()["items"]] == published
+    # What came live after the gap is the tail of what was published, in order.
+    after_gap = received[len(before_gap) :]
+    assert after_gap == published[len(published) - len(after_gap) :]
+
+
+async def _dropped(url: str) -> bool:
+    async with httpx.AsyncClient(timeout=30) as http:
+        metrics = (await http.get(f"{url}/metrics")).text
+    return _metric(metrics, "disco_gateway_stream_dropped_events_total") > 0
+
+
+def _metric(text: str, name: str) -> float:
+    for line in text.splitlines():
+        if line.startswith(f"{name} "):
+            return float(line.split()[1])
+    raise AssertionError(f"no metric {name}")
+
+
+async def test_the_heartbeat_closes_a_dead_socket_and_keeps_a_live_one(
+    gateway_stack: GatewayStack, bus: BusClient
+) -> None:
+    quick = GatewayProcess(
+        {**gateway_stack.gateway_env, "DISCO_GATEWAY_STREAM_HEARTBEAT_SECONDS": "1"},
+        gateway_stack.logs,
+    )
+    gateway_stack.gateways.append(quick)
+    quick.start()
+    session = _session()
+    async with (
+        stream(quick.url, session, read=False) as dead,
+        stream(quick.url, session) as alive,
+    ):
+        # Gone without a word (a closed laptop lid): nothing read, no pong sent.
+        dead.connection.transport.pause_reading()
+
+        async def one_socket_left() -> bool | None:
+            async with httpx.AsyncClient(timeout=30) as http:
+                metrics = (await http.get(f"{quick.url}/metrics")).text
+            return True if _metric(metrics, "disco_gateway_stream_sockets") == 1 else None
+
+        await until(one_socket_left, timeout=30, what="the dead socket closed by the server")
+        dead.connection.transport.resume_reading()
+        dead.start()
+        closed = await dead.wait_closed()
+        sent = await _log(bus, session, 1)
+        (log,) = await alive.wait_for(lambda m: m["type"] == "TOOL_LOG")
+
+    assert closed[0] == 1011
+    assert log["id"] == sent
 
 
 async def test_clients_on_two_gateway_instances_both_receive_the_sessions_events(

@@ -15,6 +15,7 @@ import contextlib
 import json
 import time
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Path, Query, Request, WebSocket
 from pydantic import ValidationError
@@ -38,7 +39,7 @@ from disco_common.sessions import (
     SessionEventType,
     StreamErrorCode,
 )
-from disco_gateway.sessions.hub import Gap
+from disco_gateway.sessions.hub import Gap, Subscriber
 from disco_gateway.sessions.service import SessionService, sees_every_user
 from disco_gateway.state import GatewayState
 from disco_service import DiscoHTTPError, Identity, IdentityDep, error_responses
@@ -260,7 +261,7 @@ async def _pump(
     socket: _Socket,
     service: SessionService,
     identity: Identity,
-    subscriber: Any,
+    subscriber: Subscriber,
     after: str | None,
     agents: list[str] | tuple[str, ...],
 ) -> None:
@@ -287,13 +288,14 @@ async def _pump(
     while True:
         item = await subscriber.next()
         if isinstance(item, Gap):
+            replay = f"/v1/sessions/{socket.session_id}/events"
             await socket.control(
                 SessionEventType.STREAM_GAP,
                 {
                     "after": last,
                     "dropped": item.dropped,
                     "reason": "the socket fell behind",
-                    "replay": f"/v1/sessions/{socket.session_id}/events?after={last or ''}",
+                    "replay": replay if last is None else f"{replay}?after={quote(last)}",
                 },
             )
             continue
