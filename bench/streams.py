@@ -221,21 +221,28 @@ async def measure(
         started = time.perf_counter()
         deadline = started + args.seconds
         n = 0
+        in_flight: set[asyncio.Task[object]] = set()
+        # On schedule, not one after the other: a publish waits for the broker's ack.
         while (now := time.perf_counter()) < deadline:
             due = started + n * interval
             if due > now:
                 await asyncio.sleep(due - now)
             session = sessions[n % len(sessions)]
-            await publish_ui_event(
-                bus,
-                "TOOL_LOG",
-                {"sent": time.time(), "n": n},
-                session_id=session,
-                tenant_id=TENANT,
+            task = asyncio.create_task(
+                publish_ui_event(
+                    bus,
+                    "TOOL_LOG",
+                    {"sent": time.time(), "n": n},
+                    session_id=session,
+                    tenant_id=TENANT,
+                )
             )
+            in_flight.add(task)
+            task.add_done_callback(in_flight.discard)
             level.published += 1
             level.expected += per_session[session]
             n += 1
+        await asyncio.gather(*in_flight)
         await until(lambda: len(level.latencies) >= level.expected, sockets.changed, 30)
         level.elapsed = time.perf_counter() - started
         level.cpu = cpu_seconds(gateway_pid) - cpu_before

@@ -28,7 +28,6 @@ from tests.e2e.gateway.conftest import (
 from tests.e2e.gateway.streams import stream
 from tests.e2e.gateway.support import until
 
-
 # About 55 KB a message: strings are cut at 4,000 characters, lists at 200 items.
 _PADDING = ["z" * 3900] * 14
 
@@ -151,6 +150,30 @@ async def test_a_socket_without_a_valid_token_is_closed_with_4401(
             await asyncio.wait_for(ws.recv(), 30)
 
     assert ws.close_code == 4401
+
+
+async def test_a_socket_is_closed_with_4401_when_its_token_expires(
+    gateway: GatewayProcess,
+) -> None:
+    short = jwt.encode(
+        {
+            "sub": "alice",
+            "tenant_id": TENANT,
+            "user_id": "alice",
+            "roles": ["user"],
+            "exp": int(time.time()) + 3,
+        },
+        DEV_AUTH_SECRET,
+        algorithm="HS256",
+    )
+    async with stream(gateway.url, _session(), bearer=short) as ui:
+        pong = await ui.request({"type": "PING"})
+        code, reason = await ui.wait_closed()
+
+    assert pong["type"] == "PONG"
+    assert code == 4401
+    assert reason is not None
+    assert "expired" in reason
 
 
 async def test_a_reconnect_with_after_misses_nothing_and_repeats_nothing(

@@ -21,6 +21,7 @@ from fastapi import APIRouter, Path, Query, Request, WebSocket
 from pydantic import ValidationError
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
+from disco.runtime import to_json_safe
 from disco_common.ids import utcnow
 from disco_common.sessions import (
     CLIENT_MESSAGE,
@@ -181,9 +182,10 @@ def _token_of(websocket: WebSocket, access_token: str | None) -> tuple[str | Non
 class _Socket:
     """One connected client: sends are serialized; control messages share the event shape."""
 
-    def __init__(self, websocket: WebSocket, session_id: str) -> None:
+    def __init__(self, websocket: WebSocket, session_id: str, *, max_payload_bytes: int) -> None:
         self.websocket = websocket
         self.session_id = session_id
+        self._max_bytes = max_payload_bytes
         self._lock = asyncio.Lock()
 
     async def send(self, text: str) -> None:
@@ -196,7 +198,7 @@ class _Socket:
             type=kind.value,
             session_id=self.session_id,
             timestamp=utcnow(),
-            payload=payload,
+            payload=to_json_safe(payload, max_bytes=self._max_bytes),
         )
         await self.send(message.model_dump_json())
 
@@ -229,7 +231,7 @@ async def stream(
         await websocket.close(CLOSE_TRY_AGAIN, "the gateway is starting or stopping")
         return
     service, hub, settings = state.sessions, state.hub, state.settings
-    socket = _Socket(websocket, session_id)
+    socket = _Socket(websocket, session_id, max_payload_bytes=settings.stream_payload_max_bytes)
     async with hub.subscribe(
         identity.tenant_id,
         session_id,
