@@ -6,9 +6,10 @@
 Starts an embedded PostgreSQL and Tansu broker on free loopback ports unless
 ``DISCO_DATABASE_ADMIN_URL`` / ``DISCO_KAFKA_BOOTSTRAP`` name existing ones (a
 fresh database, migrated), then the registry and one gateway as real processes.
-For each socket count (1, 100, 1,000 by default), this process opens that many
-websockets on ``/v1/sessions/{id}/stream`` spread over ``--sessions`` sessions
-(socket ``i`` watches session ``i mod sessions``), and publishes ``TOOL_LOG``
+For each socket count (1, 100, 1,000 by default), ``--clients`` (2) client
+processes open that many websockets on ``/v1/sessions/{id}/stream`` spread over
+``--sessions`` sessions (socket ``i`` watches session ``i mod sessions``), and
+this process publishes ``TOOL_LOG``
 UI events (:func:`disco.runtime.publish_ui_event`) round-robin over the
 sessions at a steady ``--rate`` per second for ``--seconds``. Each event carries
 its send time; the figures:
@@ -19,10 +20,12 @@ its send time; the figures:
 - raw consumer -> handler latency p50/p99 in the same run: a plain group-less
   aiokafka consumer in this process reading ``notification-events`` at disco's
   busy fetch wait (what the bus alone costs, without the gateway);
-- the gateway's CPU (% of one core over the run) and RSS after it.
+- the gateway's CPU (% of one core over the run) and RSS after it, and from its
+  ``/metrics`` the mean publish -> hand-off lag and the mean Postgres store of a
+  batch (every event is kept for replay before any socket sees it).
 
-The sockets, the raw consumer and the publisher share this process and the
-machine's cores with the gateway, PostgreSQL and the broker. Target (issue
+The socket processes, the raw consumer and the publisher share the machine's
+cores with the gateway, PostgreSQL and the broker. Target (issue
 12): p99 <= 50 ms at 1,000 sockets. Tests never assert on speed; this prints.
 """
 
@@ -31,16 +34,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import os
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any
 
+import httpx
 import websockets
 from _common import (
     cpu_seconds,
@@ -65,6 +73,27 @@ from disco_common.topics import Topic, topic_name
 TENANT = "bench"
 ROOT = Path(__file__).resolve().parents[1]
 _CONNECT_AT_ONCE = 50
+
+
+_SUMS = ("disco_gateway_stream_store_seconds", "disco_gateway_stream_lag_seconds")
+
+
+async def gateway_sums(url: str) -> dict[str, float]:
+    """The ``_sum`` and ``_count`` of the gateway's stream histograms."""
+    async with httpx.AsyncClient(timeout=30) as http:
+        text = (await http.get(f"{url}/metrics")).text
+    found: dict[str, float] = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name.removesuffix("_sum").removesuffix("_count") in _SUMS:
+            found[name] = float(value)
+    return found
+
+
+def _mean_ms(before: dict[str, float], after: dict[str, float], metric: str) -> float:
+    count = after.get(f"{metric}_count", 0.0) - before.get(f"{metric}_count", 0.0)
+    total = after.get(f"{metric}_sum", 0.0) - before.get(f"{metric}_sum", 0.0)
+    return total / count * 1000 if count else 0.0
 
 
 def rss_bytes(pid: int) -> int:
@@ -92,18 +121,24 @@ class Level:
     elapsed: float = 0.0
     cpu: float = 0.0
     rss: int = 0
+    store_ms: float = 0.0
+    """Mean time the gateway took to keep a batch in Postgres (its metrics)."""
+    lag_ms: float = 0.0
+    """Mean time from publish to the gateway's hand-off to its sockets (its metrics)."""
 
 
 class Sockets:
-    """``count`` websockets over ``sessions`` sessions, each message's latency recorded."""
+    """One websocket per entry of ``sessions``; each measured message's latency recorded."""
 
-    def __init__(self, url: str, token: str, count: int, sessions: list[str]) -> None:
+    def __init__(self, url: str, token: str, sessions: list[str]) -> None:
         self.url = url.replace("http://", "ws://", 1)
         self.token = token
-        self.sessions = [sessions[i % len(sessions)] for i in range(count)]
+        self.sessions = sessions
         self.connections: list[websockets.ClientConnection] = []
         self.readers: list[asyncio.Task[None]] = []
-        self.level: Level | None = None
+        self.recording = False
+        self.latencies: list[float] = []
+        self.gaps = 0
         self.seen: dict[str, int] = {}
         """Probe id -> sockets that received it (the warm-up)."""
         self.changed = asyncio.Event()
@@ -117,7 +152,7 @@ class Sockets:
                     f"{self.url}/v1/sessions/{session}/stream",
                     additional_headers={"Authorization": f"Bearer {self.token}"},
                     max_size=None,
-                    open_timeout=60,
+                    open_timeout=120,
                 )
 
         self.connections = list(await asyncio.gather(*(connect(s) for s in self.sessions)))
@@ -130,23 +165,66 @@ class Sockets:
                 message = json.loads(raw)
                 payload = message["payload"]
                 if message["type"] == "STREAM_GAP":
-                    if self.level is not None:
-                        self.level.gaps += 1
-                    continue
-                if "probe" in payload:
+                    self.gaps += 1
+                elif "probe" in payload:
                     self.seen[payload["probe"]] = self.seen.get(payload["probe"], 0) + 1
                     self.changed.set()
-                elif self.level is not None and "sent" in payload:
-                    self.level.latencies.append(received - payload["sent"])
+                elif self.recording and "sent" in payload:
+                    self.latencies.append(received - payload["sent"])
                     self.changed.set()
         except websockets.ConnectionClosed:
             pass
+
+    async def warm(self, wanted: dict[str, int]) -> bool:
+        """Whether every socket received its session's probe (within 120 s)."""
+        return await until(
+            lambda: all(self.seen.get(s, 0) >= n for s, n in wanted.items()), self.changed, 120
+        )
+
+    async def finish(self, expected: int) -> tuple[list[float], int]:
+        """The latencies once ``expected`` arrived (or 30 s passed), and the gaps."""
+        await until(lambda: len(self.latencies) >= expected, self.changed, 30)
+        return self.latencies, self.gaps
 
     async def close(self) -> None:
         await asyncio.gather(*(c.close() for c in self.connections), return_exceptions=True)
         for reader in self.readers:
             reader.cancel()
         await asyncio.gather(*self.readers, return_exceptions=True)
+
+
+def client_process(conn: Connection) -> None:
+    """A process of websocket clients, driven by the benchmark over ``conn``."""
+    asyncio.run(_clients(conn))
+
+
+async def _clients(conn: Connection) -> None:
+    sockets: Sockets | None = None
+    while True:
+        command, *args = await asyncio.to_thread(conn.recv)
+        if command == "exit":
+            return
+        if command == "open":
+            sockets = Sockets(*args)
+            await sockets.open()
+            conn.send("opened")
+            continue
+        assert sockets is not None
+        if command == "warm":
+            conn.send(await sockets.warm(args[0]))
+        elif command == "start":
+            sockets.recording = True
+            conn.send("started")
+        elif command == "finish":
+            conn.send(await sockets.finish(args[0]))
+            await sockets.close()
+            sockets = None
+
+
+async def ask(conn: Connection, *message: object) -> Any:
+    """Send a command to a client process; its reply."""
+    conn.send(message)
+    return await asyncio.to_thread(conn.recv)
 
 
 async def until(predicate: Callable[[], bool], changed: asyncio.Event, seconds: float) -> bool:
@@ -193,64 +271,77 @@ async def measure(
     gateway_pid: int,
     token: str,
     count: int,
+    clients: list[Connection],
     level_of: list[Level | None],
 ) -> Level:
     sessions = [f"bench-{uuid.uuid4().hex[:8]}-{n}" for n in range(min(args.sessions, count))]
-    sockets = Sockets(gateway_url, token, count, sessions)
-    await sockets.open()
-    try:
-        # Warm up: every socket is subscribed once it received its session's probe.
-        for session in sessions:
-            await publish_ui_event(
-                bus, "TOOL_LOG", {"probe": session}, session_id=session, tenant_id=TENANT
-            )
-        per_session = {s: sockets.sessions.count(s) for s in sessions}
-        ready = await until(
-            lambda: all(sockets.seen.get(s, 0) >= n for s, n in per_session.items()),
-            sockets.changed,
-            120,
+    per_socket = [sessions[i % len(sessions)] for i in range(count)]
+    groups = [
+        (conn, per_socket[w :: len(clients)])
+        for w, conn in enumerate(clients)
+        if per_socket[w :: len(clients)]
+    ]
+    await asyncio.gather(*(ask(c, "open", gateway_url, token, g) for c, g in groups))
+    # Warm up: every socket is subscribed once it received its session's probe.
+    for session in sessions:
+        await publish_ui_event(
+            bus, "TOOL_LOG", {"probe": session}, session_id=session, tenant_id=TENANT
         )
-        if not ready:
-            raise RuntimeError(f"not every one of {count} sockets received its probe")
+    wanted = [Counter(g) for _, g in groups]
+    ready = await asyncio.gather(
+        *(ask(c, "warm", dict(w)) for (c, _), w in zip(groups, wanted, strict=True))
+    )
+    if not all(ready):
+        raise RuntimeError(f"not every one of {count} sockets received its probe")
+    await asyncio.gather(*(ask(c, "start") for c, _ in groups))
 
-        level = Level(sockets=count, sessions=len(sessions))
-        sockets.level = level
-        level_of[0] = level
-        interval = 1.0 / args.rate
-        cpu_before = cpu_seconds(gateway_pid)
-        started = time.perf_counter()
-        deadline = started + args.seconds
-        n = 0
-        in_flight: set[asyncio.Task[object]] = set()
-        # On schedule, not one after the other: a publish waits for the broker's ack.
-        while (now := time.perf_counter()) < deadline:
-            due = started + n * interval
-            if due > now:
-                await asyncio.sleep(due - now)
-            session = sessions[n % len(sessions)]
-            task = asyncio.create_task(
-                publish_ui_event(
-                    bus,
-                    "TOOL_LOG",
-                    {"sent": time.time(), "n": n},
-                    session_id=session,
-                    tenant_id=TENANT,
-                )
+    level = Level(sockets=count, sessions=len(sessions))
+    level_of[0] = level
+    expected = [0] * len(groups)
+    interval = 1.0 / args.rate
+    cpu_before = cpu_seconds(gateway_pid)
+    sums_before = await gateway_sums(gateway_url)
+    started = time.perf_counter()
+    deadline = started + args.seconds
+    n = 0
+    in_flight: set[asyncio.Task[object]] = set()
+    # On schedule, not one after the other: a publish waits for the broker's ack.
+    while (now := time.perf_counter()) < deadline:
+        due = started + n * interval
+        if due > now:
+            await asyncio.sleep(due - now)
+        session = sessions[n % len(sessions)]
+        task = asyncio.create_task(
+            publish_ui_event(
+                bus,
+                "TOOL_LOG",
+                {"sent": time.time(), "n": n},
+                session_id=session,
+                tenant_id=TENANT,
             )
-            in_flight.add(task)
-            task.add_done_callback(in_flight.discard)
-            level.published += 1
-            level.expected += per_session[session]
-            n += 1
-        await asyncio.gather(*in_flight)
-        await until(lambda: len(level.latencies) >= level.expected, sockets.changed, 30)
-        level.elapsed = time.perf_counter() - started
-        level.cpu = cpu_seconds(gateway_pid) - cpu_before
-        level.rss = rss_bytes(gateway_pid)
-        level_of[0] = None
-        return level
-    finally:
-        await sockets.close()
+        )
+        in_flight.add(task)
+        task.add_done_callback(in_flight.discard)
+        level.published += 1
+        for index, counts in enumerate(wanted):
+            expected[index] += counts[session]
+        n += 1
+    await asyncio.gather(*in_flight)
+    level.expected = sum(expected)
+    results = await asyncio.gather(
+        *(ask(c, "finish", e) for (c, _), e in zip(groups, expected, strict=True))
+    )
+    level.elapsed = time.perf_counter() - started
+    level.cpu = cpu_seconds(gateway_pid) - cpu_before
+    level.rss = rss_bytes(gateway_pid)
+    sums_after = await gateway_sums(gateway_url)
+    level.store_ms = _mean_ms(sums_before, sums_after, _SUMS[0])
+    level.lag_ms = _mean_ms(sums_before, sums_after, _SUMS[1])
+    level_of[0] = None
+    for latencies, gaps in results:
+        level.latencies += latencies
+        level.gaps += gaps
+    return level
 
 
 def _ms(samples: list[float], fraction: float) -> str:
@@ -261,7 +352,8 @@ def print_table(levels: list[Level], rate: float) -> None:
     head = (
         f"{'sockets':>7} {'sessions':>8} {'events/s in':>11} {'delivered/s':>11} "
         f"{'lost':>5} {'gaps':>4} {'ws p50 ms':>9} {'ws p99 ms':>9} "
-        f"{'raw p50 ms':>10} {'raw p99 ms':>10} {'gw CPU %':>8} {'gw RSS MB':>9}"
+        f"{'raw p50 ms':>10} {'raw p99 ms':>10} {'gw CPU %':>8} {'gw RSS MB':>9} "
+        f"{'gw lag ms':>9} {'store ms':>8}"
     )
     print()
     print(head)
@@ -273,16 +365,21 @@ def print_table(levels: list[Level], rate: float) -> None:
             f"{level.expected - len(level.latencies):>5} {level.gaps:>4} "
             f"{_ms(level.latencies, 0.5):>9} {_ms(level.latencies, 0.99):>9} "
             f"{_ms(level.raw, 0.5):>10} {_ms(level.raw, 0.99):>10} "
-            f"{level.cpu / level.elapsed * 100:>8.0f} {level.rss / 2**20:>9.0f}"
+            f"{level.cpu / level.elapsed * 100:>8.0f} {level.rss / 2**20:>9.0f} "
+            f"{level.lag_ms:>9.1f} {level.store_ms:>8.1f}"
         )
     print(
         f"\nsteady rate {rate:g} events/s round-robin over the sessions; ws = publish to the "
         "message parsed by a socket (every socket's copy); raw = publish to a plain aiokafka "
-        "consumer's handler in the same run. Target: ws p99 <= 50 ms at 1,000 sockets."
+        "consumer's handler in the same run; gw lag = publish to the gateway handing the "
+        "event to its sockets' queues (mean, its metrics), store = keeping a batch in Postgres "
+        "first (mean). Target: ws p99 <= 50 ms at 1,000 sockets."
     )
 
 
-async def bench(args: argparse.Namespace, database_url: str, bootstrap: str) -> None:
+async def bench(
+    args: argparse.Namespace, database_url: str, bootstrap: str, clients: list[Connection]
+) -> None:
     prefix = f"bench{uuid.uuid4().hex[:6]}."
     registry_port, gateway_port = free_port(), free_port()
     registry_url = f"http://127.0.0.1:{registry_port}"
@@ -330,7 +427,7 @@ async def bench(args: argparse.Namespace, database_url: str, bootstrap: str) -> 
             try:
                 for count in args.sockets:
                     level = await measure(
-                        args, bus, gateway_url, gateway.pid, token, count, level_of
+                        args, bus, gateway_url, gateway.pid, token, count, clients, level_of
                     )
                     print(
                         f"  {count} sockets: {len(level.latencies)} messages, "
@@ -354,12 +451,26 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0, help="per socket count")
     parser.add_argument("--sockets", default="1,100,1000", help="socket counts, comma-separated")
     parser.add_argument("--sessions", type=int, default=100)
+    parser.add_argument(
+        "--clients", type=int, default=2, help="processes the sockets are spread over"
+    )
     args = parser.parse_args()
     args.sockets = [int(n) for n in args.sockets.split(",")]
     if args.quick:
         args.seconds = min(args.seconds, 6.0)
-    with scratch_infra("streams") as infra:
-        asyncio.run(bench(args, infra.database_url, infra.bootstrap))
+    spawn = multiprocessing.get_context("spawn")
+    pipes = [spawn.Pipe() for _ in range(args.clients)]
+    workers = [spawn.Process(target=client_process, args=(child,)) for _, child in pipes]
+    for worker in workers:
+        worker.start()
+    try:
+        with scratch_infra("streams") as infra:
+            asyncio.run(bench(args, infra.database_url, infra.bootstrap, [p for p, _ in pipes]))
+    finally:
+        for parent, _ in pipes:
+            parent.send(("exit",))
+        for worker in workers:
+            worker.join(30)
 
 
 if __name__ == "__main__":

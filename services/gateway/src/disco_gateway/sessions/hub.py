@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
@@ -211,6 +212,12 @@ class SessionHub:
             if not events:
                 continue
             await self._store(events)
+            if self._metrics is not None:
+                now = time.time()
+                for event in events:
+                    self._metrics.lag_seconds.observe(
+                        max(0.0, now - event.event.timestamp.timestamp())
+                    )
             for event in events:
                 for subscriber in self._subscribers.get((event.tenant_id, event.session_id), ()):
                     subscriber.offer(event)
@@ -223,9 +230,12 @@ class SessionHub:
         """Keep the batch before anyone sees it (retried; delivered anyway if Postgres is down)."""
         rows = [event.row() for event in events]
         for attempt in range(1, _STORE_ATTEMPTS + 1):
+            started = time.perf_counter()
             try:
                 async with self._database.unit_of_work(None) as session:
                     await store_batch(session, rows)
+                if self._metrics is not None:
+                    self._metrics.store_seconds.observe(time.perf_counter() - started)
                 return
             except Exception as exc:
                 _log.warning(

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 __all__ = ["StreamMetrics"]
+
+_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
 
 class StreamMetrics:
@@ -29,5 +31,17 @@ class StreamMetrics:
         self.gaps = Counter(
             "disco_gateway_stream_gaps",
             "STREAM_GAP messages sent to sockets that fell behind.",
+            registry=registry,
+        )
+        self.store_seconds = Histogram(
+            "disco_gateway_stream_store_seconds",
+            "Time to keep one batch of session events in Postgres (before any socket sees it).",
+            buckets=_BUCKETS,
+            registry=registry,
+        )
+        self.lag_seconds = Histogram(
+            "disco_gateway_stream_lag_seconds",
+            "From an event's time (its publisher's clock) to its hand-off to the local sockets.",
+            buckets=_BUCKETS,
             registry=registry,
         )
