@@ -41,7 +41,7 @@ class _Watcher:
         await self.process.stdin.drain()
 
 
-async def _watch(gateway: GatewayProcess, *args: str) -> _Watcher:
+async def _watch(gateway: GatewayProcess, *args: str, **env: str) -> _Watcher:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -56,6 +56,7 @@ async def _watch(gateway: GatewayProcess, *args: str) -> _Watcher:
             "DISCO_USER_ID": USER,
             "COLUMNS": "250",
             "NO_COLOR": "1",
+            **env,
         },
         cwd=ROOT,
         stdin=asyncio.subprocess.PIPE,
@@ -101,21 +102,9 @@ async def test_sessions_watch_prints_the_session_and_approves_with_a_key(
 
 
 async def test_sessions_watch_with_a_bad_token_says_so_and_fails(gateway: GatewayProcess) -> None:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "disco._cli.main",
-        "sessions",
-        "watch",
-        "s-any",
-        env={**os.environ, "DISCO_GATEWAY_URL": gateway.url, "DISCO_AUTH_TOKEN": "not-a-jwt"},
-        cwd=ROOT,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    watcher = await _watch(gateway, "s-any", DISCO_AUTH_TOKEN="not-a-jwt")
     async with asyncio.timeout(60):
-        out, err = await process.communicate()
+        out, err = await watcher.process.communicate()
 
-    assert process.returncode == 1, err
+    assert watcher.process.returncode == 1, err
     assert "refused" in out.decode()

@@ -32,6 +32,21 @@ from tests.e2e.gateway.support import until
 _PADDING = ["z" * 3900] * 14
 
 
+def _jwt(user: str, role: str, expires_in: int) -> str:
+    """A dev token of ``TENANT`` expiring ``expires_in`` seconds from now (negative: expired)."""
+    return jwt.encode(
+        {
+            "sub": user,
+            "tenant_id": TENANT,
+            "user_id": user,
+            "roles": [role],
+            "exp": int(time.time()) + expires_in,
+        },
+        DEV_AUTH_SECRET,
+        algorithm="HS256",
+    )
+
+
 def _session() -> str:
     return f"s-{uuid.uuid4().hex[:12]}"
 
@@ -88,17 +103,7 @@ async def test_another_users_events_reach_only_that_user_or_an_operator(
     gateway: GatewayProcess, bus: BusClient
 ) -> None:
     session = _session()
-    operator = jwt.encode(
-        {
-            "sub": "ops",
-            "tenant_id": TENANT,
-            "user_id": "ops",
-            "roles": ["operator"],
-            "exp": int(time.time()) + 600,
-        },
-        DEV_AUTH_SECRET,
-        algorithm="HS256",
-    )
+    operator = _jwt("ops", "operator", 600)
     async with (
         stream(gateway.url, session, user="bob") as bob,
         stream(gateway.url, session, user="carol") as carol,
@@ -131,17 +136,7 @@ async def test_a_socket_without_a_valid_token_is_closed_with_4401(
     if problem == "bad":
         headers["Authorization"] = "Bearer not-a-jwt"
     elif problem == "expired":
-        expired = jwt.encode(
-            {
-                "sub": "alice",
-                "tenant_id": TENANT,
-                "user_id": "alice",
-                "roles": ["user"],
-                "exp": int(time.time()) - 60,
-            },
-            DEV_AUTH_SECRET,
-            algorithm="HS256",
-        )
+        expired = _jwt("alice", "user", -60)
         headers["Authorization"] = f"Bearer {expired}"
     async with websockets.connect(
         ws_url(gateway.url, _session()), additional_headers=headers
@@ -155,17 +150,7 @@ async def test_a_socket_without_a_valid_token_is_closed_with_4401(
 async def test_a_socket_is_closed_with_4401_when_its_token_expires(
     gateway: GatewayProcess,
 ) -> None:
-    short = jwt.encode(
-        {
-            "sub": "alice",
-            "tenant_id": TENANT,
-            "user_id": "alice",
-            "roles": ["user"],
-            "exp": int(time.time()) + 3,
-        },
-        DEV_AUTH_SECRET,
-        algorithm="HS256",
-    )
+    short = _jwt("alice", "user", 3)
     async with stream(gateway.url, _session(), bearer=short) as ui:
         pong = await ui.request({"type": "PING"})
         code, reason = await ui.wait_closed()
