@@ -343,7 +343,7 @@ async def test_the_heartbeat_closes_a_dead_socket_and_keeps_a_live_one(
     gateway_stack: GatewayStack, bus: BusClient
 ) -> None:
     quick = GatewayProcess(
-        {**gateway_stack.gateway_env, "DISCO_GATEWAY_STREAM_HEARTBEAT_SECONDS": "1"},
+        {**gateway_stack.gateway_env, "DISCO_GATEWAY_STREAM_HEARTBEAT_SECONDS": "2"},
         gateway_stack.logs,
     )
     gateway_stack.gateways.append(quick)
