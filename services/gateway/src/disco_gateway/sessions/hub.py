@@ -135,8 +135,6 @@ class SessionHub:
         self._subscribers: dict[tuple[str, str], set[Subscriber]] = {}
         self._reader: TopicReader | None = None
         self._task: asyncio.Task[None] | None = None
-        self.delivered = 0
-        """Events handed to subscribers since the start (for the benchmark and metrics)."""
 
     @property
     def sockets(self) -> int:
@@ -221,7 +219,6 @@ class SessionHub:
             for event in events:
                 for subscriber in self._subscribers.get((event.tenant_id, event.session_id), ()):
                     subscriber.offer(event)
-                    self.delivered += 1
                 # Let the sockets take it before the next: a batch larger than a queue
                 # overflows only the sockets that really fall behind.
                 await asyncio.sleep(0)
