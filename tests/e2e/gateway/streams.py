@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
 from collections.abc import AsyncIterator, Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 import websockets
 from websockets.asyncio.client import ClientConnection
@@ -102,9 +104,16 @@ async def stream(
     bearer: str | None = None,
     how: str = "header",
     max_queue: int | None = 1024,
+    read: bool = True,
+    receive_buffer: int | None = None,
     **query: str | list[str],
 ) -> AsyncIterator[StreamClient]:
-    """A connected :class:`StreamClient` (token in the header, a subprotocol or the query)."""
+    """A connected :class:`StreamClient` (token in the header, a subprotocol or the query).
+
+    With ``read=False`` nothing is read until ``client.start()`` (a client that stalls).
+    ``receive_buffer`` fixes the socket's kernel receive buffer (no autotuning: on
+    loopback it would grow to tens of MB and hide a stalled reader from the server).
+    """
     jwt = bearer if bearer is not None else token(tenant, user)
     headers: dict[str, str] = {}
     protocols: list[str] | None = None
@@ -114,15 +123,25 @@ async def stream(
         protocols = ["disco.v1", f"bearer.{jwt}"]
     elif how == "query":
         query = {**query, "access_token": jwt}
+    sock: socket.socket | None = None
+    if receive_buffer is not None:
+        address = urlsplit(http_url)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+        sock.setblocking(False)
+        await asyncio.get_running_loop().sock_connect(sock, (address.hostname, address.port))
     connection = await websockets.connect(
         ws_url(http_url, session_id, **query),
+        sock=sock,
         additional_headers=headers,
         subprotocols=protocols,  # type: ignore[arg-type]
         max_queue=max_queue,
         max_size=None,
+        compression=None,  # what a test sends must weigh on the wire what it weighs
     )
     client = StreamClient(connection)
-    client.start()
+    if read:
+        client.start()
     try:
         yield client
     finally:

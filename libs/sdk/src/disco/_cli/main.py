@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from disco._cli import db, dev, plans
+from disco._cli import db, dev, plans, sessions
 from disco._cli.new import new
 from disco._cli.status import status
 from disco._cli.tail import tail
@@ -19,6 +19,7 @@ app = typer.Typer(
 app.add_typer(dev.app, name="dev")
 app.add_typer(db.app, name="db")
 app.add_typer(plans.app, name="plans")
+app.add_typer(sessions.app, name="sessions")
 app.command(name="token")(token)
 app.command(name="tail")(tail)
 app.command(name="new")(new)

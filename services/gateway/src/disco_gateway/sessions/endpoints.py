@@ -15,11 +15,13 @@ import contextlib
 import json
 import time
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Path, Query, Request, WebSocket
 from pydantic import ValidationError
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
+from disco.runtime import to_json_safe
 from disco_common.ids import utcnow
 from disco_common.sessions import (
     CLIENT_MESSAGE,
@@ -38,7 +40,7 @@ from disco_common.sessions import (
     SessionEventType,
     StreamErrorCode,
 )
-from disco_gateway.sessions.hub import Gap
+from disco_gateway.sessions.hub import Gap, Subscriber
 from disco_gateway.sessions.service import SessionService, sees_every_user
 from disco_gateway.state import GatewayState
 from disco_service import DiscoHTTPError, Identity, IdentityDep, error_responses
@@ -180,9 +182,10 @@ def _token_of(websocket: WebSocket, access_token: str | None) -> tuple[str | Non
 class _Socket:
     """One connected client: sends are serialized; control messages share the event shape."""
 
-    def __init__(self, websocket: WebSocket, session_id: str) -> None:
+    def __init__(self, websocket: WebSocket, session_id: str, *, max_payload_bytes: int) -> None:
         self.websocket = websocket
         self.session_id = session_id
+        self._max_bytes = max_payload_bytes
         self._lock = asyncio.Lock()
 
     async def send(self, text: str) -> None:
@@ -195,7 +198,7 @@ class _Socket:
             type=kind.value,
             session_id=self.session_id,
             timestamp=utcnow(),
-            payload=payload,
+            payload=to_json_safe(payload, max_bytes=self._max_bytes),
         )
         await self.send(message.model_dump_json())
 
@@ -228,7 +231,7 @@ async def stream(
         await websocket.close(CLOSE_TRY_AGAIN, "the gateway is starting or stopping")
         return
     service, hub, settings = state.sessions, state.hub, state.settings
-    socket = _Socket(websocket, session_id)
+    socket = _Socket(websocket, session_id, max_payload_bytes=settings.stream_payload_max_bytes)
     async with hub.subscribe(
         identity.tenant_id,
         session_id,
@@ -260,7 +263,7 @@ async def _pump(
     socket: _Socket,
     service: SessionService,
     identity: Identity,
-    subscriber: Any,
+    subscriber: Subscriber,
     after: str | None,
     agents: list[str] | tuple[str, ...],
 ) -> None:
@@ -287,13 +290,14 @@ async def _pump(
     while True:
         item = await subscriber.next()
         if isinstance(item, Gap):
+            replay = f"/v1/sessions/{socket.session_id}/events"
             await socket.control(
                 SessionEventType.STREAM_GAP,
                 {
                     "after": last,
                     "dropped": item.dropped,
                     "reason": "the socket fell behind",
-                    "replay": f"/v1/sessions/{socket.session_id}/events?after={last or ''}",
+                    "replay": replay if last is None else f"{replay}?after={quote(last)}",
                 },
             )
             continue

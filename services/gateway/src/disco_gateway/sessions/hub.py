@@ -11,16 +11,21 @@ it reads, it
    sees it, which is what makes a reconnect with ``after=`` lose nothing;
 3. offers each event to the subscribers of its tenant and session.
 
-A subscriber has a bounded queue. One that falls behind (its socket does not
-read) stops receiving when the queue is full and, once it drained what it had,
-gets one ``STREAM_GAP`` telling it to reconcile through the replay endpoint;
-offering never waits, so nobody else is slowed.
+A subscriber has a bounded queue (``DISCO_GATEWAY_STREAM_QUEUE_SIZE``). One
+that falls behind (its socket reads slower than events come, so the socket's
+sends wait on the transport's flow control) stops receiving when the queue is
+full and, once it drained what it had, gets one ``STREAM_GAP`` telling it to
+reconcile through the replay endpoint; then it receives live events again.
+Offering never waits, so nobody else is slowed. A socket that stopped
+answering pings is closed by the server's heartbeat
+(``DISCO_GATEWAY_STREAM_HEARTBEAT_SECONDS``), which ends its subscription.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
@@ -30,6 +35,7 @@ from disco.bus import TopicReader
 from disco.settings import BusSettings
 from disco_common.topics import Topic
 from disco_gateway.sessions.mapping import StoredEvent, to_session_event
+from disco_gateway.sessions.metrics import StreamMetrics
 from disco_gateway.sessions.repository import store_batch
 from disco_service import Database
 
@@ -57,6 +63,7 @@ class Subscriber:
     all_users: bool
     agents: frozenset[str]
     queue_size: int
+    metrics: StreamMetrics | None = None
     queue: asyncio.Queue[StoredEvent] = field(init=False)
     overflowed: bool = field(default=False, init=False)
     dropped: int = field(default=0, init=False)
@@ -79,20 +86,26 @@ class Subscriber:
         """Queue ``event`` (never waits; past the bound it is dropped, see the module docs)."""
         if not self.wants(event):
             return
-        if self.overflowed:
-            self.dropped += 1
-            return
-        try:
-            self.queue.put_nowait(event)
-        except asyncio.QueueFull:
-            self.overflowed = True
-            self.dropped += 1
+        if not self.overflowed:
+            try:
+                self.queue.put_nowait(event)
+            except asyncio.QueueFull:
+                self.overflowed = True
+            else:
+                if self.metrics is not None:
+                    self.metrics.events.inc()
+                return
+        self.dropped += 1
+        if self.metrics is not None:
+            self.metrics.dropped.inc()
 
     async def next(self) -> StoredEvent | Gap:
         """The next event, or the gap once what was queued before the overflow is out."""
         if self.overflowed and self.queue.empty():
             gap = Gap(self.dropped)
             self.overflowed, self.dropped = False, 0
+            if self.metrics is not None:
+                self.metrics.gaps.inc()
             return gap
         return await self.queue.get()
 
@@ -104,19 +117,24 @@ class SessionHub:
         settings: how to reach the bus.
         database: where the events are kept.
         max_payload_bytes: the bound on each message's payload.
+        metrics: where the sockets, events, drops and gaps are counted.
     """
 
     def __init__(
-        self, settings: BusSettings, database: Database, *, max_payload_bytes: int
+        self,
+        settings: BusSettings,
+        database: Database,
+        *,
+        max_payload_bytes: int,
+        metrics: StreamMetrics | None = None,
     ) -> None:
         self._settings = settings
+        self._metrics = metrics
         self._database = database
         self._max_bytes = max_payload_bytes
         self._subscribers: dict[tuple[str, str], set[Subscriber]] = {}
         self._reader: TopicReader | None = None
         self._task: asyncio.Task[None] | None = None
-        self.delivered = 0
-        """Events handed to subscribers since the start (for the benchmark and metrics)."""
 
     @property
     def sockets(self) -> int:
@@ -154,13 +172,17 @@ class SessionHub:
     ) -> AsyncIterator[Subscriber]:
         """A subscriber of the session's events, until the block exits."""
         subscriber = Subscriber(
-            tenant_id, session_id, user_id, all_users, frozenset(agents), queue_size
+            tenant_id, session_id, user_id, all_users, frozenset(agents), queue_size, self._metrics
         )
         key = (tenant_id, session_id)
         self._subscribers.setdefault(key, set()).add(subscriber)
+        if self._metrics is not None:
+            self._metrics.sockets.inc()
         try:
             yield subscriber
         finally:
+            if self._metrics is not None:
+                self._metrics.sockets.dec()
             subscribers = self._subscribers.get(key)
             if subscribers is not None:
                 subscribers.discard(subscriber)
@@ -188,18 +210,29 @@ class SessionHub:
             if not events:
                 continue
             await self._store(events)
+            if self._metrics is not None:
+                now = time.time()
+                for event in events:
+                    self._metrics.lag_seconds.observe(
+                        max(0.0, now - event.event.timestamp.timestamp())
+                    )
             for event in events:
                 for subscriber in self._subscribers.get((event.tenant_id, event.session_id), ()):
                     subscriber.offer(event)
-                    self.delivered += 1
+                # Let the sockets take it before the next: a batch larger than a queue
+                # overflows only the sockets that really fall behind.
+                await asyncio.sleep(0)
 
     async def _store(self, events: list[StoredEvent]) -> None:
         """Keep the batch before anyone sees it (retried; delivered anyway if Postgres is down)."""
         rows = [event.row() for event in events]
         for attempt in range(1, _STORE_ATTEMPTS + 1):
+            started = time.perf_counter()
             try:
                 async with self._database.unit_of_work(None) as session:
                     await store_batch(session, rows)
+                if self._metrics is not None:
+                    self._metrics.store_seconds.observe(time.perf_counter() - started)
                 return
             except Exception as exc:
                 _log.warning(

@@ -26,7 +26,12 @@ async def sessions_lifespan(state: GatewayState) -> AsyncIterator[None]:
     settings = state.settings
     a2a = state.require_a2a()
     database = state.require_database()
-    hub = SessionHub(settings, database, max_payload_bytes=settings.stream_payload_max_bytes)
+    hub = SessionHub(
+        settings,
+        database,
+        max_payload_bytes=settings.stream_payload_max_bytes,
+        metrics=state.stream_metrics,
+    )
     await hub.start()
     state.hub = hub
     state.sessions = SessionService(database, state.require_bus(), a2a.directory, a2a.publisher)

@@ -1,0 +1,75 @@
+"""The session events the gateway keeps for replay: each tenant's own, bounded by age and count."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+from sqlalchemy import text
+
+from disco_common.envelope import Notification
+from disco_common.ids import utcnow
+from disco_gateway.sessions.mapping import to_session_event
+from disco_gateway.sessions.repository import SessionEventRepository, purge, store_batch
+from disco_service import Database
+from tests.integration.gateway.conftest import new_tenant
+
+
+def _rows(tenant: str, session: str, count: int) -> list[dict[str, object]]:
+    rows = []
+    for n in range(count):
+        event = to_session_event(
+            Notification(
+                source="disco://agent/a",
+                type="TOOL_LOG",
+                data={"type": "TOOL_LOG", "payload": {"message": f"line {n}"}},
+                session_id=session,
+                tenant_id=tenant,
+            ),
+            max_bytes=64 * 1024,
+        )
+        assert event is not None
+        rows.append(event.row())
+    return rows
+
+
+async def _kept(db: Database, tenant: str, session: str) -> list[str]:
+    async with db.unit_of_work(tenant) as connection:
+        rows = await SessionEventRepository(connection, tenant).after(
+            session, 0, limit=100, user_id="alice", all_users=True
+        )
+    return [document["id"] for _, document in rows]
+
+
+async def test_retention_drops_old_events_and_all_but_the_newest_of_each_session(
+    db: Database,
+) -> None:
+    tenant, other = new_tenant(), new_tenant()
+    busy, quiet = f"s-{uuid.uuid4().hex[:8]}", f"s-{uuid.uuid4().hex[:8]}"
+    busy_rows, quiet_rows = _rows(tenant, busy, 6), _rows(tenant, quiet, 2)
+    others = _rows(other, busy, 2)  # another tenant, the same session id
+    async with db.unit_of_work(None) as connection:
+        stored = await store_batch(connection, busy_rows + quiet_rows + others)
+        again = await store_batch(connection, busy_rows[:2])  # a second instance's copy
+    async with db.unit_of_work(tenant) as connection:
+        await connection.execute(
+            text(
+                "UPDATE gateway.session_events SET created_at = now() - interval '40 days' "
+                "WHERE event_id = ANY(:ids)"
+            ),
+            {"ids": [row["event_id"] for row in busy_rows[:1]]},
+        )
+    before = await _kept(db, tenant, busy)
+    async with db.unit_of_work(None) as connection:
+        purged = await purge(connection, cutoff=utcnow() - timedelta(days=30), keep=3)
+
+    ids = [str(row["event_id"]) for row in busy_rows]
+    assert stored == 10
+    assert again == 0
+    assert before == ids
+    assert purged >= 3  # one too old, then two past the newest three
+    assert await _kept(db, tenant, busy) == ids[3:]
+    assert await _kept(db, tenant, quiet) == [str(row["event_id"]) for row in quiet_rows]
+    assert await _kept(db, other, busy) == [str(row["event_id"]) for row in others]
+    async with db.unit_of_work(tenant) as connection:
+        assert await SessionEventRepository(connection, tenant).seq_of(busy, ids[0]) is None
