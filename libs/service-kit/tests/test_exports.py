@@ -40,6 +40,7 @@ def test_the_kit_exports_exactly_its_public_api() -> None:
         "UnprocessableEntity",
         "configure_logging",
         "create_service_app",
+        "database_unavailable",
         "error_response",
         "error_responses",
         "get_bus",
@@ -50,6 +51,7 @@ def test_the_kit_exports_exactly_its_public_api() -> None:
         "install_error_handlers",
         "publish_after_commit",
         "require_role",
+        "retry_while_unavailable",
         "run_service",
         "settings_env_vars",
     ]

@@ -39,6 +39,7 @@ from disco_service._errors import (
     error_responses,
     install_error_handlers,
 )
+from disco_service._faults import database_unavailable, retry_while_unavailable
 from disco_service._logging import configure_logging
 from disco_service._metrics import ServiceMetrics
 from disco_service._operations import CheckResult, Liveness, Readiness
@@ -86,6 +87,7 @@ __all__ = [
     "UnprocessableEntity",
     "configure_logging",
     "create_service_app",
+    "database_unavailable",
     "error_response",
     "error_responses",
     "get_bus",
@@ -96,6 +98,7 @@ __all__ = [
     "install_error_handlers",
     "publish_after_commit",
     "require_role",
+    "retry_while_unavailable",
     "run_service",
     "settings_env_vars",
 ]

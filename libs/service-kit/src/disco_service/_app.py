@@ -153,9 +153,10 @@ def create_service_app(
         version=version,
         description=description,
         lifespan=lifespan,
-        # Every route may answer these; authenticated routers add 401/403
+        # Every route may answer these (503: the database or broker is away);
+        # authenticated routers add 401/403
         # themselves: APIRouter(responses=error_responses(401, 403)).
-        responses=error_responses(422, 500),
+        responses=error_responses(422, 500, 503),
         # FastAPI's own OpenTelemetry: server spans continuing an incoming
         # `traceparent`, plus spans for dependencies and the endpoint. Metrics
         # are Prometheus' (/metrics) and logs structlog's, so those are off.

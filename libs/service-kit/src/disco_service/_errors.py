@@ -16,10 +16,12 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import JsonValue
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from disco_common.errors import ErrorBody, ErrorCode, ErrorResponse
+from disco_service._faults import database_unavailable
 
 __all__ = [
     "BadRequest",
@@ -262,6 +264,26 @@ async def _integrity_error(request: Request, exc: Exception) -> JSONResponse:
     return error_response(500, ErrorCode.INTERNAL.value, "Internal error.")
 
 
+_RETRY_AFTER_SECONDS = 1
+
+
+async def _database_error(request: Request, exc: Exception) -> JSONResponse:
+    if database_unavailable(exc):
+        # Stalled, restarting or overloaded: say so at once, and when to try again.
+        log.warning("database_unavailable", path=request.url.path, error=repr(exc))
+        return error_response(
+            503,
+            ErrorCode.UNAVAILABLE.value,
+            "The database is unavailable; retry shortly.",
+            {"dependency": "database", "retry_after_seconds": _RETRY_AFTER_SECONDS},
+            {"Retry-After": str(_RETRY_AFTER_SECONDS)},
+        )
+    if isinstance(exc, IntegrityError):
+        return await _integrity_error(request, exc)
+    log.error("database_error", exc_info=exc)
+    return error_response(500, ErrorCode.INTERNAL.value, "Internal error.")
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Make every error ``app`` answers with take the stable shape.
 
@@ -273,3 +295,6 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, _http_exception)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(IntegrityError, _integrity_error)
+    # What a stalled or restarting database raises (see disco_service._faults).
+    for kind in (DBAPIError, PoolTimeoutError, TimeoutError, ConnectionError):
+        app.add_exception_handler(kind, _database_error)

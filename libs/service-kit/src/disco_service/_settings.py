@@ -102,8 +102,26 @@ class ServiceSettings(BusSettings):
         ),
     )
     database_max_overflow: int = Field(default=8, ge=0, le=200)
-    database_pool_timeout_seconds: float = Field(default=10.0, gt=0)
-    database_connect_timeout_seconds: float = Field(default=5.0, gt=0)
+    database_pool_timeout_seconds: float = Field(
+        default=5.0,
+        gt=0,
+        le=120,
+        description=(
+            "Longest wait for a pooled connection. With a stalled database every "
+            "connection is stuck, and a request answers 503 after this instead of waiting."
+        ),
+    )
+    database_connect_timeout_seconds: float = Field(default=5.0, gt=0, le=120)
+    database_statement_timeout_ms: int = Field(
+        default=5000,
+        ge=100,
+        le=3_600_000,
+        description=(
+            "Longest a statement may run: Postgres cancels it (statement_timeout), and "
+            "the client gives up on an answer a second later (the server may be "
+            "stalled and cancel nothing). A request that hits it answers 503."
+        ),
+    )
 
     auth_secret: SecretStr | None = Field(
         default=None, description="HS256 secret. In dev a built-in default is used when unset."

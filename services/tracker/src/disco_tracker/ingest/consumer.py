@@ -27,11 +27,11 @@ import structlog
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 from aiokafka.structs import ConsumerRecord
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from disco.bus import BusClient, BusError
 from disco_common.envelope import EnvelopeError, envelope_class_for
 from disco_common.topics import Topic, strip_prefix
+from disco_service import database_unavailable
 from disco_tracker.ingest.metrics import IngestMetrics
 from disco_tracker.ingest.service import Applied, Consumed, apply_batch
 from disco_tracker.state import TrackerState
@@ -46,13 +46,6 @@ INGEST_TOPICS = (Topic.SYSTEM_EVENTS, Topic.ACTION_REQUESTS, Topic.ACTION_RESULT
 _BATCH_ATTEMPTS = 3
 """Attempts at a whole batch before it is applied envelope by envelope."""
 _BACKOFF_MAX_SECONDS = 5.0
-
-
-def _transient(exc: BaseException) -> bool:
-    """Whether waiting can fix ``exc`` (the database is away), as opposed to the data."""
-    if isinstance(exc, (OperationalError, InterfaceError, OSError, TimeoutError)):
-        return True
-    return isinstance(exc, DBAPIError) and exc.connection_invalidated
 
 
 class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
@@ -102,7 +95,11 @@ class IngestConsumer:
             group_id=self.group,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
-            fetch_max_wait_ms=settings.kafka_fetch_max_wait_ms,
+            # Unset means "the broker kind's default" (see BusSettings): aiokafka
+            # needs a number, and a None here crashed the fetcher at the first fetch.
+            fetch_max_wait_ms=settings.fetch_waits(
+                "kafka" if settings.kafka_broker_kind == "kafka" else "embedded"
+            )[1],
             session_timeout_ms=settings.kafka_session_timeout_ms,
             heartbeat_interval_ms=settings.kafka_heartbeat_interval_ms,
             max_poll_records=settings.ingest_batch_size,
@@ -229,7 +226,7 @@ class IngestConsumer:
             try:
                 return await apply_batch(database, items, data_max_bytes=max_bytes)
             except Exception as exc:
-                transient = _transient(exc)
+                transient = database_unavailable(exc)
                 log.warning(
                     "ingest_batch_failed",
                     envelopes=len(items),
@@ -256,7 +253,7 @@ class IngestConsumer:
                 try:
                     single = await apply_batch(database, [item], data_max_bytes=max_bytes)
                 except Exception as exc:
-                    if _transient(exc) or attempt < _BATCH_ATTEMPTS:
+                    if database_unavailable(exc) or attempt < _BATCH_ATTEMPTS:
                         if self._stopping:
                             return None
                         await asyncio.sleep(0.2 * attempt)
