@@ -7,6 +7,7 @@ from fastapi import FastAPI
 from opentelemetry import trace
 
 from disco_service._logging import configure_logging
+from disco_service._server import guarded_http_protocol
 from disco_service._settings import ServiceSettings
 from disco_service._state import get_state
 
@@ -41,6 +42,8 @@ def run_service(app: FastAPI, settings: ServiceSettings) -> None:
         access_log=False,
         server_header=False,
         timeout_graceful_shutdown=int(settings.shutdown_grace_seconds),
+        timeout_keep_alive=settings.http_keep_alive_seconds,
+        http=guarded_http_protocol(settings.http_head_timeout_seconds),
     )
     server = uvicorn.Server(config)
     server.run()

@@ -135,6 +135,24 @@ class ServiceSettings(BusSettings):
     auth_jwks_cache_seconds: int = Field(default=300, ge=1)
 
     max_body_bytes: int = Field(default=1_048_576, ge=1, description="Largest request body.")
+    http_head_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        le=300,
+        description=(
+            "A request's head (request line and headers) must arrive within this, else 408 "
+            "and the connection closes (slow clients, slowloris)."
+        ),
+    )
+    http_body_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description="Longest wait for the next chunk of a request body, else 408.",
+    )
+    http_keep_alive_seconds: int = Field(
+        default=5, ge=1, le=300, description="An idle kept-alive connection closes after this."
+    )
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     log_json: bool | None = Field(
