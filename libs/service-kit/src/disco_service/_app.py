@@ -176,7 +176,10 @@ def create_service_app(
     # inside the request context, so refused bodies are counted and logged too.
     # FastAPI's telemetry wraps the whole stack, so the server span is current here.
     app.add_middleware(
-        BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes, metrics=state.metrics
+        BodySizeLimitMiddleware,
+        max_bytes=settings.max_body_bytes,
+        read_timeout=settings.http_body_timeout_seconds,
+        metrics=state.metrics,
     )
     app.add_middleware(RequestContextMiddleware, metrics=state.metrics)
     app.include_router(operations_router)

@@ -11,10 +11,26 @@ from disco_service._server import guarded_http_protocol
 from disco_service._settings import ServiceSettings
 from disco_service._state import get_state
 
-__all__ = ["run_service"]
+__all__ = ["run_service", "server_config"]
 
 # uvicorn's own exit code for "the app did not start".
 _STARTUP_FAILURE = 3
+
+
+def server_config(app: FastAPI, settings: ServiceSettings) -> uvicorn.Config:
+    """The uvicorn configuration a service runs with (bounds on slow clients included)."""
+    return uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        lifespan="on",
+        log_config=None,
+        access_log=False,
+        server_header=False,
+        timeout_graceful_shutdown=int(settings.shutdown_grace_seconds),
+        timeout_keep_alive=settings.http_keep_alive_seconds,
+        http=guarded_http_protocol(settings.http_head_timeout_seconds),
+    )
 
 
 def run_service(app: FastAPI, settings: ServiceSettings) -> None:
@@ -33,18 +49,7 @@ def run_service(app: FastAPI, settings: ServiceSettings) -> None:
     # In a real process the service's provider is the global one, so SDK code
     # that traces (the bus's consumer spans) joins the service's traces.
     trace.set_tracer_provider(get_state(app).tracer_provider)
-    config = uvicorn.Config(
-        app,
-        host=settings.host,
-        port=settings.port,
-        lifespan="on",
-        log_config=None,
-        access_log=False,
-        server_header=False,
-        timeout_graceful_shutdown=int(settings.shutdown_grace_seconds),
-        timeout_keep_alive=settings.http_keep_alive_seconds,
-        http=guarded_http_protocol(settings.http_head_timeout_seconds),
-    )
+    config = server_config(app, settings)
     server = uvicorn.Server(config)
     server.run()
     if not server.started:
