@@ -110,6 +110,8 @@ EXPECTED = [
     "EpisodicSearchQuery",
     "EpisodicTurn",
     "EpisodicTurnCreate",
+    "ErasureCompletedData",
+    "ErasureRequestedData",
     "ErasureResult",
     "ErasureScope",
     "ErrorBody",

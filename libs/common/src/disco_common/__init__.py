@@ -239,6 +239,8 @@ from disco_common.services import SERVICE_ENTRY_POINT_GROUP, ServiceManifest
 from disco_common.system_events import (
     SYSTEM_EVENT_DATA,
     DelegatedSubTask,
+    ErasureCompletedData,
+    ErasureRequestedData,
     PlanCompletedData,
     PlanFailedData,
     PlanPausedData,
@@ -404,6 +406,8 @@ __all__ = [
     "EpisodicSearchQuery",
     "EpisodicTurn",
     "EpisodicTurnCreate",
+    "ErasureCompletedData",
+    "ErasureRequestedData",
     "ErasureResult",
     "ErasureScope",
     "ErrorBody",

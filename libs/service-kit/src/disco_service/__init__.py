@@ -25,6 +25,12 @@ from disco_service._deps import (
     identify,
     require_role,
 )
+from disco_service._erasure import (
+    ERASURE_SOURCE,
+    ErasureRepository,
+    announce_erasure,
+    erasure_follower,
+)
 from disco_service._errors import (
     BadRequest,
     Conflict,
@@ -56,12 +62,14 @@ from disco_service._state import ReadinessCheck, ServiceState, get_state
 
 __all__ = [
     "DEFAULT_DATABASE_URL",
+    "ERASURE_SOURCE",
     "BadRequest",
     "BusDep",
     "CheckResult",
     "Conflict",
     "Database",
     "DiscoHTTPError",
+    "ErasureRepository",
     "Forbidden",
     "GatewayLinkSettings",
     "Identity",
@@ -85,9 +93,11 @@ __all__ = [
     "TokenVerifier",
     "Unauthenticated",
     "UnprocessableEntity",
+    "announce_erasure",
     "configure_logging",
     "create_service_app",
     "database_unavailable",
+    "erasure_follower",
     "error_response",
     "error_responses",
     "get_bus",

@@ -10,7 +10,7 @@ from disco_gateway.cards.endpoints import router as cards_router
 from disco_gateway.publish.endpoints import router as publish_router
 from disco_gateway.settings import GatewaySettings
 from disco_gateway.state import GatewayState
-from disco_service import create_service_app, run_service
+from disco_service import create_service_app, erasure_follower, run_service
 
 __all__ = ["SERVICE", "create_app", "main"]
 
@@ -42,7 +42,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         description=DESCRIPTION,
         # Cards first: /a2a/{agent}/.well-known/... must match before the A2A mount.
         routers=[cards_router, publish_router],
-        lifespan_hooks=[a2a_lifespan],
+        lifespan_hooks=[a2a_lifespan, erasure_follower],
     )
     app.router.routes.extend(a2a_routes(state))
     return app

@@ -30,6 +30,7 @@ from aiokafka.structs import ConsumerRecord
 
 from disco.bus import BusClient, BusError
 from disco_common.envelope import EnvelopeError, envelope_class_for
+from disco_common.system_events import SystemEventType
 from disco_common.topics import Topic, strip_prefix
 from disco_service import database_unavailable
 from disco_tracker.ingest.metrics import IngestMetrics
@@ -42,6 +43,11 @@ log = structlog.get_logger("disco_tracker.ingest")
 
 INGEST_TOPICS = (Topic.SYSTEM_EVENTS, Topic.ACTION_REQUESTS, Topic.ACTION_RESULTS)
 """What the read model is built from (questions to humans are the HITL watch's)."""
+
+_NOT_TRACKED = frozenset(
+    {SystemEventType.ERASURE_REQUESTED.value, SystemEventType.ERASURE_COMPLETED.value}
+)
+"""Never kept in a timeline: an erasure's own events would outlive what they erased."""
 
 _BATCH_ATTEMPTS = 3
 """Attempts at a whole batch before it is applied envelope by envelope."""
@@ -201,6 +207,8 @@ class IngestConsumer:
                     if not await self._dead_letter(bus, record, "EnvelopeError", exc.reason):
                         return False
                     self.metrics.rejected.labels(topic=topic, reason="envelope").inc()
+                    continue
+                if envelope.type in _NOT_TRACKED:
                     continue
                 items.append(Consumed(topic, envelope, len(record.value or b"")))
                 records.append(record)
