@@ -110,6 +110,7 @@ EXPECTED = [
     "EpisodicSearchQuery",
     "EpisodicTurn",
     "EpisodicTurnCreate",
+    "EpisodicTurnUpdate",
     "ErasureCompletedData",
     "ErasureRequestedData",
     "ErasureResult",
