@@ -17,7 +17,13 @@ __all__ = ["run_service", "server_config"]
 _STARTUP_FAILURE = 3
 
 
-def server_config(app: FastAPI, settings: ServiceSettings) -> uvicorn.Config:
+def server_config(
+    app: FastAPI,
+    settings: ServiceSettings,
+    *,
+    ws_ping_interval: float | None = 20.0,
+    ws_ping_timeout: float | None = 20.0,
+) -> uvicorn.Config:
     """The uvicorn configuration a service runs with (bounds on slow clients included)."""
     return uvicorn.Config(
         app,
@@ -30,16 +36,27 @@ def server_config(app: FastAPI, settings: ServiceSettings) -> uvicorn.Config:
         timeout_graceful_shutdown=int(settings.shutdown_grace_seconds),
         timeout_keep_alive=settings.http_keep_alive_seconds,
         http=guarded_http_protocol(settings.http_head_timeout_seconds),
+        ws_ping_interval=ws_ping_interval,
+        ws_ping_timeout=ws_ping_timeout,
     )
 
 
-def run_service(app: FastAPI, settings: ServiceSettings) -> None:
+def run_service(
+    app: FastAPI,
+    settings: ServiceSettings,
+    *,
+    ws_ping_interval: float | None = 20.0,
+    ws_ping_timeout: float | None = 20.0,
+) -> None:
     """Serve ``app`` on ``settings.host:settings.port`` until SIGINT/SIGTERM.
 
     No reload, one process (scale by running more). On a signal uvicorn stops
     accepting, lets in-flight requests finish for up to
     ``DISCO_SHUTDOWN_GRACE_SECONDS``, then runs the lifespan's shutdown (outbox
     drained, bus flushed, pool closed).
+
+    ``ws_ping_interval``/``ws_ping_timeout``: websocket heartbeats (uvicorn pings every
+    socket and closes one that does not answer in time).
 
     Raises:
         SystemExit: with code 3 when the app failed to start (e.g. the broker
@@ -49,7 +66,9 @@ def run_service(app: FastAPI, settings: ServiceSettings) -> None:
     # In a real process the service's provider is the global one, so SDK code
     # that traces (the bus's consumer spans) joins the service's traces.
     trace.set_tracer_provider(get_state(app).tracer_provider)
-    config = server_config(app, settings)
+    config = server_config(
+        app, settings, ws_ping_interval=ws_ping_interval, ws_ping_timeout=ws_ping_timeout
+    )
     server = uvicorn.Server(config)
     server.run()
     if not server.started:

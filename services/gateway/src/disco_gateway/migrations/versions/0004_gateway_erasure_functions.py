@@ -6,8 +6,8 @@ schema with a ``tenant_id`` column, found in the catalog when they run.
 The service erases its rows when the memory service announces an erasure
 (``erasure.requested`` on system-events; see disco_service's erasure consumer).
 
-Revision ID: gateway_0003
-Revises: gateway_0002
+Revision ID: gateway_0004
+Revises: gateway_0003
 Create Date: 2026-11-24
 """
 
@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 from disco_service.migration_helpers import create_erasure_functions, drop_erasure_functions
 
-revision: str = "gateway_0003"
-down_revision: str | None = "gateway_0002"
+revision: str = "gateway_0004"
+down_revision: str | None = "gateway_0003"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
