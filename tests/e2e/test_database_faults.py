@@ -2,7 +2,8 @@
 
 Real processes throughout: a PostgreSQL server of the test's own (it is the
 one stalled, with SIGSTOP on every one of its processes), the session's
-broker, and registry, memory and tracker as ``python -m`` processes. While the
+broker, and the four services as ``python -m`` processes (the gateway's
+session replay reads its own store). While the
 database is stalled, every API request is answered (503, the stable error
 shape) rather than held, and envelopes arrive for the tracker's ingest and its
 HITL watch. Once the database continues, the services recover without a
@@ -40,15 +41,18 @@ from tests.fixtures.waiting import eventually
 from tests.integration.tracker.scenario import plan_scenario
 
 TENANT = "acme"
-SERVICES = ("registry", "memory", "tracker")
+SERVICES = ("registry", "memory", "tracker", "gateway")
+SESSION = "stall-session"
 # One database read per service, through the request's tenant-scoped session.
 READS = {
     "registry": "/v1/agents",
     "memory": "/v1/memory/plans",
     "tracker": "/v1/tracker/plans",
+    "gateway": f"/v1/sessions/{SESSION}/events",
 }
 REQUESTS_PER_SERVICE = 4
 ANSWER_EVENT = "ship.answered"
+HUB_WAITS = 3
 
 
 @dataclass
@@ -162,7 +166,16 @@ async def test_a_stalled_database_gives_prompt_503s_and_loses_no_envelope(
                 correlation_id=correlation,
                 tenant_id=TENANT,
                 user_id="alice",
+                session_id=SESSION,
             )
+            gateway_log = stack.services["gateway"].log
+
+            def gateway_waited() -> bool:
+                # More waits than a retry count would allow: the batch is held, not dropped.
+                text = gateway_log.read_text(errors="replace")
+                return text.count("session events wait for the database") > HUB_WAITS
+
+            await eventually(gateway_waited, timeout=60, what="the gateway's reader waits")
         began = time.monotonic()
         recovered = {
             name: await _first_success(http, f"{service.url}{READS[name]}", headers, began)
@@ -179,6 +192,15 @@ async def test_a_stalled_database_gives_prompt_503s_and_loses_no_envelope(
             return response.status_code == 200 and response.json()["plan"]["status"] == "completed"
 
         await eventually(plan_tracked, timeout=60, what="the tracker applied the plan")
+
+        async def question_kept() -> bool:
+            url = f"{stack.services['gateway'].url}{READS['gateway']}"
+            response = await http.get(url, headers=headers)
+            return response.status_code == 200 and any(
+                item["id"] == question.id for item in response.json()["items"]
+            )
+
+        await eventually(question_kept, timeout=60, what="the gateway kept the question")
 
     # The sweeper's timeout answer, published by the outbox relay.
     timeouts = await read_envelopes(
