@@ -22,7 +22,7 @@ from disco._dev.ports import free_port
 from disco_service import ServiceSettings
 from disco_service._run import server_config
 from tests.fixtures.waiting import eventually
-from tests.integration.kit.support import build_app, serve
+from tests.integration.kit.support import bearer, build_app, new_tenant, serve
 
 BOUND_SECONDS = 0.5
 
@@ -64,6 +64,50 @@ async def test_invalid_utf8_is_refused_with_the_error_shape(
     )
     assert 400 <= response.status_code < 500, response.text
     _assert_error_shape(response.content, response.status_code)
+
+
+async def test_a_nul_character_postgres_cannot_store_is_a_422_and_nothing_is_written(
+    client: httpx.AsyncClient,
+) -> None:
+    headers = bearer(new_tenant())
+    response = await client.post("/notes", json={"body": "before\u0000after"}, headers=headers)
+    assert response.status_code == 422, response.text
+    _assert_error_shape(response.content, 422, "nul_character")
+    assert (await client.get("/notes", headers=headers)).json() == []
+
+
+async def test_the_errors_answered_before_any_handler_are_declared(
+    app_client: httpx.AsyncClient,
+) -> None:
+    """400 (not UTF-8 JSON), 408 (too slow) and 413 (too large) on every operation taking
+    a body, 401 on every one needing a token: answered before any handler runs, and
+    declared in the OpenAPI document all the same."""
+    document = (await app_client.get("/openapi.json")).json()
+    with_body = {
+        (method, path): operation["responses"]
+        for path, item in document["paths"].items()
+        for method, operation in item.items()
+        if "requestBody" in operation
+    }
+    assert ("post", "/echo") in with_body
+    for responses in with_body.values():
+        for status in ("400", "408", "413"):
+            content = responses[status]["content"]["application/json"]["schema"]
+            assert content == {"$ref": "#/components/schemas/ErrorResponse"}
+    secured = [
+        operation["responses"]
+        for item in document["paths"].values()
+        for operation in item.values()
+        if operation.get("security")
+    ]
+    assert secured
+    for responses in secured:
+        assert "401" in responses
+    assert "401" in document["paths"]["/whoami"]["get"]["responses"]
+    malformed = await app_client.post(
+        "/echo", content=b"\x13B\xff\x16", headers={"Content-Type": "application/json"}
+    )
+    assert str(malformed.status_code) in with_body[("post", "/echo")]
 
 
 @dataclass

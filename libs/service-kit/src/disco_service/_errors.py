@@ -20,8 +20,9 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from disco.clients import ServiceUnavailableError
 from disco_common.errors import ErrorBody, ErrorCode, ErrorResponse
-from disco_service._faults import database_unavailable
+from disco_service._faults import database_unavailable, sqlstate_of
 
 __all__ = [
     "BadRequest",
@@ -267,6 +268,10 @@ async def _integrity_error(request: Request, exc: Exception) -> JSONResponse:
 
 
 _RETRY_AFTER_SECONDS = 1
+# 22021 character_not_in_repertoire (a NUL in text), 22P05 untranslatable_character
+# (a \u0000 escape in jsonb): from a Python str, a NUL is the only cause of either.
+_NUL_REFUSED = frozenset({"22021", "22P05"})
+_NUL_CHARACTER = "nul_character"
 
 
 async def _database_error(request: Request, exc: Exception) -> JSONResponse:
@@ -282,8 +287,32 @@ async def _database_error(request: Request, exc: Exception) -> JSONResponse:
         )
     if isinstance(exc, IntegrityError):
         return await _integrity_error(request, exc)
+    if sqlstate_of(exc) in _NUL_REFUSED:
+        # Valid JSON, but Postgres keeps no NUL in text or jsonb: the caller's data,
+        # not the service, is what cannot be stored (the transaction rolled back).
+        return error_response(
+            422,
+            _NUL_CHARACTER,
+            "The request holds a NUL character (\\u0000), which cannot be stored; "
+            "remove it or replace it (e.g. with U+FFFD).",
+            {"reason": _NUL_CHARACTER},
+        )
     log.error("database_error", exc_info=exc)
     return error_response(500, ErrorCode.INTERNAL.value, "Internal error.")
+
+
+async def _upstream_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    """Another disco service this one calls could not be reached, or was not ready."""
+    assert isinstance(exc, ServiceUnavailableError)
+    log.warning("upstream_unavailable", path=request.url.path, error=str(exc))
+    return error_response(
+        503,
+        ErrorCode.UNAVAILABLE.value,
+        "A service this request needs is unavailable; retry shortly.",
+        # Where it lives is the operator's business (logged above), not the caller's.
+        {"dependency": "service", "retry_after_seconds": _RETRY_AFTER_SECONDS},
+        {"Retry-After": str(_RETRY_AFTER_SECONDS)},
+    )
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -300,3 +329,5 @@ def install_error_handlers(app: FastAPI) -> None:
     # What a stalled or restarting database raises (see disco_service._faults).
     for kind in (DBAPIError, PoolTimeoutError, TimeoutError, ConnectionError):
         app.add_exception_handler(kind, _database_error)
+    # What an SDK client raises when the service it calls is down (the gateway's registry).
+    app.add_exception_handler(ServiceUnavailableError, _upstream_unavailable)

@@ -24,7 +24,7 @@ import structlog
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
-__all__ = ["database_unavailable", "retry_while_unavailable"]
+__all__ = ["database_unavailable", "retry_while_unavailable", "sqlstate_of"]
 
 log = structlog.get_logger("disco_service.faults")
 
@@ -38,7 +38,8 @@ R = TypeVar("R")
 _UNAVAILABLE_CLASSES = ("08", "53", "57")
 
 
-def _sqlstate(exc: BaseException) -> str | None:
+def sqlstate_of(exc: BaseException) -> str | None:
+    """The SQLSTATE of a driver error (wrapped by SQLAlchemy or not), when it has one."""
     original = getattr(exc, "orig", None)
     for candidate in (original, getattr(original, "__cause__", None), exc):
         state = getattr(candidate, "sqlstate", None) or getattr(candidate, "pgcode", None)
@@ -58,7 +59,7 @@ def database_unavailable(exc: BaseException) -> bool:
     if isinstance(exc, DBAPIError):
         if exc.connection_invalidated:
             return True
-        state = _sqlstate(exc)
+        state = sqlstate_of(exc)
         if state is not None:
             return state.startswith(_UNAVAILABLE_CLASSES)
         return isinstance(exc, (OperationalError, InterfaceError))
