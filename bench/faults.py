@@ -1,6 +1,6 @@
 """Recovery from infrastructure faults: a stalled database (and the bus's, when present).
 
-Starts registry, memory and tracker as processes on a scratch PostgreSQL and
+Starts the four services as processes on a scratch PostgreSQL and
 broker, stops every PostgreSQL process (SIGSTOP) for ``--stall`` seconds
 (default 20) while a client keeps asking each service for a database read,
 then continues them (SIGCONT) and prints, per service:
@@ -10,8 +10,9 @@ then continues them (SIGCONT) and prints, per service:
 - the time from SIGCONT until the first successful request and until
   ``/readyz`` is green again.
 
-When ``bench/faults_bus.py`` exists (broker restart, dedup and credential
-costs), its ``main`` runs after this one, so one run prints every figure.
+When ``bench/faults_bus.py`` (broker restart) and ``bench/credentials.py``
+(the durable dedup store's and credential verification's costs) exist, their
+``main`` runs after this one, so one run prints every figure.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib
 import os
 import signal
 import subprocess
@@ -34,10 +36,14 @@ from disco._dev.ports import free_port
 from disco.auth import DEV_AUTH_SECRET, mint_dev_token
 
 ROOT = Path(__file__).resolve().parents[1]
+# Run after the stall, when present, so one run prints every figure of the issue:
+# the broker restart (faults_bus) and the dedup/credential costs (credentials).
+_COMPANIONS = ("faults_bus", "credentials")
 READS = {
     "registry": "/v1/agents",
     "memory": "/v1/memory/plans",
     "tracker": "/v1/tracker/plans",
+    "gateway": "/v1/sessions/bench/events",
 }
 
 
@@ -148,13 +154,15 @@ def main() -> None:
     args, _ = parser.parse_known_args()
     with scratch_infra("faults") as infra:
         asyncio.run(database_stall(infra, 5.0 if args.quick else args.stall))
-    try:
-        import faults_bus  # type: ignore[import-not-found]  # bench/faults_bus.py, when present
-    except ModuleNotFoundError as exc:
-        if exc.name != "faults_bus":
-            raise
-    else:
-        faults_bus.main()
+    for module in _COMPANIONS:
+        try:
+            companion = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            print(f"\n(bench/{module}.py is not here: its figures are not part of this run)")
+        else:
+            companion.main()
 
 
 if __name__ == "__main__":
