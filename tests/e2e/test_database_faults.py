@@ -3,13 +3,17 @@
 Real processes throughout: a PostgreSQL server of the test's own (it is the
 one stalled, with SIGSTOP on every one of its processes), the session's
 broker, and the four services as ``python -m`` processes (the gateway's
-session replay reads its own store). While the
-database is stalled, every API request is answered (503, the stable error
-shape) rather than held, and envelopes arrive for the tracker's ingest and its
-HITL watch. Once the database continues, the services recover without a
+session replay reads its own store). While the database is stalled, every
+API request is answered (503, the stable error shape) rather than held, and
+envelopes arrive for the tracker's ingest, its HITL watch and the gateway's
+session reader. Once the database continues, the services recover without a
 restart: the ingest applies what came meanwhile, the HITL watch records the
 question, its sweeper times it out and the outbox relay publishes the
-timeout. Nothing is dead-lettered. Time to recover is printed, not asserted.
+timeout; the gateway keeps the question in its session's stream (its reader
+waited instead of dropping the batch); a question recorded before the stall
+and due during it is timed out after it, exactly once (the sweeper resumes
+where it stopped). Nothing is dead-lettered. Time to recover is printed, not
+asserted.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -134,6 +139,18 @@ async def _first_success(
     return time.monotonic() - began
 
 
+async def _wait_record(
+    http: httpx.AsyncClient, stack: FaultStack, correlation_id: str, headers: dict[str, str]
+) -> dict[str, Any] | None:
+    """The tracker's record of the question with ``correlation_id``, or None (not yet)."""
+    url = f"{stack.services['tracker'].url}/v1/tracker/hitl/{correlation_id}"
+    response = await http.get(url, headers=headers)
+    if response.status_code != 200 or not response.json():
+        return None
+    record: dict[str, Any] = response.json()[0]
+    return record
+
+
 async def test_a_stalled_database_gives_prompt_503s_and_loses_no_envelope(
     fault_stack: FaultStack,
 ) -> None:
@@ -141,6 +158,7 @@ async def test_a_stalled_database_gives_prompt_503s_and_loses_no_envelope(
     headers = {"Authorization": f"Bearer {mint_dev_token(DEV_AUTH_SECRET, TENANT, 'alice')}"}
     scenario = plan_scenario(TENANT, start=datetime.now(UTC))
     correlation = f"corr-{uuid.uuid4().hex[:8]}"
+    early = f"early-{uuid.uuid4().hex[:8]}"
     bus_settings = BusSettings(kafka_bootstrap=stack.bootstrap, topic_prefix=stack.prefix)
     # Longer than the service's bounds (pool + statement): a held request fails here.
     async with (
@@ -149,6 +167,23 @@ async def test_a_stalled_database_gives_prompt_503s_and_loses_no_envelope(
     ):
         before = await _request_all(http, stack, headers)
         assert all(isinstance(r, httpx.Response) and r.status_code == 200 for r in before)
+        # A question the watch records before the stall and that falls due during it:
+        # the sweeper must time it out once the database is back, and only once.
+        await bus.publish(
+            Topic.NOTIFICATION_EVENTS,
+            NotificationType.HUMAN_INPUT,
+            {"question": "Before?", "response_event": ANSWER_EVENT, "timeout_seconds": 5},
+            correlation_id=early,
+            tenant_id=TENANT,
+            user_id="alice",
+        )
+        waiting = await eventually(
+            lambda: _wait_record(http, stack, early, headers),
+            timeout=30,
+            what="the watch recorded the early question",
+        )
+        assert waiting["status"] == "waiting", waiting
+        deadline = datetime.fromisoformat(waiting["deadline"])
 
         with stalled(stack.server):
             during = await _request_all(http, stack, headers)
@@ -176,6 +211,10 @@ async def test_a_stalled_database_gives_prompt_503s_and_loses_no_envelope(
                 return text.count("session events wait for the database") > HUB_WAITS
 
             await eventually(gateway_waited, timeout=60, what="the gateway's reader waits")
+            await eventually(
+                lambda: datetime.now(UTC) > deadline, timeout=30, what="the early question is due"
+            )
+        continued = datetime.now(UTC)
         began = time.monotonic()
         recovered = {
             name: await _first_success(http, f"{service.url}{READS[name]}", headers, began)
@@ -202,12 +241,20 @@ async def test_a_stalled_database_gives_prompt_503s_and_loses_no_envelope(
 
         await eventually(question_kept, timeout=60, what="the gateway kept the question")
 
+        async def early_timed_out() -> dict[str, Any] | None:
+            record = await _wait_record(http, stack, early, headers)
+            return record if record is not None and record["status"] != "waiting" else None
+
+        early_record = await eventually(
+            early_timed_out, timeout=60, what="the sweeper timed out the early question"
+        )
+
     # The sweeper's timeout answer, published by the outbox relay.
     timeouts = await read_envelopes(
         stack.bootstrap,
         topic_name(Topic.NOTIFICATION_EVENTS, stack.prefix),
-        lambda found: any(
-            e.type == ANSWER_EVENT and e.correlation_id == correlation for e in found
+        lambda found: (
+            {correlation, early} <= {e.correlation_id for e in found if e.type == ANSWER_EVENT}
         ),
         timeout=60,
     )
@@ -238,5 +285,11 @@ async def test_a_stalled_database_gives_prompt_503s_and_loses_no_envelope(
         assert response.headers["retry-after"] == "1"
     assert set(ready.values()) == {503}
     assert question.correlation_id == correlation
-    assert [e.correlation_id for e in timeouts if e.type == ANSWER_EVENT].count(correlation) == 1
+    answers = [e.correlation_id for e in timeouts if e.type == ANSWER_EVENT]
+    assert answers.count(correlation) == 1
+    # The sweeper resumed where it stopped: the question due during the stall timed
+    # out after it, once, and its answer went out through the outbox.
+    assert answers.count(early) == 1
+    assert early_record["status"] == "timed_out", early_record
+    assert datetime.fromisoformat(early_record["timed_out_at"]) >= continued
     assert dead == []

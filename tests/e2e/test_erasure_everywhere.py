@@ -32,6 +32,7 @@ from disco.bus import BusClient
 from disco.settings import BusSettings
 from disco_common.auth import Role
 from disco_common.envelope import Envelope
+from disco_common.notifications import NotificationType
 from disco_common.system_events import SystemEventType
 from disco_common.topics import Topic, topic_name
 from tests.fixtures.bus import read_envelopes
@@ -45,6 +46,7 @@ from tests.integration.tracker.scenario import plan_scenario
 SERVICES = ("registry", "memory", "tracker", "gateway")
 SCHEMAS = SERVICES
 FOLLOWERS = ("registry", "tracker", "gateway")
+SESSION = "erasure-session"
 
 CATALOG = """
 SELECT c.table_schema, c.table_name,
@@ -119,6 +121,18 @@ async def _catalog(admin_url: str) -> dict[str, dict[str, bool]]:
     return tables
 
 
+async def _count(admin_url: str, schema: str, table: str, tenant: str) -> int:
+    conn = await asyncpg.connect(admin_url)
+    try:
+        count: int = await conn.fetchval(
+            f'SELECT count(*) FROM "{schema}"."{table}" WHERE tenant_id = $1',  # noqa: S608
+            tenant,
+        )
+        return count
+    finally:
+        await conn.close()
+
+
 async def _rows_of(admin_url: str, tenant: str, catalog: dict[str, dict[str, bool]]) -> int:
     conn = await asyncpg.connect(admin_url)
     try:
@@ -187,7 +201,31 @@ async def test_erasure_covers_every_tenant_scoped_table_of_every_service(stack: 
 
             await eventually(tracked, timeout=60, what="the tracker has the plan")
 
+        # A question in a session of each tenant: the gateway keeps it in its session
+        # stream (gateway.session_events), one of the newer stores erasure must reach.
+        for tenant, user in ((erased, "bob"), (kept, "alice")):
+            question = await bus.publish(
+                Topic.NOTIFICATION_EVENTS,
+                NotificationType.HUMAN_INPUT,
+                {"question": "Ship it?", "response_event": "ship.answered", "timeout_seconds": 600},
+                tenant_id=tenant,
+                user_id=user,
+                session_id=SESSION,
+            )
+
+            async def kept_in_stream(
+                tenant: str = tenant, user: str = user, event_id: str = question.id
+            ) -> bool:
+                url = f"{stack.url('gateway')}/v1/sessions/{SESSION}/events"
+                response = await http.get(url, headers=_auth(tenant, user))
+                return response.status_code == 200 and any(
+                    item["id"] == event_id for item in response.json()["items"]
+                )
+
+            await eventually(kept_in_stream, timeout=60, what="the gateway kept the question")
+
         catalog = await _catalog(stack.database.admin)
+        stream_before = await _count(stack.database.admin, "gateway", "session_events", erased)
         before = await _rows_of(stack.database.admin, erased, catalog)
         kept_before = await _rows_of(stack.database.admin, kept, catalog)
 
@@ -207,6 +245,7 @@ async def test_erasure_covers_every_tenant_scoped_table_of_every_service(stack: 
         tenant_done = await _completions(stack, erased, "tenant")
 
         after = await _rows_of(stack.database.admin, erased, catalog)
+        stream_after = await _count(stack.database.admin, "gateway", "session_events", erased)
         kept_after = await _rows_of(stack.database.admin, kept, catalog)
         kept_plan = await http.get(
             f"{stack.url('tracker')}/v1/tracker/plans/{scenarios[1].plan_id}",
@@ -229,5 +268,7 @@ async def test_erasure_covers_every_tenant_scoped_table_of_every_service(stack: 
         assert set(tenant_done[service]["deleted"]) == set(catalog[service]), service
     assert before > 0
     assert after == 0
+    assert "session_events" in catalog["gateway"]
+    assert (stream_before, stream_after) == (1, 0)
     assert kept_after > 0
     assert kept_plan.status_code == 200
