@@ -274,17 +274,21 @@ _NUL_REFUSED = frozenset({"22021", "22P05"})
 _NUL_CHARACTER = "nul_character"
 
 
+def _unavailable(what: str, dependency: str) -> JSONResponse:
+    """503: ``what`` is away (stalled, restarting, overloaded); say when to try again."""
+    return error_response(
+        503,
+        ErrorCode.UNAVAILABLE.value,
+        f"{what} is unavailable; retry shortly.",
+        {"dependency": dependency, "retry_after_seconds": _RETRY_AFTER_SECONDS},
+        {"Retry-After": str(_RETRY_AFTER_SECONDS)},
+    )
+
+
 async def _database_error(request: Request, exc: Exception) -> JSONResponse:
     if database_unavailable(exc):
-        # Stalled, restarting or overloaded: say so at once, and when to try again.
         log.warning("database_unavailable", path=request.url.path, error=repr(exc))
-        return error_response(
-            503,
-            ErrorCode.UNAVAILABLE.value,
-            "The database is unavailable; retry shortly.",
-            {"dependency": "database", "retry_after_seconds": _RETRY_AFTER_SECONDS},
-            {"Retry-After": str(_RETRY_AFTER_SECONDS)},
-        )
+        return _unavailable("The database", "database")
     if isinstance(exc, IntegrityError):
         return await _integrity_error(request, exc)
     if sqlstate_of(exc) in _NUL_REFUSED:
@@ -305,14 +309,8 @@ async def _upstream_unavailable(request: Request, exc: Exception) -> JSONRespons
     """Another disco service this one calls could not be reached, or was not ready."""
     assert isinstance(exc, ServiceUnavailableError)
     log.warning("upstream_unavailable", path=request.url.path, error=str(exc))
-    return error_response(
-        503,
-        ErrorCode.UNAVAILABLE.value,
-        "A service this request needs is unavailable; retry shortly.",
-        # Where it lives is the operator's business (logged above), not the caller's.
-        {"dependency": "service", "retry_after_seconds": _RETRY_AFTER_SECONDS},
-        {"Retry-After": str(_RETRY_AFTER_SECONDS)},
-    )
+    # Which one, and where it lives, is the operator's business (logged), not the caller's.
+    return _unavailable("A service this request needs", "service")
 
 
 def install_error_handlers(app: FastAPI) -> None:
