@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from sqlalchemy import event, text
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, ExceptionContext
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
@@ -66,6 +66,24 @@ class _ScopedSession(Session):
 event.listen(_ScopedSession, "after_begin", _apply_scope)
 
 
+def _drop_timed_out(context: ExceptionContext) -> None:
+    """Abort the connection of a statement the client-side bound timed out.
+
+    That bound only fires when the server did not answer (its own
+    ``statement_timeout`` comes a second earlier), so the connection is of no
+    further use. Aborting it now spares the caller SQLAlchemy's graceful close
+    of it (a 2 s wait on a server that does not answer) on top of the bound.
+    """
+    if not isinstance(context.original_exception, TimeoutError):
+        return
+    connection = context.connection
+    if connection is None or connection.closed or connection.invalidated:
+        return
+    driver = connection.connection.driver_connection
+    if driver is not None and hasattr(driver, "terminate"):
+        driver.terminate()
+
+
 class Database:
     """One service's connection pool and its units of work.
 
@@ -102,6 +120,7 @@ class Database:
                 },
             },
         )
+        event.listen(self.engine.sync_engine, "handle_error", _drop_timed_out)
         self.sessionmaker = async_sessionmaker(
             self.engine, expire_on_commit=False, sync_session_class=_ScopedSession
         )
