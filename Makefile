@@ -7,10 +7,11 @@ SHELL := /bin/bash
 UV := $(shell command -v uv 2>/dev/null || echo $(CURDIR)/.tools/bin/uv)
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
+FUZZ_ARGS ?=
 
 PYPROJECTS := pyproject.toml $(wildcard libs/*/pyproject.toml services/*/pyproject.toml)
 
-.PHONY: help bootstrap browser dev test test-unit test-integration lint format bench bench-quick bench-detail demo compose-up compose-down k8s-check
+.PHONY: help bootstrap browser dev test test-unit test-integration fuzz lint format bench bench-quick bench-detail demo compose-up compose-down k8s-check
 
 help: ## list the commands
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -40,6 +41,9 @@ test-unit: bootstrap ## the unit tests only: seconds, no broker, no Postgres, no
 
 test-integration: bootstrap ## the integration and end-to-end tests (real broker and Postgres)
 	$(UV) run pytest -m integration --durations=25 $(PYTEST_ARGS)
+
+fuzz: bootstrap ## schemathesis over every service's OpenAPI on real processes (FUZZ_ARGS=--max-examples N ...)
+	$(UV) run python -m tests.fuzz $(FUZZ_ARGS)
 
 lint: bootstrap ## ruff (lint + format check) and mypy
 	$(UV) run ruff check .

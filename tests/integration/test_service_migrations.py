@@ -25,10 +25,10 @@ PACKAGES = {
 }
 # The newest revision of each service: the files moved into the packages as they were.
 HEADS = {
-    "registry": "registry_0003",
-    "memory": "memory_0003",
-    "tracker": "tracker_0003",
-    "gateway": "gateway_0003",
+    "registry": "registry_0004",
+    "memory": "memory_0004",
+    "tracker": "tracker_0004",
+    "gateway": "gateway_0004",
 }
 
 

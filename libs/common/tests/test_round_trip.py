@@ -593,6 +593,15 @@ EXAMPLES: list[BaseModel] = [
     dc.ErasureResult(
         scope=dc.ErasureScope.TENANT, tenant_id="acme", deleted={"semantic": 3, "plans": 1}
     ),
+    dc.EpisodicTurnUpdate(content="I meant Tuesday", metadata={"edited": True}),
+    dc.ErasureRequestedData(scope=dc.ErasureScope.USER, user_id="alice", requested_by="alice"),
+    dc.ErasureCompletedData(
+        service="tracker",
+        scope=dc.ErasureScope.USER,
+        user_id="alice",
+        request_id="evt-1",
+        deleted={"timelines": 4},
+    ),
     # tracker
     dc.PlanProgress(
         plan_id="plan-1",

@@ -254,7 +254,10 @@ def test_every_system_event_type_has_a_payload_model() -> None:
 
 
 def test_system_event_types_are_domain_dot_past_tense() -> None:
-    assert all(event.value.split(".")[0] in {"task", "plan", "agent"} for event in SystemEventType)
+    assert all(
+        event.value.split(".")[0] in {"task", "plan", "agent", "erasure"}
+        for event in SystemEventType
+    )
 
 
 def test_a_system_event_payload_is_read_by_its_type() -> None:

@@ -197,3 +197,15 @@ async def test_bad_client_messages_get_an_error_naming_the_field(gateway: Gatewa
     assert both["type"] == "ERROR"
     assert pong["type"] == "PONG"
     assert garbled["payload"]["code"] == "invalid_message"
+
+
+async def test_a_message_to_a_name_no_agent_can_have_is_a_404(gateway: GatewayProcess) -> None:
+    """The registry refuses such a name outright; the gateway answers "no such agent"
+    (it used to pass the name on and fail with a 500 on the registry client's check)."""
+    session = _session()
+    for agent in ("nobody-here", "ò\x9aY\x0b", "a/b"):
+        sent = await _post(
+            gateway.url, f"/v1/sessions/{session}/messages", {"agent": agent, "text": "hi"}
+        )
+        assert sent.status_code == 404, (agent, sent.text)
+        assert set(sent.json()["error"]) == {"code", "message", "details"}

@@ -15,6 +15,7 @@ from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, Field
 from sqlalchemy import text
 
+from disco.clients import RegistryClient
 from disco_common.auth import Role
 from disco_common.envelope import BusinessFact
 from disco_common.ids import new_id
@@ -157,6 +158,13 @@ async def copy_note_with_same_id(note_id: str, session: SessionDep, identity: Id
 @router.get("/boom")
 async def boom(identity: IdentityDep) -> None:
     raise RuntimeError("secret internals: password=hunter2")
+
+
+@router.get("/upstream")
+async def upstream(identity: IdentityDep, port: Annotated[int, Query()]) -> None:
+    """Calls a registry at ``port`` (nothing listens there in the test)."""
+    async with RegistryClient(f"http://127.0.0.1:{port}", retries=0) as registry:
+        await registry.list_agents()
 
 
 @router.post("/echo")

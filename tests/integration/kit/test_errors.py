@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 
+from disco._dev.ports import free_port
 from disco_common.errors import ErrorResponse
 from tests.integration.kit.support import bearer, new_tenant
 
@@ -116,3 +117,16 @@ async def test_a_too_large_body_is_a_413(make_settings: Any, kit_schema: str) ->
         "message": "The request body is larger than the limit of 64 bytes.",
         "details": {"max_bytes": 64},
     }
+
+
+async def test_a_service_this_one_calls_being_down_is_a_503_not_a_500(
+    client: httpx.AsyncClient,
+) -> None:
+    closed = free_port()  # nothing listens there
+    response = await client.get("/upstream", params={"port": closed}, headers=bearer())
+    assert response.status_code == 503, response.text
+    assert response.headers["retry-after"] == "1"
+    error = error_of(response)
+    assert error["code"] == "unavailable"
+    assert error["details"] == {"dependency": "service", "retry_after_seconds": 1}
+    assert str(closed) not in response.text  # where it lives is not the caller's business

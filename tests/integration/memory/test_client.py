@@ -143,6 +143,12 @@ async def test_semantic_episodic_and_procedural_memory_through_the_client(
         )
         recent = await memory.recent_turns(session)
         found = await memory.search_turns("mountain walks", session_id=session)
+        corrected = await memory.update_turn(
+            recent[0].turn_id, content="I love hiking in the Andes.", metadata={"fixed": True}
+        )
+        fetched = await memory.get_turn(recent[0].turn_id)
+        turn_deleted = await memory.delete_turn(recent[0].turn_id)
+        turn_gone = await memory.get_turn(recent[0].turn_id)
         procedure = await memory.create_procedure(
             ProcedureCreate(name="reboot", trigger="server unresponsive", steps=["power cycle"])
         )
@@ -159,6 +165,12 @@ async def test_semantic_episodic_and_procedural_memory_through_the_client(
     assert [h.record.memory_id for h in hits] == [stored.memory_id]
     assert [t.content for t in recent] == ["I love hiking in the Alps."]
     assert found[0].turn.content == "I love hiking in the Alps."
+    assert (corrected.content, corrected.metadata) == (
+        "I love hiking in the Andes.",
+        {"fixed": True},
+    )
+    assert fetched == corrected
+    assert (turn_deleted, turn_gone) == (True, None)
     assert changed.name == "restart"
     # A partial update leaves the fields it did not name as they were.
     assert (changed.trigger, changed.steps) == ("server unresponsive", ["power cycle"])

@@ -142,3 +142,71 @@ async def test_another_user_cannot_read_or_search_a_conversation(
         )
         assert recent.json() == []
         assert search.json() == []
+
+
+async def test_a_turn_is_corrected_and_search_finds_what_it_says_now(
+    client: httpx.AsyncClient, alice: dict[str, str]
+) -> None:
+    session = new_id("s")
+    turn = await append(client, alice, session, "my flight leaves on Monday", metadata={"a": 1})
+
+    changed = await client.patch(
+        f"/v1/memory/episodic/{turn['turn_id']}",
+        json={"content": "my train leaves on Tuesday"},
+        headers=alice,
+    )
+    tagged = await client.patch(
+        f"/v1/memory/episodic/{turn['turn_id']}", json={"metadata": {"b": 2}}, headers=alice
+    )
+    found = await client.post(
+        "/v1/memory/episodic/search",
+        json={"text": "train", "session_id": session, "mode": "text"},
+        headers=alice,
+    )
+    stale = await client.post(
+        "/v1/memory/episodic/search",
+        json={"text": "flight", "session_id": session, "mode": "text"},
+        headers=alice,
+    )
+
+    assert changed.status_code == 200, changed.text
+    assert changed.json()["content"] == "my train leaves on Tuesday"
+    assert changed.json()["metadata"] == {"a": 1}  # not named: unchanged
+    assert tagged.json()["content"] == "my train leaves on Tuesday"
+    assert tagged.json()["metadata"] == {"b": 2}
+    assert tagged.json()["sequence"] == turn["sequence"]
+    assert [hit["turn"]["turn_id"] for hit in found.json()] == [turn["turn_id"]]
+    assert stale.json() == []
+
+
+async def test_a_turn_is_deleted_and_only_by_its_user(
+    client: httpx.AsyncClient, alice: dict[str, str], bob: dict[str, str]
+) -> None:
+    session = new_id("s")
+    turn = await append(client, alice, session, "forget this")
+    url = f"/v1/memory/episodic/{turn['turn_id']}"
+
+    by_bob = await client.delete(url, headers=bob)
+    patched_by_bob = await client.patch(url, json={"content": "mine now"}, headers=bob)
+    by_alice = await client.delete(url, headers=alice)
+    again = await client.delete(url, headers=alice)
+    recent = await client.get(
+        "/v1/memory/episodic/recent", params={"session_id": session}, headers=alice
+    )
+
+    assert (by_bob.status_code, patched_by_bob.status_code) == (404, 404)
+    assert by_bob.json()["error"]["code"] == "not_found"
+    assert by_alice.status_code == 204
+    assert again.status_code == 404
+    assert recent.json() == []
+
+
+async def test_an_update_that_changes_nothing_is_refused(
+    client: httpx.AsyncClient, alice: dict[str, str]
+) -> None:
+    turn = await append(client, alice, new_id("s"), "hello")
+
+    response = await client.patch(f"/v1/memory/episodic/{turn['turn_id']}", json={}, headers=alice)
+
+    assert response.status_code == 422
+    assert response.json()["error"]["code"] == "validation_failed"

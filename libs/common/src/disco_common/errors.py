@@ -27,6 +27,7 @@ class ErrorCode(StrEnum):
     CONFLICT = "conflict"
     PAYLOAD_TOO_LARGE = "payload_too_large"
     UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
+    REQUEST_TIMEOUT = "request_timeout"
     RATE_LIMITED = "rate_limited"
     INTERNAL = "internal_error"
     UNAVAILABLE = "unavailable"

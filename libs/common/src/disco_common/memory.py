@@ -56,6 +56,7 @@ __all__ = [
     "EpisodicSearchQuery",
     "EpisodicTurn",
     "EpisodicTurnCreate",
+    "EpisodicTurnUpdate",
     "ErasureResult",
     "ErasureScope",
     "MemoryKey",
@@ -404,6 +405,22 @@ class EpisodicTurnCreate(Body):
     plan_id: Id | None = None
     task_id: Id | None = None
     metadata: Metadata = Field(default_factory=dict)
+
+
+class EpisodicTurnUpdate(Body):
+    """Correct a stored turn (``PATCH /v1/memory/episodic/{turn_id}``); only the fields given
+    change. New content is embedded again, so search finds the turn by what it says now."""
+
+    content: str | None = Field(default=None, max_length=CONTENT_MAX_CHARS)
+    metadata: Metadata | None = None
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> Self:
+        if not self.model_fields_set:
+            raise ValueError("give at least one field to change (content, metadata)")
+        if "content" in self.model_fields_set and self.content is None:
+            raise ValueError("content cannot be null; give the new text")
+        return self
 
 
 class EpisodicTurn(Record):

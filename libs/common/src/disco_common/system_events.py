@@ -1,4 +1,4 @@
-"""Lifecycle and progress events on ``system-events``: task.*, plan.*, agent.*.
+"""Lifecycle and progress events on ``system-events``: task.*, plan.*, agent.*, erasure.*.
 
 Agents report progress by publishing these (never by calling the tracker);
 the tracker consumes them. Each :class:`SystemEventType` has one payload model
@@ -16,6 +16,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from disco_common.ids import AgentName, EventType, Id, SemVer, UtcDatetime
+from disco_common.memory import ErasureScope
 from disco_common.plans import PlanStatus
 from disco_common.tasks import ErrorInfo, TaskStatus
 
@@ -25,6 +26,8 @@ __all__ = [
     "AgentExpiredData",
     "AgentRegisteredData",
     "DelegatedSubTask",
+    "ErasureCompletedData",
+    "ErasureRequestedData",
     "PlanCompletedData",
     "PlanFailedData",
     "PlanPausedData",
@@ -68,6 +71,10 @@ class SystemEventType(StrEnum):
     AGENT_REGISTERED = "agent.registered"
     AGENT_EXPIRED = "agent.expired"
     AGENT_DEREGISTERED = "agent.deregistered"
+    ERASURE_REQUESTED = "erasure.requested"
+    """The memory service erased a user or a tenant: every other service erases its rows too."""
+    ERASURE_COMPLETED = "erasure.completed"
+    """A service erased its rows of a user or a tenant (one per service and request)."""
 
 
 class SystemEventData(BaseModel):
@@ -276,6 +283,28 @@ class AgentDeregisteredData(_AgentEvent):
     events_removed: int = Field(default=0, ge=0, description="Owned event definitions removed.")
 
 
+class ErasureRequestedData(SystemEventData):
+    """``erasure.requested``: forget a user (``user_id`` set) or the whole tenant.
+
+    The envelope's ``tenant_id`` names the tenant; nothing else identifies the
+    erased data (the event must not carry what it erases).
+    """
+
+    scope: ErasureScope
+    user_id: Id | None = Field(default=None, description="Set for a user erasure.")
+    requested_by: Id = Field(description="The user who asked (themselves, or an admin).")
+
+
+class ErasureCompletedData(SystemEventData):
+    """``erasure.completed``: one service erased its rows for an ``erasure.requested``."""
+
+    service: str
+    scope: ErasureScope
+    user_id: Id | None = None
+    request_id: Id = Field(description="The id of the erasure.requested envelope.")
+    deleted: dict[str, int] = Field(default_factory=dict, description="Rows deleted per table.")
+
+
 SYSTEM_EVENT_DATA: dict[SystemEventType, type[SystemEventData]] = {
     SystemEventType.TASK_STARTED: TaskStartedData,
     SystemEventType.TASK_PROGRESS: TaskProgressData,
@@ -294,6 +323,8 @@ SYSTEM_EVENT_DATA: dict[SystemEventType, type[SystemEventData]] = {
     SystemEventType.AGENT_REGISTERED: AgentRegisteredData,
     SystemEventType.AGENT_EXPIRED: AgentExpiredData,
     SystemEventType.AGENT_DEREGISTERED: AgentDeregisteredData,
+    SystemEventType.ERASURE_REQUESTED: ErasureRequestedData,
+    SystemEventType.ERASURE_COMPLETED: ErasureCompletedData,
 }
 """The payload model of each system event type."""
 

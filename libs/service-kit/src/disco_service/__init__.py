@@ -25,6 +25,12 @@ from disco_service._deps import (
     identify,
     require_role,
 )
+from disco_service._erasure import (
+    ERASURE_SOURCE,
+    ErasureRepository,
+    announce_erasure,
+    erasure_follower,
+)
 from disco_service._errors import (
     BadRequest,
     Conflict,
@@ -39,6 +45,7 @@ from disco_service._errors import (
     error_responses,
     install_error_handlers,
 )
+from disco_service._faults import database_unavailable, retry_while_unavailable
 from disco_service._logging import configure_logging
 from disco_service._metrics import ServiceMetrics
 from disco_service._operations import CheckResult, Liveness, Readiness
@@ -55,12 +62,14 @@ from disco_service._state import ReadinessCheck, ServiceState, get_state
 
 __all__ = [
     "DEFAULT_DATABASE_URL",
+    "ERASURE_SOURCE",
     "BadRequest",
     "BusDep",
     "CheckResult",
     "Conflict",
     "Database",
     "DiscoHTTPError",
+    "ErasureRepository",
     "Forbidden",
     "GatewayLinkSettings",
     "Identity",
@@ -84,8 +93,11 @@ __all__ = [
     "TokenVerifier",
     "Unauthenticated",
     "UnprocessableEntity",
+    "announce_erasure",
     "configure_logging",
     "create_service_app",
+    "database_unavailable",
+    "erasure_follower",
     "error_response",
     "error_responses",
     "get_bus",
@@ -96,6 +108,7 @@ __all__ = [
     "install_error_handlers",
     "publish_after_commit",
     "require_role",
+    "retry_while_unavailable",
     "run_service",
     "settings_env_vars",
 ]

@@ -159,9 +159,10 @@ def create_service_app(
         version=version,
         description=description,
         lifespan=lifespan,
-        # Every route may answer these; authenticated routers add 401/403
+        # Every route may answer these (503: the database or broker is away);
+        # authenticated routers add 401/403
         # themselves: APIRouter(responses=error_responses(401, 403)).
-        responses=error_responses(422, 500),
+        responses=error_responses(422, 500, 503),
         # FastAPI's own OpenTelemetry: server spans continuing an incoming
         # `traceparent`, plus spans for dependencies and the endpoint. Metrics
         # are Prometheus' (/metrics) and logs structlog's, so those are off.
@@ -177,14 +178,61 @@ def create_service_app(
     )
     app.state.disco = state
     install_error_handlers(app)
+    _declare_framework_errors(app)
     # add_middleware puts each new one outside the previous: the body limit runs
     # inside the request context, so refused bodies are counted and logged too.
     # FastAPI's telemetry wraps the whole stack, so the server span is current here.
     app.add_middleware(
-        BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes, metrics=state.metrics
+        BodySizeLimitMiddleware,
+        max_bytes=settings.max_body_bytes,
+        read_timeout=settings.http_body_timeout_seconds,
+        metrics=state.metrics,
     )
     app.add_middleware(RequestContextMiddleware, metrics=state.metrics)
     app.include_router(operations_router)
     for router in routers:
         app.include_router(router)
     return app
+
+
+# What an operation may answer before its handler runs: one taking a body, for a
+# body that is not UTF-8 JSON (400), trickles in too slowly (408) or is too large
+# (413); one needing a bearer token, for a token missing, invalid or expired (401).
+_BODY_ERRORS = (400, 408, 413)
+_AUTH_ERRORS = (401,)
+
+
+def _declare_framework_errors(app: FastAPI) -> None:
+    """Declare :data:`_BODY_ERRORS` and :data:`_AUTH_ERRORS` where ``app``'s OpenAPI needs them.
+
+    The middleware, FastAPI's body parsing and the bearer dependency answer them
+    whatever the route, so the document says so on every operation they apply to
+    (those mounted later included) without each route listing them.
+    """
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        schema = generate()  # FastAPI's, cached on the app: the additions happen once
+        for path_item in schema.get("paths", {}).values():
+            for operation in path_item.values():
+                if not isinstance(operation, dict):
+                    continue
+                statuses = (_BODY_ERRORS if "requestBody" in operation else ()) + (
+                    _AUTH_ERRORS if operation.get("security") else ()
+                )
+                responses = operation.setdefault("responses", {})
+                for status, response in error_responses(*statuses).items():
+                    responses.setdefault(
+                        str(status),
+                        {
+                            "description": response["description"],
+                            "content": {
+                                "application/json": {
+                                    "schema": {"$ref": "#/components/schemas/ErrorResponse"}
+                                }
+                            },
+                        },
+                    )
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

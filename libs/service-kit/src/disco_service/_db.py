@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from sqlalchemy import event, text
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, ExceptionContext
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
@@ -28,6 +28,7 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.orm import Session, SessionTransaction
 
+from disco_service._faults import database_unavailable
 from disco_service._settings import ServiceSettings
 
 __all__ = ["Database"]
@@ -65,6 +66,24 @@ class _ScopedSession(Session):
 event.listen(_ScopedSession, "after_begin", _apply_scope)
 
 
+def _drop_timed_out(context: ExceptionContext) -> None:
+    """Abort the connection of a statement the client-side bound timed out.
+
+    That bound only fires when the server did not answer (its own
+    ``statement_timeout`` comes a second earlier), so the connection is of no
+    further use. Aborting it now spares the caller SQLAlchemy's graceful close
+    of it (a 2 s wait on a server that does not answer) on top of the bound.
+    """
+    if not isinstance(context.original_exception, TimeoutError):
+        return
+    connection = context.connection
+    if connection is None or connection.closed or connection.invalidated:
+        return
+    driver = connection.connection.driver_connection
+    if driver is not None and hasattr(driver, "terminate"):
+        driver.terminate()
+
+
 class Database:
     """One service's connection pool and its units of work.
 
@@ -90,9 +109,18 @@ class Database:
             pool_pre_ping=False,
             connect_args={
                 "timeout": settings.database_connect_timeout_seconds,
-                "server_settings": {"application_name": f"disco-{schema}"},
+                # The client's bound on every statement (asyncpg's command_timeout):
+                # a stalled server cancels nothing, so the server's own
+                # statement_timeout alone would leave the caller waiting. A
+                # second more, so that a live server's cleaner error comes first.
+                "command_timeout": settings.database_statement_timeout_ms / 1000 + 1.0,
+                "server_settings": {
+                    "application_name": f"disco-{schema}",
+                    "statement_timeout": str(settings.database_statement_timeout_ms),
+                },
             },
         )
+        event.listen(self.engine.sync_engine, "handle_error", _drop_timed_out)
         self.sessionmaker = async_sessionmaker(
             self.engine, expire_on_commit=False, sync_session_class=_ScopedSession
         )
@@ -127,8 +155,8 @@ class Database:
             try:
                 yield session
                 await session.commit()
-            except BaseException:
-                await session.rollback()
+            except BaseException as exc:
+                await _abandon(session, exc)
                 raise
             if session.info.pop(OUTBOX_PENDING_KEY, False):
                 for callback in self._after_outbox_commit:
@@ -165,6 +193,24 @@ async def _begin(session: AsyncSession) -> None:
             await session.connection()
             return
         except DBAPIError as exc:
-            await session.rollback()
+            await _abandon(session, exc)
             if not exc.connection_invalidated or attempt == 2:
                 raise
+        except BaseException as exc:
+            await _abandon(session, exc)
+            raise
+
+
+async def _abandon(session: AsyncSession, exc: BaseException) -> None:
+    """End ``session``'s transaction after ``exc``, without waiting on a database that is away.
+
+    A rollback is a round trip: on a stalled server it would wait out the
+    statement bound a second time. When the database is unavailable (or the
+    task was cancelled mid-statement) the connection is dropped instead of
+    rolled back: the server rolls the transaction back when it sees the
+    connection gone, and the pool opens a fresh one for the next unit of work.
+    """
+    if database_unavailable(exc) or isinstance(exc, asyncio.CancelledError):
+        await session.invalidate()
+    else:
+        await session.rollback()

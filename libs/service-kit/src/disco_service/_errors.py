@@ -16,10 +16,13 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import JsonValue
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from disco.clients import ServiceUnavailableError
 from disco_common.errors import ErrorBody, ErrorCode, ErrorResponse
+from disco_service._faults import database_unavailable, sqlstate_of
 
 __all__ = [
     "BadRequest",
@@ -44,6 +47,7 @@ _CODE_BY_STATUS: dict[int, ErrorCode] = {
     403: ErrorCode.FORBIDDEN,
     404: ErrorCode.NOT_FOUND,
     405: ErrorCode.METHOD_NOT_ALLOWED,
+    408: ErrorCode.REQUEST_TIMEOUT,
     409: ErrorCode.CONFLICT,
     413: ErrorCode.PAYLOAD_TOO_LARGE,
     415: ErrorCode.UNSUPPORTED_MEDIA_TYPE,
@@ -59,6 +63,7 @@ _DESCRIPTION_BY_STATUS: dict[int, str] = {
     403: "The caller lacks a required role",
     404: "Not found",
     405: "Method not allowed",
+    408: "The request was not received in time",
     409: "Conflict with the current state",
     413: "Request body too large",
     415: "Unsupported media type",
@@ -262,6 +267,52 @@ async def _integrity_error(request: Request, exc: Exception) -> JSONResponse:
     return error_response(500, ErrorCode.INTERNAL.value, "Internal error.")
 
 
+_RETRY_AFTER_SECONDS = 1
+# 22021 character_not_in_repertoire (a NUL in text), 22P05 untranslatable_character
+# (a \u0000 escape in jsonb): from a Python str, a NUL is the only cause of either.
+_NUL_REFUSED = frozenset({"22021", "22P05"})
+_NUL_CHARACTER = "nul_character"
+
+
+def _unavailable(what: str, dependency: str) -> JSONResponse:
+    """503: ``what`` is away (stalled, restarting, overloaded); say when to try again."""
+    return error_response(
+        503,
+        ErrorCode.UNAVAILABLE.value,
+        f"{what} is unavailable; retry shortly.",
+        {"dependency": dependency, "retry_after_seconds": _RETRY_AFTER_SECONDS},
+        {"Retry-After": str(_RETRY_AFTER_SECONDS)},
+    )
+
+
+async def _database_error(request: Request, exc: Exception) -> JSONResponse:
+    if database_unavailable(exc):
+        log.warning("database_unavailable", path=request.url.path, error=repr(exc))
+        return _unavailable("The database", "database")
+    if isinstance(exc, IntegrityError):
+        return await _integrity_error(request, exc)
+    if sqlstate_of(exc) in _NUL_REFUSED:
+        # Valid JSON, but Postgres keeps no NUL in text or jsonb: the caller's data,
+        # not the service, is what cannot be stored (the transaction rolled back).
+        return error_response(
+            422,
+            _NUL_CHARACTER,
+            "The request holds a NUL character (\\u0000), which cannot be stored; "
+            "remove it or replace it (e.g. with U+FFFD).",
+            {"reason": _NUL_CHARACTER},
+        )
+    log.error("database_error", exc_info=exc)
+    return error_response(500, ErrorCode.INTERNAL.value, "Internal error.")
+
+
+async def _upstream_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    """Another disco service this one calls could not be reached, or was not ready."""
+    assert isinstance(exc, ServiceUnavailableError)
+    log.warning("upstream_unavailable", path=request.url.path, error=str(exc))
+    # Which one, and where it lives, is the operator's business (logged), not the caller's.
+    return _unavailable("A service this request needs", "service")
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Make every error ``app`` answers with take the stable shape.
 
@@ -273,3 +324,8 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, _http_exception)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(IntegrityError, _integrity_error)
+    # What a stalled or restarting database raises (see disco_service._faults).
+    for kind in (DBAPIError, PoolTimeoutError, TimeoutError, ConnectionError):
+        app.add_exception_handler(kind, _database_error)
+    # What an SDK client raises when the service it calls is down (the gateway's registry).
+    app.add_exception_handler(ServiceUnavailableError, _upstream_unavailable)

@@ -7,6 +7,7 @@ the route (and the other way round).
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 import uuid
@@ -117,19 +118,33 @@ class _BodyTooLarge(HTTPException):
         self.details = {"max_bytes": limit}
 
 
+class _BodyTooSlow(HTTPException):
+    def __init__(self, seconds: float) -> None:
+        super().__init__(408, f"No part of the request body arrived for {seconds:g} seconds.")
+        self.details = {"body_timeout_seconds": seconds}
+
+
 class BodySizeLimitMiddleware:
-    """Refuses request bodies over ``max_bytes`` with a 413 in the stable shape.
+    """Refuses request bodies over ``max_bytes`` (413) or trickling in too slowly (408).
 
     A declared ``Content-Length`` over the limit is refused before any body is
     read; a chunked body (no length) is counted as it arrives and refused as
-    soon as it passes the limit.
+    soon as it passes the limit. While the body is being read, each next
+    chunk must come within ``read_timeout`` seconds (a slow client holds a
+    worker otherwise); both answers have the stable error shape.
     """
 
     def __init__(
-        self, app: ASGIApp, *, max_bytes: int, metrics: ServiceMetrics | None = None
+        self,
+        app: ASGIApp,
+        *,
+        max_bytes: int,
+        read_timeout: float | None = None,
+        metrics: ServiceMetrics | None = None,
     ) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.read_timeout = read_timeout
         self.metrics = metrics
 
     def _rejected(self) -> None:
@@ -152,11 +167,21 @@ class BodySizeLimitMiddleware:
                 return
         received = 0
         started = False
+        body_done = False
 
         async def limited_receive() -> Message:
-            nonlocal received
-            message = await receive()
+            nonlocal received, body_done
+            if body_done or self.read_timeout is None:
+                # After the body, receive() waits for the disconnect: no bound on that.
+                message = await receive()
+            else:
+                try:
+                    async with asyncio.timeout(self.read_timeout):
+                        message = await receive()
+                except TimeoutError:
+                    raise _BodyTooSlow(self.read_timeout) from None
             if message["type"] == "http.request":
+                body_done = not message.get("more_body", False)
                 received += len(message.get("body", b""))
                 if received > self.max_bytes:
                     self._rejected()

@@ -7,13 +7,38 @@ from fastapi import FastAPI
 from opentelemetry import trace
 
 from disco_service._logging import configure_logging
+from disco_service._server import guarded_http_protocol
 from disco_service._settings import ServiceSettings
 from disco_service._state import get_state
 
-__all__ = ["run_service"]
+__all__ = ["run_service", "server_config"]
 
 # uvicorn's own exit code for "the app did not start".
 _STARTUP_FAILURE = 3
+
+
+def server_config(
+    app: FastAPI,
+    settings: ServiceSettings,
+    *,
+    ws_ping_interval: float | None = 20.0,
+    ws_ping_timeout: float | None = 20.0,
+) -> uvicorn.Config:
+    """The uvicorn configuration a service runs with (bounds on slow clients included)."""
+    return uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        lifespan="on",
+        log_config=None,
+        access_log=False,
+        server_header=False,
+        timeout_graceful_shutdown=int(settings.shutdown_grace_seconds),
+        timeout_keep_alive=settings.http_keep_alive_seconds,
+        http=guarded_http_protocol(settings.http_head_timeout_seconds),
+        ws_ping_interval=ws_ping_interval,
+        ws_ping_timeout=ws_ping_timeout,
+    )
 
 
 def run_service(
@@ -41,17 +66,8 @@ def run_service(
     # In a real process the service's provider is the global one, so SDK code
     # that traces (the bus's consumer spans) joins the service's traces.
     trace.set_tracer_provider(get_state(app).tracer_provider)
-    config = uvicorn.Config(
-        app,
-        host=settings.host,
-        port=settings.port,
-        lifespan="on",
-        log_config=None,
-        access_log=False,
-        server_header=False,
-        timeout_graceful_shutdown=int(settings.shutdown_grace_seconds),
-        ws_ping_interval=ws_ping_interval,
-        ws_ping_timeout=ws_ping_timeout,
+    config = server_config(
+        app, settings, ws_ping_interval=ws_ping_interval, ws_ping_timeout=ws_ping_timeout
     )
     server = uvicorn.Server(config)
     server.run()

@@ -102,8 +102,26 @@ class ServiceSettings(BusSettings):
         ),
     )
     database_max_overflow: int = Field(default=8, ge=0, le=200)
-    database_pool_timeout_seconds: float = Field(default=10.0, gt=0)
-    database_connect_timeout_seconds: float = Field(default=5.0, gt=0)
+    database_pool_timeout_seconds: float = Field(
+        default=5.0,
+        gt=0,
+        le=120,
+        description=(
+            "Longest wait for a pooled connection. With a stalled database every "
+            "connection is stuck, and a request answers 503 after this instead of waiting."
+        ),
+    )
+    database_connect_timeout_seconds: float = Field(default=5.0, gt=0, le=120)
+    database_statement_timeout_ms: int = Field(
+        default=5000,
+        ge=100,
+        le=3_600_000,
+        description=(
+            "Longest a statement may run: Postgres cancels it (statement_timeout), and "
+            "the client gives up on an answer a second later (the server may be "
+            "stalled and cancel nothing). A request that hits it answers 503."
+        ),
+    )
 
     auth_secret: SecretStr | None = Field(
         default=None, description="HS256 secret. In dev a built-in default is used when unset."
@@ -117,6 +135,24 @@ class ServiceSettings(BusSettings):
     auth_jwks_cache_seconds: int = Field(default=300, ge=1)
 
     max_body_bytes: int = Field(default=1_048_576, ge=1, description="Largest request body.")
+    http_head_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        le=300,
+        description=(
+            "A request's head (request line and headers) must arrive within this, else 408 "
+            "and the connection closes (slow clients, slowloris)."
+        ),
+    )
+    http_body_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description="Longest wait for the next chunk of a request body, else 408.",
+    )
+    http_keep_alive_seconds: int = Field(
+        default=5, ge=1, le=300, description="An idle kept-alive connection closes after this."
+    )
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     log_json: bool | None = Field(

@@ -26,9 +26,11 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "create_erasure_functions",
     "create_outbox_table",
     "create_system_function",
     "disable_tenant_rls",
+    "drop_erasure_functions",
     "drop_outbox_table",
     "drop_system_function",
     "enable_tenant_rls",
@@ -263,3 +265,95 @@ def drop_system_function(schema: str, name: str, *, arguments: str = "") -> None
     """Drop a system function (for a ``downgrade``)."""
     qualified = f"{_ident(schema, 'schema')}.{_ident(name, 'function')}"
     _execute([f"DROP FUNCTION IF EXISTS {qualified}({arguments})"])
+
+
+# -- erasure --------------------------------------------------------------------
+
+_ERASURE_RETURNS = "TABLE(table_name text, deleted bigint)"
+
+
+def _erasure_body(schema: str, *, tenant_wide: bool) -> str:
+    declare = "    target_user text := NULL;\n" if tenant_wide else ""
+    # schema is a checked identifier (_ident); the tables are quoted by format(%I).
+    return f"""
+DECLARE
+{declare}    tenant text := NULLIF(current_setting('{TENANT_SETTING}', true), '');
+    t record;
+    n bigint;
+BEGIN
+    IF tenant IS NULL THEN
+        RAISE EXCEPTION 'erasure needs a tenant-scoped transaction';
+    END IF;
+    -- Every table of the schema with a tenant_id column, found now: a table a
+    -- later migration adds is erased without touching this function. Tables
+    -- holding foreign keys go first, so children go before their parents.
+    FOR t IN
+        SELECT c.relname AS name,
+               EXISTS (SELECT 1 FROM pg_attribute u
+                        WHERE u.attrelid = c.oid AND u.attname = 'user_id'
+                          AND NOT u.attisdropped) AS has_user,
+               (SELECT count(*) FROM pg_constraint f
+                 WHERE f.conrelid = c.oid AND f.contype = 'f') AS foreign_keys
+          FROM pg_class c
+          JOIN pg_namespace s ON s.oid = c.relnamespace
+          JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'tenant_id'
+                             AND NOT a.attisdropped
+         WHERE s.nspname = '{schema}' AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+         ORDER BY foreign_keys DESC, c.relname
+    LOOP
+        IF target_user IS NULL THEN
+            EXECUTE format('DELETE FROM %I.%I WHERE tenant_id = $1', '{schema}', t.name)
+               USING tenant;
+        ELSIF t.has_user THEN
+            EXECUTE format('DELETE FROM %I.%I WHERE tenant_id = $1 AND user_id = $2',
+                           '{schema}', t.name)
+               USING tenant, target_user;
+        ELSE
+            CONTINUE;  -- no user of its own: its rows go with their parent's (cascade)
+        END IF;
+        GET DIAGNOSTICS n = ROW_COUNT;
+        table_name := t.name;
+        deleted := n;
+        RETURN NEXT;
+    END LOOP;
+    RETURN;
+END
+"""  # noqa: S608
+
+
+def create_erasure_functions(schema: str) -> None:
+    """Create ``<schema>.erase_user(target_user)`` and ``<schema>.erase_tenant()``.
+
+    Both delete, in the calling transaction's tenant (``disco.tenant_id``, never
+    an argument), from every table of ``schema`` that has a ``tenant_id``
+    column, found in the catalog when they run, so tables added later are
+    covered: ``erase_tenant`` every row of the tenant, ``erase_user`` the rows
+    whose ``user_id`` is the user's (tables without a ``user_id`` column lose
+    their rows through their parents' cascades). Each returns
+    ``(table_name, deleted)`` per table it touched. They are system functions
+    (``SECURITY DEFINER``, see :func:`create_system_function`): they see every
+    user's rows of the tenant, which the application role alone does not.
+    """
+    _ident(schema, "schema")  # refuses anything but a plain identifier
+    name = schema
+    create_system_function(
+        name,
+        "erase_user",
+        arguments="target_user text",
+        returns=_ERASURE_RETURNS,
+        language="plpgsql",
+        body=_erasure_body(name, tenant_wide=False),
+    )
+    create_system_function(
+        name,
+        "erase_tenant",
+        returns=_ERASURE_RETURNS,
+        language="plpgsql",
+        body=_erasure_body(name, tenant_wide=True),
+    )
+
+
+def drop_erasure_functions(schema: str) -> None:
+    """Drop the functions :func:`create_erasure_functions` made (for a ``downgrade``)."""
+    drop_system_function(schema, "erase_tenant")
+    drop_system_function(schema, "erase_user", arguments="target_user text")

@@ -14,7 +14,7 @@ from disco_gateway.sessions.endpoints import router as sessions_router
 from disco_gateway.sessions.lifespan import sessions_lifespan
 from disco_gateway.settings import GatewaySettings
 from disco_gateway.state import GatewayState
-from disco_service import create_service_app, run_service
+from disco_service import create_service_app, erasure_follower, run_service
 
 __all__ = ["SERVICE", "create_app", "main"]
 
@@ -60,7 +60,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         description=DESCRIPTION,
         # Cards first: /a2a/{agent}/.well-known/... must match before the A2A mount.
         routers=[cards_router, publish_router, sessions_router, console_router],
-        lifespan_hooks=[a2a_lifespan, sessions_lifespan, console_lifespan],
+        lifespan_hooks=[a2a_lifespan, sessions_lifespan, console_lifespan, erasure_follower],
     )
     app.mount("/console/static", static_files(), name="console-static")
     app.router.routes.extend(a2a_routes(state))

@@ -12,7 +12,7 @@ from disco_registry.liveness.lifespan import sweeper_lifespan
 from disco_registry.payload_schemas.endpoints import router as schemas_router
 from disco_registry.settings import RegistrySettings
 from disco_registry.state import RegistryState
-from disco_service import create_service_app, run_service
+from disco_service import create_service_app, erasure_follower, run_service
 
 __all__ = ["SERVICE", "create_app", "main"]
 
@@ -38,7 +38,7 @@ def create_app(settings: RegistrySettings | None = None) -> FastAPI:
         title="disco registry",
         description=DESCRIPTION,
         routers=[agents_router, cards_router, discovery_router, events_router, schemas_router],
-        lifespan_hooks=[sweeper_lifespan],
+        lifespan_hooks=[sweeper_lifespan, erasure_follower],
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from disco_service import create_service_app, run_service
+from disco_service import create_service_app, erasure_follower, run_service
 from disco_tracker.feed.endpoints import router as feed_router
 from disco_tracker.feed.hub import feed_listener
 from disco_tracker.hitl.consumer import hitl_watch
@@ -57,7 +57,7 @@ def create_app(settings: TrackerSettings | None = None) -> FastAPI:
             feed_router,
             hitl_router,
         ],
-        lifespan_hooks=[feed_listener, ingest, hitl_watch, retention_sweeper],
+        lifespan_hooks=[feed_listener, ingest, hitl_watch, retention_sweeper, erasure_follower],
     )
 
 

@@ -32,6 +32,7 @@ from disco_common.memory import (
     EpisodicSearchQuery,
     EpisodicTurn,
     EpisodicTurnCreate,
+    EpisodicTurnUpdate,
     ErasureResult,
     MemoryVisibility,
     PlanContextRecord,
@@ -490,6 +491,40 @@ class MemoryClient(ServiceClient):
             mode=mode,
         )
         return await self.call("POST", f"{_BASE}/episodic/search", list[EpisodicHit], json=body)
+
+    async def get_turn(self, turn_id: str) -> EpisodicTurn | None:
+        """One of the caller's turns, or None."""
+        return await self.call_or_none("GET", f"{_BASE}/episodic/{_seg(turn_id)}", EpisodicTurn)
+
+    async def update_turn(
+        self,
+        turn_id: str,
+        *,
+        content: str | None = None,
+        metadata: Mapping[str, JsonValue] | None = None,
+    ) -> EpisodicTurn:
+        """Correct one of the caller's turns: its content (embedded again) and/or metadata.
+
+        Raises:
+            ValueError: neither ``content`` nor ``metadata`` was given.
+            ServiceNotFoundError: the caller has no such turn.
+        """
+        changes: dict[str, object] = {}
+        if content is not None:
+            changes["content"] = content
+        if metadata is not None:
+            changes["metadata"] = dict(metadata)
+        body = EpisodicTurnUpdate.model_validate(changes)
+        return await self.call(
+            "PATCH",
+            f"{_BASE}/episodic/{_seg(turn_id)}",
+            EpisodicTurn,
+            json=body.model_dump(mode="json", exclude_unset=True),
+        )
+
+    async def delete_turn(self, turn_id: str) -> bool:
+        """Delete one of the caller's turns; whether it was there."""
+        return await self._delete(f"{_BASE}/episodic/{_seg(turn_id)}")
 
     # -- procedural memory --------------------------------------------------------------
 

@@ -15,10 +15,11 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from pydantic import JsonValue
+from pydantic import JsonValue, TypeAdapter, ValidationError
 
 from disco.clients import RegistryClient, acting_for
 from disco_common.a2a_cards import A2ACardSource
+from disco_common.ids import AgentName
 from disco_common.registry import (
     AgentRecord,
     AgentStatus,
@@ -33,6 +34,7 @@ __all__ = ["AgentDirectory"]
 T = TypeVar("T")
 
 _CAPACITY = 2000
+_AGENT_NAME: TypeAdapter[str] = TypeAdapter(AgentName)
 
 
 class _Cache:
@@ -70,7 +72,11 @@ class AgentDirectory:
 
     async def agent(self, tenant_id: str, name: str) -> A2ACardSource | None:
         """Agent ``name`` as ``tenant_id`` sees it (its own registration first, else a
-        public one), or None when there is none."""
+        public one), or None when there is none (``name`` cannot even be an agent's)."""
+        try:
+            _AGENT_NAME.validate_python(name)
+        except ValidationError:
+            return None
 
         async def load() -> A2ACardSource | None:
             with acting_for(tenant_id):

@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from disco.bus import BusClient, BusConsumer
 from disco_common.envelope import Envelope
 from disco_common.ids import utcnow
+from disco_service import retry_while_unavailable
 
 __all__ = ["GroupApplier", "hand_over"]
 
@@ -40,8 +41,18 @@ class GroupApplier:
         self._consumer = BusConsumer(bus, group)
 
     def on(self, topic: str, event_type: str) -> Callable[[Handler], Handler]:
-        """Decorator: apply ``event_type`` envelopes of ``topic`` with the function."""
-        return self._consumer.on(topic, event_type)
+        """Decorator: apply ``event_type`` envelopes of ``topic`` with the function.
+
+        While the database is away the handler waits for it (the partition
+        pauses) rather than failing its retries into the DLQ.
+        """
+        register = self._consumer.on(topic, event_type)
+
+        def decorate(handler: Handler) -> Handler:
+            register(retry_while_unavailable(handler))
+            return handler
+
+        return decorate
 
     async def start(self) -> None:
         """Join the group and start applying."""

@@ -37,13 +37,15 @@ from disco_common.topics import Topic
 from disco_gateway.sessions.mapping import StoredEvent, to_session_event
 from disco_gateway.sessions.metrics import StreamMetrics
 from disco_gateway.sessions.repository import store_batch
-from disco_service import Database
+from disco_service import Database, database_unavailable
 
 __all__ = ["Gap", "SessionHub", "Subscriber"]
 
 _log = structlog.get_logger("disco_gateway.sessions")
 
 _STORE_ATTEMPTS = 3
+_OUTAGE_BACKOFF_SECONDS = 0.2
+_OUTAGE_BACKOFF_MAX_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -224,9 +226,18 @@ class SessionHub:
                 await asyncio.sleep(0)
 
     async def _store(self, events: list[StoredEvent]) -> None:
-        """Keep the batch before anyone sees it (retried; delivered anyway if Postgres is down)."""
+        """Keep the batch before anyone sees it.
+
+        While the database is away (stalled, restarting) the reader waits here, for as
+        long as it takes, and the broker keeps what comes meanwhile: the stream is late
+        but a reconnect with ``after=`` still loses nothing. Any other error is retried
+        a few times, then the batch is delivered unkept (logged) rather than blocking
+        every session behind one bad row.
+        """
         rows = [event.row() for event in events]
-        for attempt in range(1, _STORE_ATTEMPTS + 1):
+        failures = 0
+        delay = _OUTAGE_BACKOFF_SECONDS
+        while True:
             started = time.perf_counter()
             try:
                 async with self._database.unit_of_work(None) as session:
@@ -235,7 +246,20 @@ class SessionHub:
                     self._metrics.store_seconds.observe(time.perf_counter() - started)
                 return
             except Exception as exc:
+                if database_unavailable(exc):
+                    _log.warning(
+                        "session events wait for the database",
+                        count=len(rows),
+                        retry_in_seconds=delay,
+                        error=repr(exc),
+                    )
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, _OUTAGE_BACKOFF_MAX_SECONDS)
+                    continue
+                failures += 1
                 _log.warning(
-                    "session events not stored", attempt=attempt, count=len(rows), error=repr(exc)
+                    "session events not stored", attempt=failures, count=len(rows), error=repr(exc)
                 )
-                await asyncio.sleep(0.2 * attempt)
+                if failures >= _STORE_ATTEMPTS:
+                    return
+                await asyncio.sleep(0.2 * failures)

@@ -59,6 +59,19 @@ _SEARCH = text(
     """  # noqa: S608
 )
 
+_ONE = "e.tenant_id = :tenant_id AND e.user_id = :user_id AND e.turn_id = :turn_id"
+_GET = text(f"SELECT {_COLUMNS} FROM memory.episodic_turns e WHERE {_ONE}")  # noqa: S608
+# Only the columns given change (a NULL parameter keeps the stored value).
+_UPDATE = text(
+    "UPDATE memory.episodic_turns AS e SET "  # noqa: S608
+    "content = COALESCE(CAST(:content AS text), e.content), "
+    "embedding = COALESCE(CAST(:embedding AS vector), e.embedding), "
+    "embedding_model = COALESCE(CAST(:model AS text), e.embedding_model), "
+    "metadata = COALESCE(CAST(CAST(:metadata AS text) AS jsonb), e.metadata) "
+    f"WHERE {_ONE} RETURNING {_COLUMNS}"
+)
+_DELETE = text(f"DELETE FROM memory.episodic_turns e WHERE {_ONE}")  # noqa: S608
+
 
 class EpisodicRepository:
     """Reads and appends one user's conversation turns."""
@@ -148,3 +161,36 @@ class EpisodicRepository:
             },
         )
         return list(result.mappings().all())
+
+    async def get(self, turn_id: str) -> RowMapping | None:
+        """One of the user's turns, or None."""
+        result = await self._session.execute(_GET, {**self._scope, "turn_id": turn_id})
+        return result.mappings().one_or_none()
+
+    async def update(
+        self,
+        turn_id: str,
+        *,
+        content: str | None,
+        embedding: Vector | None,
+        model: str | None,
+        metadata_json: str | None,
+    ) -> RowMapping | None:
+        """Change a turn's content (with its embedding) and/or metadata; None if not the user's."""
+        result = await self._session.execute(
+            _UPDATE,
+            {
+                **self._scope,
+                "turn_id": turn_id,
+                "content": content,
+                "embedding": embedding,
+                "model": model,
+                "metadata": metadata_json,
+            },
+        )
+        return result.mappings().one_or_none()
+
+    async def delete(self, turn_id: str) -> bool:
+        """Delete one of the user's turns; whether it was there."""
+        result = await self._session.execute(_DELETE, {**self._scope, "turn_id": turn_id})
+        return bool(getattr(result, "rowcount", 0))

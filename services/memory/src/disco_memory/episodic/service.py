@@ -11,6 +11,7 @@ from disco_common.memory import (
     EpisodicSearchQuery,
     EpisodicTurn,
     EpisodicTurnCreate,
+    EpisodicTurnUpdate,
 )
 from disco_memory._shared import limited_json
 from disco_memory.episodic.repository import EpisodicRepository
@@ -19,7 +20,14 @@ from disco_memory.semantic.repository import set_search_options
 from disco_memory.sessions.repository import SessionRepository
 from disco_memory.sessions.service import touch_session
 
-__all__ = ["append_turn", "recent_turns", "search_turns"]
+__all__ = [
+    "append_turn",
+    "delete_turn",
+    "get_turn",
+    "recent_turns",
+    "search_turns",
+    "update_turn",
+]
 
 _SEMANTIC_WEIGHT = 0.7
 _CANDIDATE_FACTOR = 4
@@ -54,6 +62,53 @@ async def append_turn(
     )
     await touch_session(sessions, body.session_id)
     return EpisodicTurn.model_validate(dict(row))
+
+
+async def get_turn(repository: EpisodicRepository, turn_id: str) -> EpisodicTurn | None:
+    """One of the caller's turns, or None."""
+    row = await repository.get(turn_id)
+    return EpisodicTurn.model_validate(dict(row)) if row is not None else None
+
+
+async def update_turn(
+    repository: EpisodicRepository, runtime: MemoryRuntime, turn_id: str, body: EpisodicTurnUpdate
+) -> EpisodicTurn | None:
+    """Correct one of the caller's turns; None when it has no such turn.
+
+    New content is embedded again (an empty one by the turn's role, as on
+    append), so that search finds the turn by what it says now.
+
+    Raises:
+        PayloadTooLarge: the metadata is over 64 KiB encoded.
+        EmbeddingUnavailable: the model could not embed the content.
+    """
+    metadata_json = (
+        limited_json(body.metadata, limit=METADATA_MAX_BYTES, what="the metadata")
+        if body.metadata is not None
+        else None
+    )
+    embedding = None
+    if body.content is not None:
+        text = body.content
+        if not text:
+            current = await repository.get(turn_id)
+            if current is None:
+                return None
+            text = str(current["role"])
+        embedding = await runtime.embed_one(text)
+    row = await repository.update(
+        turn_id,
+        content=body.content,
+        embedding=embedding,
+        model=runtime.embedder.model_name if embedding is not None else None,
+        metadata_json=metadata_json,
+    )
+    return EpisodicTurn.model_validate(dict(row)) if row is not None else None
+
+
+async def delete_turn(repository: EpisodicRepository, turn_id: str) -> bool:
+    """Delete one of the caller's turns; whether it was there."""
+    return await repository.delete(turn_id)
 
 
 async def recent_turns(

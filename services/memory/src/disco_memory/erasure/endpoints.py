@@ -10,10 +10,18 @@ from disco_common.auth import Role
 from disco_common.ids import Id
 from disco_common.memory import ErasureResult
 from disco_memory.erasure import service
-from disco_memory.erasure.repository import ErasureRepository
-from disco_service import Identity, IdentityDep, SessionDep, error_responses, require_role
+from disco_service import (
+    ErasureRepository,
+    Identity,
+    IdentityDep,
+    SessionDep,
+    error_responses,
+    require_role,
+)
 
 router = APIRouter(prefix="/v1/memory/erasure", tags=["erasure"])
+
+SCHEMA = "memory"
 
 AdminDep = Annotated[Identity, Depends(require_role(Role.ADMIN))]
 
@@ -22,10 +30,10 @@ AdminDep = Annotated[Identity, Depends(require_role(Role.ADMIN))]
 async def erase_user(user_id: Id, session: SessionDep, identity: IdentityDep) -> ErasureResult:
     """Delete everything the user stored in the caller's tenant, across every memory
     family, in one transaction. A user may erase themselves; anyone else needs ``admin``."""
-    return await service.erase_user(ErasureRepository(session), user_id, caller=identity)
+    return await service.erase_user(ErasureRepository(session, SCHEMA), user_id, caller=identity)
 
 
 @router.delete("/tenant", response_model=ErasureResult, responses=error_responses(403))
 async def erase_tenant(session: SessionDep, identity: AdminDep) -> ErasureResult:
     """Delete everything of the caller's tenant, in one transaction (``admin`` only)."""
-    return await service.erase_tenant(ErasureRepository(session), caller=identity)
+    return await service.erase_tenant(ErasureRepository(session, SCHEMA), caller=identity)

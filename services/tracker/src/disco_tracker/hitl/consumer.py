@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from disco.bus import BusConsumer
 from disco_common.envelope import Envelope
 from disco_common.topics import Topic
+from disco_service import retry_while_unavailable
 from disco_tracker.background import periodically
 from disco_tracker.hitl.service import handle_notification, sweep_timeouts
 from disco_tracker.state import TrackerState
@@ -28,6 +29,7 @@ async def hitl_watch(state: TrackerState) -> AsyncIterator[None]:
     consumer = BusConsumer(state.require_bus(), settings.hitl_consumer_group)
 
     @consumer.on(Topic.NOTIFICATION_EVENTS)
+    @retry_while_unavailable  # a database outage pauses the watch; it dead-letters nothing
     async def on_notification(envelope: Envelope) -> None:
         await handle_notification(database, envelope)
 

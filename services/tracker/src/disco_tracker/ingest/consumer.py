@@ -27,11 +27,12 @@ import structlog
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 from aiokafka.structs import ConsumerRecord
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from disco.bus import BusClient, BusError, FetchPacer, pacer_for
 from disco_common.envelope import EnvelopeError, envelope_class_for
+from disco_common.system_events import SystemEventType
 from disco_common.topics import Topic, strip_prefix
+from disco_service import database_unavailable
 from disco_tracker.ingest.metrics import IngestMetrics
 from disco_tracker.ingest.service import Applied, Consumed, apply_batch
 from disco_tracker.state import TrackerState
@@ -43,16 +44,14 @@ log = structlog.get_logger("disco_tracker.ingest")
 INGEST_TOPICS = (Topic.SYSTEM_EVENTS, Topic.ACTION_REQUESTS, Topic.ACTION_RESULTS)
 """What the read model is built from (questions to humans are the HITL watch's)."""
 
+_NOT_TRACKED = frozenset(
+    {SystemEventType.ERASURE_REQUESTED.value, SystemEventType.ERASURE_COMPLETED.value}
+)
+"""Never kept in a timeline: an erasure's own events would outlive what they erased."""
+
 _BATCH_ATTEMPTS = 3
 """Attempts at a whole batch before it is applied envelope by envelope."""
 _BACKOFF_MAX_SECONDS = 5.0
-
-
-def _transient(exc: BaseException) -> bool:
-    """Whether waiting can fix ``exc`` (the database is away), as opposed to the data."""
-    if isinstance(exc, (OperationalError, InterfaceError, OSError, TimeoutError)):
-        return True
-    return isinstance(exc, DBAPIError) and exc.connection_invalidated
 
 
 class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
@@ -211,6 +210,8 @@ class IngestConsumer:
                         return False
                     self.metrics.rejected.labels(topic=topic, reason="envelope").inc()
                     continue
+                if envelope.type in _NOT_TRACKED:
+                    continue
                 items.append(Consumed(topic, envelope, len(record.value or b"")))
                 records.append(record)
         if not items:
@@ -235,7 +236,7 @@ class IngestConsumer:
             try:
                 return await apply_batch(database, items, data_max_bytes=max_bytes)
             except Exception as exc:
-                transient = _transient(exc)
+                transient = database_unavailable(exc)
                 log.warning(
                     "ingest_batch_failed",
                     envelopes=len(items),
@@ -262,7 +263,7 @@ class IngestConsumer:
                 try:
                     single = await apply_batch(database, [item], data_max_bytes=max_bytes)
                 except Exception as exc:
-                    if _transient(exc) or attempt < _BATCH_ATTEMPTS:
+                    if database_unavailable(exc) or attempt < _BATCH_ATTEMPTS:
                         if self._stopping:
                             return None
                         await asyncio.sleep(0.2 * attempt)
