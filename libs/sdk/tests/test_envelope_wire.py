@@ -112,6 +112,6 @@ def test_any_valid_envelope_round_trips_through_the_kafka_record(envelope: Envel
     headers = headers_dict(record.headers)
     assert headers["ce_id"] == envelope.id
     assert headers["ce_type"] == envelope.type
-    assert headers.get("tenant_id") == envelope.tenant_id
+    assert headers.get("ce_tenantid") == envelope.tenant_id
     assert headers.get("traceparent") == envelope.traceparent
     assert record.size >= len(record.value) + len(record.key)

@@ -394,7 +394,7 @@ class BusConsumer(StartStop):
         if ce_type is not None and ce_type not in routes and ANY_EVENT not in routes:
             return  # someone else's event: skip without parsing
         try:
-            envelope = kind.from_kafka_value(record.value)
+            envelope = kind.from_kafka_record(record.value, record.headers)
         except EnvelopeError as exc:
             await self._dead_letter(record, "EnvelopeError", exc.reason, attempts=0)
             return

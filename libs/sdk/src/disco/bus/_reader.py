@@ -37,7 +37,7 @@ class ReadRecord:
 
     def envelope(self) -> Envelope:
         """The record's envelope; :class:`EnvelopeError` when it is not one."""
-        return Envelope.from_kafka_value(self.value)
+        return Envelope.from_kafka_record(self.value, self.headers)
 
     def envelope_or_none(self) -> Envelope | None:
         """The record's envelope, or ``None`` when the value is not one."""

@@ -25,7 +25,14 @@ import structlog
 
 from disco.bus import ReadRecord, TopicReader
 from disco.settings import BusSettings
-from disco_common.envelope import Envelope, EnvelopeError, envelope_class_for
+from disco_common.envelope import (
+    Envelope,
+    EnvelopeError,
+    binary_attributes,
+    envelope_class_for,
+    is_binary_mode,
+    wire_attribute,
+)
 
 __all__ = ["BusFanout", "Delivery", "FanoutRoute", "Inbox", "Key"]
 
@@ -164,14 +171,17 @@ class BusFanout:
             if ce_type is None or ce_type.decode("utf-8", "replace") not in route.event_types:
                 return
         try:
-            document: Any = json.loads(record.value or b"null")
+            if is_binary_mode(record.headers):
+                document: Any = binary_attributes(record.value, record.headers)
+            else:
+                document = json.loads(record.value or b"null")
         except ValueError:
             return
         if not isinstance(document, dict):
             return
         targets: set[Inbox] = set()
         for attribute in route.keys:
-            value = document.get(attribute)
+            value = wire_attribute(document, attribute)
             if isinstance(value, str):
                 targets |= self._inboxes.get((attribute, value), set())
         if not targets:

@@ -199,7 +199,9 @@ class IngestConsumer:
             for record in tp_records:
                 topic = strip_prefix(record.topic, prefix)
                 try:
-                    envelope = envelope_class_for(topic).from_kafka_value(record.value)
+                    envelope = envelope_class_for(topic).from_kafka_record(
+                        record.value, record.headers
+                    )
                 except EnvelopeError as exc:
                     if not await self._dead_letter(bus, record, "EnvelopeError", exc.reason):
                         return False
