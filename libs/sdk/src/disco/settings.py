@@ -155,6 +155,25 @@ class BusSettings(BaseSettings):
         default=100_000, ge=0, le=100_000_000, description="Envelope ids remembered per consumer."
     )
     bus_dedup_ttl_seconds: float = Field(default=3_600.0, ge=0, le=30 * 24 * 3600)
+    bus_shutdown_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        le=600,
+        description=(
+            "Bound on stopping an agent process on SIGTERM/SIGINT, whatever the broker's "
+            "state: handlers get part of it to finish, commits and leaving the group are "
+            "cut short when the broker does not answer, and the process exits at the bound."
+        ),
+    )
+    bus_reconnect_backoff_max_seconds: float = Field(
+        default=10.0,
+        ge=0.1,
+        le=600,
+        description=(
+            "Longest wait between two attempts to reach a broker that is down when an "
+            "agent starts (the wait doubles from 0.5 s up to this)."
+        ),
+    )
     bus_max_message_bytes: int = Field(
         default=1_048_576,
         ge=1024,

@@ -13,7 +13,7 @@ from aiokafka.errors import KafkaError
 from aiokafka.structs import ConsumerRecord
 from typing_extensions import Unpack
 
-from disco._lifecycle import StartStop
+from disco._lifecycle import StartStop, stop_within
 from disco.bus._envelopes import (
     ContextAttributes,
     EnvelopeAttributes,
@@ -146,7 +146,8 @@ class BusClient(StartStop):
                 await listener.stop()
             writer, self._writer = self._writer, None
             if writer is not None:
-                await writer.stop()
+                # Records the broker never acknowledged fail their publishers.
+                await stop_within(writer.stop(), "the producer")
             probe, self._probe = self._probe, None
             if probe is not None:
                 await probe.close()

@@ -14,7 +14,7 @@ from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 from aiokafka.structs import ConsumerRecord
 
 from disco._context import HandlerContext, enter_handler, exit_handler, handler_context
-from disco._lifecycle import StartStop
+from disco._lifecycle import STOP_NETWORK_SECONDS, StartStop, stop_within
 from disco.bus._client import BusClient
 from disco.bus._dedup import DedupStore, InMemoryDedupStore
 from disco.bus._errors import (
@@ -291,13 +291,22 @@ class BusConsumer(StartStop):
                 with contextlib.suppress(asyncio.CancelledError):
                     await self._committer
             try:
-                await self._commit_done(consumer)
+                # A broker that is down would hold the commit (and leaving the
+                # group) forever: what is not committed is redelivered.
+                async with asyncio.timeout(STOP_NETWORK_SECONDS):
+                    await self._commit_done(consumer)
+            except TimeoutError:
+                _log.warning(
+                    "final commit cut short: the broker does not answer (the records "
+                    "handled since the last commit are redelivered)",
+                    group=self.group,
+                )
             finally:
                 self._workers.clear()
                 self._paused.clear()
                 self._consumer = None
                 self._fetcher = self._committer = None
-                await consumer.stop()  # leaves the group
+                await stop_within(consumer.stop(), f"consumer group {self.group!r}")
                 if self._owns_client:
                     self._owns_client = False
                     await self.client.stop()
