@@ -10,7 +10,7 @@ BENCH_ARGS ?=
 
 PYPROJECTS := pyproject.toml $(wildcard libs/*/pyproject.toml services/*/pyproject.toml)
 
-.PHONY: help bootstrap dev test test-unit test-integration lint format bench bench-quick bench-detail demo compose-up compose-down
+.PHONY: help bootstrap browser dev test test-unit test-integration lint format bench bench-quick bench-detail demo compose-up compose-down
 
 help: ## list the commands
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -25,6 +25,9 @@ $(CURDIR)/.tools/bin/uv:
 	@touch $@
 
 bootstrap: .venv/.synced ## install uv and the workspace (done by every target)
+
+browser: ## Debian's chromium for the console's browser tests (the tests install it too when root)
+	@test -x /usr/bin/chromium || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium)
 
 dev: bootstrap ## run the whole stack locally (embedded Postgres + Kafka); Ctrl-C stops it
 	$(UV) run disco dev up

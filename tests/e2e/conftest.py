@@ -51,6 +51,8 @@ class Stack:
     services: dict[str, ServiceProcess]
     env: dict[str, str]
     logs: Path
+    database_url: str = ""
+    """The application role's URL of the stack's database (for more service processes)."""
 
     @property
     def urls(self) -> dict[str, str]:
@@ -117,6 +119,7 @@ def e2e_stack(
                 "DISCO_TENANT_ID": TENANT,
             },
             logs=logs,
+            database_url=database.app,
         )
     finally:
         stop_services(services.values())

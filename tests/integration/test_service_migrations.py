@@ -28,7 +28,7 @@ HEADS = {
     "registry": "registry_0003",
     "memory": "memory_0003",
     "tracker": "tracker_0003",
-    "gateway": "gateway_0001",
+    "gateway": "gateway_0002",
 }
 
 

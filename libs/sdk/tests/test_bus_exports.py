@@ -18,6 +18,7 @@ def test_disco_bus_exports_exactly_its_public_api() -> None:
         "DedupStore",
         "DlqHeader",
         "EnvelopeAttributes",
+        "FetchPacer",
         "Handler",
         "HandlerRegistrationError",
         "InMemoryDedupStore",
@@ -29,6 +30,7 @@ def test_disco_bus_exports_exactly_its_public_api() -> None:
         "RequestTimeout",
         "TopicProvisioningError",
         "TopicReader",
+        "pacer_for",
     ]
     assert all(hasattr(disco.bus, name) for name in disco.bus.__all__)
 

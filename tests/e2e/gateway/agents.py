@@ -159,4 +159,29 @@ def build() -> list[Agent]:
         task = await result.restore_task()
         await task.complete({"text": f"relayed: {result.result}"})
 
-    return [echo, failing, strict, greet, story, city, multi, slow, asker, relay]
+    return [echo, failing, strict, greet, story, city, multi, slow, asker, relay, *_runtime()]
+
+
+def _runtime() -> list[Agent]:
+    """LLM agents on the runtime (scripted model) for the session stream tests.
+
+    ``gw-assistant`` and ``gw-helper`` share sessions as a team; ``gw-hasty``
+    gives a person 2 seconds to approve a call.
+    """
+    from disco.runtime import AgentRunner, ScriptedDriver, StepsLimit
+    from tests.e2e.runtime_agents import book_trip, lookup_weather, script
+
+    workers: list[Agent] = []
+    for name, timeout in (("gw-assistant", 900), ("gw-helper", 900), ("gw-hasty", 2)):
+        runner = AgentRunner(
+            name,
+            driver=ScriptedDriver(responder=script),
+            system_prompt="You are a gateway e2e assistant.",
+            tools=[lookup_weather, book_trip],
+            criteria=[StepsLimit(6)],
+            approval_timeout_seconds=timeout,
+        )
+        worker = Worker(name, description="An LLM agent for the session stream tests.")
+        runner.attach_worker(worker, f"{name}.requested")
+        workers.append(worker)
+    return workers

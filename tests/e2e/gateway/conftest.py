@@ -34,8 +34,15 @@ from disco.auth import DEV_AUTH_SECRET, mint_dev_token
 from disco.bus import BusClient
 from disco.settings import BusSettings
 from disco_common.auth import Role
-from tests.e2e.conftest import AgentProcess, _stop_all, _wait_ready, start_agents, stop_agents
+from tests.e2e.conftest import AgentProcess, start_agents, stop_agents
 from tests.fixtures.infra import migrated_database
+from tests.fixtures.processes import (
+    ServiceProcess,
+    start_services,
+    stop_processes,
+    stop_services,
+    wait_until_serving,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 TENANT = "acme"
@@ -86,8 +93,8 @@ class GatewayProcess:
         }
         self.process = _spawn([sys.executable, "-m", "disco_gateway"], env, log)
         try:
-            _wait_ready(self.url, self.process, timeout=90)
-        except RuntimeError as exc:
+            wait_until_serving(self.process, self.url, log, timeout=90)
+        except (AssertionError, RuntimeError) as exc:
             tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])
             raise RuntimeError(f"{exc}\n{tail}") from None
         return self
@@ -100,7 +107,7 @@ class GatewayProcess:
 
     def stop(self) -> None:
         if self.process is not None:
-            _stop_all({"gateway": self.process})
+            stop_processes([self.process])
 
 
 @dataclass
@@ -153,8 +160,6 @@ def gateway_stack(
     database = migrated_database(postgres_admin_url)
     logs = tmp_path_factory.mktemp("gateway-e2e-logs")
     prefix = f"{session_topic_prefix}gw."
-    ports = {"registry": free_port(), "memory": free_port()}
-    urls = {name: f"http://127.0.0.1:{port}" for name, port in ports.items()}
     base = {
         **os.environ,
         "DISCO_ENV": "dev",
@@ -167,8 +172,6 @@ def gateway_stack(
         "DISCO_BUS_RETRY_BACKOFF_MAX_MS": "500",
         "DISCO_LOG_JSON": "true",
         "DISCO_DATABASE_URL": database.app,
-        "DISCO_REGISTRY_URL": urls["registry"],
-        "DISCO_MEMORY_URL": urls["memory"],
         "DISCO_TENANT_ID": TENANT,
         "PYTHONPATH": str(ROOT),
     }
@@ -180,7 +183,11 @@ def gateway_stack(
             await bus.ensure_topics()
 
     asyncio.run(provision())
-    processes: dict[str, subprocess.Popen[bytes]] = {}
+    services: dict[str, ServiceProcess] = start_services(["registry", "memory"], base, logs)
+    urls = {name: service.url for name, service in services.items()}
+    base["DISCO_REGISTRY_URL"] = urls["registry"]
+    base["DISCO_MEMORY_URL"] = urls["memory"]
+    processes: list[subprocess.Popen[bytes]] = []
     agents: list[AgentProcess] = []
     stack = GatewayStack(
         bootstrap=kafka_bootstrap,
@@ -199,15 +206,9 @@ def gateway_stack(
         logs=logs,
     )
     try:
-        for name, port in ports.items():
-            env = {**base, f"DISCO_{name.upper()}_PORT": str(port)}
-            processes[name] = _spawn(
-                [sys.executable, "-m", f"disco_{name}"], env, logs / f"{name}.log"
-            )
-            _wait_ready(urls[name], processes[name], timeout=120)
         agents.append(start_agents(stack, "gateway"))  # type: ignore[arg-type]
-        processes["hello"] = _spawn(
-            [sys.executable, "examples/hello_tool.py"], base, logs / "hello.log"
+        processes.append(
+            _spawn([sys.executable, "examples/hello_tool.py"], base, logs / "hello.log")
         )
         _wait_registered(urls["registry"], [PUBLIC_AGENT])
         yield stack
@@ -216,7 +217,8 @@ def gateway_stack(
             gateway.stop()
         for agent in agents:
             stop_agents(agent)
-        _stop_all(processes)
+        stop_processes(processes)
+        stop_services(services.values())
 
 
 @pytest.fixture(scope="package")

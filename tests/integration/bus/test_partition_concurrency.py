@@ -9,7 +9,8 @@ from disco.bus import BusClient, BusConsumer
 from disco.settings import BusSettings
 from disco_common.envelope import Envelope
 from disco_common.topics import Topic
-from tests.integration.bus.conftest import committed_total, eventually
+from tests.fixtures.waiting import eventually
+from tests.integration.bus.conftest import committed_total
 
 
 def one_partition(settings: BusSettings, concurrency: int) -> BusSettings:

@@ -11,7 +11,8 @@ from disco.bus._polling import broker_kind
 from disco.settings import BusSettings
 from disco_common.envelope import ActionRequest, Envelope
 from disco_common.topics import Topic
-from tests.integration.bus.conftest import Recorder, eventually
+from tests.fixtures.waiting import eventually
+from tests.integration.bus.conftest import Recorder
 
 
 def backing_off_fast(settings: BusSettings) -> BusSettings:

@@ -26,6 +26,8 @@ class Role(StrEnum):
     """A platform agent or service that may act on behalf of any tenant it is handling."""
     ADMIN = "admin"
     """May run tenant-wide operations (erasing a tenant, for instance)."""
+    OPERATOR = "operator"
+    """Watches and answers every user's sessions of its tenant (the gateway's UI streams)."""
 
 
 class TokenClaims(BaseModel):

@@ -100,8 +100,10 @@ def test_disco_runtime_exports_its_public_api() -> None:
         "UIEventAdapter",
         "Usage",
         "agent_tool",
+        "publish_ui_event",
         "to_json_safe",
         "tool_log",
+        "ui_envelope",
     ]
     assert all(hasattr(disco.runtime, name) for name in disco.runtime.__all__)
 

@@ -16,13 +16,22 @@ __all__ = ["run_service"]
 _STARTUP_FAILURE = 3
 
 
-def run_service(app: FastAPI, settings: ServiceSettings) -> None:
+def run_service(
+    app: FastAPI,
+    settings: ServiceSettings,
+    *,
+    ws_ping_interval: float | None = 20.0,
+    ws_ping_timeout: float | None = 20.0,
+) -> None:
     """Serve ``app`` on ``settings.host:settings.port`` until SIGINT/SIGTERM.
 
     No reload, one process (scale by running more). On a signal uvicorn stops
     accepting, lets in-flight requests finish for up to
     ``DISCO_SHUTDOWN_GRACE_SECONDS``, then runs the lifespan's shutdown (outbox
     drained, bus flushed, pool closed).
+
+    ``ws_ping_interval``/``ws_ping_timeout``: websocket heartbeats (uvicorn pings every
+    socket and closes one that does not answer in time).
 
     Raises:
         SystemExit: with code 3 when the app failed to start (e.g. the broker
@@ -41,6 +50,8 @@ def run_service(app: FastAPI, settings: ServiceSettings) -> None:
         access_log=False,
         server_header=False,
         timeout_graceful_shutdown=int(settings.shutdown_grace_seconds),
+        ws_ping_interval=ws_ping_interval,
+        ws_ping_timeout=ws_ping_timeout,
     )
     server = uvicorn.Server(config)
     server.run()

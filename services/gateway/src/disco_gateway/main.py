@@ -7,7 +7,11 @@ from fastapi import FastAPI
 from disco_gateway.a2a.endpoints import a2a_routes
 from disco_gateway.a2a.service import a2a_lifespan
 from disco_gateway.cards.endpoints import router as cards_router
+from disco_gateway.console.endpoints import console_lifespan, static_files
+from disco_gateway.console.endpoints import router as console_router
 from disco_gateway.publish.endpoints import router as publish_router
+from disco_gateway.sessions.endpoints import router as sessions_router
+from disco_gateway.sessions.lifespan import sessions_lifespan
 from disco_gateway.settings import GatewaySettings
 from disco_gateway.state import GatewayState
 from disco_service import create_service_app, run_service
@@ -25,7 +29,21 @@ DESCRIPTION = (
     "`message:stream`, `tasks/...`): each message becomes an `action-requests` envelope, and the "
     "agent's progress, questions and answer come back as A2A task states, streamed over SSE, "
     "stored in Postgres and pushed to webhooks. `POST /v1/publish` puts an event on the bus for "
-    "clients that cannot speak Kafka. Tenant and user come from the bearer token."
+    "clients that cannot speak Kafka. Tenant and user come from the bearer token.\n\n"
+    "**Live UI streams.** `ws(s)://…/v1/sessions/{session_id}/stream` (websocket; not listed "
+    "below) sends a session's events live as the UI envelope `{id, type, session_id, "
+    "execution_id, agent_id, agent_name, timestamp, payload}` — agent events (`agent.*`), the "
+    "tool lifecycle (`TOOL_APPROVAL_REQUESTED`, `TOOL_APPROVED`, `TOOL_DENIED`, "
+    "`TOOL_EXECUTION_STARTED|SUCCEEDED|FAILED`, `TOOL_LOG`), `HUMAN_INPUT_REQUESTED`/"
+    "`HUMAN_INPUT_ANSWERED`, and `ERROR`, `ACK`, `PONG`, `STREAM_GAP`. It takes client messages "
+    "`APPROVE_TOOL {tool_call_id, reason?}`, `DENY_TOOL {tool_call_id, reason?}`, `ANSWER "
+    "{question_id, answer}`, `SEND_MESSAGE {agent, text | data}`, `PING` (each may carry a "
+    "`request_id`, echoed in its `ACK`/`ERROR`). Token: `Authorization: Bearer`, or subprotocols "
+    '`["disco.v1", "bearer.<jwt>"]`, or `?access_token=`; a bad or expired token closes '
+    "with 4401. `?after=<event id>` replays what was missed first; `?agent=` filters by agent. "
+    "The `/v1/sessions/...` HTTP routes below do the same without a websocket.\n\n"
+    "**Console.** `/console` is the web console: plans, agents, live sessions, dead letters, "
+    "health (sign in with a bearer token)."
 )
 
 
@@ -41,9 +59,10 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         title="disco gateway",
         description=DESCRIPTION,
         # Cards first: /a2a/{agent}/.well-known/... must match before the A2A mount.
-        routers=[cards_router, publish_router],
-        lifespan_hooks=[a2a_lifespan],
+        routers=[cards_router, publish_router, sessions_router, console_router],
+        lifespan_hooks=[a2a_lifespan, sessions_lifespan, console_lifespan],
     )
+    app.mount("/console/static", static_files(), name="console-static")
     app.router.routes.extend(a2a_routes(state))
     return app
 
@@ -51,4 +70,10 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
 def main() -> None:
     """Serve the gateway service until SIGINT/SIGTERM (``python -m disco_gateway``)."""
     settings = GatewaySettings()
-    run_service(create_app(settings), settings)
+    run_service(
+        create_app(settings),
+        settings,
+        # Websocket heartbeats: uvicorn pings every socket and closes the ones that do not answer.
+        ws_ping_interval=settings.stream_heartbeat_seconds,
+        ws_ping_timeout=settings.stream_heartbeat_seconds,
+    )

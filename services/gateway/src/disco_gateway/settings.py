@@ -39,6 +39,25 @@ class GatewaySettings(GatewayLinkSettings):
         validation_alias=AliasChoices("DISCO_REGISTRY_URL"),
         description="Where the registry is: agents and their schemas are read from it.",
     )
+    tracker_url: str = Field(
+        default="http://127.0.0.1:8083",
+        min_length=1,
+        validation_alias=AliasChoices("DISCO_TRACKER_URL"),
+        description="Where the tracker is: the console reads plans, tasks and timelines from it.",
+    )
+    memory_url: str = Field(
+        default="http://127.0.0.1:8082",
+        min_length=1,
+        validation_alias=AliasChoices("DISCO_MEMORY_URL"),
+        description="Where the memory service is: the console reads sessions from it.",
+    )
+    console_dlq_limit: int = Field(
+        default=500,
+        ge=1,
+        le=100_000,
+        validation_alias=_own("CONSOLE_DLQ_LIMIT"),
+        description="How many of the newest dead-lettered records the console reads per topic.",
+    )
     public_tenant: TenantId = Field(
         default="default",
         validation_alias=_own("PUBLIC_TENANT"),
@@ -118,6 +137,51 @@ class GatewaySettings(GatewayLinkSettings):
         default="disco-gateway",
         validation_alias=_own("CONSUMER_GROUP"),
         description="The consumer group the gateway's instances apply answers in.",
+    )
+
+    stream_retention_seconds: float = Field(
+        default=86_400.0,
+        gt=0,
+        validation_alias=_own("STREAM_RETENTION_SECONDS"),
+        description="How long a session's events are kept for replay (`?after=`).",
+    )
+    stream_max_events_per_session: int = Field(
+        default=5000,
+        ge=10,
+        validation_alias=_own("STREAM_MAX_EVENTS_PER_SESSION"),
+        description="How many of a session's most recent events are kept for replay.",
+    )
+    stream_retention_interval_seconds: float = Field(
+        default=300.0,
+        gt=0,
+        validation_alias=_own("STREAM_RETENTION_INTERVAL_SECONDS"),
+        description="How often old session events are purged.",
+    )
+    stream_queue_size: int = Field(
+        default=1000,
+        ge=1,
+        le=1_000_000,
+        validation_alias=_own("STREAM_QUEUE_SIZE"),
+        description=(
+            "Messages a websocket may fall behind by; past it the client gets STREAM_GAP "
+            "and reconciles with the replay endpoint."
+        ),
+    )
+    stream_heartbeat_seconds: float = Field(
+        default=20.0,
+        gt=0,
+        le=3600,
+        validation_alias=_own("STREAM_HEARTBEAT_SECONDS"),
+        description=(
+            "Websocket ping interval; a socket that does not answer a ping within it is closed."
+        ),
+    )
+    stream_payload_max_bytes: int = Field(
+        default=64 * 1024,
+        ge=1024,
+        le=16 * 1024 * 1024,
+        validation_alias=_own("STREAM_PAYLOAD_MAX_BYTES"),
+        description="The largest payload a stream message carries (larger ones are cut).",
     )
 
     @model_validator(mode="after")

@@ -9,6 +9,9 @@ from disco_service import ServiceState, ServiceUnavailable
 
 if TYPE_CHECKING:
     from disco_gateway.a2a.service import A2AService
+    from disco_gateway.console.clients import ConsoleClients
+    from disco_gateway.sessions.hub import SessionHub
+    from disco_gateway.sessions.service import SessionService
 
 __all__ = ["GatewayState"]
 
@@ -19,14 +22,33 @@ class GatewayState(ServiceState[GatewaySettings]):
     Attributes:
         a2a: the A2A side (request handler, registry directory, bus fan-out,
             consumer group, publish bridge); made in the lifespan.
+        console: the clients the console reads the other services with; made
+            in the lifespan.
+        sessions: the session streams' logic (replay, approvals, answers, messages).
+        hub: the instance's session fan-out to its websockets.
     """
 
     def __init__(self, settings: GatewaySettings) -> None:
         super().__init__(settings)
         self.a2a: A2AService | None = None
+        self.console: ConsoleClients | None = None
+        self.sessions: SessionService | None = None
+        self.hub: SessionHub | None = None
 
     def require_a2a(self) -> A2AService:
         """The A2A side, or a 503 while the instance starts or stops."""
         if self.a2a is None:
             raise ServiceUnavailable("The gateway is starting or stopping; try again.")
         return self.a2a
+
+    def require_console(self) -> ConsoleClients:
+        """The console's clients, or a 503 while the instance starts or stops."""
+        if self.console is None:
+            raise ServiceUnavailable("The gateway is starting or stopping; try again.")
+        return self.console
+
+    def require_sessions(self) -> SessionService:
+        """The session side, or a 503 while the instance starts or stops."""
+        if self.sessions is None:
+            raise ServiceUnavailable("The gateway is starting or stopping; try again.")
+        return self.sessions

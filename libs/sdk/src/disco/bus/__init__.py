@@ -30,6 +30,7 @@ from disco.bus._errors import (
     RequestTimeout,
     TopicProvisioningError,
 )
+from disco.bus._polling import FetchPacer, pacer_for
 from disco.bus._reader import ReadRecord, TopicReader
 from disco.bus._replies import ReplyListener
 from disco.bus._routes import ANY_EVENT, Handler
@@ -46,6 +47,7 @@ __all__ = [
     "DedupStore",
     "DlqHeader",
     "EnvelopeAttributes",
+    "FetchPacer",
     "Handler",
     "HandlerRegistrationError",
     "InMemoryDedupStore",
@@ -57,4 +59,5 @@ __all__ = [
     "RequestTimeout",
     "TopicProvisioningError",
     "TopicReader",
+    "pacer_for",
 ]

@@ -56,6 +56,9 @@ class ReadRecord:
 class TopicReader(StartStop):
     """Reads every partition of some topics, group-less, from their start or end.
 
+    ``last=N`` starts each partition N records before its end (what is newest,
+    bounded: a dead-letter browser, ``tail -n``).
+
     Topics are logical names: the settings' prefix is put in front. Positioning
     uses explicit end offsets (the embedded broker's "latest" reset is not
     reliable), and start waits until the broker's metadata knows every topic,
@@ -80,11 +83,15 @@ class TopicReader(StartStop):
         topics: Sequence[str],
         *,
         from_beginning: bool = False,
+        last: int | None = None,
         metadata_timeout: float = 10.0,
         realign_interval: float = 1.0,
     ) -> None:
         if not topics:
             raise ValueError("TopicReader needs at least one topic")
+        if last is not None and (last < 0 or from_beginning):
+            raise ValueError("`last` must be >= 0 and cannot be combined with from_beginning")
+        self._last = last
         self.settings = settings
         self._names = {topic_name(topic, settings.topic_prefix): str(topic) for topic in topics}
         self._from_beginning = from_beginning
@@ -123,7 +130,11 @@ class TopicReader(StartStop):
             if self._from_beginning:
                 await consumer.seek_to_beginning(*partitions)
             else:
-                for partition, offset in (await consumer.end_offsets(partitions)).items():
+                ends = await consumer.end_offsets(partitions)
+                starts = await consumer.beginning_offsets(partitions) if self._last else {}
+                for partition, offset in ends.items():
+                    if self._last:
+                        offset = max(starts[partition], offset - self._last)
                     consumer.seek(partition, offset)
         except KafkaError as exc:
             await consumer.stop()

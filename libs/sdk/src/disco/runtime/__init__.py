@@ -39,7 +39,9 @@ to answer tasks on the bus::
   :class:`ErrorLimit` and plain functions; every verdict is recorded.
 - Drivers: :class:`OpenAIChatDriver` (official ``openai`` SDK) and
   :class:`ScriptedDriver`, behind :class:`ChatDriver`.
-- Events → :class:`UIEventAdapter` → the UI envelope on ``notification-events``.
+- Events → :class:`UIEventAdapter` → the UI envelope on ``notification-events``;
+  :func:`publish_ui_event` publishes one from any agent (the gateway's session streams
+  show them).
 """
 
 from disco.runtime._continuation import (
@@ -120,7 +122,7 @@ from disco.runtime._state import (
     StepType,
 )
 from disco.runtime._tools import AgentTool, ToolArgumentsError, agent_tool, tool_log
-from disco.runtime._ui import BusEventSink, UIEventAdapter
+from disco.runtime._ui import BusEventSink, UIEventAdapter, publish_ui_event, ui_envelope
 
 __all__ = [
     "AgentRunner",
@@ -196,6 +198,8 @@ __all__ = [
     "UIEventAdapter",
     "Usage",
     "agent_tool",
+    "publish_ui_event",
     "to_json_safe",
     "tool_log",
+    "ui_envelope",
 ]

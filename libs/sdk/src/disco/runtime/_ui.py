@@ -41,7 +41,14 @@ from disco_common.topics import Topic
 if TYPE_CHECKING:
     from disco.bus import BusClient
 
-__all__ = ["BusEventSink", "UIEventAdapter", "summarize_args", "summarize_result"]
+__all__ = [
+    "BusEventSink",
+    "UIEventAdapter",
+    "publish_ui_event",
+    "summarize_args",
+    "summarize_result",
+    "ui_envelope",
+]
 
 _log = structlog.get_logger("disco.runtime")
 
@@ -338,27 +345,9 @@ class BusEventSink:
 
     def envelope(self, event: AgentUIEvent) -> Notification:
         """The envelope that carries ``event``."""
-        context = maybe_current_context()
-        fields: dict[str, Any] = {
-            "id": str(uuid.uuid4()),
-            "time": datetime.now(UTC),
-            "source": self.bus.source,
-            "type": event.type.value,
-            "data": event.model_dump(mode="json"),
-            "session_id": event.session_id,
-            "correlation_id": event.session_id,
-        }
-        if self.tenant_id is not None:
-            fields["tenant_id"] = self.tenant_id
-        if self.user_id is not None:
-            fields["user_id"] = self.user_id
-        if context is not None:
-            fields["causation_id"] = context.envelope.id
-            if context.envelope.traceparent is not None:
-                fields["traceparent"] = context.envelope.traceparent
-        envelope = Notification.from_dict(fields)
-        assert isinstance(envelope, Notification)
-        return envelope
+        return ui_envelope(
+            event, source=self.bus.source, tenant_id=self.tenant_id, user_id=self.user_id
+        )
 
     async def emit(self, event: RuntimeEvent) -> None:
         for ui_event in self.adapter.events(event):
@@ -383,3 +372,104 @@ class BusEventSink:
         for result in await asyncio.gather(*pending, return_exceptions=True):
             if isinstance(result, BaseException):
                 _log.warning("a UI event was not acknowledged by the broker", error=repr(result))
+
+
+def ui_envelope(
+    event: AgentUIEvent,
+    *,
+    source: str,
+    tenant_id: str | None = None,
+    user_id: str | None = None,
+) -> Notification:
+    """The ``notification-events`` envelope that carries UI event ``event``.
+
+    CloudEvents ``type`` = the UI type, ``session_id`` and ``correlation_id`` = the
+    session (one partition per session: its events keep their order), ``data`` =
+    the :class:`AgentUIEvent` JSON; inside a handler the handled envelope is its
+    cause and its trace continues.
+    """
+    context = maybe_current_context()
+    fields: dict[str, Any] = {
+        "id": str(uuid.uuid4()),
+        "time": datetime.now(UTC),
+        "source": source,
+        "type": event.type.value,
+        "data": event.model_dump(mode="json"),
+        "session_id": event.session_id,
+        "correlation_id": event.session_id,
+    }
+    if tenant_id is not None:
+        fields["tenant_id"] = tenant_id
+    if user_id is not None:
+        fields["user_id"] = user_id
+    if context is not None:
+        fields["causation_id"] = context.envelope.id
+        if context.envelope.traceparent is not None:
+            fields["traceparent"] = context.envelope.traceparent
+    envelope = Notification.from_dict(fields)
+    assert isinstance(envelope, Notification)
+    return envelope
+
+
+async def publish_ui_event(
+    bus: BusClient,
+    type: AgentUIEventType | str,
+    payload: Any,
+    *,
+    session_id: str,
+    execution_id: str | None = None,
+    agent_id: str | None = None,
+    agent_name: str | None = None,
+    tenant_id: str | None = None,
+    user_id: str | None = None,
+) -> Notification:
+    """Publish one UI event for a session, from any agent (not only the runtime's loop).
+
+    UIs watching the session through the gateway
+    (``/v1/sessions/{session_id}/stream``) receive it as
+    ``{id, type, session_id, execution_id, agent_id, agent_name, timestamp, payload}``.
+    ``payload`` goes through :func:`to_json_safe` (cycles, bytes, huge values become
+    bounded JSON), so anything may be passed. Inside a handler, the tenant and user
+    default to the handled envelope's.
+
+    Args:
+        bus: a started bus client.
+        type: a UI type (``agent.status``, ``TOOL_LOG``, … see
+            :class:`~disco_common.notifications.AgentUIEventType`).
+        payload: the payload (the type's model's fields, e.g. ``{"status": "in_progress"}``).
+        session_id: the session it belongs to.
+        execution_id: the run within the session (the session id when omitted).
+        agent_id: the agent (team member) it comes from (defaults to ``bus.name``).
+        agent_name: its display name (defaults to ``agent_id``).
+        tenant_id: the session's tenant (the handled envelope's when omitted; the gateway
+            shows no event without a tenant).
+        user_id: the session's user (the handled envelope's when omitted).
+
+    Returns:
+        The envelope published (its ``id`` is the UI message's ``id``).
+
+    Raises:
+        ValueError: ``type`` is not a UI type.
+    """
+    try:
+        kind = AgentUIEventType(type)
+    except ValueError:
+        known = ", ".join(k.value for k in AgentUIEventType)
+        raise ValueError(f"{type!r} is not a UI event type; known: {known}") from None
+    context = maybe_current_context()
+    if context is not None:
+        tenant_id = tenant_id or context.envelope.tenant_id
+        user_id = user_id or context.envelope.user_id
+    safe = to_json_safe(payload, max_bytes=_PAYLOAD_MAX_BYTES)
+    agent = agent_id or bus.name
+    event = AgentUIEvent.model_construct(
+        type=kind,
+        session_id=session_id,
+        execution_id=execution_id or session_id,
+        agent_id=agent,
+        agent_name=agent_name or agent,
+        timestamp=datetime.now(UTC),
+        payload=safe if isinstance(safe, dict) else {"value": safe},
+    )
+    envelope = ui_envelope(event, source=bus.source, tenant_id=tenant_id, user_id=user_id)
+    return await bus.publish_envelope(Topic.NOTIFICATION_EVENTS, envelope)  # type: ignore[return-value]

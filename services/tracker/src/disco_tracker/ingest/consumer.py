@@ -29,7 +29,7 @@ from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 from aiokafka.structs import ConsumerRecord
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
-from disco.bus import BusClient, BusError
+from disco.bus import BusClient, BusError, FetchPacer, pacer_for
 from disco_common.envelope import EnvelopeError, envelope_class_for
 from disco_common.topics import Topic, strip_prefix
 from disco_tracker.ingest.metrics import IngestMetrics
@@ -98,11 +98,14 @@ class IngestConsumer:
         options["request_timeout_ms"] = max(
             settings.kafka_request_timeout_ms, settings.kafka_session_timeout_ms + 5000
         )
+        # The fetch wait follows the traffic as the SDK's consumers do (short while
+        # envelopes flow, longer when idle), with the waits chosen for this broker.
+        pacer = await pacer_for(settings)
         consumer = AIOKafkaConsumer(
             group_id=self.group,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
-            fetch_max_wait_ms=settings.kafka_fetch_max_wait_ms,
+            fetch_max_wait_ms=pacer.max_wait_ms,
             session_timeout_ms=settings.kafka_session_timeout_ms,
             heartbeat_interval_ms=settings.kafka_heartbeat_interval_ms,
             max_poll_records=settings.ingest_batch_size,
@@ -110,9 +113,10 @@ class IngestConsumer:
         )
         consumer.subscribe([bus.topic_name(t) for t in INGEST_TOPICS], listener=_Rebalance(self))
         await consumer.start()
+        pacer.attach(consumer)
         self._consumer = consumer
         self._stopping = False
-        self._task = asyncio.create_task(self._run(consumer), name="tracker-ingest")
+        self._task = asyncio.create_task(self._run(consumer, pacer), name="tracker-ingest")
 
     async def wait_assigned(self, timeout: float) -> None:  # noqa: ASYNC109 - for tests
         """Wait until the group gave this instance partitions."""
@@ -135,12 +139,13 @@ class IngestConsumer:
                     await task
         await consumer.stop()
 
-    async def _run(self, consumer: AIOKafkaConsumer) -> None:
+    async def _run(self, consumer: AIOKafkaConsumer, pacer: FetchPacer) -> None:
         settings = self._settings
         while not self._stopping:
             try:
+                block_ms = min(settings.ingest_poll_ms, int(pacer.apply() * 1000))
                 batches = await consumer.getmany(
-                    timeout_ms=settings.ingest_poll_ms, max_records=settings.ingest_batch_size
+                    timeout_ms=block_ms, max_records=settings.ingest_batch_size
                 )
             except KafkaError as exc:
                 log.warning("ingest_fetch_failed", error=repr(exc))
@@ -148,6 +153,7 @@ class IngestConsumer:
                 continue
             if not batches:
                 continue
+            pacer.saw_records()
             batches = await self._linger(consumer, batches)
             async with self._batch_lock:
                 try:

@@ -1,0 +1,1 @@
+"""sessions: live UI streams of agent sessions (websocket), their replay, approvals, answers."""

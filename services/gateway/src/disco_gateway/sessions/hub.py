@@ -1,0 +1,208 @@
+"""The instance's session fan-out: read ``notification-events`` once, keep, hand to local sockets.
+
+Each gateway instance reads ``notification-events`` with its own group-less
+reader (it takes nobody's work and sees every partition), so any number of
+instances may run side by side and each serves its own sockets. For each batch
+it reads, it
+
+1. maps every envelope of a session to its UI message (:func:`to_session_event`);
+2. stores the batch (``gateway.store_session_events``: the first instance's copy
+   wins, the others' are no-ops) — so an event is in Postgres before any socket
+   sees it, which is what makes a reconnect with ``after=`` lose nothing;
+3. offers each event to the subscribers of its tenant and session.
+
+A subscriber has a bounded queue. One that falls behind (its socket does not
+read) stops receiving when the queue is full and, once it drained what it had,
+gets one ``STREAM_GAP`` telling it to reconcile through the replay endpoint;
+offering never waits, so nobody else is slowed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+
+import structlog
+
+from disco.bus import TopicReader
+from disco.settings import BusSettings
+from disco_common.topics import Topic
+from disco_gateway.sessions.mapping import StoredEvent, to_session_event
+from disco_gateway.sessions.repository import store_batch
+from disco_service import Database
+
+__all__ = ["Gap", "SessionHub", "Subscriber"]
+
+_log = structlog.get_logger("disco_gateway.sessions")
+
+_STORE_ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Events were dropped for a subscriber that fell behind."""
+
+    dropped: int
+
+
+@dataclass(eq=False)
+class Subscriber:
+    """One socket's view of a session: who it is, what it wants, what waits for it."""
+
+    tenant_id: str
+    session_id: str
+    user_id: str
+    all_users: bool
+    agents: frozenset[str]
+    queue_size: int
+    queue: asyncio.Queue[StoredEvent] = field(init=False)
+    overflowed: bool = field(default=False, init=False)
+    dropped: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        self.queue = asyncio.Queue(self.queue_size)
+
+    def wants(self, event: StoredEvent) -> bool:
+        """Whether the socket may and wants to see ``event``."""
+        if event.user_id is not None and not self.all_users and event.user_id != self.user_id:
+            return False
+        if not self.agents:
+            return True
+        agent_id, agent_name = event.event.agent_id, event.event.agent_name
+        if agent_id is None and agent_name is None:
+            return True
+        return agent_id in self.agents or agent_name in self.agents
+
+    def offer(self, event: StoredEvent) -> None:
+        """Queue ``event`` (never waits; past the bound it is dropped, see the module docs)."""
+        if not self.wants(event):
+            return
+        if self.overflowed:
+            self.dropped += 1
+            return
+        try:
+            self.queue.put_nowait(event)
+        except asyncio.QueueFull:
+            self.overflowed = True
+            self.dropped += 1
+
+    async def next(self) -> StoredEvent | Gap:
+        """The next event, or the gap once what was queued before the overflow is out."""
+        if self.overflowed and self.queue.empty():
+            gap = Gap(self.dropped)
+            self.overflowed, self.dropped = False, 0
+            return gap
+        return await self.queue.get()
+
+
+class SessionHub:
+    """The instance's reader and its subscribers (idempotent ``start``/``stop``).
+
+    Args:
+        settings: how to reach the bus.
+        database: where the events are kept.
+        max_payload_bytes: the bound on each message's payload.
+    """
+
+    def __init__(
+        self, settings: BusSettings, database: Database, *, max_payload_bytes: int
+    ) -> None:
+        self._settings = settings
+        self._database = database
+        self._max_bytes = max_payload_bytes
+        self._subscribers: dict[tuple[str, str], set[Subscriber]] = {}
+        self._reader: TopicReader | None = None
+        self._task: asyncio.Task[None] | None = None
+        self.delivered = 0
+        """Events handed to subscribers since the start (for the benchmark and metrics)."""
+
+    @property
+    def sockets(self) -> int:
+        return sum(len(subscribers) for subscribers in self._subscribers.values())
+
+    async def start(self) -> None:
+        """Position at the end of ``notification-events`` and start reading."""
+        if self._task is not None:
+            return
+        reader = TopicReader(self._settings, [Topic.NOTIFICATION_EVENTS.value])
+        await reader.start()
+        self._reader = reader
+        self._task = asyncio.create_task(self._read(reader), name="disco-gateway-sessions")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            await reader.stop()
+
+    @contextlib.asynccontextmanager
+    async def subscribe(
+        self,
+        tenant_id: str,
+        session_id: str,
+        *,
+        user_id: str,
+        all_users: bool,
+        agents: Sequence[str] = (),
+        queue_size: int,
+    ) -> AsyncIterator[Subscriber]:
+        """A subscriber of the session's events, until the block exits."""
+        subscriber = Subscriber(
+            tenant_id, session_id, user_id, all_users, frozenset(agents), queue_size
+        )
+        key = (tenant_id, session_id)
+        self._subscribers.setdefault(key, set()).add(subscriber)
+        try:
+            yield subscriber
+        finally:
+            subscribers = self._subscribers.get(key)
+            if subscribers is not None:
+                subscribers.discard(subscriber)
+                if not subscribers:
+                    del self._subscribers[key]
+
+    async def _read(self, reader: TopicReader) -> None:
+        while True:
+            try:
+                records = await reader.read(timeout=0.5)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a broker hiccup: aiokafka reconnects by itself
+                _log.warning("session reader failed; reading on", error=repr(exc))
+                await asyncio.sleep(0.5)
+                continue
+            events: list[StoredEvent] = []
+            for record in records:
+                envelope = record.envelope_or_none()
+                if envelope is None:
+                    continue  # malformed: the consumer groups send it to the DLQ
+                event = to_session_event(envelope, max_bytes=self._max_bytes)
+                if event is not None:
+                    events.append(event)
+            if not events:
+                continue
+            await self._store(events)
+            for event in events:
+                for subscriber in self._subscribers.get((event.tenant_id, event.session_id), ()):
+                    subscriber.offer(event)
+                    self.delivered += 1
+
+    async def _store(self, events: list[StoredEvent]) -> None:
+        """Keep the batch before anyone sees it (retried; delivered anyway if Postgres is down)."""
+        rows = [event.row() for event in events]
+        for attempt in range(1, _STORE_ATTEMPTS + 1):
+            try:
+                async with self._database.unit_of_work(None) as session:
+                    await store_batch(session, rows)
+                return
+            except Exception as exc:
+                _log.warning(
+                    "session events not stored", attempt=attempt, count=len(rows), error=repr(exc)
+                )
+                await asyncio.sleep(0.2 * attempt)

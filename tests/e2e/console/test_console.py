@@ -1,0 +1,273 @@
+"""The web console in headless Chromium against a real stack (services, agents, broker, Postgres).
+
+Screenshots of every step land in the test's tmp dir (``screenshots/``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from playwright.async_api import Browser, BrowserContext, expect
+
+from disco.bus import BusClient, BusConsumer, NonRetryableError
+from disco_common.auth import Role
+from disco_common.envelope import Envelope
+from disco_common.topics import Topic
+from tests.e2e.conftest import TENANT, USER, AgentProcess, Stack, start_agents, stop_agents
+from tests.e2e.console.conftest import OTHER_TENANT, Console, Screens, signed_in, token
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def demo_agents(e2e_stack: Stack) -> Iterator[AgentProcess]:
+    """The demo's planners and fan-out worker (examples/), in one process."""
+    agents = start_agents(e2e_stack, "tracker-demo")
+    try:
+        yield agents
+    finally:
+        stop_agents(agents)
+
+
+async def _holiday(caller: BusClient) -> str:
+    answer = await caller.request(
+        "e2e.holiday.goal",
+        {"city": "Lisbon"},
+        response_event="e2e.holiday.done",
+        tenant_id=TENANT,
+        wait=120,
+    )
+    assert answer.plan_id is not None
+    return answer.plan_id
+
+
+async def test_a_bad_token_gets_the_login_page_and_never_data(
+    browser: Browser, console: Console, screens: Screens, contexts: list[BrowserContext]
+) -> None:
+    context = await browser.new_context()
+    contexts.append(context)
+    page = await context.new_page()
+
+    # No token: every page sends you to the login page.
+    for path in ("/plans", "/agents", "/dlq", "/health", "/sessions/s-1"):
+        response = await page.goto(f"{console.url}{path}")
+        assert response is not None
+        assert page.url.startswith(f"{console.url}/login"), path
+        await expect(page.locator("#token")).to_be_visible()
+
+    # A forged token (signed with another secret) is refused at the door.
+    forged = token(TENANT).rsplit(".", 1)[0] + ".bm90LXRoZS1zaWduYXR1cmU"
+    await page.fill("#token", forged)
+    await page.click("#sign-in")
+    await expect(page.locator("#login-error")).to_be_visible()
+    await screens.shot(page, "bad-token")
+    assert "/console/plans" not in page.url
+
+    # A forged cookie fares no better, and is dropped.
+    await context.add_cookies(
+        [
+            {
+                "name": "disco_console_token",
+                "value": forged,
+                "domain": "127.0.0.1",
+                "path": "/console",
+            }
+        ]
+    )
+    await page.goto(f"{console.url}/plans")
+    assert page.url.startswith(f"{console.url}/login")
+    assert not [c for c in await context.cookies() if c["name"] == "disco_console_token"]
+
+    # Without a browser: no data either, just the way to the login page.
+    async with httpx.AsyncClient(cookies={"disco_console_token": forged}) as http:
+        answer = await http.get(f"{console.url}/plans")
+    assert answer.status_code == 303
+    assert answer.headers["location"].startswith("/console/login")
+
+
+async def test_a_plan_shows_with_its_state_machine_tasks_and_sub_plans_for_its_tenant_only(
+    browser: Browser,
+    console: Console,
+    demo_agents: AgentProcess,
+    caller: BusClient,
+    screens: Screens,
+    contexts: list[BrowserContext],
+) -> None:
+    plan_id = await _holiday(caller)
+    acme = await signed_in(browser, console, token(TENANT))
+    contexts.append(acme)
+    page = await acme.new_page()
+
+    await page.goto(f"{console.url}/plans")
+    row = page.locator(f'tr.plan-row[data-plan-id="{plan_id}"]')
+    await expect(row).to_be_visible(timeout=30_000)  # the list refreshes itself
+    await screens.shot(page, "plans")
+
+    # Filtering narrows the list without reloading the page.
+    await page.select_option('select[name="status"]', "failed")
+    await expect(row).to_have_count(0)
+    await page.select_option('select[name="status"]', "completed")
+    await expect(row).to_be_visible()
+
+    await row.locator("a").first.click()
+    await page.wait_for_url(f"{console.url}/plans/{plan_id}")
+    await expect(page.locator("#plan-status")).to_have_text("completed", timeout=30_000)
+    diagram = page.locator("#state-diagram")
+    await expect(diagram).to_be_visible()
+    current = (await page.locator("#current-state").inner_text()).strip()
+    await expect(diagram.locator(f'g.current[data-state="{current}"]')).to_have_count(1)
+    assert await page.locator("#tasks tr.task-row").count() >= 1
+    await expect(page.locator("#plan-tree li li")).not_to_have_count(0)  # the nested trip plan
+    assert await page.locator("#timeline tbody tr").count() >= 2
+    await screens.shot(page, "plan-detail")
+
+    await page.goto(f"{console.url}/agents")
+    await expect(
+        page.locator('tr.agent-row[data-agent="e2e-holiday-planner"] .badge')
+    ).to_have_text("live")
+    await page.goto(f"{console.url}/health")
+    for name in ("gateway", "registry", "memory", "tracker"):
+        badge = page.locator(f'tr.service-health[data-service="{name}"] td:nth-child(2) .badge')
+        await expect(badge).to_have_text("ready")
+    await screens.shot(page, "health")
+
+    # Tenant B sees none of it: not in the list, not by its id.
+    beta = await signed_in(browser, console, token(OTHER_TENANT))
+    contexts.append(beta)
+    other = await beta.new_page()
+    await other.goto(f"{console.url}/plans")
+    await expect(other.locator("#no-plans")).to_be_visible()
+    assert plan_id not in await other.content()
+    response = await other.goto(f"{console.url}/plans/{plan_id}")
+    assert response is not None
+    assert response.status == 404
+    assert plan_id in await other.locator("main").inner_text()  # the id asked for, and no data
+    await expect(other.locator("#state-diagram")).to_have_count(0)
+    await screens.shot(other, "tenant-b")
+
+
+async def test_a_dead_letter_shows_its_reason_and_an_admin_republishes_it(
+    browser: Browser,
+    console: Console,
+    caller: BusClient,
+    screens: Screens,
+    contexts: list[BrowserContext],
+) -> None:
+    event_type = f"console.dlq.{uuid.uuid4().hex[:8]}"
+    handled: list[Envelope] = []
+    got_it_again = asyncio.Event()
+
+    async def handle(envelope: Envelope) -> None:
+        handled.append(envelope)
+        if len(handled) == 1:
+            raise NonRetryableError("the warehouse is closed")
+        got_it_again.set()
+
+    consumer = BusConsumer(caller, f"console-dlq-{uuid.uuid4().hex[:6]}")
+    consumer.add_handler(Topic.BUSINESS_FACTS, event_type, handle)
+    async with consumer:
+        sent = await caller.announce(event_type, {"sku": "A-1"}, tenant_id=TENANT)
+
+        acme = await signed_in(browser, console, token(TENANT, "root", Role.USER, Role.ADMIN))
+        contexts.append(acme)
+        page = await acme.new_page()
+        row = page.locator("tr.dead-letter", has_text=sent.id)
+        async with asyncio.timeout(60):
+            while not await row.count():  # the consumer dead-letters it, then the page shows it
+                await page.goto(f"{console.url}/dlq")
+        await expect(row.locator("td.reason")).to_contain_text("the warehouse is closed")
+        await expect(row.locator("td.reason")).to_contain_text("NonRetryableError")
+        await screens.shot(page, "dead-letters")
+
+        # Tenant B does not see it; a user without the admin role gets no button.
+        beta = await signed_in(browser, console, token(OTHER_TENANT, "root", Role.ADMIN))
+        contexts.append(beta)
+        other = await beta.new_page()
+        await other.goto(f"{console.url}/dlq")
+        assert sent.id not in await other.content()
+        plain = await signed_in(browser, console, token(TENANT))
+        contexts.append(plain)
+        viewer = await plain.new_page()
+        await viewer.goto(f"{console.url}/dlq")
+        await expect(viewer.locator("tr.dead-letter", has_text=sent.id)).to_be_visible()
+        await expect(viewer.locator("button.republish")).to_have_count(0)
+
+        page.on("dialog", lambda dialog: asyncio.ensure_future(dialog.accept()))
+        await row.locator("button.republish").click()
+        await expect(page.locator("#republished")).to_contain_text(sent.id)
+        await screens.shot(page, "republished")
+        async with asyncio.timeout(60):
+            await got_it_again.wait()
+    assert [envelope.id for envelope in handled] == [sent.id, sent.id]
+    assert handled[1].data == {"sku": "A-1"}
+    log = console.gateway.log.read_text()
+    assert "dead_letter_republished" in log
+    assert sent.id in log
+
+
+@pytest.fixture(scope="module")
+def runtime_agent(e2e_stack: Stack) -> Iterator[AgentProcess]:
+    """An LLM agent on the runtime whose ``book_trip`` tool needs a person's approval."""
+    agent = start_agents(e2e_stack, "runtime")
+    try:
+        yield agent
+    finally:
+        stop_agents(agent)
+
+
+async def test_a_pending_tool_call_is_approved_in_the_session_view_and_the_agent_proceeds(
+    browser: Browser,
+    console: Console,
+    runtime_agent: AgentProcess,
+    caller: BusClient,
+    screens: Screens,
+    contexts: list[BrowserContext],
+) -> None:
+    session_id = f"sess-{uuid.uuid4().hex[:12]}"
+    acme = await signed_in(browser, console, token(TENANT, USER))
+    contexts.append(acme)
+    page = await acme.new_page()
+    await page.goto(f"{console.url}/sessions/{session_id}")
+    await expect(page.locator("#stream-state")).to_have_text("live")
+
+    answer = asyncio.ensure_future(
+        caller.request(
+            "e2e-runtime.requested",
+            {"text": "book Lisbon on 2026-05-01"},
+            response_event="e2e-runtime.answered",
+            tenant_id=TENANT,
+            user_id=USER,
+            session_id=session_id,
+            wait=120,
+        )
+    )
+    try:
+        card = page.locator(".card.approval")
+        await expect(card).to_be_visible(timeout=60_000)
+        await expect(card).to_contain_text("book_trip")
+        await screens.shot(page, "approval-pending")
+
+        # Tenant B on the same session id sees nothing of it.
+        beta = await signed_in(browser, console, token(OTHER_TENANT, USER))
+        contexts.append(beta)
+        other = await beta.new_page()
+        await other.goto(f"{console.url}/sessions/{session_id}")
+        await expect(other.locator("#stream-state")).to_have_text("live")
+        await expect(other.locator("#events tr.event")).to_have_count(0)
+        await expect(other.locator(".card.approval")).to_have_count(0)
+
+        await card.locator("button.approve").click()
+        result = await asyncio.wait_for(answer, 120)
+    finally:
+        answer.cancel()
+    assert "TRIP-LIS-2026-05-01" in str(result.data)
+    events = page.locator("#events tr.event")
+    await expect(events.filter(has_text="TOOL_APPROVED")).to_have_count(1)
+    await expect(events.filter(has_text="TOOL_EXECUTION_SUCCEEDED")).to_have_count(1)
+    await expect(page.locator(".card.approval")).to_have_count(0)
+    await screens.shot(page, "approved")
+    await expect(other.locator("#events tr.event")).to_have_count(0)
