@@ -280,6 +280,8 @@ EXPECTED = [
     "wire_attribute",
     "BINARY_HEADER_PREFIX",
     "TENANT_HEADER",
+    "TENANT_CREDENTIAL_HEADER",
+    "UNAUTHENTICATED_TENANT",
     "WIRE_NAMES",
     "json_hash",
     "new_id",

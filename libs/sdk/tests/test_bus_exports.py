@@ -15,6 +15,9 @@ def test_disco_bus_exports_exactly_its_public_api() -> None:
         "BusNotStartedError",
         "BusUnavailableError",
         "ContextAttributes",
+        "CredentialError",
+        "CredentialSigner",
+        "CredentialVerifier",
         "DedupStore",
         "DlqHeader",
         "EnvelopeAttributes",
@@ -28,9 +31,13 @@ def test_disco_bus_exports_exactly_its_public_api() -> None:
         "ReadRecord",
         "ReplyListener",
         "RequestTimeout",
+        "TenantGuard",
         "TopicProvisioningError",
         "TopicReader",
         "pacer_for",
+        "sign_as",
+        "signing_with",
+        "tenant_guard",
     ]
     assert all(hasattr(disco.bus, name) for name in disco.bus.__all__)
 

@@ -58,6 +58,8 @@ from disco_common.a2a_cards import (
 from disco_common.auth import (
     ON_BEHALF_OF_TENANT_HEADER,
     ON_BEHALF_OF_USER_HEADER,
+    TENANT_CREDENTIAL_HEADER,
+    UNAUTHENTICATED_TENANT,
     Role,
     TokenClaims,
 )
@@ -344,10 +346,12 @@ __all__ = [
     "SNAPSHOT_FULL_MAX_BYTES",
     "SNAPSHOT_SLIM_MAX_BYTES",
     "SYSTEM_EVENT_DATA",
+    "TENANT_CREDENTIAL_HEADER",
     "TENANT_HEADER",
     "TOPIC_PREFIX_PATTERN",
     "TTL_MAX_SECONDS",
     "UI_EVENT_PAYLOADS",
+    "UNAUTHENTICATED_TENANT",
     "WIRE_NAMES",
     "WORKING_MEMORY_VALUE_MAX_BYTES",
     "A2AAgentCapabilities",

@@ -14,6 +14,8 @@ from aiokafka.structs import ConsumerRecord
 from typing_extensions import Unpack
 
 from disco._lifecycle import StartStop, stop_within
+from disco.auth import TokenProvider
+from disco.bus._credentials import CredentialSigner, override_header
 from disco.bus._envelopes import (
     ContextAttributes,
     EnvelopeAttributes,
@@ -66,6 +68,11 @@ class BusClient(StartStop):
         settings: how to reach the bus; read from ``DISCO_*`` variables if omitted.
         name: who publishes; the default ``source`` is ``disco://agent/<name>``.
         source: the CloudEvents ``source`` of published envelopes.
+        credentials: the identity whose tokens vouch for the tenant of what is
+            published (the ``disco-tenant-credential`` header); default: the
+            configured one (``DISCO_AUTH_TOKEN``, else minted with
+            ``DISCO_AUTH_SECRET`` for ``DISCO_TENANT_ID``/``DISCO_USER_ID``).
+        sign: False publishes without a credential (only a dev bus accepts that).
     """
 
     def __init__(
@@ -74,10 +81,19 @@ class BusClient(StartStop):
         *,
         name: str = "disco",
         source: str | None = None,
+        credentials: TokenProvider | None = None,
+        sign: bool = True,
     ) -> None:
         self.settings = settings if settings is not None else BusSettings()
         self.name = name
         self.source = source or f"disco://agent/{name}"
+        self._signer: CredentialSigner | None = None
+        if sign:
+            self._signer = (
+                CredentialSigner(credentials)
+                if credentials is not None
+                else CredentialSigner.from_settings(self.settings)
+            )
         self._writer: RecordWriter | None = None
         self._probe: AIOKafkaClient | None = None
         self._listeners: dict[str, ReplyListener] = {}
@@ -542,7 +558,10 @@ class BusClient(StartStop):
     async def _write_envelope(self, name: str, envelope: Envelope) -> asyncio.Future[Any]:
         if self._request_validator is not None and isinstance(envelope, ActionRequest):
             await self._request_validator(envelope.type, envelope.data)
-        record = record_for(envelope)
+        signer = self._signer
+        record = record_for(
+            envelope, await signer.header() if signer is not None else override_header()
+        )
         limit = self.settings.bus_max_message_bytes
         # Count exactly only when it could matter: headers and framing of a
         # disco record stay far below 2 KiB.

@@ -16,6 +16,7 @@ from aiokafka.structs import ConsumerRecord
 from disco._context import HandlerContext, enter_handler, exit_handler, handler_context
 from disco._lifecycle import STOP_NETWORK_SECONDS, StartStop, stop_within
 from disco.bus._client import BusClient
+from disco.bus._credentials import tenant_guard
 from disco.bus._dedup import DedupStore, InMemoryDedupStore
 from disco.bus._errors import (
     BusError,
@@ -35,6 +36,7 @@ from disco.bus._routes import (
     describe,
 )
 from disco.bus._tracing import consumer_span, tracing_enabled
+from disco_common.auth import UNAUTHENTICATED_TENANT
 from disco_common.envelope import Envelope, EnvelopeError, envelope_class_for
 from disco_common.topics import DLQ_SUFFIX, Topic, dlq_topic
 
@@ -96,6 +98,8 @@ class BusConsumer(StartStop):
             if dedup_store is not None
             else InMemoryDedupStore(settings.bus_dedup_window_size, settings.bus_dedup_ttl_seconds)
         )
+        # Who vouches for each envelope's tenant (None: not required, dev).
+        self._guard = tenant_guard(settings)
         self._max_buffered = max(1, max_buffered_per_partition)
         self._rebalance_grace = rebalance_grace
         self._routes: dict[str, dict[str, Handler]] = {}
@@ -418,6 +422,11 @@ class BusConsumer(StartStop):
             return
         handler = routes.get(envelope.type) or routes.get(ANY_EVENT)
         if handler is None:
+            return
+        if self._guard is not None and (
+            refused := await self._guard.refusal(envelope.tenant_id, record.headers)
+        ):
+            await self._dead_letter(record, UNAUTHENTICATED_TENANT, refused, attempts=0)
             return
         if await self.dedup_store.seen(envelope.id):
             _log.debug("duplicate envelope skipped", event_id=envelope.id, topic=topic)

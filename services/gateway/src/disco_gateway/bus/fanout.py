@@ -23,8 +23,9 @@ from typing import Any
 
 import structlog
 
-from disco.bus import ReadRecord, TopicReader
+from disco.bus import ReadRecord, TopicReader, tenant_guard
 from disco.settings import BusSettings
+from disco_common.auth import UNAUTHENTICATED_TENANT
 from disco_common.envelope import (
     Envelope,
     EnvelopeError,
@@ -99,6 +100,8 @@ class BusFanout:
         self._inboxes: dict[Key, set[Inbox]] = {}
         self._reader: TopicReader | None = None
         self._task: asyncio.Task[None] | None = None
+        # Who vouches for each envelope's tenant (None: not required, dev).
+        self._guard = tenant_guard(settings)
 
     async def start(self) -> None:
         """Position at the end of every topic and start reading (idempotent)."""
@@ -160,9 +163,9 @@ class BusFanout:
             if not self._inboxes:
                 continue
             for record in records:
-                self._offer(record)
+                await self._offer(record)
 
-    def _offer(self, record: ReadRecord) -> None:
+    async def _offer(self, record: ReadRecord) -> None:
         route = self._routes.get(record.topic)
         if route is None:
             return
@@ -191,6 +194,12 @@ class BusFanout:
         except ValueError as exc:
             reason = exc.reason if isinstance(exc, EnvelopeError) else str(exc)[:300]
             _log.warning("malformed envelope skipped", topic=record.topic, reason=reason)
+            return
+        if self._guard is not None and (
+            refused := await self._guard.refusal(envelope.tenant_id, record.headers)
+        ):
+            # Group-less: dropped here; the consumer groups of the topic dead-letter it.
+            _log.warning(UNAUTHENTICATED_TENANT, topic=record.topic, reason=refused)
             return
         delivery = Delivery(record.topic, envelope)
         for inbox in targets:
