@@ -136,9 +136,10 @@ class CredentialSigner:
 
     async def header(self) -> tuple[str, bytes]:
         """The header to attach now (the :func:`signing_with` credential wins)."""
-        token = _signing_override.get()
-        if token is None:
-            token = await self._tokens.token()
+        override = override_header()
+        if override is not None:
+            return override
+        token = await self._tokens.token()
         last = self._last
         if last is not None and last[0] == token:
             return last[1]
