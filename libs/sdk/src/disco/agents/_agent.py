@@ -20,7 +20,7 @@ from disco.agents._common import capability_for
 from disco.agents._errors import AgentDefinitionError, AgentError
 from disco.agents._handlers import HandlerSpec, describe, inspect_handler
 from disco.agents._ports import AgentMemory, ContextMemory, Registrar, RequestValidator
-from disco.bus import ANY_EVENT, BusClient, BusConsumer, BusUnavailableError
+from disco.bus import ANY_EVENT, BusClient, BusConsumer, BusUnavailableError, CredentialSigner
 from disco.settings import BusSettings
 from disco_common.envelope import Envelope
 from disco_common.registry import (
@@ -437,7 +437,13 @@ class Agent(StartStop):
 
     async def _start_parts(self) -> None:
         bus_settings = self._bus_settings if self._bus_settings is not None else BusSettings()
-        bus = BusClient(bus_settings, name=self.name)
+        # The agent's identity vouches for the tenant of what it publishes.
+        signer = (
+            CredentialSigner.from_settings(bus_settings, self._client_settings)
+            if self._client_settings is not None
+            else None
+        )
+        bus = BusClient(bus_settings, name=self.name, credentials=signer)
         self._bus = bus
         await bus.start()
         memory, registry, tracker = self._memory, self._registry, self._tracker

@@ -68,10 +68,11 @@ class BusClient(StartStop):
         settings: how to reach the bus; read from ``DISCO_*`` variables if omitted.
         name: who publishes; the default ``source`` is ``disco://agent/<name>``.
         source: the CloudEvents ``source`` of published envelopes.
-        credentials: the identity whose tokens vouch for the tenant of what is
-            published (the ``disco-tenant-credential`` header); default: the
-            configured one (``DISCO_AUTH_TOKEN``, else minted with
-            ``DISCO_AUTH_SECRET`` for ``DISCO_TENANT_ID``/``DISCO_USER_ID``).
+        credentials: the identity (a token provider, or a ready signer) whose
+            tokens vouch for the tenant of what is published (the
+            ``disco-tenant-credential`` header); default: the configured one
+            (``DISCO_AUTH_TOKEN``, else minted with ``DISCO_AUTH_SECRET`` for
+            ``DISCO_TENANT_ID``/``DISCO_USER_ID``).
         sign: False publishes without a credential (only a dev bus accepts that).
     """
 
@@ -81,7 +82,7 @@ class BusClient(StartStop):
         *,
         name: str = "disco",
         source: str | None = None,
-        credentials: TokenProvider | None = None,
+        credentials: TokenProvider | CredentialSigner | None = None,
         sign: bool = True,
     ) -> None:
         self.settings = settings if settings is not None else BusSettings()
@@ -89,11 +90,12 @@ class BusClient(StartStop):
         self.source = source or f"disco://agent/{name}"
         self._signer: CredentialSigner | None = None
         if sign:
-            self._signer = (
-                CredentialSigner(credentials)
-                if credentials is not None
-                else CredentialSigner.from_settings(self.settings)
-            )
+            if isinstance(credentials, CredentialSigner):
+                self._signer = credentials
+            elif credentials is not None:
+                self._signer = CredentialSigner(credentials)
+            else:
+                self._signer = CredentialSigner.from_settings(self.settings)
         self._writer: RecordWriter | None = None
         self._probe: AIOKafkaClient | None = None
         self._listeners: dict[str, ReplyListener] = {}

@@ -25,7 +25,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jwt
 import structlog
@@ -34,6 +34,9 @@ from pydantic import ValidationError
 from disco.auth import DevTokenMinter, StaticToken, TokenProvider
 from disco.settings import BusSettings
 from disco_common.auth import TENANT_CREDENTIAL_HEADER, TokenClaims
+
+if TYPE_CHECKING:
+    from disco.clients import ServiceClientSettings
 
 __all__ = [
     "CredentialError",
@@ -110,13 +113,21 @@ class CredentialSigner:
         self._last: tuple[str, tuple[str, bytes]] | None = None
 
     @classmethod
-    def from_settings(cls, settings: BusSettings) -> CredentialSigner | None:
+    def from_settings(
+        cls, settings: BusSettings, identity: ServiceClientSettings | None = None
+    ) -> CredentialSigner | None:
         """The signer of the configured identity: ``DISCO_AUTH_TOKEN`` as is, else tokens
         minted with the HS256 secret for ``DISCO_TENANT_ID``/``DISCO_USER_ID`` with
-        ``DISCO_AGENT_ROLES``; None when neither is available (JWKS-only without a token)."""
-        from disco.clients import ServiceClientSettings
+        ``DISCO_AGENT_ROLES``; None when neither is available (JWKS-only without a token).
 
-        identity = ServiceClientSettings()
+        Args:
+            settings: the bus settings (secret, credential lifetime).
+            identity: who the agent is (default: read from ``DISCO_*`` variables).
+        """
+        if identity is None:
+            from disco.clients import ServiceClientSettings
+
+            identity = ServiceClientSettings()
         if identity.auth_token is not None and identity.auth_token.get_secret_value():
             return cls(StaticToken(identity.auth_token.get_secret_value()))
         secret = settings.hs256_secret()
