@@ -21,15 +21,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
-import tempfile
 import time
 import uuid
-from pathlib import Path
 
-from disco._dev.broker import EmbeddedBroker
-from disco._dev.ports import free_port
+from _common import scratch_broker
+from pydantic import SecretStr
+
 from disco.auth import DevTokenMinter, mint_dev_token
 from disco.bus import BusClient, BusConsumer, CredentialSigner, CredentialVerifier, TenantGuard
 from disco.bus._wire import record_for
@@ -44,7 +42,7 @@ WINDOW = 2000
 
 async def _per_op(ops: int) -> dict[str, float]:
     """Microseconds per operation of each step."""
-    settings = BusSettings(auth_secret=SECRET, bus_require_tenant_credential=True)
+    settings = BusSettings(auth_secret=SecretStr(SECRET), bus_require_tenant_credential=True)
     envelope = BusinessFact(
         source="urn:bench", type="bench.happened", tenant_id="acme", data=PAYLOAD
     )
@@ -133,7 +131,7 @@ async def main(bootstrap: str, messages: int, repeats: int, ops: int) -> None:
                 kafka_partitions=3,
                 kafka_session_timeout_ms=2000,
                 kafka_heartbeat_interval_ms=500,
-                auth_secret=SECRET,
+                auth_secret=SecretStr(SECRET),
                 bus_require_tenant_credential=required,
             )
             rate = await _publish_handle(settings, messages, sign=sign)
@@ -154,19 +152,8 @@ def cli() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="runs of each phase")
     parser.add_argument("--ops", type=int, default=100_000, help="operations per micro phase")
     args = parser.parse_args()
-    bootstrap = os.environ.get("DISCO_KAFKA_BOOTSTRAP")
-    broker: EmbeddedBroker | None = None
-    if not bootstrap:
-        broker = EmbeddedBroker(
-            port=free_port(), log_path=Path(tempfile.mkdtemp(prefix="disco-bench-")) / "broker.log"
-        )
-        broker.start()
-        bootstrap = broker.bootstrap
-    try:
+    with scratch_broker("credentials") as bootstrap:
         asyncio.run(main(bootstrap, args.messages, args.repeats, args.ops))
-    finally:
-        if broker is not None:
-            broker.stop()
 
 
 if __name__ == "__main__":
