@@ -96,6 +96,13 @@ class BusClient(StartStop):
                 self._signer = CredentialSigner(credentials)
             else:
                 self._signer = CredentialSigner.from_settings(self.settings)
+            if self._signer is None:
+                _log.warning(
+                    "no identity to sign envelopes with (set DISCO_AUTH_TOKEN or "
+                    "DISCO_AUTH_SECRET): consumers that require tenant credentials will "
+                    "dead-letter what this client publishes",
+                    client=name,
+                )
         self._writer: RecordWriter | None = None
         self._probe: AIOKafkaClient | None = None
         self._listeners: dict[str, ReplyListener] = {}
