@@ -16,9 +16,9 @@ import jwt
 from aiokafka import AIOKafkaProducer
 
 from disco.auth import DEV_AUTH_SECRET
-from disco.bus import DlqHeader, ReadRecord
+from disco.bus import BusClient, DlqHeader, ReadRecord
 from disco_common.auth import TENANT_CREDENTIAL_HEADER, UNAUTHENTICATED_TENANT
-from disco_common.envelope import ActionRequest, headers_dict
+from disco_common.envelope import ActionRequest, Notification, headers_dict
 from disco_common.topics import Topic, dlq_topic, topic_name
 from tests.e2e.gateway.conftest import (
     OTHER_TENANT,
@@ -31,6 +31,7 @@ from tests.e2e.gateway.conftest import (
 )
 from tests.e2e.gateway.support import events_of, send_request, user_message
 from tests.fixtures.bus import read_records
+from tests.fixtures.waiting import eventually
 
 
 def _credential(record: ReadRecord) -> dict[str, object]:
@@ -122,3 +123,48 @@ async def test_a_request_forged_for_a_tenant_is_refused_by_the_agent(
         gateway_stack.bootstrap, topic_name(Topic.ACTION_RESULTS, gateway_stack.prefix)
     )
     assert not [r for r in answers if forged.correlation_id.encode() in (r.value or b"")]
+
+
+async def test_a_forged_session_event_is_neither_stored_nor_streamed(
+    gateway: GatewayProcess, gateway_stack: GatewayStack
+) -> None:
+    session = f"s-{uuid.uuid4().hex[:10]}"
+
+    def ui_event(n: int) -> Notification:
+        return Notification(
+            source="urn:test",
+            type="agent.status",
+            tenant_id=TENANT,
+            user_id="alice",
+            session_id=session,
+            # One key: the hub reads the forged event before the signed one after it.
+            correlation_id=session,
+            data={"agent_name": "gw-test", "payload": {"status": "running", "n": n}},
+        )
+
+    forged, signed = ui_event(0), ui_event(1)
+    producer = AIOKafkaProducer(bootstrap_servers=gateway_stack.bootstrap)
+    await producer.start()
+    try:
+        await producer.send_and_wait(
+            topic_name(Topic.NOTIFICATION_EVENTS, gateway_stack.prefix),
+            forged.to_kafka_value(),
+            key=forged.kafka_key(),
+            headers=forged.kafka_headers(),
+        )
+    finally:
+        await producer.stop()
+    # The test's own identity: the dev secret, the service role (as an agent's).
+    async with BusClient(gateway_stack.bus_settings(), name="gw-test") as bus:
+        await bus.publish_envelope(Topic.NOTIFICATION_EVENTS, signed)
+
+    async with httpx.AsyncClient(base_url=gateway.url, headers=bearer(), timeout=30) as http:
+
+        async def stored() -> list[str]:
+            response = await http.get(f"/v1/sessions/{session}/events")
+            assert response.status_code == 200, response.text
+            return [item["id"] for item in response.json()["items"]]
+
+        ids = await eventually(stored, timeout=30, what="the signed event stored")
+
+    assert ids == [signed.id]
