@@ -106,24 +106,28 @@ async def _publish_handle(settings: BusSettings, n: int, *, sign: bool) -> float
             return n / (time.perf_counter() - started)
 
 
-async def main(bootstrap: str, messages: int, repeats: int, ops: int) -> None:
-    run = uuid.uuid4().hex[:6]
-    print(f"broker {bootstrap}; {ops:,} operations; {messages:,} messages, best of {repeats}")
-    per_op = await _per_op(ops)
-    print()
-    print(f"{'per operation':34} {'µs':>8}")
-    for name, micros in per_op.items():
-        print(f"{name:34} {micros:>8.2f}")
+CASES = {
+    "unsigned, verification off": (False, False),
+    "signed, verification off": (True, False),
+    "signed, verification required": (True, True),
+}
+"""Throughput phases: name -> (producer signs, consumer requires credentials)."""
 
+
+async def throughput(
+    bootstrap: str, messages: int, repeats: int, *, progress: bool = True
+) -> dict[str, float]:
+    """Best publish -> handler rate (msg/s) of each of :data:`CASES` (bench/faults.py may
+    call it beside its own figures)."""
+    run = uuid.uuid4().hex[:6]
     phases = 0
-    cases = {
-        "unsigned, verification off": (False, False),
-        "signed, verification off": (True, False),
-        "signed, verification required": (True, True),
-    }
     best: dict[str, float] = {}
+    names = list(CASES)
     for attempt in range(1, repeats + 1):
-        for name, (sign, required) in cases.items():
+        # Each attempt starts with another case: none always runs cold.
+        shift = (attempt - 1) % len(names)
+        for name in names[shift:] + names[:shift]:
+            sign, required = CASES[name]
             phases += 1
             settings = BusSettings(
                 kafka_bootstrap=bootstrap,
@@ -136,11 +140,24 @@ async def main(bootstrap: str, messages: int, repeats: int, ops: int) -> None:
             )
             rate = await _publish_handle(settings, messages, sign=sign)
             best[name] = max(best.get(name, 0.0), rate)
-            print(f"  [{attempt}] {name}: {rate:,.0f} msg/s", flush=True)
+            if progress:
+                print(f"  [{attempt}] {name}: {rate:,.0f} msg/s", flush=True)
+    return best
+
+
+async def main(bootstrap: str, messages: int, repeats: int, ops: int) -> None:
+    print(f"broker {bootstrap}; {ops:,} operations; {messages:,} messages, best of {repeats}")
+    per_op = await _per_op(ops)
+    print()
+    print(f"{'per operation':34} {'µs':>8}")
+    for name, micros in per_op.items():
+        print(f"{name:34} {micros:>8.2f}")
+    best = await throughput(bootstrap, messages, repeats)
     base = best["unsigned, verification off"]
     print()
     print(f"{'publish -> handler':34} {'msg/s':>10} {'vs unsigned':>12}")
-    for name, rate in best.items():
+    for name in CASES:
+        rate = best[name]
         print(f"{name:34} {rate:>10,.0f} {rate / base:>12.2f}")
 
 
