@@ -290,6 +290,23 @@ def scratch_infra(name: str) -> Iterator[Infra]:
                 server.destroy()
 
 
+@contextlib.contextmanager
+def scratch_broker(name: str) -> Iterator[str]:
+    """The bootstrap of an embedded Tansu broker on a free loopback port (or the one
+    ``DISCO_KAFKA_BOOTSTRAP`` names); stopped afterwards."""
+    bootstrap = os.environ.get("DISCO_KAFKA_BOOTSTRAP")
+    if bootstrap is not None:
+        yield bootstrap
+        return
+    with tempfile.TemporaryDirectory(prefix=f"disco-bench-{name}-") as scratch:
+        broker = EmbeddedBroker(port=free_port(), log_path=Path(scratch) / "broker.log")
+        broker.start()
+        try:
+            yield broker.bootstrap
+        finally:
+            broker.stop()
+
+
 def stop_processes(processes: list[subprocess.Popen[bytes]]) -> None:
     """SIGTERM every process, then wait for each (SIGKILL after 20 s)."""
     for process in processes:

@@ -146,16 +146,16 @@ async def serve_raw_responder(bootstrap: str, prefix: str) -> None:
                         "specversion": "1.0",
                         "id": uuid.uuid4().hex,
                         "source": "raw",
-                        "type": request["response_event"],
-                        "correlation_id": request["correlation_id"],
+                        "type": request["responseevent"],
+                        "correlation_id": request["correlationid"],
                         "data": {"n": request["data"]["n"] + 1, "size": len(request["data"])},
                     }
                     deliveries.append(
                         await producer.send(
                             results,
                             json.dumps(answer).encode(),
-                            key=request["correlation_id"].encode(),
-                            headers=[("ce_type", request["response_event"].encode())],
+                            key=request["correlationid"].encode(),
+                            headers=[("ce_type", request["responseevent"].encode())],
                         )
                     )
             if deliveries:

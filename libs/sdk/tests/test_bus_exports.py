@@ -16,6 +16,9 @@ def test_disco_bus_exports_exactly_its_public_api() -> None:
         "BusNotStartedError",
         "BusUnavailableError",
         "ContextAttributes",
+        "CredentialError",
+        "CredentialSigner",
+        "CredentialVerifier",
         "DedupStore",
         "DlqHeader",
         "EnvelopeAttributes",
@@ -29,11 +32,15 @@ def test_disco_bus_exports_exactly_its_public_api() -> None:
         "ReadRecord",
         "ReplyListener",
         "RequestTimeout",
+        "TenantGuard",
         "TopicProvisioningError",
         "TopicReader",
         "pacer_for",
         "serve_metrics",
+        "sign_as",
+        "signing_with",
         "stop_metrics",
+        "tenant_guard",
     ]
     assert all(hasattr(disco.bus, name) for name in disco.bus.__all__)
 

@@ -112,6 +112,29 @@ def test_any_valid_envelope_round_trips_through_the_kafka_record(envelope: Envel
     headers = headers_dict(record.headers)
     assert headers["ce_id"] == envelope.id
     assert headers["ce_type"] == envelope.type
-    assert headers.get("tenant_id") == envelope.tenant_id
+    assert headers.get("ce_tenantid") == envelope.tenant_id
     assert headers.get("traceparent") == envelope.traceparent
     assert record.size >= len(record.value) + len(record.key)
+
+
+@settings(max_examples=100, deadline=None)
+@given(envelopes(), st.text(alphabet=ALNUM + "._-", min_size=1, max_size=400))
+def test_a_signed_record_carries_the_credential_beside_the_routing_headers(
+    envelope: Envelope, credential: str
+) -> None:
+    record = record_for(envelope, ("disco-tenant-credential", credential.encode()))
+    unsigned = record_for(envelope)
+
+    headers = headers_dict(record.headers)
+    assert headers["disco-tenant-credential"] == credential
+    assert headers["ce_id"] == envelope.id
+    assert headers.get("ce_tenantid") == envelope.tenant_id
+    assert "disco-tenant-credential" not in headers_dict(unsigned.headers)
+    assert record.size > unsigned.size
+    # The credential is about the record, not the event: a binary-mode reader
+    # (every ce_* header an attribute) never sees it in the envelope.
+    kind = type(envelope)
+    topic = kind.topic_hint.value if kind.topic_hint else "custom-topic"
+    parsed = envelope_class_for(topic).from_kafka_record(record.value, record.headers)
+    assert parsed == envelope
+    assert "disco-tenant-credential" not in parsed.to_wire_dict()

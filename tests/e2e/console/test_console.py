@@ -14,11 +14,12 @@ import pytest
 from playwright.async_api import Browser, BrowserContext, expect
 
 from disco.bus import BusClient, BusConsumer, NonRetryableError
-from disco_common.auth import Role
-from disco_common.envelope import Envelope
+from disco_common.auth import TENANT_CREDENTIAL_HEADER, Role
+from disco_common.envelope import Envelope, headers_dict
 from disco_common.topics import Topic
 from tests.e2e.conftest import TENANT, USER, AgentProcess, Stack, start_agents, stop_agents
 from tests.e2e.console.conftest import OTHER_TENANT, Console, Screens, signed_in, token
+from tests.fixtures.bus import read_records
 
 pytestmark = pytest.mark.e2e
 
@@ -172,7 +173,8 @@ async def test_a_dead_letter_shows_its_reason_and_an_admin_republishes_it(
     async with consumer:
         sent = await caller.announce(event_type, {"sku": "A-1"}, tenant_id=TENANT)
 
-        acme = await signed_in(browser, console, token(TENANT, "root", Role.USER, Role.ADMIN))
+        admin_token = token(TENANT, "root", Role.USER, Role.ADMIN)
+        acme = await signed_in(browser, console, admin_token)
         contexts.append(acme)
         page = await acme.new_page()
         row = page.locator("tr.dead-letter", has_text=sent.id)
@@ -207,6 +209,20 @@ async def test_a_dead_letter_shows_its_reason_and_an_admin_republishes_it(
     log = console.gateway.log.read_text()
     assert "dead_letter_republished" in log
     assert sent.id in log
+    # The admin vouches for the republished copy: their token is its credential now.
+    copies = await read_records(
+        caller.settings.kafka_bootstrap,
+        caller.topic_name(Topic.BUSINESS_FACTS),
+        lambda seen: sum(headers_dict(r.headers).get("ce_id") == sent.id for r in seen) >= 2,
+    )
+    credentials = [
+        headers_dict(r.headers).get(TENANT_CREDENTIAL_HEADER)
+        for r in copies
+        if headers_dict(r.headers).get("ce_id") == sent.id
+    ]
+    assert len(credentials) == 2
+    assert credentials[0] not in (None, admin_token)
+    assert credentials[1] == admin_token
 
 
 @pytest.fixture(scope="module")

@@ -173,6 +173,10 @@ def gateway_stack(
         "DISCO_LOG_JSON": "true",
         "DISCO_DATABASE_URL": database.app,
         "DISCO_TENANT_ID": TENANT,
+        # As in production: every consumer (agents, the gateway's readers and
+        # group) refuses envelopes whose tenant no credential vouches for, so
+        # every flow these tests drive proves it signs.
+        "DISCO_BUS_REQUIRE_TENANT_CREDENTIAL": "true",
         "PYTHONPATH": str(ROOT),
     }
 

@@ -38,7 +38,7 @@ async def test_the_record_carries_key_headers_and_value_as_the_design_says(
     headers = dict(record.headers)
     assert headers["ce_type"] == b"order.placed"
     assert headers["ce_id"] == sent.id.encode()
-    assert headers["tenant_id"] == b"acme"
+    assert headers["ce_tenantid"] == b"acme"
     assert headers["content-type"] == CLOUDEVENTS_CONTENT_TYPE.encode()
     assert headers["traceparent"].decode().split("-")[1] == trace_id
     assert BusinessFact.from_kafka_value(record.value) == sent

@@ -8,13 +8,33 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from disco_common.ids import Id, TenantId
 
-__all__ = ["ON_BEHALF_OF_TENANT_HEADER", "ON_BEHALF_OF_USER_HEADER", "Role", "TokenClaims"]
+__all__ = [
+    "ON_BEHALF_OF_TENANT_HEADER",
+    "ON_BEHALF_OF_USER_HEADER",
+    "TENANT_CREDENTIAL_HEADER",
+    "UNAUTHENTICATED_TENANT",
+    "Role",
+    "TokenClaims",
+]
 
 # A caller holding the `service` role (a platform agent serving many tenants) may
 # act for the tenant and user of the envelope it is handling by naming them in
 # these headers; for anyone else they are ignored.
 ON_BEHALF_OF_TENANT_HEADER = "X-Disco-Tenant"
 ON_BEHALF_OF_USER_HEADER = "X-Disco-User"
+
+TENANT_CREDENTIAL_HEADER = "disco-tenant-credential"
+"""The Kafka record header carrying the producer's credential: a JWT of the HTTP
+tokens' issuer (claims :class:`TokenClaims`) that vouches for the envelope's tenant.
+
+Not a ``ce_`` header on purpose: in CloudEvents binary mode every ``ce_*`` header
+is an attribute of the event, so a credential there would become part of the
+event (stored, forwarded, shown to handlers). Like ``content-type`` it is about
+the record, not the event."""
+
+UNAUTHENTICATED_TENANT = "unauthenticated_tenant"
+"""The dead-letter reason (``dlq_error_type``) of an envelope whose tenant no valid
+credential vouches for."""
 
 
 class Role(StrEnum):
@@ -43,3 +63,12 @@ class TokenClaims(BaseModel):
     iat: int | None = None
     iss: str | None = None
     aud: str | list[str] | None = None
+
+    def vouches_for(self, tenant_id: str | None) -> bool:
+        """Whether a credential with these claims may speak for ``tenant_id``.
+
+        Its own tenant always; any tenant for a ``service`` holder (a platform
+        agent handling every tenant's envelopes, as over HTTP); an envelope
+        without a tenant needs only a valid credential.
+        """
+        return tenant_id is None or tenant_id == self.tenant_id or Role.SERVICE in self.roles

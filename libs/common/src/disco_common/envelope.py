@@ -1,27 +1,32 @@
 """The envelope every event travels in, and its mapping onto a Kafka record.
 
-The envelope is a CloudEvents 1.0 event (structured JSON mode) with disco's
-extension attributes. On Kafka:
+The envelope is a CloudEvents 1.0 event with disco's extension attributes. The
+Python API names them in snake_case (``tenant_id``); on the wire they take the
+names CloudEvents allows, lower-case letters and digits only (``tenantid``,
+see :data:`WIRE_NAMES`). Readers accept both spellings. On Kafka:
 
-- the value is the envelope as JSON;
+- the value is the envelope as JSON (structured mode, what disco produces);
 - the key is ``plan_id``, else ``correlation_id``, else ``id``, so that all events
   of one plan stay ordered on one partition;
-- the headers repeat ``ce_type``, ``ce_id``, ``tenant_id`` and ``traceparent``
+- the headers repeat ``ce_type``, ``ce_id``, ``ce_tenantid`` and ``traceparent``
   so consumers route and trace without parsing the value, and carry the
   structured-mode ``content-type``.
 
-Any Kafka client in any language can produce such a record; see
-:meth:`Envelope.from_kafka_value` for what a consumer accepts.
+Records in CloudEvents binary mode (attributes in ``ce_*`` headers, the value
+is the data, a ``content-type`` header) are read as envelopes too, so clients
+of the CloudEvents SDKs work in either mode: see :meth:`Envelope.from_kafka_record`.
 """
 
 from __future__ import annotations
 
 import builtins
+import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal, Self, TypeVar
 
 from pydantic import (
+    AliasChoices,
     BaseModel,
     ConfigDict,
     Field,
@@ -43,7 +48,10 @@ from disco_common.ids import (
 from disco_common.topics import Topic
 
 __all__ = [
+    "BINARY_HEADER_PREFIX",
     "CLOUDEVENTS_CONTENT_TYPE",
+    "TENANT_HEADER",
+    "WIRE_NAMES",
     "ActionRequest",
     "ActionResult",
     "BusinessFact",
@@ -52,8 +60,12 @@ __all__ = [
     "KafkaHeaders",
     "Notification",
     "SystemEvent",
+    "binary_attributes",
     "envelope_class_for",
     "headers_dict",
+    "is_binary_mode",
+    "tenant_header",
+    "wire_attribute",
 ]
 
 CLOUDEVENTS_CONTENT_TYPE = "application/cloudevents+json; charset=utf-8"
@@ -62,24 +74,42 @@ KafkaHeaders = list[tuple[str, bytes]]
 
 # CloudEvents: extension attribute names are lower-case letters and digits.
 _EXTENSION_NAME = re.compile(r"^[a-z0-9]{1,64}$")
-# Attributes disco uses that are not CloudEvents core attributes. (They contain
-# underscores, which strict CloudEvents naming forbids; disco fixed these names
-# before that mattered and every consumer here reads them as they are.)
-_DISCO_EXTENSIONS = frozenset(
-    {
-        "correlation_id",
-        "causation_id",
-        "tenant_id",
-        "user_id",
-        "session_id",
-        "plan_id",
-        "task_id",
-        "response_event",
-        "response_topic",
-        "payload_schema",
-        "traceparent",
-    }
-)
+WIRE_NAMES: Mapping[str, str] = {
+    "correlation_id": "correlationid",
+    "causation_id": "causationid",
+    "tenant_id": "tenantid",
+    "user_id": "userid",
+    "session_id": "sessionid",
+    "plan_id": "planid",
+    "task_id": "taskid",
+    "response_event": "responseevent",
+    "response_topic": "responsetopic",
+    "payload_schema": "payloadschema",
+    "traceparent": "traceparent",
+}
+"""disco's extension attributes: Python name -> CloudEvents name on the wire.
+
+The wire names are what structured-mode JSON, binary-mode ``ce_*`` headers
+and the routing headers carry; readers accept the Python names as well (what
+disco wrote before).
+"""
+
+_PYTHON_NAMES = {wire: python for python, wire in WIRE_NAMES.items()}
+
+BINARY_HEADER_PREFIX = "ce_"
+"""CloudEvents' Kafka binding: in binary mode every attribute is a ``ce_<name>`` header."""
+
+TENANT_HEADER = BINARY_HEADER_PREFIX + WIRE_NAMES["tenant_id"]
+"""The header repeating the tenant of a structured-mode record (``ce_tenantid``)."""
+
+_LEGACY_TENANT_HEADER = "tenant_id"
+_STRUCTURED_MEDIA_TYPE = "application/cloudevents"
+_JSON_MEDIA_TYPE = "application/json"
+
+
+def _extension(wire: str, python: str, **field: Any) -> Any:
+    """A field read by its wire name or its Python name, written by its wire name."""
+    return Field(validation_alias=AliasChoices(wire, python), serialization_alias=wire, **field)
 
 
 EnvelopeT = TypeVar("EnvelopeT", bound="Envelope")
@@ -117,23 +147,41 @@ class Envelope(BaseModel):
     data: JsonValue = None
 
     # disco extensions
-    correlation_id: Id | None = Field(default=None, description="Ties a response to its request.")
-    causation_id: Id | None = Field(
-        default=None, description="The id of the event that caused this one."
+    correlation_id: Id | None = _extension(
+        "correlationid",
+        "correlation_id",
+        default=None,
+        description="Ties a response to its request.",
     )
-    tenant_id: TenantId | None = None
-    user_id: Id | None = None
-    session_id: Id | None = None
-    plan_id: Id | None = None
-    task_id: Id | None = None
-    response_event: EventType | None = Field(
-        default=None, description="The event type the responder must answer with."
+    causation_id: Id | None = _extension(
+        "causationid",
+        "causation_id",
+        default=None,
+        description="The id of the event that caused this one.",
     )
-    response_topic: TopicName | None = Field(
-        default=None, description="Where the responder publishes (default action-results)."
+    tenant_id: TenantId | None = _extension("tenantid", "tenant_id", default=None)
+    user_id: Id | None = _extension("userid", "user_id", default=None)
+    session_id: Id | None = _extension("sessionid", "session_id", default=None)
+    plan_id: Id | None = _extension("planid", "plan_id", default=None)
+    task_id: Id | None = _extension("taskid", "task_id", default=None)
+    response_event: EventType | None = _extension(
+        "responseevent",
+        "response_event",
+        default=None,
+        description="The event type the responder must answer with.",
     )
-    payload_schema: str | None = Field(
-        default=None, max_length=300, description="`name` or `name@version` of the data's schema."
+    response_topic: TopicName | None = _extension(
+        "responsetopic",
+        "response_topic",
+        default=None,
+        description="Where the responder publishes (default action-results).",
+    )
+    payload_schema: str | None = _extension(
+        "payloadschema",
+        "payload_schema",
+        default=None,
+        max_length=300,
+        description="`name` or `name@version` of the data's schema.",
     )
     traceparent: TraceParent | None = None
 
@@ -170,14 +218,33 @@ class Envelope(BaseModel):
             ("ce_type", self.type.encode()),
         ]
         if self.tenant_id is not None:
-            headers.append(("tenant_id", self.tenant_id.encode()))
+            headers.append((TENANT_HEADER, self.tenant_id.encode()))
         if self.traceparent is not None:
             headers.append(("traceparent", self.traceparent.encode()))
         return headers
 
     def to_kafka_value(self) -> bytes:
-        """The record value: the envelope as CloudEvents structured JSON."""
-        return self.model_dump_json(exclude_none=True).encode()
+        """The record value: the envelope as CloudEvents structured JSON (wire names)."""
+        return self.model_dump_json(exclude_none=True, by_alias=True).encode()
+
+    def to_wire_dict(self) -> dict[str, Any]:
+        """The envelope as the JSON object the wire carries (wire names, no nulls)."""
+        return self.model_dump(mode="json", exclude_none=True, by_alias=True)
+
+    @classmethod
+    def from_kafka_record(
+        cls, value: bytes | None, headers: Sequence[tuple[str, bytes | None]] | None
+    ) -> Self:
+        """Parse a record in either CloudEvents mode, or raise :class:`EnvelopeError`.
+
+        A record whose ``content-type`` header is not a CloudEvents structured
+        type and that carries a ``ce_specversion`` header is in binary mode:
+        its attributes are the ``ce_*`` headers and its value is the data
+        (JSON). Anything else is structured mode (:meth:`from_kafka_value`).
+        """
+        if not headers or not is_binary_mode(headers):
+            return cls.from_kafka_value(value)
+        return cls.from_dict(binary_attributes(value, headers))
 
     @classmethod
     def from_kafka_value(cls, value: bytes | None) -> Self:
@@ -212,6 +279,85 @@ class Envelope(BaseModel):
         return type(self).model_validate({**self.model_dump(exclude_none=True), **changes})
 
 
+def is_binary_mode(headers: Sequence[tuple[str, bytes | None]]) -> bool:
+    """Whether a record with ``headers`` is a CloudEvents binary-mode record."""
+    content_type: bytes | None = None
+    specversion = False
+    for name, value in headers:
+        lowered = name.lower()
+        if lowered == "content-type":
+            content_type = value
+        elif lowered == "ce_specversion":
+            specversion = True
+    if not specversion:
+        return False
+    if content_type is None:
+        return True
+    return (
+        not content_type.decode("utf-8", "replace")
+        .strip()
+        .lower()
+        .startswith(_STRUCTURED_MEDIA_TYPE)
+    )
+
+
+def binary_attributes(
+    value: bytes | None, headers: Sequence[tuple[str, bytes | None]]
+) -> dict[str, Any]:
+    """The envelope attributes of a binary-mode record (``ce_*`` headers + data).
+
+    Raises:
+        EnvelopeError: a header is not UTF-8, or the data is not JSON.
+    """
+    fields: dict[str, Any] = {}
+    content_type: str | None = None
+    for name, raw in headers:
+        lowered = name.lower()
+        try:
+            text = (raw or b"").decode("utf-8")
+        except UnicodeDecodeError:
+            raise EnvelopeError(f"header {name!r} is not UTF-8") from None
+        if lowered == "content-type":
+            content_type = text
+        elif lowered.startswith(BINARY_HEADER_PREFIX):
+            fields[lowered[len(BINARY_HEADER_PREFIX) :]] = text
+    if content_type is not None:
+        media_type = content_type.split(";", 1)[0].strip().lower()
+        if media_type != _JSON_MEDIA_TYPE and not media_type.endswith("+json"):
+            raise EnvelopeError(
+                f"binary-mode data of content type {content_type!r}: disco envelopes carry JSON "
+                "data (application/json)"
+            )
+        fields["datacontenttype"] = _JSON_MEDIA_TYPE
+    if value is not None:
+        try:
+            fields["data"] = json.loads(value)
+        except ValueError as exc:
+            raise EnvelopeError(f"binary-mode data is not JSON: {exc}") from None
+    return fields
+
+
+def wire_attribute(document: Mapping[str, Any], name: str) -> Any:
+    """The attribute ``name`` (a Python name) of a raw envelope JSON object.
+
+    Looks up the wire name first, then the Python name older producers wrote.
+    """
+    wire = WIRE_NAMES.get(name, name)
+    value = document.get(wire)
+    if value is None and wire != name:
+        value = document.get(name)
+    return value
+
+
+def tenant_header(headers: Sequence[tuple[str, bytes | None]] | None) -> str | None:
+    """The tenant a record's headers name (``ce_tenantid``, or the older ``tenant_id``)."""
+    found: str | None = None
+    for name, value in headers or ():
+        if name == TENANT_HEADER or (name == _LEGACY_TENANT_HEADER and found is None):
+            found = (value or b"").decode("utf-8", "replace")
+    return found
+
+
 def _describe(exc: ValidationError) -> str:
     problems: list[str] = []
     for error in exc.errors(include_url=False):
@@ -219,7 +365,8 @@ def _describe(exc: ValidationError) -> str:
             return f"value is not JSON: {error['msg']}"
         if error["type"] in {"model_type", "model_attributes_type"}:
             return "value is JSON but not an object: a CloudEvents envelope is a JSON object"
-        where = ".".join(str(part) for part in error["loc"]) or "envelope"
+        where = ".".join(str(_PYTHON_NAMES.get(str(part), part)) for part in error["loc"])
+        where = where or "envelope"
         problems.append(f"{where}: {error['msg']}")
     return "not a disco envelope: " + "; ".join(problems)
 
@@ -229,9 +376,16 @@ class ActionRequest(Envelope):
 
     topic_hint: ClassVar[Topic | None] = Topic.ACTION_REQUESTS
 
-    response_event: EventType = Field(description="The event type the responder must answer with.")
-    response_topic: TopicName = Field(
-        default=Topic.ACTION_RESULTS.value, description="Where the responder publishes."
+    response_event: EventType = _extension(
+        "responseevent",
+        "response_event",
+        description="The event type the responder must answer with.",
+    )
+    response_topic: TopicName = _extension(
+        "responsetopic",
+        "response_topic",
+        default=Topic.ACTION_RESULTS.value,
+        description="Where the responder publishes.",
     )
 
 
@@ -240,7 +394,9 @@ class ActionResult(Envelope):
 
     topic_hint: ClassVar[Topic | None] = Topic.ACTION_RESULTS
 
-    correlation_id: Id = Field(description="The correlation id of the request answered.")
+    correlation_id: Id = _extension(
+        "correlationid", "correlation_id", description="The correlation id of the request answered."
+    )
 
 
 class BusinessFact(Envelope):

@@ -14,6 +14,7 @@ from typing import Any, Literal, Self
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from disco.auth import DEV_AUTH_SECRET
 from disco_common.topics import validate_topic_prefix
 
 __all__ = ["BrokerKind", "BusSettings"]
@@ -31,6 +32,13 @@ class BusSettings(BaseSettings):
     """How an agent or service reaches the bus (environment prefix ``DISCO_``)."""
 
     model_config = SettingsConfigDict(env_prefix="DISCO_", extra="ignore", frozen=True)
+
+    env: Literal["dev", "production"] = Field(
+        default="dev",
+        description=(
+            "`dev` allows built-in secrets and unsigned envelopes; `production` refuses them."
+        ),
+    )
 
     kafka_bootstrap: str = Field(
         default="127.0.0.1:9092",
@@ -155,6 +163,25 @@ class BusSettings(BaseSettings):
         default=100_000, ge=0, le=100_000_000, description="Envelope ids remembered per consumer."
     )
     bus_dedup_ttl_seconds: float = Field(default=3_600.0, ge=0, le=30 * 24 * 3600)
+    bus_shutdown_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        le=600,
+        description=(
+            "Bound on stopping an agent process on SIGTERM/SIGINT, whatever the broker's "
+            "state: handlers get part of it to finish, commits and leaving the group are "
+            "cut short when the broker does not answer, and the process exits at the bound."
+        ),
+    )
+    bus_reconnect_backoff_max_seconds: float = Field(
+        default=10.0,
+        ge=0.1,
+        le=600,
+        description=(
+            "Longest wait between two attempts to reach a broker that is down when an "
+            "agent starts (the wait doubles from 0.5 s up to this)."
+        ),
+    )
     bus_max_message_bytes: int = Field(
         default=1_048_576,
         ge=1024,
@@ -184,6 +211,59 @@ class BusSettings(BaseSettings):
         le=3600,
         description="How often a consumer measures its partitions' lag (end offsets).",
     )
+
+    # Identity: who issued the tokens (HTTP) and the bus credentials (envelopes)
+    auth_secret: SecretStr | None = Field(
+        default=None, description="HS256 secret. In dev a built-in default is used when unset."
+    )
+    auth_jwks_url: str | None = Field(
+        default=None, description="JWKS document to verify asymmetric tokens with (production)."
+    )
+    auth_audience: str | None = Field(default=None, description="Required `aud`, when set.")
+    auth_issuer: str | None = Field(default=None, description="Required `iss`, when set.")
+    auth_leeway_seconds: int = Field(default=10, ge=0, le=300)
+    auth_jwks_cache_seconds: int = Field(default=300, ge=1)
+
+    # Tenant credentials on the bus
+    bus_require_tenant_credential: bool | None = Field(
+        default=None,
+        description=(
+            "Refuse (dead-letter with reason `unauthenticated_tenant`) every consumed "
+            "envelope whose tenant no valid `disco-tenant-credential` header vouches for. "
+            "Unset: required unless DISCO_ENV=dev."
+        ),
+    )
+    bus_credential_ttl_seconds: int = Field(
+        default=900,
+        ge=30,
+        le=86_400,
+        description=(
+            "Lifetime of the credentials an agent mints for its envelopes (dev, or with "
+            "DISCO_AUTH_SECRET); a new one is minted with a fifth of it left. Consumers "
+            "refuse an expired credential, so keep it above the longest consumer lag."
+        ),
+    )
+    bus_credential_cache_size: int = Field(
+        default=10_000,
+        ge=1,
+        le=10_000_000,
+        description="Distinct verified credentials a consumer remembers (until each expires).",
+    )
+
+    @property
+    def tenant_credential_required(self) -> bool:
+        """Whether consumers refuse envelopes without a credential for their tenant."""
+        if self.bus_require_tenant_credential is not None:
+            return self.bus_require_tenant_credential
+        return self.env != "dev"
+
+    def hs256_secret(self) -> str | None:
+        """The HMAC secret tokens are signed and verified with, or None when only JWKS is used."""
+        if self.auth_secret is not None:
+            return self.auth_secret.get_secret_value()
+        if self.env == "dev" and not self.auth_jwks_url:
+            return DEV_AUTH_SECRET
+        return None
 
     @field_validator("topic_prefix")
     @classmethod

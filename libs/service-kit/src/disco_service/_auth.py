@@ -9,15 +9,12 @@ public key can never be used as an HMAC secret.
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
-import jwt
 from pydantic import TypeAdapter, ValidationError
 
+from disco.bus import CredentialError, CredentialVerifier
 from disco_common.auth import (
     ON_BEHALF_OF_TENANT_HEADER,
     ON_BEHALF_OF_USER_HEADER,
@@ -30,10 +27,6 @@ from disco_service._settings import ServiceSettings
 
 __all__ = ["Identity", "TokenVerifier"]
 
-_HMAC_ALGORITHMS = frozenset({"HS256", "HS384", "HS512"})
-_ASYMMETRIC_ALGORITHMS = frozenset(
-    {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
-)
 _TENANT = TypeAdapter(TenantId)
 _USER = TypeAdapter(Id)
 
@@ -49,7 +42,9 @@ class Identity:
 
     ``on_behalf_of`` is True when a caller with the ``service`` role named
     another tenant/user in the ``X-Disco-Tenant``/``X-Disco-User`` headers;
-    ``sub`` and ``roles`` stay the caller's own.
+    ``sub`` and ``roles`` stay the caller's own. ``credential`` is the verified
+    bearer token itself: what the service signs the envelopes it publishes for
+    this caller with (``disco-tenant-credential``).
     """
 
     tenant_id: str
@@ -57,6 +52,7 @@ class Identity:
     sub: str
     roles: frozenset[Role]
     on_behalf_of: bool = False
+    credential: str | None = field(default=None, repr=False, compare=False)
 
     def has_role(self, role: Role) -> bool:
         """Whether the caller's token carries ``role``."""
@@ -92,25 +88,17 @@ class Identity:
 class TokenVerifier:
     """Verifies bearer tokens with the service's settings.
 
-    The JWKS client caches the key set (``DISCO_AUTH_JWKS_CACHE_SECONDS``) and
-    refetches when a token names an unknown key id.
+    The verification itself is the bus's (:class:`disco.bus.CredentialVerifier`:
+    the same issuer vouches for HTTP callers and for envelopes' tenants); here its
+    failures become HTTP errors. The JWKS client caches the key set
+    (``DISCO_AUTH_JWKS_CACHE_SECONDS``) and refetches when a token names an
+    unknown key id.
     """
 
     def __init__(self, settings: ServiceSettings) -> None:
-        self._secret = settings.hs256_secret()
-        self._audience = settings.auth_audience
-        self._issuer = settings.auth_issuer
-        self._leeway = settings.auth_leeway_seconds
-        self._jwks: jwt.PyJWKClient | None = None
-        self._verified: dict[str, tuple[TokenClaims, float]] = {}
-        if settings.auth_jwks_url:
-            self._jwks = jwt.PyJWKClient(
-                settings.auth_jwks_url,
-                cache_keys=True,
-                cache_jwk_set=True,
-                lifespan=settings.auth_jwks_cache_seconds,
-                timeout=5,
-            )
+        self._verifier = CredentialVerifier(
+            settings, remember_seconds=VERIFIED_TOKEN_SECONDS, capacity=VERIFIED_TOKEN_CAPACITY
+        )
 
     async def verify(self, token: str) -> TokenClaims:
         """The verified claims of ``token`` (remembered for a short while).
@@ -125,83 +113,16 @@ class TokenVerifier:
                 unknown key or algorithm, or its claims are not disco claims.
             ServiceUnavailable: the JWKS endpoint could not be reached.
         """
-        now = time.monotonic()
-        remembered = self._verified.get(token)
-        if remembered is not None:
-            claims, valid_until = remembered
-            if now < valid_until:
-                return claims
-            del self._verified[token]
-        claims = await self._verify_uncached(token)
-        lifetime = float(VERIFIED_TOKEN_SECONDS)
-        if claims.exp is not None:
-            lifetime = min(lifetime, claims.exp + self._leeway - time.time())
-        if lifetime > 0:
-            if len(self._verified) >= VERIFIED_TOKEN_CAPACITY:
-                # Dicts keep insertion order: drop the oldest entry.
-                del self._verified[next(iter(self._verified))]
-            self._verified[token] = (claims, now + lifetime)
-        return claims
-
-    async def _verify_uncached(self, token: str) -> TokenClaims:
         try:
-            header = jwt.get_unverified_header(token)
-        except jwt.InvalidTokenError:
-            raise Unauthenticated("The bearer token is malformed.", error="invalid_token") from None
-        algorithm = str(header.get("alg", ""))
-        key: Any
-        if algorithm in _HMAC_ALGORITHMS and self._secret is not None:
-            key = self._secret
-        elif algorithm in _ASYMMETRIC_ALGORITHMS and self._jwks is not None:
-            key = await self._signing_key(token)
-        else:
+            return await self._verifier.verify(token)
+        except CredentialError as exc:
+            if exc.unavailable:
+                raise ServiceUnavailable(
+                    "The identity provider's key set cannot be fetched right now."
+                ) from None
+            reason = exc.reason.replace("the token", "the bearer token", 1)
             raise Unauthenticated(
-                f"Tokens signed with {algorithm or 'no algorithm'} are not accepted here.",
+                f"{reason[:1].upper()}{reason[1:]}.",
                 error="invalid_token",
-            )
-        try:
-            payload = jwt.decode(
-                token,
-                key,
-                algorithms=[algorithm],
-                audience=self._audience,
-                issuer=self._issuer,
-                leeway=self._leeway,
-                options={
-                    "require": ["exp", "sub"],
-                    # Without a configured audience, an `aud` claim is not ours to check.
-                    "verify_aud": self._audience is not None,
-                },
-            )
-        except jwt.ExpiredSignatureError:
-            raise Unauthenticated("The bearer token has expired.", error="invalid_token") from None
-        except jwt.InvalidTokenError as exc:
-            raise Unauthenticated(
-                f"The bearer token is not valid: {exc}.", error="invalid_token"
+                details=exc.details,
             ) from None
-        try:
-            return TokenClaims.model_validate(payload)
-        except ValidationError as exc:
-            raise Unauthenticated(
-                "The bearer token's claims are not disco claims (sub, tenant_id, user_id, roles).",
-                error="invalid_token",
-                details=[
-                    f"{'.'.join(str(p) for p in error['loc'])}: {error['msg']}"
-                    for error in exc.errors()
-                ],
-            ) from None
-
-    async def _signing_key(self, token: str) -> Any:
-        assert self._jwks is not None
-        try:
-            # PyJWKClient fetches with urllib; keep that off the event loop.
-            signing_key = await asyncio.to_thread(self._jwks.get_signing_key_from_jwt, token)
-        except jwt.PyJWKClientConnectionError:
-            raise ServiceUnavailable(
-                "The identity provider's key set cannot be fetched right now."
-            ) from None
-        except (jwt.PyJWKClientError, jwt.InvalidTokenError) as exc:
-            raise Unauthenticated(
-                f"The bearer token's signing key is unknown: {exc}.", error="invalid_token"
-            ) from None
-        return signing_key.key

@@ -10,6 +10,7 @@ the bus) know nothing of requests or of the state that holds them.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import replace
 from typing import Annotated
 
 import structlog
@@ -19,7 +20,7 @@ from opentelemetry import trace
 from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import HTTPConnection
 
-from disco.bus import BusClient
+from disco.bus import BusClient, sign_as
 from disco_common.auth import Role
 from disco_service._auth import Identity
 from disco_service._errors import Forbidden, Unauthenticated
@@ -49,7 +50,10 @@ async def identify(connection: HTTPConnection, token: str) -> Identity:
         Unauthenticated: the token is not valid.
     """
     claims = await get_state(connection).verifier.verify(token)
-    identity = Identity.from_claims(claims, connection.headers)
+    identity = replace(Identity.from_claims(claims, connection.headers), credential=token)
+    # What this request publishes is vouched for by the caller's own token (the
+    # caller's tenant), not by the service's identity.
+    sign_as(token)
     # Every later log line of this request carries the tenant and user.
     structlog.contextvars.bind_contextvars(
         tenant_id=identity.tenant_id, user_id=identity.user_id, sub=identity.sub

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar, Literal, Self
 from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from disco.auth import DEV_AUTH_SECRET
@@ -79,9 +79,6 @@ class ServiceSettings(BusSettings):
             start_order=start_order,
         )
 
-    env: Literal["dev", "production"] = Field(
-        default="dev", description="`dev` allows built-in secrets; `production` refuses them."
-    )
     host: str = Field(default="127.0.0.1", description="Interface the HTTP server binds.")
     port: int = Field(default=8000, ge=1, le=65535, description="HTTP port.")
 
@@ -122,17 +119,6 @@ class ServiceSettings(BusSettings):
             "stalled and cancel nothing). A request that hits it answers 503."
         ),
     )
-
-    auth_secret: SecretStr | None = Field(
-        default=None, description="HS256 secret. In dev a built-in default is used when unset."
-    )
-    auth_jwks_url: str | None = Field(
-        default=None, description="JWKS document to verify asymmetric tokens with (production)."
-    )
-    auth_audience: str | None = Field(default=None, description="Required `aud`, when set.")
-    auth_issuer: str | None = Field(default=None, description="Required `iss`, when set.")
-    auth_leeway_seconds: int = Field(default=10, ge=0, le=300)
-    auth_jwks_cache_seconds: int = Field(default=300, ge=1)
 
     max_body_bytes: int = Field(default=1_048_576, ge=1, description="Largest request body.")
     http_head_timeout_seconds: float = Field(
@@ -219,14 +205,6 @@ class ServiceSettings(BusSettings):
     def is_dev(self) -> bool:
         """Whether this is a dev deployment."""
         return self.env == "dev"
-
-    def hs256_secret(self) -> str | None:
-        """The HMAC secret tokens are verified with, or None when only JWKS is used."""
-        if self.auth_secret is not None:
-            return self.auth_secret.get_secret_value()
-        if self.is_dev and not self.auth_jwks_url:
-            return DEV_AUTH_SECRET
-        return None
 
     def redacted_database_url(self) -> str:
         """The database URL with its password masked, for logs."""

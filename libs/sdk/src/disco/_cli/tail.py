@@ -74,7 +74,15 @@ async def _tail(
         deadline = time.monotonic() + seconds if seconds is not None else None
         while deadline is None or time.monotonic() < deadline:
             for record in await reader.read():
-                line = _line(record.value, record.topic, event_type, tenant, correlation_id, raw)
+                line = _line(
+                    record.value,
+                    record.headers,
+                    record.topic,
+                    event_type,
+                    tenant,
+                    correlation_id,
+                    raw,
+                )
                 if line is None:
                     continue
                 typer.secho(line, fg=_COLOURS.get(record.topic.removesuffix(DLQ_SUFFIX)))
@@ -88,6 +96,7 @@ async def _tail(
 
 def _line(
     value: bytes | None,
+    headers: Sequence[tuple[str, bytes]],
     topic: str,
     event_type: str | None,
     tenant: str | None,
@@ -95,7 +104,7 @@ def _line(
     raw: bool,
 ) -> str | None:
     try:
-        envelope = Envelope.from_kafka_value(value)
+        envelope = Envelope.from_kafka_record(value, headers)
     except EnvelopeError as exc:
         return f"{'':12} {topic:<20} (not an envelope: {exc.reason})"
     if event_type is not None and not fnmatch.fnmatchcase(envelope.type, event_type):
@@ -110,7 +119,7 @@ def _line(
     }:
         return None
     if raw:
-        return envelope.model_dump_json(exclude_none=True)
+        return envelope.model_dump_json(exclude_none=True, by_alias=True)
     return format_envelope(topic, envelope)
 
 

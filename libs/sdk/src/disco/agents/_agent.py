@@ -7,6 +7,7 @@ import contextlib
 import os
 import signal
 import socket
+import sys
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -19,7 +20,15 @@ from disco.agents._common import capability_for
 from disco.agents._errors import AgentDefinitionError, AgentError
 from disco.agents._handlers import HandlerSpec, describe, inspect_handler
 from disco.agents._ports import AgentMemory, ContextMemory, Registrar, RequestValidator
-from disco.bus import ANY_EVENT, BusClient, BusConsumer, serve_metrics, stop_metrics
+from disco.bus import (
+    ANY_EVENT,
+    BusClient,
+    BusConsumer,
+    BusUnavailableError,
+    CredentialSigner,
+    serve_metrics,
+    stop_metrics,
+)
 from disco.bus._metrics import default_bus_metrics
 from disco.settings import BusSettings
 from disco_common.envelope import Envelope
@@ -43,6 +52,8 @@ if TYPE_CHECKING:
 __all__ = ["Agent", "AgentIdentity", "PlatformContext"]
 
 _log = structlog.get_logger("disco.agents")
+
+_FIRST_RECONNECT_DELAY = 0.5
 
 HandlerT = TypeVar("HandlerT", bound=Callable[..., Awaitable[Any]])
 Dispatch = Callable[[Envelope], Awaitable[None]]
@@ -229,6 +240,7 @@ class Agent(StartStop):
         self._context: PlatformContext | None = None
         self._lifecycle = asyncio.Lock()
         self._metrics_served: tuple[int, str] | None = None
+        self._stopping_task: asyncio.Task[None] | None = None
 
     # -- declaring -------------------------------------------------------------
 
@@ -440,7 +452,13 @@ class Agent(StartStop):
             metrics = default_bus_metrics()
             serve_metrics(bus_settings.metrics_port, bus_settings.metrics_host)
             self._metrics_served = (bus_settings.metrics_port, bus_settings.metrics_host)
-        bus = BusClient(bus_settings, name=self.name, metrics=metrics)
+        # The agent's identity vouches for the tenant of what it publishes.
+        signer = (
+            CredentialSigner.from_settings(bus_settings, self._client_settings)
+            if self._client_settings is not None
+            else None
+        )
+        bus = BusClient(bus_settings, name=self.name, metrics=metrics, credentials=signer)
         self._bus = bus
         await bus.start()
         memory, registry, tracker = self._memory, self._registry, self._tracker
@@ -576,10 +594,16 @@ class Agent(StartStop):
     async def run(self) -> None:
         """Start and consume until :meth:`stop`; then stop cleanly.
 
+        A broker that cannot be reached at start is waited for: the start is
+        tried again with a backoff doubling from 0.5 s up to
+        ``bus_reconnect_backoff_max_seconds`` until it succeeds or the task is
+        cancelled. (Once started, aiokafka reconnects by itself and the
+        consumer re-joins its group.)
+
         Raises:
             BaseException: the fatal error that stopped the agent's consumer.
         """
-        await self.start()
+        await self._start_when_reachable()
         consumer = self._consumer
         assert consumer is not None
         try:
@@ -587,8 +611,35 @@ class Agent(StartStop):
         finally:
             await self.stop()
 
+    async def _start_when_reachable(self) -> None:
+        settings = self._settings_of_bus()
+        delay = _FIRST_RECONNECT_DELAY
+        while True:
+            try:
+                await self.start()
+                return
+            except BusUnavailableError as exc:
+                _log.warning(
+                    "broker unreachable; trying again",
+                    agent=self.name,
+                    retry_in_seconds=delay,
+                    error=str(exc),
+                )
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, settings.bus_reconnect_backoff_max_seconds)
+
+    def _settings_of_bus(self) -> BusSettings:
+        return self._bus_settings if self._bus_settings is not None else BusSettings()
+
     def serve(self) -> None:
-        """Run the agent in the foreground until SIGINT or SIGTERM (a process's entry point)."""
+        """Run the agent in the foreground until SIGINT or SIGTERM (a process's entry point).
+
+        A signal stops it within ``bus_shutdown_timeout_seconds`` (default 10 s)
+        whatever the broker's state: running handlers get half of it, steps
+        that wait for an unanswering broker are cut short, and a stop still
+        running at the bound is abandoned and the process exits with status 1.
+        """
+        bound = self._settings_of_bus().bus_shutdown_timeout_seconds
 
         async def main() -> None:
             loop = asyncio.get_running_loop()
@@ -599,9 +650,36 @@ class Agent(StartStop):
             runner = asyncio.create_task(self.run())
             waiter = asyncio.create_task(stopping.wait())
             done, _ = await asyncio.wait({runner, waiter}, return_when=asyncio.FIRST_COMPLETED)
-            if runner not in done:
-                await self.stop()
             waiter.cancel()
-            await runner
+            if runner in done:
+                await runner
+            elif not await self._stop_within(runner, bound):
+                # Tasks stuck on a broker that does not answer must not hold the
+                # process (asyncio.run would wait for them on the way out).
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(1)
 
         asyncio.run(main())
+
+    async def _stop_within(self, runner: asyncio.Task[None], bound: float) -> bool:
+        """Stop ``runner`` (this agent's :meth:`run`) within ``bound`` seconds; whether it did."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + bound
+        if self._consumer is None:
+            runner.cancel()  # still starting (maybe waiting for the broker)
+        else:
+            self._stopping_task = loop.create_task(
+                self.stop(grace=bound / 2), name=f"disco-stop-{self.name}"
+            )
+        done, _ = await asyncio.wait({runner}, timeout=max(0.0, deadline - loop.time()))
+        if runner in done:
+            with contextlib.suppress(asyncio.CancelledError):
+                await runner
+            return True
+        _log.error(
+            "stop did not finish within the bound; exiting anyway",
+            agent=self.name,
+            bound_seconds=bound,
+        )
+        return False

@@ -9,6 +9,11 @@
   envelope id through a :class:`DedupStore`, graceful shutdown.
 - :class:`ReplyListener` reads a response topic without a group; ``request(...,
   wait=seconds)`` uses one.
+- Tenant credentials: a ``BusClient`` signs what it publishes (the
+  ``disco-tenant-credential`` header, :class:`CredentialSigner`, or the
+  caller's token inside :func:`signing_with`); consumers refuse envelopes
+  whose tenant no valid credential vouches for (:class:`TenantGuard`,
+  :class:`CredentialVerifier`) when ``bus_require_tenant_credential`` is on.
 - :class:`TopicReader` reads topics without a group, from their start or end
   (tools, tests, listeners that must take nobody's work).
 - :class:`BusMetrics` counts what clients produce and consumer groups handle
@@ -20,6 +25,15 @@ Settings come from :class:`disco.settings.BusSettings` (``DISCO_*``).
 
 from disco.bus._client import BusClient
 from disco.bus._consumer import BusConsumer
+from disco.bus._credentials import (
+    CredentialError,
+    CredentialSigner,
+    CredentialVerifier,
+    TenantGuard,
+    sign_as,
+    signing_with,
+    tenant_guard,
+)
 from disco.bus._dedup import DedupStore, InMemoryDedupStore
 from disco.bus._envelopes import ContextAttributes, EnvelopeAttributes
 from disco.bus._errors import (
@@ -49,6 +63,9 @@ __all__ = [
     "BusNotStartedError",
     "BusUnavailableError",
     "ContextAttributes",
+    "CredentialError",
+    "CredentialSigner",
+    "CredentialVerifier",
     "DedupStore",
     "DlqHeader",
     "EnvelopeAttributes",
@@ -62,9 +79,13 @@ __all__ = [
     "ReadRecord",
     "ReplyListener",
     "RequestTimeout",
+    "TenantGuard",
     "TopicProvisioningError",
     "TopicReader",
     "pacer_for",
     "serve_metrics",
+    "sign_as",
+    "signing_with",
     "stop_metrics",
+    "tenant_guard",
 ]

@@ -14,7 +14,9 @@ from aiokafka.structs import ConsumerRecord
 from opentelemetry.trace import Span, TracerProvider
 from typing_extensions import Unpack
 
-from disco._lifecycle import StartStop
+from disco._lifecycle import StartStop, stop_within
+from disco.auth import TokenProvider
+from disco.bus._credentials import CredentialSigner, override_header
 from disco.bus._envelopes import (
     ContextAttributes,
     EnvelopeAttributes,
@@ -73,6 +75,12 @@ class BusClient(StartStop):
             global OpenTelemetry provider (none until an SDK is installed).
         metrics: counts what is produced here and what consumers built on this
             client handle; default: nothing is counted.
+        credentials: the identity (a token provider, or a ready signer) whose
+            tokens vouch for the tenant of what is published (the
+            ``disco-tenant-credential`` header); default: the configured one
+            (``DISCO_AUTH_TOKEN``, else minted with ``DISCO_AUTH_SECRET`` for
+            ``DISCO_TENANT_ID``/``DISCO_USER_ID``).
+        sign: False publishes without a credential (only a dev bus accepts that).
     """
 
     def __init__(
@@ -83,12 +91,29 @@ class BusClient(StartStop):
         source: str | None = None,
         tracer_provider: TracerProvider | None = None,
         metrics: BusMetrics | None = None,
+        credentials: TokenProvider | CredentialSigner | None = None,
+        sign: bool = True,
     ) -> None:
         self.settings = settings if settings is not None else BusSettings()
         self.name = name
         self.source = source or f"disco://agent/{name}"
         self.tracer = BusTracer(tracer_provider)
         self.metrics = metrics
+        self._signer: CredentialSigner | None = None
+        if sign:
+            if isinstance(credentials, CredentialSigner):
+                self._signer = credentials
+            elif credentials is not None:
+                self._signer = CredentialSigner(credentials)
+            else:
+                self._signer = CredentialSigner.from_settings(self.settings)
+            if self._signer is None:
+                _log.warning(
+                    "no identity to sign envelopes with (set DISCO_AUTH_TOKEN or "
+                    "DISCO_AUTH_SECRET): consumers that require tenant credentials will "
+                    "dead-letter what this client publishes",
+                    client=name,
+                )
         self._writer: RecordWriter | None = None
         self._probe: AIOKafkaClient | None = None
         self._listeners: dict[str, ReplyListener] = {}
@@ -157,7 +182,8 @@ class BusClient(StartStop):
                 await listener.stop()
             writer, self._writer = self._writer, None
             if writer is not None:
-                await writer.stop()
+                # Records the broker never acknowledged fail their publishers.
+                await stop_within(writer.stop(), "the producer")
             probe, self._probe = self._probe, None
             if probe is not None:
                 await probe.close()
@@ -584,7 +610,10 @@ class BusClient(StartStop):
     async def _write_envelope(self, name: str, envelope: Envelope) -> asyncio.Future[Any]:
         if self._request_validator is not None and isinstance(envelope, ActionRequest):
             await self._request_validator(envelope.type, envelope.data)
-        record = record_for(envelope)
+        signer = self._signer
+        record = record_for(
+            envelope, await signer.header() if signer is not None else override_header()
+        )
         limit = self.settings.bus_max_message_bytes
         # Count exactly only when it could matter: headers and framing of a
         # disco record stay far below 2 KiB.

@@ -15,8 +15,9 @@ from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 from aiokafka.structs import ConsumerRecord
 
 from disco._context import HandlerContext, enter_handler, exit_handler, handler_context
-from disco._lifecycle import StartStop
+from disco._lifecycle import STOP_NETWORK_SECONDS, StartStop, stop_within
 from disco.bus._client import BusClient
+from disco.bus._credentials import tenant_guard
 from disco.bus._dedup import DedupStore, InMemoryDedupStore
 from disco.bus._errors import (
     BusError,
@@ -36,6 +37,7 @@ from disco.bus._routes import (
     check_handler,
     describe,
 )
+from disco_common.auth import UNAUTHENTICATED_TENANT
 from disco_common.envelope import Envelope, EnvelopeError, envelope_class_for
 from disco_common.topics import DLQ_SUFFIX, Topic, dlq_topic
 
@@ -97,6 +99,8 @@ class BusConsumer(StartStop):
             if dedup_store is not None
             else InMemoryDedupStore(settings.bus_dedup_window_size, settings.bus_dedup_ttl_seconds)
         )
+        # Who vouches for each envelope's tenant (None: not required, dev).
+        self._guard = tenant_guard(settings)
         self._max_buffered = max(1, max_buffered_per_partition)
         self._rebalance_grace = rebalance_grace
         self._routes: dict[str, dict[str, Handler]] = {}
@@ -306,13 +310,22 @@ class BusConsumer(StartStop):
             if lag is not None:
                 await lag.stop()
             try:
-                await self._commit_done(consumer)
+                # A broker that is down would hold the commit (and leaving the
+                # group) forever: what is not committed is redelivered.
+                async with asyncio.timeout(STOP_NETWORK_SECONDS):
+                    await self._commit_done(consumer)
+            except TimeoutError:
+                _log.warning(
+                    "final commit cut short: the broker does not answer (the records "
+                    "handled since the last commit are redelivered)",
+                    group=self.group,
+                )
             finally:
                 self._workers.clear()
                 self._paused.clear()
                 self._consumer = None
                 self._fetcher = self._committer = None
-                await consumer.stop()  # leaves the group
+                await stop_within(consumer.stop(), f"consumer group {self.group!r}")
                 if self._owns_client:
                     self._owns_client = False
                     await self.client.stop()
@@ -409,7 +422,7 @@ class BusConsumer(StartStop):
         if ce_type is not None and ce_type not in routes and ANY_EVENT not in routes:
             return  # someone else's event: skip without parsing
         try:
-            envelope = kind.from_kafka_value(record.value)
+            envelope = kind.from_kafka_record(record.value, record.headers)
         except EnvelopeError as exc:
             await self._dead_letter(record, "EnvelopeError", exc.reason, attempts=0)
             return
@@ -424,6 +437,11 @@ class BusConsumer(StartStop):
             return
         handler = routes.get(envelope.type) or routes.get(ANY_EVENT)
         if handler is None:
+            return
+        if self._guard is not None and (
+            refused := await self._guard.refusal(envelope.tenant_id, record.headers)
+        ):
+            await self._dead_letter(record, UNAUTHENTICATED_TENANT, refused, attempts=0)
             return
         if await self.dedup_store.seen(envelope.id):
             _log.debug("duplicate envelope skipped", event_id=envelope.id, topic=topic)

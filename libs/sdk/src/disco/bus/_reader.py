@@ -10,6 +10,7 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
+import structlog
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
@@ -21,6 +22,11 @@ from disco_common.envelope import Envelope, EnvelopeError
 from disco_common.topics import strip_prefix, topic_name
 
 __all__ = ["ReadRecord", "TopicReader"]
+
+_log = structlog.get_logger("disco.bus")
+
+_REALIGN_TIMEOUT = 2.0
+"""Seconds a realignment may wait for the broker (it is skipped while the broker is away)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +43,7 @@ class ReadRecord:
 
     def envelope(self) -> Envelope:
         """The record's envelope; :class:`EnvelopeError` when it is not one."""
-        return Envelope.from_kafka_value(self.value)
+        return Envelope.from_kafka_record(self.value, self.headers)
 
     def envelope_or_none(self) -> Envelope | None:
         """The record's envelope, or ``None`` when the value is not one."""
@@ -57,6 +63,18 @@ class TopicReader(StartStop):
     uses explicit end offsets (the embedded broker's "latest" reset is not
     reliable), and start waits until the broker's metadata knows every topic,
     so a topic created a moment ago is not silently read as empty.
+
+    A broker that restarted without its data (the embedded one keeps it in
+    memory) starts every partition again at offset 0, while this reader's
+    positions are still the old, higher ones; Tansu answers a fetch beyond the
+    end with nothing rather than "offset out of range", so such a reader would
+    wait until the new log grew past its old position (a requester's answers
+    all time out meanwhile). So every ``realign_interval`` seconds ``read``
+    compares the positions with the end offsets; when any partition's position
+    lies beyond its end, the broker lost its data, and every partition is read
+    again from its (new) beginning: all of it was written after the restart,
+    so nothing is read twice, and a partition that grew past the old position
+    before the check is not skipped.
     """
 
     def __init__(
@@ -67,6 +85,7 @@ class TopicReader(StartStop):
         from_beginning: bool = False,
         last: int | None = None,
         metadata_timeout: float = 10.0,
+        realign_interval: float = 1.0,
     ) -> None:
         if not topics:
             raise ValueError("TopicReader needs at least one topic")
@@ -79,6 +98,8 @@ class TopicReader(StartStop):
         self._metadata_timeout = metadata_timeout
         self._consumer: AIOKafkaConsumer | None = None
         self._pacer: FetchPacer | None = None
+        self._realign_interval = realign_interval
+        self._next_realign = 0.0
 
     @property
     def started(self) -> bool:
@@ -174,6 +195,9 @@ class TopicReader(StartStop):
         pacer = self.pacer
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
+        if loop.time() >= self._next_realign:
+            self._next_realign = loop.time() + self._realign_interval
+            await self._realign(consumer)
         while True:
             # Looks again now and then while idle, so the fetch wait keeps up.
             step = min(pacer.apply(), max(0.0, deadline - loop.time()))
@@ -196,6 +220,48 @@ class TopicReader(StartStop):
             for partition, records in batches.items()
             for record in records
         ]
+
+    async def _realign(self, consumer: AIOKafkaConsumer) -> None:
+        """Follow a broker that restarted: new partitions, and logs that began again.
+
+        Partitions that appeared since the last look (a broker that lost its
+        data re-creates a topic with its own default count) are read from their
+        beginning; when any partition's position lies beyond its end, every
+        partition is read again from its (new) beginning.
+        """
+        assigned = set(consumer.assignment())
+        try:
+            async with asyncio.timeout(_REALIGN_TIMEOUT):
+                await consumer.topics()  # a fresh metadata request
+                current = {
+                    TopicPartition(name, partition)
+                    for name in self._names
+                    for partition in consumer.partitions_for_topic(name) or ()
+                }
+                positions = {tp: await consumer.position(tp) for tp in assigned}
+                ends = await consumer.end_offsets(sorted(assigned & current))
+        except (KafkaError, TimeoutError) as exc:
+            _log.debug("metadata unavailable; realigning later", error=repr(exc))
+            return
+        restarted = [tp for tp, end in ends.items() if positions.get(tp, 0) > end]
+        added = current - assigned
+        if not restarted and not added:
+            return
+        if added:
+            _log.warning(
+                "new partitions appeared (the broker re-created a topic?): reading them",
+                partitions=sorted(f"{tp.topic}[{tp.partition}]" for tp in added),
+            )
+            consumer.assign(sorted(assigned | current))
+            for tp, position in positions.items():
+                consumer.seek(tp, position)
+        if restarted:
+            _log.warning(
+                "partitions restarted below this reader's position (the broker lost its "
+                "data): reading every partition from its new beginning",
+                partitions=sorted(f"{tp.topic}[{tp.partition}]" for tp in restarted),
+            )
+        await consumer.seek_to_beginning(*(sorted(assigned | current) if restarted else added))
 
     async def read_to_end(self) -> list[ReadRecord]:
         """Everything up to the end of every partition as it is now.

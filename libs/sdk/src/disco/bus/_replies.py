@@ -5,18 +5,28 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import structlog
 
 from disco.bus._errors import BusError, BusNotStartedError
 from disco.bus._reader import TopicReader
 from disco.settings import BusSettings
-from disco_common.envelope import Envelope, EnvelopeError, envelope_class_for
+from disco_common.envelope import (
+    BINARY_HEADER_PREFIX,
+    WIRE_NAMES,
+    Envelope,
+    EnvelopeError,
+    envelope_class_for,
+    is_binary_mode,
+    wire_attribute,
+)
 
 __all__ = ["ReplyListener"]
 
 _log = structlog.get_logger("disco.bus")
+
+_CORRELATION_HEADER = BINARY_HEADER_PREFIX + WIRE_NAMES["correlation_id"]
 
 
 class ReplyListener:
@@ -111,7 +121,7 @@ class ReplyListener:
                 if not self._waiters:
                     continue
                 for record in records:
-                    self._offer(record.value)
+                    self._offer(record.value, record.headers)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -119,18 +129,25 @@ class ReplyListener:
             self._failure = exc
             self._fail_all(exc)
 
-    def _offer(self, value: bytes | None) -> None:
+    def _offer(self, value: bytes | None, headers: Sequence[tuple[str, bytes]]) -> None:
         # Only the correlation id matters until it matches a waiter: skip the
         # full validation of everyone else's responses.
-        try:
-            correlation_id = json.loads(value or b"null").get("correlation_id")
-        except (ValueError, AttributeError):
-            return
+        correlation_id: object
+        if is_binary_mode(headers):
+            correlation_id = next(
+                (v.decode("utf-8", "replace") for n, v in headers if n == _CORRELATION_HEADER),
+                None,
+            )
+        else:
+            try:
+                correlation_id = wire_attribute(json.loads(value or b"null"), "correlation_id")
+            except (ValueError, AttributeError):
+                return
         future = self._waiters.get(correlation_id) if isinstance(correlation_id, str) else None
         if future is None or future.done():
             return
         try:
-            envelope = self._kind.from_kafka_value(value)
+            envelope = self._kind.from_kafka_record(value, headers)
         except EnvelopeError as exc:
             _log.warning(
                 "malformed response ignored",

@@ -53,10 +53,14 @@ class OutgoingRecord:
         return record_size(self.key, self.value, self.headers)
 
 
-def record_for(envelope: Envelope) -> OutgoingRecord:
-    """The record that carries ``envelope``."""
+def record_for(envelope: Envelope, credential: tuple[str, bytes] | None = None) -> OutgoingRecord:
+    """The record that carries ``envelope``, with the producer's ``credential`` header
+    (``disco-tenant-credential``) when it has one."""
+    headers = envelope.kafka_headers()
+    if credential is not None:
+        headers.append(credential)
     return OutgoingRecord(
-        key=envelope.kafka_key(), value=envelope.to_kafka_value(), headers=envelope.kafka_headers()
+        key=envelope.kafka_key(), value=envelope.to_kafka_value(), headers=headers
     )
 
 

@@ -23,9 +23,17 @@ from typing import Any
 
 import structlog
 
-from disco.bus import ReadRecord, TopicReader
+from disco.bus import ReadRecord, TopicReader, tenant_guard
 from disco.settings import BusSettings
-from disco_common.envelope import Envelope, EnvelopeError, envelope_class_for
+from disco_common.auth import UNAUTHENTICATED_TENANT
+from disco_common.envelope import (
+    Envelope,
+    EnvelopeError,
+    binary_attributes,
+    envelope_class_for,
+    is_binary_mode,
+    wire_attribute,
+)
 
 __all__ = ["BusFanout", "Delivery", "FanoutRoute", "Inbox", "Key"]
 
@@ -92,6 +100,8 @@ class BusFanout:
         self._inboxes: dict[Key, set[Inbox]] = {}
         self._reader: TopicReader | None = None
         self._task: asyncio.Task[None] | None = None
+        # Who vouches for each envelope's tenant (None: not required, dev).
+        self._guard = tenant_guard(settings)
 
     async def start(self) -> None:
         """Position at the end of every topic and start reading (idempotent)."""
@@ -153,9 +163,9 @@ class BusFanout:
             if not self._inboxes:
                 continue
             for record in records:
-                self._offer(record)
+                await self._offer(record)
 
-    def _offer(self, record: ReadRecord) -> None:
+    async def _offer(self, record: ReadRecord) -> None:
         route = self._routes.get(record.topic)
         if route is None:
             return
@@ -164,14 +174,17 @@ class BusFanout:
             if ce_type is None or ce_type.decode("utf-8", "replace") not in route.event_types:
                 return
         try:
-            document: Any = json.loads(record.value or b"null")
+            if is_binary_mode(record.headers):
+                document: Any = binary_attributes(record.value, record.headers)
+            else:
+                document = json.loads(record.value or b"null")
         except ValueError:
             return
         if not isinstance(document, dict):
             return
         targets: set[Inbox] = set()
         for attribute in route.keys:
-            value = document.get(attribute)
+            value = wire_attribute(document, attribute)
             if isinstance(value, str):
                 targets |= self._inboxes.get((attribute, value), set())
         if not targets:
@@ -181,6 +194,12 @@ class BusFanout:
         except ValueError as exc:
             reason = exc.reason if isinstance(exc, EnvelopeError) else str(exc)[:300]
             _log.warning("malformed envelope skipped", topic=record.topic, reason=reason)
+            return
+        if self._guard is not None and (
+            refused := await self._guard.refusal(envelope.tenant_id, record.headers)
+        ):
+            # Group-less: dropped here; the consumer groups of the topic dead-letter it.
+            _log.warning(UNAUTHENTICATED_TENANT, topic=record.topic, reason=refused)
             return
         delivery = Delivery(record.topic, envelope)
         for inbox in targets:

@@ -10,13 +10,14 @@ page (a redirect, or ``HX-Redirect`` for an htmx request).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated
 from urllib.parse import quote
 
 from fastapi import Depends, Request
 from fastapi.responses import RedirectResponse, Response
 
+from disco.bus import sign_as
 from disco_common.auth import Role
 from disco_gateway.state import GatewayState
 from disco_service import DiscoHTTPError, Identity
@@ -71,8 +72,10 @@ async def verify_token(state: GatewayState, token: str) -> Identity:
         DiscoHTTPError: (401) the token is not one the gateway accepts.
     """
     claims = await state.verifier.verify(token.strip())
+    # What the person's actions publish is vouched for by their own token.
+    sign_as(token.strip())
     # Headers play no part: nobody acts on behalf of anyone in the console.
-    return Identity.from_claims(claims, {})
+    return replace(Identity.from_claims(claims, {}), credential=token.strip())
 
 
 async def _console_user(request: Request) -> ConsoleUser:

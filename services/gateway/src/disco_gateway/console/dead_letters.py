@@ -25,6 +25,7 @@ import structlog
 
 from disco.bus import BusClient, BusError, DlqHeader, ReadRecord, TopicReader
 from disco.settings import BusSettings
+from disco_common.auth import TENANT_CREDENTIAL_HEADER
 from disco_common.envelope import Envelope, EnvelopeError
 from disco_common.topics import Topic, dlq_topic
 from disco_gateway.console.auth import ConsoleUser
@@ -182,7 +183,15 @@ async def republish(
             f"The record came from {letter.original_topic!r}, which is not a topic of this "
             f"environment (prefix {prefix!r})."
         )
-    headers = [(name, value) for name, value in record.headers if not name.startswith("dlq_")]
+    # The admin of the record's tenant vouches for it now (their token replaces the
+    # producer's credential, which may have expired or never have been valid).
+    headers = [
+        (name, value)
+        for name, value in record.headers
+        if not name.startswith("dlq_") and name != TENANT_CREDENTIAL_HEADER
+    ]
+    if user.identity.credential is not None:
+        headers.append((TENANT_CREDENTIAL_HEADER, user.identity.credential.encode()))
     await bus.send_record(letter.original_topic, record.key, record.value, headers)
     audit.info(
         "dead_letter_republished",

@@ -21,6 +21,7 @@ from fastapi import APIRouter, Path, Query, Request, WebSocket
 from pydantic import ValidationError
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
+from disco.bus import sign_as
 from disco.runtime import to_json_safe
 from disco_common.ids import utcnow
 from disco_common.sessions import (
@@ -227,6 +228,9 @@ async def stream(
     except DiscoHTTPError as exc:
         await websocket.close(CLOSE_UNAUTHENTICATED, exc.message[:120])
         return
+    # As for every route: what this socket publishes is vouched for by the caller's
+    # token (the socket closes when it expires).
+    sign_as(token)
     if state.sessions is None or state.hub is None:
         await websocket.close(CLOSE_TRY_AGAIN, "the gateway is starting or stopping")
         return

@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from disco.bus import TopicReader
+from disco.bus import TopicReader, tenant_guard
 from disco.settings import BusSettings
+from disco_common.auth import UNAUTHENTICATED_TENANT
 from disco_common.topics import Topic
 from disco_gateway.sessions.mapping import StoredEvent, to_session_event
 from disco_gateway.sessions.metrics import StreamMetrics
@@ -137,6 +138,8 @@ class SessionHub:
         self._subscribers: dict[tuple[str, str], set[Subscriber]] = {}
         self._reader: TopicReader | None = None
         self._task: asyncio.Task[None] | None = None
+        # Who vouches for each envelope's tenant (None: not required, dev).
+        self._guard = tenant_guard(settings)
 
     @property
     def sockets(self) -> int:
@@ -206,6 +209,12 @@ class SessionHub:
                 envelope = record.envelope_or_none()
                 if envelope is None:
                     continue  # malformed: the consumer groups send it to the DLQ
+                if self._guard is not None and (
+                    refused := await self._guard.refusal(envelope.tenant_id, record.headers)
+                ):
+                    # Nothing of it is stored or streamed; the groups dead-letter it.
+                    _log.warning(UNAUTHENTICATED_TENANT, reason=refused)
+                    continue
                 event = to_session_event(envelope, max_bytes=self._max_bytes)
                 if event is not None:
                     events.append(event)

@@ -28,7 +28,8 @@ from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 from aiokafka.structs import ConsumerRecord
 
-from disco.bus import BusClient, BusError, FetchPacer, pacer_for
+from disco.bus import BusClient, BusError, FetchPacer, pacer_for, tenant_guard
+from disco_common.auth import UNAUTHENTICATED_TENANT
 from disco_common.envelope import EnvelopeError, envelope_class_for
 from disco_common.system_events import SystemEventType
 from disco_common.topics import Topic, strip_prefix
@@ -80,6 +81,8 @@ class IngestConsumer:
         self._batch_lock = asyncio.Lock()
         self._assigned = asyncio.Event()
         self._stopping = False
+        # Who vouches for each envelope's tenant (None: not required, dev).
+        self._guard = tenant_guard(self._settings)
 
     @property
     def group(self) -> str:
@@ -204,11 +207,20 @@ class IngestConsumer:
             for record in tp_records:
                 topic = strip_prefix(record.topic, prefix)
                 try:
-                    envelope = envelope_class_for(topic).from_kafka_value(record.value)
+                    envelope = envelope_class_for(topic).from_kafka_record(
+                        record.value, record.headers
+                    )
                 except EnvelopeError as exc:
                     if not await self._dead_letter(bus, record, "EnvelopeError", exc.reason):
                         return False
                     self.metrics.rejected.labels(topic=topic, reason="envelope").inc()
+                    continue
+                if self._guard is not None and (
+                    refused := await self._guard.refusal(envelope.tenant_id, record.headers)
+                ):
+                    if not await self._dead_letter(bus, record, UNAUTHENTICATED_TENANT, refused):
+                        return False
+                    self.metrics.rejected.labels(topic=topic, reason=UNAUTHENTICATED_TENANT).inc()
                     continue
                 if envelope.type in _NOT_TRACKED:
                     continue
@@ -295,7 +307,9 @@ class IngestConsumer:
                     record,
                     error_type=error_type,
                     error_message=message,
-                    attempts=0 if error_type == "EnvelopeError" else _BATCH_ATTEMPTS,
+                    attempts=0
+                    if error_type in {"EnvelopeError", UNAUTHENTICATED_TENANT}
+                    else _BATCH_ATTEMPTS,
                     group=self._settings.ingest_consumer_group,
                 )
             except BusError as exc:

@@ -1,0 +1,161 @@
+"""Broker faults with real processes: a Tool process and a requester survive a kill -9
+of the embedded broker, a broker that is down when the Tool starts, and stop on
+SIGTERM within the bound whatever the broker's state.
+
+Counts, not speed: how many requests timed out while the broker was away is
+printed (``bench/faults_bus.py`` reports recovery times); what is asserted is
+that answers come back after the restart, that none is lost once they do, and
+that the Tool exits cleanly on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from disco._dev.broker import EmbeddedBroker
+from disco._dev.ports import free_port
+from disco.bus import BusClient, BusError, RequestTimeout
+from disco.settings import BusSettings
+from tests.fixtures.processes import ROOT
+from tests.fixtures.waiting import wait_until
+
+# Generous: answers come back within seconds of a restart; this only ends a
+# broken run instead of hanging it.
+RECOVERY_DEADLINE = 90.0
+STOP_BOUND = 10.0  # BusSettings.bus_shutdown_timeout_seconds' default
+
+
+def _settings(bootstrap: str, prefix: str) -> BusSettings:
+    return BusSettings(
+        kafka_bootstrap=bootstrap,
+        topic_prefix=prefix,
+        kafka_session_timeout_ms=2000,
+        kafka_heartbeat_interval_ms=300,
+        kafka_fetch_max_wait_ms=20,
+    )
+
+
+@pytest.fixture
+def tool_process(tmp_path: Path) -> Iterator[Callable[[str, str], subprocess.Popen[bytes]]]:
+    """Start echo Tool processes; any still running at the end is killed."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start(bootstrap: str, prefix: str) -> subprocess.Popen[bytes]:
+        log = (tmp_path / f"tool-{len(started)}.log").open("wb")
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tests.integration.faults._echo_tool", bootstrap, prefix],
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+
+
+def kill_broker(broker: EmbeddedBroker) -> None:
+    """kill -9 the broker process, as an operator (or the OOM killer) would."""
+    pid = broker.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    broker.stop(grace=5.0)  # reaps the dead process and closes its log
+
+
+async def echo(bus: BusClient, n: int, wait: float = 5.0) -> bool:
+    """One request; whether its answer came (timeouts and refused publishes count as no)."""
+    try:
+        answer = await bus.request(
+            "echo.requested", {"n": n}, response_event="echo.done", wait=wait
+        )
+    except (RequestTimeout, BusError):
+        return False
+    assert answer.data == {"success": True, "result": {"echo": {"n": n}}}
+    return True
+
+
+async def first_answer(bus: BusClient) -> int:
+    """Ask until an answer comes; the number of requests that got none before it."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + RECOVERY_DEADLINE
+    missed = 0
+    while not await echo(bus, missed):
+        missed += 1
+        assert loop.time() < deadline, f"no answer within {RECOVERY_DEADLINE}s"
+    return missed
+
+
+async def stop_tool(process: subprocess.Popen[bytes]) -> int:
+    process.send_signal(signal.SIGTERM)
+    # The bound is the behaviour under test (a hang would be the bug); margin for a busy box.
+    return await asyncio.to_thread(process.wait, STOP_BOUND + 10)
+
+
+async def test_a_requester_and_a_tool_answer_again_after_the_broker_is_killed_and_restarted(
+    broker_factory: Callable[[], EmbeddedBroker],
+    tool_process: Callable[[str, str], subprocess.Popen[bytes]],
+    topic_prefix: str,
+) -> None:
+    broker = broker_factory()
+    tool = tool_process(broker.bootstrap, topic_prefix)
+    async with BusClient(_settings(broker.bootstrap, topic_prefix), name="requester") as bus:
+        await bus.ensure_topics()
+        await first_answer(bus)
+        # A steady stream before the kill moves the reply listener's positions on.
+        assert all([await echo(bus, n) for n in range(20)])
+
+        kill_broker(broker)
+        broker.start()
+        missed = await first_answer(bus)
+        after = [await echo(bus, n, wait=15.0) for n in range(30)]
+        print(f"requests unanswered before the first answer after the restart: {missed}")
+
+    assert after == [True] * 30
+    assert await stop_tool(tool) == 0
+
+
+async def test_a_tool_started_with_the_broker_down_serves_once_it_is_up_and_stops_without_it(
+    tmp_path: Path,
+    tool_process: Callable[[str, str], subprocess.Popen[bytes]],
+    topic_prefix: str,
+) -> None:
+    broker = EmbeddedBroker(port=free_port(), log_path=tmp_path / "late-broker.log")
+    tool = tool_process(broker.bootstrap, topic_prefix)  # nothing listens there yet
+    try:
+        await asyncio.to_thread(_wait_for_line, tmp_path / "tool-0.log", "broker unreachable")
+        broker.start()
+        async with BusClient(_settings(broker.bootstrap, topic_prefix), name="requester") as bus:
+            await bus.ensure_topics()
+            await first_answer(bus)
+            assert all([await echo(bus, n, wait=15.0) for n in range(10)])
+        kill_broker(broker)
+
+        # Stopping with the broker gone: the final commit and leaving the group
+        # cannot happen, and must not hold the process.
+        code = await stop_tool(tool)
+    finally:
+        broker.stop(grace=1.0)
+
+    assert tool.poll() is not None
+    assert code in (0, 1)  # 1: a step abandoned at the bound; either way it stopped
+
+
+def _wait_for_line(log: Path, text: str, timeout: float = 60.0) -> None:
+    wait_until(
+        lambda: log.exists() and text in log.read_text(errors="replace"),
+        timeout=timeout,
+        what=f"{text!r} in {log.name}",
+    )
