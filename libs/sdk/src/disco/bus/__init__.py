@@ -17,7 +17,7 @@ Settings come from :class:`disco.settings.BusSettings` (``DISCO_*``).
 
 from disco.bus._client import BusClient
 from disco.bus._consumer import BusConsumer
-from disco.bus._dedup import DedupStore, InMemoryDedupStore
+from disco.bus._dedup import DedupMarks, DedupStore, DurableDedupStore, InMemoryDedupStore
 from disco.bus._envelopes import ContextAttributes, EnvelopeAttributes
 from disco.bus._errors import (
     BusError,
@@ -44,8 +44,10 @@ __all__ = [
     "BusNotStartedError",
     "BusUnavailableError",
     "ContextAttributes",
+    "DedupMarks",
     "DedupStore",
     "DlqHeader",
+    "DurableDedupStore",
     "EnvelopeAttributes",
     "FetchPacer",
     "Handler",

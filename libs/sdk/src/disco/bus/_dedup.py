@@ -7,7 +7,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
-__all__ = ["DedupStore", "InMemoryDedupStore"]
+__all__ = ["DedupMarks", "DedupStore", "DurableDedupStore", "InMemoryDedupStore"]
 
 
 @runtime_checkable
@@ -19,6 +19,9 @@ class DedupStore(Protocol):
     succeeded, so a failed attempt can be retried. Both are async so that a
     durable store (backed by the memory service, say) can replace the
     in-process window.
+
+    The consumer calls both inside the handler context of the envelope (so a
+    store that talks to a service acts for the envelope's tenant).
     """
 
     async def seen(self, event_id: str) -> bool:
@@ -85,3 +88,61 @@ class InMemoryDedupStore:
                 if when > now:
                     break
                 del expires[oldest]
+
+
+@runtime_checkable
+class DedupMarks(Protocol):
+    """Where a :class:`DurableDedupStore` keeps its marks: the memory service's
+    ``/v1/memory/dedup`` (:class:`~disco.clients.MemoryClient` is one)."""
+
+    async def get_dedup_mark(self, group: str, event_id: str) -> object | None:
+        """The mark of ``event_id`` for ``group``, or None."""
+        ...
+
+    async def put_dedup_mark(
+        self, group: str, event_id: str, *, ttl_seconds: int | None = None
+    ) -> object:
+        """Make the mark (idempotent)."""
+        ...
+
+
+class DurableDedupStore:
+    """Handled ids kept in Postgres through the memory service, for one consumer group.
+
+    Unlike :class:`InMemoryDedupStore` it outlives the process: an envelope
+    handled, then redelivered after a kill -9 or a rebalance (its offset was not
+    committed yet), is skipped by whichever instance gets it. Marks are per
+    tenant (the envelope's, from the handler context) and go with its erasure.
+
+    A handler killed after its effect and before the mark still runs again:
+    effects outside disco's stores use the handler's idempotency key
+    (:attr:`disco.HandlerContext.idempotency_key`).
+
+    A small in-process window in front saves the service a round trip for
+    duplicates this process saw itself.
+    """
+
+    def __init__(
+        self,
+        marks: DedupMarks,
+        group: str,
+        *,
+        ttl_seconds: float = 3600.0,
+        window: int = 10_000,
+    ) -> None:
+        self.marks = marks
+        self.group = group
+        self.ttl_seconds = ttl_seconds
+        self._recent = InMemoryDedupStore(window, ttl_seconds)
+
+    async def seen(self, event_id: str) -> bool:
+        """Whether the group handled ``event_id`` (asks the service unless seen here)."""
+        if await self._recent.seen(event_id):
+            return True
+        return await self.marks.get_dedup_mark(self.group, event_id) is not None
+
+    async def mark(self, event_id: str) -> None:
+        """Remember ``event_id`` durably (and here)."""
+        ttl = max(1, round(self.ttl_seconds)) if self.ttl_seconds else None
+        await self.marks.put_dedup_mark(self.group, event_id, ttl_seconds=ttl)
+        await self._recent.mark(event_id)

@@ -14,6 +14,11 @@ __all__ = ["ErasureRepository"]
 
 _ERASE_USER = text("SELECT table_name, deleted FROM memory.erase_user(:user_id)")
 _ERASE_TENANT = text("SELECT table_name, deleted FROM memory.erase_tenant()")
+# Dedup marks are shared by the tenant's users (no user-private rows), so the
+# application role reaches all of them under row-level security: plain deletes.
+_TENANT = "tenant_id = current_setting('disco.tenant_id')"
+_ERASE_USER_MARKS = text(f"DELETE FROM memory.dedup_marks WHERE {_TENANT} AND user_id = :user_id")  # noqa: S608
+_ERASE_TENANT_MARKS = text(f"DELETE FROM memory.dedup_marks WHERE {_TENANT}")  # noqa: S608
 
 
 class ErasureRepository:
@@ -25,9 +30,13 @@ class ErasureRepository:
     async def erase_user(self, user_id: str) -> dict[str, int]:
         """Delete every row of ``user_id`` in the transaction's tenant; rows per table."""
         rows = await self._session.execute(_ERASE_USER, {"user_id": user_id})
-        return {row.table_name: int(row.deleted) for row in rows}
+        deleted = {row.table_name: int(row.deleted) for row in rows}
+        marks = await self._session.execute(_ERASE_USER_MARKS, {"user_id": user_id})
+        return {**deleted, "dedup_marks": int(marks.rowcount)}  # type: ignore[attr-defined]
 
     async def erase_tenant(self) -> dict[str, int]:
         """Delete every row of the transaction's tenant; rows per table."""
         rows = await self._session.execute(_ERASE_TENANT)
-        return {row.table_name: int(row.deleted) for row in rows}
+        deleted = {row.table_name: int(row.deleted) for row in rows}
+        marks = await self._session.execute(_ERASE_TENANT_MARKS)
+        return {**deleted, "dedup_marks": int(marks.rowcount)}  # type: ignore[attr-defined]
