@@ -27,18 +27,29 @@ LOOK_TIMEOUT = 2.0
 async def beyond_end(
     consumer: AIOKafkaConsumer, partitions: Collection[TopicPartition]
 ) -> list[TopicPartition] | None:
-    """The partitions whose position lies beyond their end offset (their log began
-    again); ``None`` when the broker does not answer now."""
+    """The partitions whose position lies beyond their end (their log began again);
+    ``None`` when the broker does not answer now.
+
+    The end is the high watermark of the partition's last fetch response, not
+    a ListOffsets answer: Tansu answers "latest" with the base offset of the
+    last batch plus one, short of the end whenever that batch holds several
+    records, which would look like a restart on a live broker. A partition
+    not fetched since it was assigned is skipped until it is.
+    """
     if not partitions:
         return []
     try:
         async with asyncio.timeout(LOOK_TIMEOUT):
             positions = {tp: await consumer.position(tp) for tp in partitions}
-            ends = await consumer.end_offsets(sorted(partitions))
     except (KafkaError, TimeoutError) as exc:
-        _log.debug("end offsets unavailable; looking again later", error=repr(exc))
+        _log.debug("positions unavailable; looking again later", error=repr(exc))
         return None
-    return sorted(tp for tp, end in ends.items() if positions[tp] > end)
+    restarted = []
+    for tp, position in positions.items():
+        end = consumer.highwater(tp)
+        if end is not None and position > end:
+            restarted.append(tp)
+    return sorted(restarted)
 
 
 def describe_partitions(partitions: Collection[TopicPartition]) -> list[str]:
