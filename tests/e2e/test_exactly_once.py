@@ -22,6 +22,8 @@ import signal
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from disco.bus import BusClient
 from tests.e2e.agents import CAMPAIGN_LEDGER_ENV
 from tests.e2e.conftest import TENANT, AgentProcess, Stack, Watcher, start_agents, stop_agents
@@ -30,6 +32,11 @@ from tests.fixtures.waiting import eventually
 CAMPAIGN_TASKS_ENV = "DISCO_CAMPAIGN_TASKS"
 DEFAULT_TASKS = 200
 KILLS = 5
+TASKS = int(os.environ.get(CAMPAIGN_TASKS_ENV, DEFAULT_TASKS))
+# Ends a broken run instead of hanging it; a busy 2-core box handles a few tasks a second.
+DEADLINE = 120.0 + TASKS
+
+pytestmark = pytest.mark.timeout(2 * DEADLINE + 120)
 
 
 def _lines(path: Path) -> list[str]:
@@ -39,7 +46,7 @@ def _lines(path: Path) -> list[str]:
 async def test_a_worker_killed_at_random_five_times_loses_no_task_and_applies_none_twice(
     e2e_stack: Stack, caller: BusClient, watcher: Watcher, tmp_path: Path
 ) -> None:
-    tasks = int(os.environ.get(CAMPAIGN_TASKS_ENV, DEFAULT_TASKS))
+    tasks = TASKS
     ledger = tmp_path / "ledger"
     runs = tmp_path / "ledger.runs"
     stack = dataclasses.replace(e2e_stack, env={**e2e_stack.env, CAMPAIGN_LEDGER_ENV: str(ledger)})
@@ -58,7 +65,7 @@ async def test_a_worker_killed_at_random_five_times_loses_no_task_and_applies_no
         for point in kill_at:
             await eventually(
                 lambda point=point: len(_lines(ledger)) >= point,  # type: ignore[misc]
-                timeout=300,
+                timeout=DEADLINE,
                 what=f"{point} effects applied",
             )
             worker.process.send_signal(signal.SIGKILL)
@@ -78,7 +85,9 @@ async def test_a_worker_killed_at_random_five_times_loses_no_task_and_applies_no
 
         # A miss is counted below, with the rest.
         with contextlib.suppress(AssertionError):
-            await eventually(lambda: len(answered()) == tasks, timeout=300, what="every answer")
+            await eventually(
+                lambda: len(answered()) == tasks, timeout=DEADLINE, what="every answer"
+            )
     finally:
         stop_agents(worker)
 
