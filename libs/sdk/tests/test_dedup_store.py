@@ -91,6 +91,7 @@ async def test_a_durable_store_sees_what_another_instance_of_its_group_marked() 
     other_group = DurableDedupStore(marks, "planners")
 
     await first.mark("e1")
+    await first.flush()
 
     assert isinstance(first, DedupStore)
     assert await second.seen("e1")
@@ -107,3 +108,25 @@ async def test_a_durable_store_answers_its_own_marks_without_asking_the_service(
     assert await store.seen("e1")
 
     assert marks.lookups == 0
+
+
+class Down:
+    """Dedup marks whose service does not answer."""
+
+    async def get_dedup_mark(self, group: str, event_id: str) -> object | None:
+        raise ConnectionError("memory service down")
+
+    async def put_dedup_mark(
+        self, group: str, event_id: str, *, ttl_seconds: int | None = None
+    ) -> object:
+        raise ConnectionError("memory service down")
+
+
+async def test_a_durable_store_whose_service_is_down_handles_as_new_and_keeps_going() -> None:
+    store = DurableDedupStore(Down(), "workers")
+
+    assert not await store.seen("e1")  # handled, as at-least-once allows
+    await store.mark("e1")  # the failed write is logged and dropped
+    await store.flush()
+
+    assert await store.seen("e1")  # this process still remembers it

@@ -69,6 +69,7 @@ async def test_the_durable_store_remembers_across_instances_for_the_acting_tenan
         with acting_for(tenant, "alice"):
             before = await second.seen(event)
             await first.mark(event)
+            await first.flush()
             after = await second.seen(event)
         with acting_for(new_id("tenant"), "alice"):
             elsewhere = await second.seen(event)
