@@ -7,8 +7,9 @@ on free loopback ports. Prints:
 
 - consume rate through ``BusConsumer`` with the in-process dedup store (what a
   Tool uses by default) beside ``DurableDedupStore`` (the memory service's
-  dedup marks: a lookup before and a mark after each handler; what Workers and
-  Planners use by default), on the same broker, best of ``--repeats``;
+  dedup marks: a lookup before each handler, the mark written after it in the
+  background; what Workers and Planners use by default), on the same broker,
+  best of ``--repeats``;
 - recovery after a kill -9 and restart of the broker: seconds until a
   ``BusClient.request(wait=...)`` answered by a handler in another group gets
   its first answer again (each try waits 2 s), over ``--restarts`` restarts.
