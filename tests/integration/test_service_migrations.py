@@ -26,9 +26,9 @@ PACKAGES = {
 # The newest revision of each service: the files moved into the packages as they were.
 HEADS = {
     "registry": "registry_0003",
-    "memory": "memory_0003",
+    "memory": "memory_0005",
     "tracker": "tracker_0003",
-    "gateway": "gateway_0002",
+    "gateway": "gateway_0003",
 }
 
 
