@@ -475,6 +475,52 @@ def tracker_demo() -> list[Agent]:
     return [*parallel_worker.AGENTS, *travel_planner.AGENTS, holiday, review, reviewer]
 
 
+CAMPAIGN_LEDGER_ENV = "CAMPAIGN_LEDGER"
+"""Where the campaign worker applies its effect: a ledger file, one line per effect."""
+
+
+class Ledger:
+    """An external system honouring idempotency keys: an append-only file of
+    ``key task`` lines, plus ``<ledger>.runs`` with one line per handler run.
+
+    One worker process writes at a time (the test kills and restarts it), and a
+    SIGKILL loses nothing already written (the page cache outlives the process).
+    """
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._runs = f"{path}.runs"
+        self._applied: set[str] = set()
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as existing:
+                self._applied = {line.split(" ", 1)[0] for line in existing if line.strip()}
+
+    def apply(self, key: str, task: str) -> None:
+        with open(self._runs, "a", encoding="utf-8") as runs:
+            runs.write(f"{task}\n")
+        if key in self._applied:
+            return  # applied before a crash: the key says so
+        with open(self._path, "a", encoding="utf-8") as ledger:
+            ledger.write(f"{key} {task}\n")
+        self._applied.add(key)
+
+
+def campaign() -> list[Agent]:
+    """A Worker whose effect is outside disco (a ledger), applied with its idempotency key;
+    its dedup store is the memory service's (the Workers' default)."""
+    from disco import current_context
+
+    ledger = Ledger(os.environ[CAMPAIGN_LEDGER_ENV])
+    worker = Worker("e2e-campaign", register=False, validate_requests=False)
+
+    @worker.on_task("e2e.campaign.requested")
+    async def apply(task: TaskContext[Any]) -> None:
+        ledger.apply(current_context().idempotency_key, str(task.data["n"]))  # type: ignore[index,call-overload]
+        await task.complete({"n": task.data["n"]})  # type: ignore[index,call-overload]
+
+    return [worker]
+
+
 def gateway() -> list[Agent]:
     from tests.e2e.gateway.agents import build
 
@@ -490,6 +536,7 @@ ROLES = {
     "relay": relay,
     "relay-planner": relay_planner,
     "tracker-demo": tracker_demo,
+    "campaign": campaign,
     **RUNTIME_ROLES,
     "gateway": gateway,
 }

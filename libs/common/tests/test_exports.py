@@ -92,6 +92,8 @@ EXPECTED = [
     "CursorError",
     "DEFAULT_PAGE_LIMIT",
     "DLQ_SUFFIX",
+    "DedupMark",
+    "DedupMarkPut",
     "DelegatedSubTask",
     "DelegationGroupProgress",
     "DelegationSpec",

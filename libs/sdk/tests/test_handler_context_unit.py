@@ -35,3 +35,18 @@ def test_log_lines_inside_a_handler_carry_the_envelope_id_type_and_tenant() -> N
     assert bound["event_type"] == "x.happened"
     assert bound["tenant_id"] == "acme"
     assert "event_id" not in structlog.contextvars.get_contextvars()
+
+
+def test_the_idempotency_key_is_the_same_per_envelope_and_group_and_differs_otherwise() -> None:
+    envelope = ActionRequest(source="urn:t", type="a.requested", response_event="a.completed")
+    other = ActionRequest(source="urn:t", type="a.requested", response_event="a.completed")
+
+    def key(envelope: Envelope, group: str | None, attempt: int = 1) -> str:
+        context = disco.HandlerContext(envelope=envelope, topic="t", attempt=attempt, group=group)
+        return context.idempotency_key
+
+    assert key(envelope, "workers") == key(envelope, "workers", attempt=3)
+    assert key(envelope, "workers") == f"workers/{envelope.id}"
+    assert key(envelope, "workers") != key(envelope, "planners")
+    assert key(envelope, "workers") != key(other, "workers")
+    assert key(envelope, None) == envelope.id

@@ -42,6 +42,7 @@ def test_the_memory_api_has_every_family_with_declared_errors() -> None:
         "episodic",
         "procedural",
         "snapshots",
+        "dedup",
         "erasure",
     }
     working_put = spec["paths"]["/v1/memory/working/{plan_id}/{key}"]["put"]["responses"]

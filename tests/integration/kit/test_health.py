@@ -10,20 +10,8 @@ from disco._dev.broker import EmbeddedBroker
 from disco._dev.dburl import with_database
 from disco._dev.ports import free_port
 from disco_service import ServiceSettings
-from tests.fixtures.waiting import eventually
+from tests.fixtures.waiting import wait_for_status
 from tests.integration.kit.support import bearer, build_app, serve
-
-
-async def wait_for_status(
-    http: httpx.AsyncClient, path: str, status: int, timeout: float = 30.0
-) -> httpx.Response:
-    """Poll ``path`` until it answers ``status``; fail the test after ``timeout``."""
-
-    async def answered() -> httpx.Response | None:
-        response = await http.get(path)
-        return response if response.status_code == status else None
-
-    return await eventually(answered, timeout=timeout, interval=0.1, what=f"{path} -> {status}")
 
 
 async def test_healthz_answers_without_a_token(client: httpx.AsyncClient) -> None:

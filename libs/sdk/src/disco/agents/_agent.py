@@ -26,6 +26,9 @@ from disco.bus import (
     BusConsumer,
     BusUnavailableError,
     CredentialSigner,
+    DedupMarks,
+    DedupStore,
+    DurableDedupStore,
     serve_metrics,
     stop_metrics,
 )
@@ -170,9 +173,17 @@ class Agent(StartStop):
             :class:`disco.testing.InMemoryMemory`).
         registry: a registry client to use instead of one built from the settings.
         tracker: a tracker client to use instead of one built from the settings.
+        durable_dedup: remember handled envelope ids in the memory service
+            (:class:`~disco.bus.DurableDedupStore`), so an envelope redelivered
+            after a crash or a rebalance is skipped by any instance; otherwise in
+            this process only. Default: on for Workers and Planners (their state
+            already lives there), off for Tools and plain agents. Needs a memory
+            that keeps dedup marks (a :class:`~disco.clients.MemoryClient`).
     """
 
     kind = "agent"
+    durable_dedup_default = False
+    """Whether ``durable_dedup`` is on when not given."""
 
     def __init__(
         self,
@@ -193,6 +204,7 @@ class Agent(StartStop):
         memory: AgentMemory | None = None,
         registry: RegistryClient | None = None,
         tracker: TrackerClient | None = None,
+        durable_dedup: bool | None = None,
     ) -> None:
         instance_id = f"{socket.gethostname()}:{os.getpid()}"
         agent_id = f"{name}.{uuid.uuid4().hex[:12]}"
@@ -232,6 +244,7 @@ class Agent(StartStop):
         self._memory = memory
         self._registry = registry
         self._tracker = tracker
+        self._durable_dedup = durable_dedup
         self._routes: dict[tuple[str, str], _Route] = {}
         self._bus: BusClient | None = None
         self._consumer: BusConsumer | None = None
@@ -496,7 +509,7 @@ class Agent(StartStop):
         if registry is not None and self._register:
             self._registrar = self._build_registrar(registry, self.registration())
             await self._registrar.start()
-        consumer = BusConsumer(bus, self.name)
+        consumer = BusConsumer(bus, self.name, dedup_store=self._dedup_store(memory, bus_settings))
         for route in self._routes.values():
             consumer.add_handler(route.topic, route.event_type, route.dispatch)
         self._consumer = consumer
@@ -507,6 +520,30 @@ class Agent(StartStop):
             agent_id=self.identity.agent_id,
             kind=self.kind,
             routes=[f"{t}:{e}" for t, e in self._routes],
+        )
+
+    def _dedup_store(self, memory: AgentMemory | None, settings: BusSettings) -> DedupStore | None:
+        """The durable dedup store when it is on (None: the consumer's in-process one).
+
+        Raises:
+            AgentError: ``durable_dedup=True`` with a memory that keeps no marks.
+        """
+        wanted = self._durable_dedup
+        if wanted is False or (wanted is None and not self.durable_dedup_default):
+            return None
+        marks: object = memory  # AgentMemory says nothing about marks; a MemoryClient keeps them
+        if not isinstance(marks, DedupMarks):
+            if wanted:
+                raise AgentError(
+                    f"agent {self.name!r}: durable_dedup=True needs a memory that keeps dedup "
+                    f"marks (a MemoryClient), not {type(memory).__name__}"
+                )
+            return None  # a stand-in memory (disco.testing): in-process dedup
+        return DurableDedupStore(
+            marks,
+            self.name,
+            ttl_seconds=settings.bus_dedup_ttl_seconds,
+            window=settings.bus_dedup_window_size,
         )
 
     def _build_memory_client(self, settings: ServiceClientSettings) -> MemoryClient:

@@ -108,6 +108,7 @@ class Planner(Agent):
     """
 
     kind = "planner"
+    durable_dedup_default = True
 
     def __init__(
         self,
@@ -129,6 +130,7 @@ class Planner(Agent):
         memory: AgentMemory | None = None,
         registry: RegistryClient | None = None,
         tracker: TrackerClient | None = None,
+        durable_dedup: bool | None = None,
     ) -> None:
         super().__init__(
             name,
@@ -147,6 +149,7 @@ class Planner(Agent):
             memory=memory,
             registry=registry,
             tracker=tracker,
+            durable_dedup=durable_dedup,
         )
         self.llm = llm
         self._marker = derived_id("planner", name).replace("-", "")[:10]

@@ -109,6 +109,7 @@ class Worker(Agent):
     """
 
     kind = "worker"
+    durable_dedup_default = True
 
     def __init__(
         self,
@@ -130,6 +131,7 @@ class Worker(Agent):
         memory: AgentMemory | None = None,
         registry: RegistryClient | None = None,
         tracker: TrackerClient | None = None,
+        durable_dedup: bool | None = None,
     ) -> None:
         super().__init__(
             name,
@@ -148,6 +150,7 @@ class Worker(Agent):
             memory=memory,
             registry=registry,
             tracker=tracker,
+            durable_dedup=durable_dedup,
         )
         self.task_ttl_seconds = task_ttl_seconds
         self._input_models: dict[str, type[BaseModel]] = {}

@@ -34,7 +34,7 @@ from disco.bus._credentials import (
     signing_with,
     tenant_guard,
 )
-from disco.bus._dedup import DedupStore, InMemoryDedupStore
+from disco.bus._dedup import DedupMarks, DedupStore, DurableDedupStore, InMemoryDedupStore
 from disco.bus._envelopes import ContextAttributes, EnvelopeAttributes
 from disco.bus._errors import (
     BusError,
@@ -66,8 +66,10 @@ __all__ = [
     "CredentialError",
     "CredentialSigner",
     "CredentialVerifier",
+    "DedupMarks",
     "DedupStore",
     "DlqHeader",
+    "DurableDedupStore",
     "EnvelopeAttributes",
     "FetchPacer",
     "Handler",

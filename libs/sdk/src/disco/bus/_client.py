@@ -9,7 +9,7 @@ from typing import Any, cast, overload
 import structlog
 from aiokafka import AIOKafkaClient, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.errors import KafkaError
+from aiokafka.errors import KafkaError, UnknownError
 from aiokafka.structs import ConsumerRecord
 from opentelemetry.trace import Span, TracerProvider
 from typing_extensions import Unpack
@@ -53,6 +53,9 @@ _log = structlog.get_logger("disco.bus")
 
 # Kafka error codes that mean "already there", which provisioning accepts.
 _TOPIC_ALREADY_EXISTS = 36
+
+_UNKNOWN_ERROR_RETRIES = 3
+"""Extra sends of an envelope the broker refused with an "unknown server error"."""
 
 
 class BusClient(StartStop):
@@ -575,14 +578,28 @@ class BusClient(StartStop):
         return acknowledged
 
     async def _deliver(self, name: str, envelope: Envelope) -> Envelope:
-        """Send ``envelope`` and wait for the broker's acknowledgement."""
+        """Send ``envelope`` and wait for the broker's acknowledgement.
+
+        An "unknown server error" is tried again a few times: Tansu answers so
+        when two writes race for a partition's first offset just after it
+        restarted without its data (its log says ``AlreadyExists``; the record
+        was not stored). Sending the same envelope again is safe anyway:
+        consumers deduplicate by envelope id.
+        """
         span, envelope = self._start_publish(name, envelope)
         try:
-            delivery = await self._write_envelope(name, envelope)
-            try:
-                await delivery
-            except KafkaError as exc:
-                raise rejected(name, envelope, exc) from exc
+            for attempt in range(_UNKNOWN_ERROR_RETRIES + 1):
+                delivery = await self._write_envelope(name, envelope)
+                try:
+                    await delivery
+                except UnknownError as exc:
+                    if attempt == _UNKNOWN_ERROR_RETRIES:
+                        raise rejected(name, envelope, exc) from exc
+                    await asyncio.sleep(0.05 * 2**attempt)
+                except KafkaError as exc:
+                    raise rejected(name, envelope, exc) from exc
+                else:
+                    break
         except BaseException as exc:
             self._published(name, envelope, span, exc)
             raise

@@ -27,8 +27,9 @@ from disco.bus._errors import (
     NonRetryableError,
 )
 from disco.bus._metrics import LagSampler
-from disco.bus._partitions import Abandoned, PartitionWorker, Rebalance, finish
+from disco.bus._partitions import Abandoned, PartitionWorker, Rebalance, finish, finish_all
 from disco.bus._polling import FetchPacer, pacer_for
+from disco.bus._restarts import beyond_end, describe_partitions
 from disco.bus._routes import (
     ANY_EVENT,
     Handler,
@@ -46,6 +47,8 @@ __all__ = ["BusConsumer"]
 _log = structlog.get_logger("disco.bus")
 
 _GROUP = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_LOOK_INTERVAL = 1.0
+"""Seconds between two looks for a broker that restarted without its data."""
 
 
 class BusConsumer(StartStop):
@@ -296,12 +299,7 @@ class BusConsumer(StartStop):
             workers = list(self._workers.values())
             for worker in workers:
                 worker.close()
-            pending = [task for worker in workers for task in worker.tasks]
-            if pending:
-                _, late = await asyncio.wait(pending, timeout=grace)
-                for task in late:
-                    task.cancel()
-                await asyncio.gather(*pending, return_exceptions=True)
+            await finish_all([task for worker in workers for task in worker.tasks], grace)
             if self._committer is not None:
                 self._committer.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -354,8 +352,13 @@ class BusConsumer(StartStop):
     async def _fetch_loop(self, consumer: AIOKafkaConsumer) -> None:
         pacer = self._pacer
         assert pacer is not None
+        loop = asyncio.get_running_loop()
+        next_look = loop.time() + _LOOK_INTERVAL
         try:
             while not self._stopping:
+                if loop.time() >= next_look:
+                    await self._follow_restart(consumer)
+                    next_look = loop.time() + _LOOK_INTERVAL
                 batches = await consumer.getmany(timeout_ms=int(pacer.apply() * 1000))
                 if batches:
                     pacer.saw_records()
@@ -376,6 +379,37 @@ class BusConsumer(StartStop):
                 self._resume_drained(consumer)
         except Exception as exc:
             self._fail(exc)
+
+    async def _follow_restart(self, consumer: AIOKafkaConsumer) -> None:
+        """Read again from the beginning when the broker lost its data (see
+        ``_restarts``): its partitions began again below this member's positions.
+
+        The offsets handled before are forgotten (they were the old log's);
+        records handled since the restart come again and the dedup store skips them.
+        """
+        assigned = consumer.assignment()
+        restarted = await beyond_end(consumer, assigned)
+        if not restarted:
+            return
+        _log.warning(
+            "partitions restarted below this member's position (the broker lost its "
+            "data): reading its partitions from their new beginning",
+            group=self.group,
+            partitions=describe_partitions(restarted),
+        )
+        workers = [w for tp in assigned if (w := self._workers.pop(tp, None)) is not None]
+        for worker in workers:
+            worker.close()
+        await finish_all(
+            [task for worker in workers for task in worker.tasks], self._rebalance_grace
+        )
+        for tp in assigned:
+            self._done.pop(tp, None)
+            self._committed.pop(tp, None)
+            if tp in self._paused:
+                self._paused.discard(tp)
+                consumer.resume(tp)
+        await consumer.seek_to_beginning(*assigned)
 
     def _resume_drained(self, consumer: AIOKafkaConsumer) -> None:
         if not self._paused:
@@ -443,7 +477,21 @@ class BusConsumer(StartStop):
         ):
             await self._dead_letter(record, UNAUTHENTICATED_TENANT, refused, attempts=0)
             return
-        if await self.dedup_store.seen(envelope.id):
+        # In the envelope's context: a durable store acts for its tenant.
+        entered = enter_handler(
+            HandlerContext(
+                envelope=envelope,
+                topic=topic,
+                partition=record.partition,
+                offset=record.offset,
+                group=self.group,
+            )
+        )
+        try:
+            duplicate = await self.dedup_store.seen(envelope.id)
+        finally:
+            exit_handler(entered)
+        if duplicate:
             _log.debug("duplicate envelope skipped", event_id=envelope.id, topic=topic)
             return
         traceparent = traceparent or envelope.traceparent
@@ -540,7 +588,11 @@ class BusConsumer(StartStop):
                     metrics.handler_duration.labels(self.group, topic, envelope.type).observe(
                         time.perf_counter() - started
                     )
-                await self.dedup_store.mark(envelope.id)
+                entered = enter_handler(context)
+                try:
+                    await self.dedup_store.mark(envelope.id)
+                finally:
+                    exit_handler(entered)
                 return
 
     async def _dead_letter(
@@ -646,12 +698,9 @@ class BusConsumer(StartStop):
         workers = [w for tp in revoked if (w := self._workers.pop(tp, None)) is not None]
         for worker in workers:
             worker.close()
-        tasks = [task for worker in workers for task in worker.tasks]
-        if tasks:
-            _, late = await asyncio.wait(tasks, timeout=self._rebalance_grace)
-            for task in late:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await finish_all(
+            [task for worker in workers for task in worker.tasks], self._rebalance_grace
+        )
         if consumer is not None:
             await self._commit_done(consumer, only=revoked)
         if self._lag is not None:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
-__all__ = ["DedupStore", "InMemoryDedupStore"]
+import structlog
+
+__all__ = ["DedupMarks", "DedupStore", "DurableDedupStore", "InMemoryDedupStore"]
+
+_log = structlog.get_logger("disco.bus")
 
 
 @runtime_checkable
@@ -19,6 +24,9 @@ class DedupStore(Protocol):
     succeeded, so a failed attempt can be retried. Both are async so that a
     durable store (backed by the memory service, say) can replace the
     in-process window.
+
+    The consumer calls both inside the handler context of the envelope (so a
+    store that talks to a service acts for the envelope's tenant).
     """
 
     async def seen(self, event_id: str) -> bool:
@@ -85,3 +93,99 @@ class InMemoryDedupStore:
                 if when > now:
                     break
                 del expires[oldest]
+
+
+@runtime_checkable
+class DedupMarks(Protocol):
+    """Where a :class:`DurableDedupStore` keeps its marks: the memory service's
+    ``/v1/memory/dedup`` (:class:`~disco.clients.MemoryClient` is one)."""
+
+    async def get_dedup_mark(self, group: str, event_id: str) -> object | None:
+        """The mark of ``event_id`` for ``group``, or None."""
+        ...
+
+    async def put_dedup_mark(
+        self, group: str, event_id: str, *, ttl_seconds: int | None = None
+    ) -> object:
+        """Make the mark (idempotent)."""
+        ...
+
+
+class DurableDedupStore:
+    """Handled ids kept in Postgres through the memory service, for one consumer group.
+
+    Unlike :class:`InMemoryDedupStore` it outlives the process: an envelope
+    handled, then redelivered after a kill -9 or a rebalance (its offset was not
+    committed yet), or published again with the same id, is skipped by
+    whichever instance gets it. Marks are per tenant (the envelope's, from the
+    handler context) and go with its erasure.
+
+    It never stops the consumer: when the service cannot be asked, an envelope
+    counts as not seen (it is handled, as at-least-once allows), and a mark is
+    written in the background (in the envelope's context), at most
+    ``max_pending`` at a time, a failed one logged and dropped; either way the
+    worst outcome is a handler running again. So a handler killed after its
+    effect and before the mark also runs again: effects outside disco's stores
+    use the handler's idempotency key (:attr:`disco.HandlerContext.idempotency_key`).
+
+    A small in-process window in front saves the service a round trip for
+    duplicates this process saw itself.
+    """
+
+    def __init__(
+        self,
+        marks: DedupMarks,
+        group: str,
+        *,
+        ttl_seconds: float = 3600.0,
+        window: int = 10_000,
+        max_pending: int = 256,
+    ) -> None:
+        self.marks = marks
+        self.group = group
+        self.ttl_seconds = ttl_seconds
+        self._recent = InMemoryDedupStore(window, ttl_seconds)
+        self._pending: set[asyncio.Task[None]] = set()
+        self._max_pending = max(1, max_pending)
+
+    async def seen(self, event_id: str) -> bool:
+        """Whether the group handled ``event_id`` (asks the service unless seen here)."""
+        if await self._recent.seen(event_id):
+            return True
+        try:
+            return await self.marks.get_dedup_mark(self.group, event_id) is not None
+        except Exception as exc:
+            _log.warning(
+                "dedup marks unavailable: handling the envelope as new",
+                group=self.group,
+                event_id=event_id,
+                error=repr(exc),
+            )
+            return False
+
+    async def mark(self, event_id: str) -> None:
+        """Remember ``event_id`` here now, and durably in the background."""
+        await self._recent.mark(event_id)
+        while len(self._pending) >= self._max_pending:
+            await asyncio.wait(self._pending, return_when=asyncio.FIRST_COMPLETED)
+        # The task copies the handler context: the mark is the envelope's tenant's.
+        task = asyncio.create_task(self._write(event_id), name=f"disco-dedup-{self.group}")
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def flush(self) -> None:
+        """Wait until the marks written in the background are stored (or dropped)."""
+        while self._pending:
+            await asyncio.wait(set(self._pending))
+
+    async def _write(self, event_id: str) -> None:
+        ttl = max(1, round(self.ttl_seconds)) if self.ttl_seconds else None
+        try:
+            await self.marks.put_dedup_mark(self.group, event_id, ttl_seconds=ttl)
+        except Exception as exc:
+            _log.warning(
+                "dedup mark not stored (a redelivery would run the handler again)",
+                group=self.group,
+                event_id=event_id,
+                error=repr(exc),
+            )

@@ -15,7 +15,7 @@ from aiokafka.structs import ConsumerRecord
 if TYPE_CHECKING:
     from disco.bus._consumer import BusConsumer
 
-__all__ = ["Abandoned", "PartitionWorker", "Rebalance", "finish"]
+__all__ = ["Abandoned", "PartitionWorker", "Rebalance", "finish", "finish_all"]
 
 
 class Abandoned(Exception):
@@ -215,3 +215,13 @@ async def finish(task: asyncio.Task[None], seconds: float) -> None:
         task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
+
+
+async def finish_all(tasks: list[asyncio.Task[None]], seconds: float) -> None:
+    """Let ``tasks`` finish for up to ``seconds``, then cancel the late ones; wait for all."""
+    if not tasks:
+        return
+    _, late = await asyncio.wait(tasks, timeout=seconds)
+    for task in late:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)

@@ -17,6 +17,7 @@ from aiokafka.errors import KafkaError
 from disco._lifecycle import StartStop
 from disco.bus._errors import BusError, BusUnavailableError
 from disco.bus._polling import FetchPacer, pacer_for
+from disco.bus._restarts import LOOK_TIMEOUT, beyond_end, describe_partitions
 from disco.settings import BusSettings
 from disco_common.envelope import Envelope, EnvelopeError
 from disco_common.topics import strip_prefix, topic_name
@@ -24,9 +25,6 @@ from disco_common.topics import strip_prefix, topic_name
 __all__ = ["ReadRecord", "TopicReader"]
 
 _log = structlog.get_logger("disco.bus")
-
-_REALIGN_TIMEOUT = 2.0
-"""Seconds a realignment may wait for the broker (it is skipped while the broker is away)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,27 +229,28 @@ class TopicReader(StartStop):
         """
         assigned = set(consumer.assignment())
         try:
-            async with asyncio.timeout(_REALIGN_TIMEOUT):
+            async with asyncio.timeout(LOOK_TIMEOUT):
                 await consumer.topics()  # a fresh metadata request
-                current = {
-                    TopicPartition(name, partition)
-                    for name in self._names
-                    for partition in consumer.partitions_for_topic(name) or ()
-                }
-                positions = {tp: await consumer.position(tp) for tp in assigned}
-                ends = await consumer.end_offsets(sorted(assigned & current))
         except (KafkaError, TimeoutError) as exc:
             _log.debug("metadata unavailable; realigning later", error=repr(exc))
             return
-        restarted = [tp for tp, end in ends.items() if positions.get(tp, 0) > end]
+        current = {
+            TopicPartition(name, partition)
+            for name in self._names
+            for partition in consumer.partitions_for_topic(name) or ()
+        }
+        restarted = await beyond_end(consumer, assigned & current)
+        if restarted is None:
+            return
         added = current - assigned
         if not restarted and not added:
             return
         if added:
             _log.warning(
                 "new partitions appeared (the broker re-created a topic?): reading them",
-                partitions=sorted(f"{tp.topic}[{tp.partition}]" for tp in added),
+                partitions=describe_partitions(added),
             )
+            positions = {tp: await consumer.position(tp) for tp in assigned}
             consumer.assign(sorted(assigned | current))
             for tp, position in positions.items():
                 consumer.seek(tp, position)
@@ -259,7 +258,7 @@ class TopicReader(StartStop):
             _log.warning(
                 "partitions restarted below this reader's position (the broker lost its "
                 "data): reading every partition from its new beginning",
-                partitions=sorted(f"{tp.topic}[{tp.partition}]" for tp in restarted),
+                partitions=describe_partitions(restarted),
             )
         await consumer.seek_to_beginning(*(sorted(assigned | current) if restarted else added))
 

@@ -24,6 +24,8 @@ from disco_common.memory import (
     AgentStateSnapshot,
     AgentStateSnapshotPut,
     AgentStateSnapshotSummary,
+    DedupMark,
+    DedupMarkPut,
     DeleteResult,
     EmbeddingModelInfo,
     EpisodicHit,
@@ -157,6 +159,24 @@ class MemoryClient(ServiceClient):
         return entry.value if entry is not None else None
 
     # -- task context ---------------------------------------------------------------
+
+    async def get_dedup_mark(self, group: str, event_id: str) -> DedupMark | None:
+        """Whether consumer group ``group`` handled the envelope ``event_id``: its mark,
+        or None (never, or the mark expired)."""
+        return await self.call_or_none(
+            "GET", f"{_BASE}/dedup/{_seg(group)}/{_seg(event_id)}", DedupMark
+        )
+
+    async def put_dedup_mark(
+        self, group: str, event_id: str, *, ttl_seconds: int | None = None
+    ) -> DedupMark:
+        """Remember that ``group`` handled ``event_id`` (a live mark is kept as it is)."""
+        return await self.call(
+            "PUT",
+            f"{_BASE}/dedup/{_seg(group)}/{_seg(event_id)}",
+            DedupMark,
+            json=DedupMarkPut(ttl_seconds=ttl_seconds),
+        )
 
     async def store_task_context(
         self,

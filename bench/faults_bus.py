@@ -1,0 +1,199 @@
+"""Benchmark: the bus's fault figures, in one run (``bench/faults.py`` runs this when present).
+
+    uv run python bench/faults_bus.py [--messages 2000] [--repeats 2] [--restarts 3]
+
+Starts an embedded Postgres (migrated), a Tansu broker and the memory service
+on free loopback ports. Prints:
+
+- consume rate through ``BusConsumer`` with the in-process dedup store (what a
+  Tool uses by default) beside ``DurableDedupStore`` (the memory service's
+  dedup marks: a lookup before each handler, the mark written after it in the
+  background; what Workers and Planners use by default), on the same broker,
+  best of ``--repeats``;
+- recovery after a kill -9 and restart of the broker: seconds until a
+  ``BusClient.request(wait=...)`` answered by a handler in another group gets
+  its first answer again (each try waits 2 s), over ``--restarts`` restarts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from _common import scratch_infra, stop_processes, wait_ready
+
+from disco._dev.broker import EmbeddedBroker
+from disco._dev.ports import free_port
+from disco.bus import (
+    BusClient,
+    BusConsumer,
+    BusError,
+    DedupStore,
+    DurableDedupStore,
+    InMemoryDedupStore,
+    RequestTimeout,
+)
+from disco.clients import MemoryClient, ServiceClientSettings
+from disco.settings import BusSettings
+from disco_common.envelope import ActionRequest, Envelope
+from disco_common.topics import Topic
+
+TENANT = "bench-faults"
+PAYLOAD = {"blob": "x" * 189}
+
+
+def _settings(bootstrap: str) -> BusSettings:
+    return BusSettings(
+        kafka_bootstrap=bootstrap,
+        topic_prefix=f"bf{uuid.uuid4().hex[:6]}.",
+        kafka_session_timeout_ms=2000,
+        kafka_heartbeat_interval_ms=300,
+    )
+
+
+async def consume_rate(settings: BusSettings, n: int, store: DedupStore) -> float:
+    """Envelopes per second a BusConsumer handles with ``store`` (published before)."""
+    async with BusClient(settings, name="bench-producer") as bus:
+        await bus.ensure_topics()
+        futures = [
+            await bus.send(Topic.BUSINESS_FACTS, "bench.fact", PAYLOAD, tenant_id=TENANT)
+            for _ in range(n)
+        ]
+        await asyncio.gather(*futures)
+        handled = 0
+        done = asyncio.Event()
+
+        async def handle(envelope: Envelope) -> None:
+            nonlocal handled
+            handled += 1
+            if handled >= n:
+                done.set()
+
+        consumer = BusConsumer(bus, f"bench-{uuid.uuid4().hex[:6]}", dedup_store=store)
+        consumer.add_handler(Topic.BUSINESS_FACTS, "bench.fact", handle)
+        started = time.perf_counter()
+        async with consumer:
+            await asyncio.wait_for(done.wait(), 600)
+            elapsed = time.perf_counter() - started
+    return n / elapsed
+
+
+async def dedup_rates(bootstrap: str, memory_url: str, n: int, repeats: int) -> tuple[float, float]:
+    client_settings = ServiceClientSettings(memory_url=memory_url, tenant_id=TENANT)
+    in_memory: list[float] = []
+    durable: list[float] = []
+    async with MemoryClient.from_settings(client_settings) as memory:
+        for _ in range(repeats):
+            in_memory.append(await consume_rate(_settings(bootstrap), n, InMemoryDedupStore()))
+            store = DurableDedupStore(memory, f"bench-{uuid.uuid4().hex[:6]}")
+            durable.append(await consume_rate(_settings(bootstrap), n, store))
+    return max(in_memory), max(durable)
+
+
+async def restart_recovery(folder: Path, restarts: int) -> list[float]:
+    """Seconds from a broker restart (after kill -9) to the first answer again."""
+    broker = EmbeddedBroker(port=free_port(), log_path=folder / "restart-broker.log")
+    broker.start()
+    settings = _settings(broker.bootstrap)
+    times: list[float] = []
+    try:
+        async with BusClient(settings, name="bench-requester") as bus:
+            await bus.ensure_topics()
+            responder = BusConsumer(BusClient(settings, name="bench-echo"), "bench-echo")
+
+            @responder.on(Topic.ACTION_REQUESTS, "bench.echo.requested")
+            async def echo(envelope: Envelope) -> None:
+                assert isinstance(envelope, ActionRequest)
+                await responder.client.respond(
+                    envelope.response_event,
+                    {"ok": True},
+                    correlation_id=envelope.correlation_id or envelope.id,
+                )
+
+            async with responder:
+
+                async def ask() -> bool:
+                    try:
+                        await bus.request(
+                            "bench.echo.requested",
+                            {},
+                            response_event="bench.echo.done",
+                            tenant_id=TENANT,
+                            wait=2.0,
+                        )
+                    except (RequestTimeout, BusError):
+                        return False
+                    return True
+
+                while not await ask():
+                    pass
+                for _ in range(restarts):
+                    assert broker.pid is not None
+                    os.kill(broker.pid, signal.SIGKILL)
+                    broker.stop()
+                    broker.start()
+                    started = time.perf_counter()
+                    while not await ask():
+                        pass
+                    times.append(time.perf_counter() - started)
+    finally:
+        broker.stop()
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--messages", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--restarts", type=int, default=3)
+    args = parser.parse_args()
+
+    with scratch_infra("faults-bus") as infra, tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        port = free_port()
+        env = {
+            **os.environ,
+            "DISCO_ENV": "dev",
+            "DISCO_DATABASE_URL": infra.database_url,
+            "DISCO_KAFKA_BOOTSTRAP": infra.bootstrap,
+            "DISCO_MEMORY_PORT": str(port),
+            "DISCO_LOG_LEVEL": "WARNING",
+        }
+        with (folder / "memory.log").open("wb") as log:
+            memory = subprocess.Popen(
+                [sys.executable, "-m", "disco_memory"], env=env, stdout=log, stderr=log
+            )
+        memory_url = f"http://127.0.0.1:{port}"
+        try:
+            asyncio.run(wait_ready("memory service", memory_url, memory, limit_seconds=120))
+            fast, durable = asyncio.run(
+                dedup_rates(infra.bootstrap, memory_url, args.messages, args.repeats)
+            )
+        finally:
+            stop_processes([memory])
+        recovery = asyncio.run(restart_recovery(folder, args.restarts))
+
+    print(f"bus faults ({args.messages} envelopes, best of {args.repeats}):")
+    print(f"  consume, in-process dedup store      {fast:8.0f} envelopes/s")
+    print(
+        f"  consume, durable dedup store (memory) {durable:8.0f} envelopes/s "
+        f"({durable / fast:.0%} of in-process; a GET before and a PUT after each handler)"
+    )
+    print(
+        f"  broker kill -9 + restart -> first answer again: median "
+        f"{statistics.median(recovery):.1f} s, max {max(recovery):.1f} s "
+        f"over {len(recovery)} restarts (2 s per unanswered try)"
+    )
+
+
+if __name__ == "__main__":
+    main()

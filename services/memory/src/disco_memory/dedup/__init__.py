@@ -1,0 +1,1 @@
+"""Dedup marks: which envelopes a consumer group handled (the bus's durable dedup store)."""

@@ -1,0 +1,77 @@
+"""Dedup marks: the durable store behind ``DurableDedupStore`` (per tenant and group)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import httpx
+
+from disco.bus import DurableDedupStore
+from disco.clients import MemoryClient, acting_for
+from disco_common.auth import Role
+from tests.integration.memory.conftest import bearer, new_id
+
+
+async def test_a_mark_is_made_once_and_kept_as_it_was(
+    client: httpx.AsyncClient, alice: dict[str, str]
+) -> None:
+    event = new_id("event")
+
+    absent = await client.get(f"/v1/memory/dedup/workers/{event}", headers=alice)
+    made = await client.put(f"/v1/memory/dedup/workers/{event}", json={}, headers=alice)
+    again = await client.put(
+        f"/v1/memory/dedup/workers/{event}", json={"ttl_seconds": 60}, headers=alice
+    )
+    found = await client.get(f"/v1/memory/dedup/workers/{event}", headers=alice)
+
+    assert absent.status_code == 404
+    assert (made.status_code, again.status_code, found.status_code) == (201, 200, 200)
+    assert again.json() == made.json() == found.json()
+    assert made.json()["group"] == "workers"
+    assert made.json()["expires_at"] is None
+
+
+async def test_marks_belong_to_one_group_and_one_tenant(
+    client: httpx.AsyncClient, alice: dict[str, str], bob: dict[str, str]
+) -> None:
+    event = new_id("event")
+    await client.put(f"/v1/memory/dedup/workers/{event}", json={}, headers=alice)
+
+    same_tenant = await client.get(f"/v1/memory/dedup/workers/{event}", headers=bob)
+    other_group = await client.get(f"/v1/memory/dedup/planners/{event}", headers=alice)
+    other_tenant = await client.get(
+        f"/v1/memory/dedup/workers/{event}", headers=bearer(new_id("tenant"))
+    )
+
+    assert same_tenant.status_code == 200  # marks are the tenant's, not a user's
+    assert (other_group.status_code, other_tenant.status_code) == (404, 404)
+
+
+async def test_a_malformed_group_or_ttl_is_refused_with_the_error_shape(
+    client: httpx.AsyncClient, alice: dict[str, str]
+) -> None:
+    bad_group = await client.put("/v1/memory/dedup/%20bad/e1", json={}, headers=alice)
+    bad_ttl = await client.put("/v1/memory/dedup/g/e1", json={"ttl_seconds": 0}, headers=alice)
+
+    for response in (bad_group, bad_ttl):
+        assert response.status_code == 422
+        assert set(response.json()["error"]) == {"code", "message", "details"}
+
+
+async def test_the_durable_store_remembers_across_instances_for_the_acting_tenant(
+    memory_client_for: Callable[..., MemoryClient], tenant: str
+) -> None:
+    event = new_id("event")
+    # An agent's client: a service identity acting for the envelope's tenant.
+    async with memory_client_for("platform", "agent", roles=(Role.SERVICE,)) as memory:
+        first = DurableDedupStore(memory, "workers")
+        second = DurableDedupStore(memory, "workers")  # another process, say
+        with acting_for(tenant, "alice"):
+            before = await second.seen(event)
+            await first.mark(event)
+            await first.flush()
+            after = await second.seen(event)
+        with acting_for(new_id("tenant"), "alice"):
+            elsewhere = await second.seen(event)
+
+    assert (before, after, elsewhere) == (False, True, False)
