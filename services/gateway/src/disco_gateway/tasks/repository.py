@@ -52,31 +52,49 @@ _SCOPE = (
     "AND (CAST(:owner AS text) IS NULL OR user_id = :owner)"
 )
 _GET = text(f"SELECT {_TASK_COLUMNS} FROM gateway.a2a_tasks WHERE {_SCOPE}")  # noqa: S608
-_INSERT = text(
+_INSERT = (
     "INSERT INTO gateway.a2a_tasks (tenant_id, task_id, context_id, user_id, agent, status, "  # noqa: S608
     "task, version, status_timestamp) VALUES (:tenant_id, :task_id, :context_id, :owner, "
     ":agent, :status, CAST(:task AS jsonb), 1, :status_timestamp) "
     f"ON CONFLICT DO NOTHING {_RETURNING}"
 )
-_UPDATE = text(
+_UPDATE = (
     "UPDATE gateway.a2a_tasks SET task = CAST(:task AS jsonb), status = :status, "  # noqa: S608
     "status_timestamp = :status_timestamp, version = version + 1, updated_at = now() "
     "WHERE tenant_id = :tenant_id AND task_id = :task_id AND version = :prev "
     f"{_RETURNING}"
 )
 # Cancel overwrites whatever non-terminal version is stored (the a2a-sdk contract).
-_CANCEL = text(
+_CANCEL = (
     "UPDATE gateway.a2a_tasks SET task = CAST(:task AS jsonb), status = :status, "  # noqa: S608
     "status_timestamp = :status_timestamp, version = version + 1, updated_at = now() "
     "WHERE tenant_id = :tenant_id AND task_id = :task_id AND status <> ALL(:terminal) "
     f"{_RETURNING}"
 )
+
+
+def _logged(write: str) -> str:
+    """``write`` (a task write ``RETURNING version, pushes``), logging ``:event`` at the
+    version it produced and notifying the log's tails, in one statement (one round trip).
+
+    Nothing is logged or notified when the write changed no row. ``NOTIFY`` is
+    transactional: the tails wake when the transaction commits, not before.
+    """
+    return (
+        f"WITH written AS ({write}), logged AS ("  # noqa: S608
+        "INSERT INTO gateway.a2a_task_events (tenant_id, task_id, version, event) "
+        "SELECT :tenant_id, :task_id, version, CAST(:event AS jsonb) FROM written "
+        "ON CONFLICT DO NOTHING) "
+        "SELECT version, pushes, pg_notify(:channel, :payload) AS notified FROM written"
+    )
+
+
+_WRITES = {
+    (name, event): text(_logged(sql) if event else sql)
+    for name, sql in (("insert", _INSERT), ("update", _UPDATE), ("cancel", _CANCEL))
+    for event in (False, True)
+}
 _DELETE = text(f"DELETE FROM gateway.a2a_tasks WHERE {_SCOPE}")  # noqa: S608
-_ADD_EVENT = text(
-    "INSERT INTO gateway.a2a_task_events (tenant_id, task_id, version, event) "
-    "VALUES (:tenant_id, :task_id, :version, CAST(:event AS jsonb)) ON CONFLICT DO NOTHING"
-)
-_NOTIFY = text("SELECT pg_notify(:channel, :payload)")
 _EVENTS_AFTER = text(
     "SELECT version, event FROM gateway.a2a_task_events "
     "WHERE tenant_id = :tenant_id AND task_id = :task_id AND version > :after "
@@ -199,13 +217,17 @@ class TaskRepository:
         status: str,
         status_timestamp: datetime,
         task: dict[str, Any],
+        event: dict[str, Any] | None = None,
     ) -> Written | None:
-        """Store a new task at version 1; None when the id is taken."""
+        """Store a new task at version 1; None when the id is taken.
+
+        ``event``: the event that produced the task, logged at its version (the
+        log's tails wake on commit), only when the write happened.
+        """
         return await self._written(
-            _INSERT,
+            "insert",
+            task_id,
             {
-                "tenant_id": self._tenant_id,
-                "task_id": task_id,
                 "context_id": context_id,
                 "owner": owner,
                 "agent": agent,
@@ -213,6 +235,7 @@ class TaskRepository:
                 "status_timestamp": status_timestamp,
                 "task": json.dumps(task),
             },
+            event,
         )
 
     async def update(
@@ -223,60 +246,59 @@ class TaskRepository:
         status: str,
         status_timestamp: datetime,
         task: dict[str, Any],
+        event: dict[str, Any] | None = None,
     ) -> Written | None:
-        """Replace version ``prev`` of the task; its new version, or None if ``prev`` is stale."""
+        """Replace version ``prev`` of the task; its new version, or None if ``prev`` is stale
+        (``event`` as for :meth:`insert`)."""
         return await self._written(
-            _UPDATE,
+            "update",
+            task_id,
             {
-                "tenant_id": self._tenant_id,
-                "task_id": task_id,
                 "prev": prev,
                 "status": status,
                 "status_timestamp": status_timestamp,
                 "task": json.dumps(task),
             },
+            event,
         )
 
     async def cancel(
-        self, task_id: str, *, status: str, status_timestamp: datetime, task: dict[str, Any]
+        self,
+        task_id: str,
+        *,
+        status: str,
+        status_timestamp: datetime,
+        task: dict[str, Any],
+        event: dict[str, Any] | None = None,
     ) -> Written | None:
-        """Overwrite a task that is not over; its new version, or None (over, or absent)."""
+        """Overwrite a task that is not over; its new version, or None (over, or absent)
+        (``event`` as for :meth:`insert`)."""
         return await self._written(
-            _CANCEL,
+            "cancel",
+            task_id,
             {
-                "tenant_id": self._tenant_id,
-                "task_id": task_id,
                 "status": status,
                 "status_timestamp": status_timestamp,
                 "task": json.dumps(task),
                 "terminal": list(TERMINAL_STATES),
             },
+            event,
         )
 
-    async def _written(self, statement: Any, params: dict[str, Any]) -> Written | None:
-        row = (await self._session.execute(statement, params)).first()
+    async def _written(
+        self, write: str, task_id: str, params: dict[str, Any], event: dict[str, Any] | None
+    ) -> Written | None:
+        params = {"tenant_id": self._tenant_id, "task_id": task_id, **params}
+        if event is not None:
+            params["event"] = json.dumps(event)
+            params["channel"] = TASK_EVENTS_CHANNEL
+            params["payload"] = f"{self._tenant_id} {task_id}"
+        row = (await self._session.execute(_WRITES[write, event is not None], params)).first()
         return Written(int(row.version), bool(row.pushes)) if row is not None else None
 
     async def delete(self, task_id: str, where: TaskFilter) -> None:
         """Remove the task (its log goes with the retention job)."""
         await self._session.execute(_DELETE, self._scope(task_id, where))
-
-    async def add_event(self, task_id: str, *, version: int, event: dict[str, Any]) -> None:
-        """Log the event that produced ``version`` and wake the tails (on commit)."""
-        await self._session.execute(
-            _ADD_EVENT,
-            {
-                "tenant_id": self._tenant_id,
-                "task_id": task_id,
-                "version": version,
-                "event": json.dumps(event),
-            },
-        )
-        # NOTIFY is transactional: the tails wake when this commits, not before.
-        await self._session.execute(
-            _NOTIFY,
-            {"channel": TASK_EVENTS_CHANNEL, "payload": f"{self._tenant_id} {task_id}"},
-        )
 
     async def events_after(
         self, task_id: str, *, after: int, limit: int = 500

@@ -117,12 +117,13 @@ class PostgresTaskStore(VersionedTaskStore):
         status = TaskState.Name(task.status.state)
         when = _status_time(task)
         document = task_json(task)
+        logged = MessageToDict(to_stream_response(event)) if event is not None else None
         async with self._database.unit_of_work(scope.tenant_id, scope.user_id) as session:
             tasks = TaskRepository(session, scope.tenant_id)
             written: Written | None
             if task.status.state == TaskState.TASK_STATE_CANCELED:
                 written = await tasks.cancel(
-                    task.id, status=status, status_timestamp=when, task=document
+                    task.id, status=status, status_timestamp=when, task=document, event=logged
                 )
             elif prev_version.is_missing:
                 written = await tasks.insert(
@@ -133,6 +134,7 @@ class PostgresTaskStore(VersionedTaskStore):
                     status=status,
                     status_timestamp=when,
                     task=document,
+                    event=logged,
                 )
             else:
                 written = await tasks.update(
@@ -141,15 +143,10 @@ class PostgresTaskStore(VersionedTaskStore):
                     status=status,
                     status_timestamp=when,
                     task=document,
+                    event=logged,
                 )
             if written is None:
                 raise ConcurrentTaskModificationError(task.id)
-            if event is not None:
-                await tasks.add_event(
-                    task.id,
-                    version=written.version,
-                    event=MessageToDict(to_stream_response(event)),
-                )
         if context.state.get(FRESH_TASK_KEY) == task.id:
             del context.state[FRESH_TASK_KEY]  # it has a row now
         self.note_pushes(scope.tenant_id, task.id, written.pushes)
