@@ -58,7 +58,7 @@ class _Cache:
             self._loading[key] = loading
             loading.add_done_callback(lambda _: self._loading.pop(key, None))
         # A waiter that is cancelled does not cancel the load the others share.
-        return await asyncio.shield(loading)  # type: ignore[no-any-return]
+        return await asyncio.shield(loading)
 
     async def _load(self, key: object, load: Callable[[], Awaitable[T]]) -> T:
         started = time.monotonic()
