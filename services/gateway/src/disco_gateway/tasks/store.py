@@ -118,7 +118,11 @@ class PostgresTaskStore(VersionedTaskStore):
         status = TaskState.Name(task.status.state)
         when = _status_time(task)
         document = task_json(task)
-        logged = MessageToDict(to_stream_response(event)) if event is not None else None
+        logged: dict[str, object] | None = None
+        if isinstance(event, Task) and event == task:
+            logged = {"task": document}  # the same JSON: convert the task once
+        elif event is not None:
+            logged = MessageToDict(to_stream_response(event))
         write: TaskWrite
         if task.status.state == TaskState.TASK_STATE_CANCELED:
             write = "cancel"
