@@ -1,7 +1,9 @@
 """SQL of the A2A task store: tasks (versioned), their event log, and turns.
 
 A repository is built from a session whose transaction is scoped to one
-tenant (row-level security); every query filters by that tenant too.
+tenant (row-level security); every query filters by that tenant too. The two
+writes of every A2A message (its turn, its task) are :class:`ScopedWrites`
+instead: one scoped SQL function call each, in its own transaction.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ __all__ = [
 ]
 
 TASK_EVENTS_CHANNEL = "gateway_a2a_task_events"
-"""The ``NOTIFY`` channel that wakes the tails of a task's event log (payload ``tenant task``)."""
+"""The ``NOTIFY`` channel that wakes the tails of a task's event log (payload ``tenant task``;
+``gateway.a2a_write_task`` names it too)."""
 
 TERMINAL_STATES = (
     "TASK_STATE_COMPLETED",
