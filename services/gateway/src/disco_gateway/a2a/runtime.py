@@ -11,7 +11,7 @@ from disco_gateway.bus.fanout import BusFanout
 from disco_gateway.push.sender import RetryingPushSender
 from disco_gateway.push.store import PostgresPushConfigStore
 from disco_gateway.settings import GatewaySettings
-from disco_gateway.tasks.repository import TurnRepository, TurnRow
+from disco_gateway.tasks.repository import ScopedWrites, TurnRepository, TurnRow
 from disco_gateway.tasks.store import PostgresTaskStore
 from disco_gateway.tasks.stream import PostgresTaskEventStream
 from disco_service import Database
@@ -69,8 +69,7 @@ class A2ARuntime:
 
     async def add_turn(self, tenant_id: str, turn: TurnRow) -> None:
         """Record a turn before its request goes out (any instance can then follow it)."""
-        async with self.database.unit_of_work(tenant_id, turn.user_id) as session:
-            await TurnRepository(session, tenant_id).add(turn)
+        await ScopedWrites(self.database).add_turn(tenant_id, turn)
 
     async def remember_question(
         self, tenant_id: str, turn: TurnRow, question: dict[str, object] | None

@@ -10,10 +10,11 @@ resolved, so that a card and the payload check see the full JSON Schema.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import JsonValue, TypeAdapter, ValidationError
 
@@ -38,19 +39,33 @@ _AGENT_NAME: TypeAdapter[str] = TypeAdapter(AgentName)
 
 
 class _Cache:
-    """A small time-bound cache (oldest entries dropped past its capacity)."""
+    """A small time-bound cache (oldest entries dropped past its capacity).
+
+    Concurrent misses of one key share one load: when an entry expires under
+    load, the registry is asked once, not once per waiting request.
+    """
 
     def __init__(self, seconds: float) -> None:
         self._seconds = seconds
         self._entries: OrderedDict[object, tuple[float, object]] = OrderedDict()
+        self._loading: dict[object, asyncio.Task[Any]] = {}
 
     async def get(self, key: object, load: Callable[[], Awaitable[T]]) -> T:
-        now = time.monotonic()
         entry = self._entries.get(key)
-        if entry is not None and entry[0] > now:
+        if entry is not None and entry[0] > time.monotonic():
             return entry[1]  # type: ignore[return-value]
+        loading = self._loading.get(key)
+        if loading is None:
+            loading = asyncio.ensure_future(self._load(key, load))
+            self._loading[key] = loading
+            loading.add_done_callback(lambda _: self._loading.pop(key, None))
+        # A waiter that is cancelled does not cancel the load the others share.
+        return await asyncio.shield(loading)
+
+    async def _load(self, key: object, load: Callable[[], Awaitable[T]]) -> T:
+        started = time.monotonic()
         value = await load()
-        self._entries[key] = (now + self._seconds, value)
+        self._entries[key] = (started + self._seconds, value)
         self._entries.move_to_end(key)
         while len(self._entries) > _CAPACITY:
             self._entries.popitem(last=False)

@@ -129,12 +129,18 @@ class BusFanout:
 
     @contextlib.asynccontextmanager
     async def subscribe(self, keys: Iterable[Key]) -> AsyncIterator[Inbox]:
-        """An inbox for every envelope carrying any of ``keys``, until the block exits."""
+        """An inbox for every envelope carrying any of ``keys``, until the block exits.
+
+        Someone waits for an answer while an inbox is open: the reader fetches with
+        its shortest wait meanwhile (the pacer backs off only while nobody waits).
+        """
         inbox = Inbox(frozenset(keys))
         for key in inbox.keys:
             self._inboxes.setdefault(key, set()).add(inbox)
+        reader = self._reader
         try:
-            yield inbox
+            with reader.pacer.urgent() if reader is not None else contextlib.nullcontext():
+                yield inbox
         finally:
             for key in inbox.keys:
                 waiting = self._inboxes.get(key)

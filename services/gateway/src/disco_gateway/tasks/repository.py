@@ -1,7 +1,9 @@
 """SQL of the A2A task store: tasks (versioned), their event log, and turns.
 
 A repository is built from a session whose transaction is scoped to one
-tenant (row-level security); every query filters by that tenant too.
+tenant (row-level security); every query filters by that tenant too. The two
+writes of every A2A message (its turn, its task) are :class:`ScopedWrites`
+instead: one scoped SQL function call each, in its own transaction.
 """
 
 from __future__ import annotations
@@ -9,25 +11,29 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
-from sqlalchemy import RowMapping, text
+from sqlalchemy import Row, RowMapping, text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from disco_service import Keyset
+from disco_service import Database, Keyset
 
 __all__ = [
     "TASK_EVENTS_CHANNEL",
+    "ScopedWrites",
     "TaskFilter",
     "TaskRepository",
     "TaskRow",
+    "TaskWrite",
     "TurnRepository",
     "TurnRow",
     "Written",
 ]
 
 TASK_EVENTS_CHANNEL = "gateway_a2a_task_events"
-"""The ``NOTIFY`` channel that wakes the tails of a task's event log (payload ``tenant task``)."""
+"""The ``NOTIFY`` channel that wakes the tails of a task's event log (payload ``tenant task``;
+``gateway.a2a_write_task`` names it too)."""
 
 TERMINAL_STATES = (
     "TASK_STATE_COMPLETED",
@@ -36,14 +42,10 @@ TERMINAL_STATES = (
     "TASK_STATE_REJECTED",
 )
 
-_TASK_COLUMNS = "task_id, context_id, user_id, agent, status, task, version, status_timestamp"
+TaskWrite = Literal["insert", "update", "cancel"]
+"""How :meth:`ScopedWrites.write_task` writes a task."""
 
-# Every write says whether the task has push configurations, so that delivering
-# its events needs no query of its own when it has none (the usual case).
-_RETURNING = (
-    "RETURNING version, EXISTS (SELECT 1 FROM gateway.a2a_push_configs p "
-    "WHERE p.tenant_id = :tenant_id AND p.task_id = :task_id) AS pushes"
-)
+_TASK_COLUMNS = "task_id, context_id, user_id, agent, status, task, version, status_timestamp"
 
 # The owner and agent filters are optional: NULL lets every row of the tenant through.
 _SCOPE = (
@@ -52,31 +54,17 @@ _SCOPE = (
     "AND (CAST(:owner AS text) IS NULL OR user_id = :owner)"
 )
 _GET = text(f"SELECT {_TASK_COLUMNS} FROM gateway.a2a_tasks WHERE {_SCOPE}")  # noqa: S608
-_INSERT = text(
-    "INSERT INTO gateway.a2a_tasks (tenant_id, task_id, context_id, user_id, agent, status, "  # noqa: S608
-    "task, version, status_timestamp) VALUES (:tenant_id, :task_id, :context_id, :owner, "
-    ":agent, :status, CAST(:task AS jsonb), 1, :status_timestamp) "
-    f"ON CONFLICT DO NOTHING {_RETURNING}"
+# The two writes of every A2A message, one statement each (migration gateway_0004).
+_WRITE_TASK = text(
+    "SELECT version, pushes FROM gateway.a2a_write_task(:tenant_id, :user_id, :op, :task_id, "
+    ":context_id, :owner, :agent, :status, :status_timestamp, CAST(:task AS jsonb), :prev, "
+    ":terminal, CAST(:event AS jsonb))"
 )
-_UPDATE = text(
-    "UPDATE gateway.a2a_tasks SET task = CAST(:task AS jsonb), status = :status, "  # noqa: S608
-    "status_timestamp = :status_timestamp, version = version + 1, updated_at = now() "
-    "WHERE tenant_id = :tenant_id AND task_id = :task_id AND version = :prev "
-    f"{_RETURNING}"
-)
-# Cancel overwrites whatever non-terminal version is stored (the a2a-sdk contract).
-_CANCEL = text(
-    "UPDATE gateway.a2a_tasks SET task = CAST(:task AS jsonb), status = :status, "  # noqa: S608
-    "status_timestamp = :status_timestamp, version = version + 1, updated_at = now() "
-    "WHERE tenant_id = :tenant_id AND task_id = :task_id AND status <> ALL(:terminal) "
-    f"{_RETURNING}"
+_ADD_TURN = text(
+    "SELECT gateway.a2a_add_turn(:tenant_id, :user_id, :task_id, :turn, :correlation_id, "
+    ":context_id, :agent, :skill, :event_type, CAST(:message AS jsonb))"
 )
 _DELETE = text(f"DELETE FROM gateway.a2a_tasks WHERE {_SCOPE}")  # noqa: S608
-_ADD_EVENT = text(
-    "INSERT INTO gateway.a2a_task_events (tenant_id, task_id, version, event) "
-    "VALUES (:tenant_id, :task_id, :version, CAST(:event AS jsonb)) ON CONFLICT DO NOTHING"
-)
-_NOTIFY = text("SELECT pg_notify(:channel, :payload)")
 _EVENTS_AFTER = text(
     "SELECT version, event FROM gateway.a2a_task_events "
     "WHERE tenant_id = :tenant_id AND task_id = :task_id AND version > :after "
@@ -97,12 +85,6 @@ _COUNT = text(f"SELECT count(*) FROM gateway.a2a_tasks WHERE {_FILTERS}")  # noq
 _TURN_COLUMNS = (
     "task_id, turn, correlation_id, context_id, user_id, agent, skill, event_type, message, "
     "question"
-)
-_ADD_TURN = text(
-    "INSERT INTO gateway.a2a_turns (tenant_id, task_id, turn, correlation_id, context_id, "
-    "user_id, agent, skill, event_type, message) VALUES (:tenant_id, :task_id, :turn, "
-    ":correlation_id, :context_id, :user_id, :agent, :skill, :event_type, "
-    "CAST(:message AS jsonb)) ON CONFLICT DO NOTHING"
 )
 _LATEST_TURN = text(
     f"SELECT {_TURN_COLUMNS} FROM gateway.a2a_turns "  # noqa: S608
@@ -189,94 +171,9 @@ class TaskRepository:
         row = (await self._session.execute(_GET, self._scope(task_id, where))).mappings().first()
         return TaskRow.of(row) if row is not None else None
 
-    async def insert(
-        self,
-        task_id: str,
-        *,
-        context_id: str,
-        owner: str | None,
-        agent: str | None,
-        status: str,
-        status_timestamp: datetime,
-        task: dict[str, Any],
-    ) -> Written | None:
-        """Store a new task at version 1; None when the id is taken."""
-        return await self._written(
-            _INSERT,
-            {
-                "tenant_id": self._tenant_id,
-                "task_id": task_id,
-                "context_id": context_id,
-                "owner": owner,
-                "agent": agent,
-                "status": status,
-                "status_timestamp": status_timestamp,
-                "task": json.dumps(task),
-            },
-        )
-
-    async def update(
-        self,
-        task_id: str,
-        *,
-        prev: int,
-        status: str,
-        status_timestamp: datetime,
-        task: dict[str, Any],
-    ) -> Written | None:
-        """Replace version ``prev`` of the task; its new version, or None if ``prev`` is stale."""
-        return await self._written(
-            _UPDATE,
-            {
-                "tenant_id": self._tenant_id,
-                "task_id": task_id,
-                "prev": prev,
-                "status": status,
-                "status_timestamp": status_timestamp,
-                "task": json.dumps(task),
-            },
-        )
-
-    async def cancel(
-        self, task_id: str, *, status: str, status_timestamp: datetime, task: dict[str, Any]
-    ) -> Written | None:
-        """Overwrite a task that is not over; its new version, or None (over, or absent)."""
-        return await self._written(
-            _CANCEL,
-            {
-                "tenant_id": self._tenant_id,
-                "task_id": task_id,
-                "status": status,
-                "status_timestamp": status_timestamp,
-                "task": json.dumps(task),
-                "terminal": list(TERMINAL_STATES),
-            },
-        )
-
-    async def _written(self, statement: Any, params: dict[str, Any]) -> Written | None:
-        row = (await self._session.execute(statement, params)).first()
-        return Written(int(row.version), bool(row.pushes)) if row is not None else None
-
     async def delete(self, task_id: str, where: TaskFilter) -> None:
         """Remove the task (its log goes with the retention job)."""
         await self._session.execute(_DELETE, self._scope(task_id, where))
-
-    async def add_event(self, task_id: str, *, version: int, event: dict[str, Any]) -> None:
-        """Log the event that produced ``version`` and wake the tails (on commit)."""
-        await self._session.execute(
-            _ADD_EVENT,
-            {
-                "tenant_id": self._tenant_id,
-                "task_id": task_id,
-                "version": version,
-                "event": json.dumps(event),
-            },
-        )
-        # NOTIFY is transactional: the tails wake when this commits, not before.
-        await self._session.execute(
-            _NOTIFY,
-            {"channel": TASK_EVENTS_CHANNEL, "payload": f"{self._tenant_id} {task_id}"},
-        )
 
     async def events_after(
         self, task_id: str, *, after: int, limit: int = 500
@@ -386,24 +283,6 @@ class TurnRepository:
         self._session = session
         self._tenant_id = tenant_id
 
-    async def add(self, turn: TurnRow) -> None:
-        """Record a turn (a second record of the same turn is ignored)."""
-        await self._session.execute(
-            _ADD_TURN,
-            {
-                "tenant_id": self._tenant_id,
-                "task_id": turn.task_id,
-                "turn": turn.turn,
-                "correlation_id": turn.correlation_id,
-                "context_id": turn.context_id,
-                "user_id": turn.user_id,
-                "agent": turn.agent,
-                "skill": turn.skill,
-                "event_type": turn.event_type,
-                "message": json.dumps(turn.message),
-            },
-        )
-
     async def latest(self, task_id: str) -> TurnRow | None:
         """The task's current turn."""
         row = (
@@ -458,3 +337,93 @@ class TurnRepository:
                 "question": json.dumps(question) if question is not None else None,
             },
         )
+
+
+class ScopedWrites:
+    """The two writes of every A2A message, each one statement in its own transaction.
+
+    A unit of work costs BEGIN, the tenant scope, the statements and COMMIT, each a
+    round trip; these writes sit on the path a caller waits on, so each is one
+    function call instead (migration ``gateway_0004``) that sets the same scope
+    (tenant and user, under row-level security) and commits on its own. A
+    connection that died with a restarted database is replaced once, as
+    :meth:`disco_service.Database.unit_of_work` does.
+    """
+
+    def __init__(self, database: Database) -> None:
+        self._database = database
+
+    async def _one(self, statement: Any, params: dict[str, Any]) -> Row[Any] | None:
+        for attempt in (1, 2):
+            try:
+                async with self._database.engine.connect() as connection:
+                    await connection.execution_options(isolation_level="AUTOCOMMIT")
+                    return (await connection.execute(statement, params)).first()
+            except DBAPIError as exc:
+                if not exc.connection_invalidated or attempt == 2:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def add_turn(self, tenant_id: str, turn: TurnRow) -> None:
+        """Record a turn (a second record of the same turn is ignored)."""
+        await self._one(
+            _ADD_TURN,
+            {
+                "tenant_id": tenant_id,
+                "user_id": turn.user_id,
+                "task_id": turn.task_id,
+                "turn": turn.turn,
+                "correlation_id": turn.correlation_id,
+                "context_id": turn.context_id,
+                "agent": turn.agent,
+                "skill": turn.skill,
+                "event_type": turn.event_type,
+                "message": json.dumps(turn.message),
+            },
+        )
+
+    async def write_task(
+        self,
+        write: TaskWrite,
+        *,
+        tenant_id: str,
+        user_id: str | None,
+        task_id: str,
+        status: str,
+        status_timestamp: datetime,
+        task: dict[str, Any],
+        event: dict[str, Any] | None,
+        context_id: str | None = None,
+        owner: str | None = None,
+        agent: str | None = None,
+        prev: int | None = None,
+    ) -> Written | None:
+        """Write a task; its new version, or None when nothing was written.
+
+        ``insert``: a new task at version 1 (None: the id is taken). ``update``:
+        replace version ``prev`` (None: ``prev`` is stale). ``cancel``: overwrite
+        any version of a task that is not over (None: over, or absent). When it
+        wrote, ``event`` (what produced the task) is logged at the new version and
+        the log's tails wake on commit.
+        """
+        row = await self._one(
+            _WRITE_TASK,
+            {
+                "tenant_id": tenant_id,
+                "user_id": user_id,
+                "op": write,
+                "task_id": task_id,
+                "context_id": context_id,
+                "owner": owner,
+                "agent": agent,
+                "status": status,
+                "status_timestamp": status_timestamp,
+                "task": json.dumps(task),
+                "prev": prev,
+                "terminal": list(TERMINAL_STATES),
+                "event": json.dumps(event) if event is not None else None,
+            },
+        )
+        if row is None or row.version is None:
+            return None
+        return Written(int(row.version), bool(row.pushes))

@@ -34,7 +34,7 @@ from pydantic import Field
 from disco_common.ids import UtcDatetime
 from disco_common.pagination import DEFAULT_PAGE_LIMIT, PageQuery
 from disco_gateway.scope import CallScope
-from disco_gateway.tasks.repository import TaskRepository, TaskRow, Written
+from disco_gateway.tasks.repository import ScopedWrites, TaskRepository, TaskRow, TaskWrite
 from disco_service import Database, InvalidCursor, Paginator
 
 __all__ = ["FRESH_TASK_KEY", "PostgresTaskStore", "task_json", "task_of"]
@@ -87,6 +87,7 @@ class PostgresTaskStore(VersionedTaskStore):
 
     def __init__(self, database: Database) -> None:
         self._database = database
+        self._writes = ScopedWrites(database)
         # (tenant, task) -> whether its last write here saw push configurations.
         self._pushes: OrderedDict[tuple[str, str], bool] = OrderedDict()
 
@@ -117,39 +118,34 @@ class PostgresTaskStore(VersionedTaskStore):
         status = TaskState.Name(task.status.state)
         when = _status_time(task)
         document = task_json(task)
-        async with self._database.unit_of_work(scope.tenant_id, scope.user_id) as session:
-            tasks = TaskRepository(session, scope.tenant_id)
-            written: Written | None
-            if task.status.state == TaskState.TASK_STATE_CANCELED:
-                written = await tasks.cancel(
-                    task.id, status=status, status_timestamp=when, task=document
-                )
-            elif prev_version.is_missing:
-                written = await tasks.insert(
-                    task.id,
-                    context_id=task.context_id,
-                    owner=scope.user_id,
-                    agent=scope.agent,
-                    status=status,
-                    status_timestamp=when,
-                    task=document,
-                )
-            else:
-                written = await tasks.update(
-                    task.id,
-                    prev=_version(prev_version),
-                    status=status,
-                    status_timestamp=when,
-                    task=document,
-                )
-            if written is None:
-                raise ConcurrentTaskModificationError(task.id)
-            if event is not None:
-                await tasks.add_event(
-                    task.id,
-                    version=written.version,
-                    event=MessageToDict(to_stream_response(event)),
-                )
+        logged: dict[str, object] | None = None
+        if isinstance(event, Task) and event == task:
+            logged = {"task": document}  # the same JSON: convert the task once
+        elif event is not None:
+            logged = MessageToDict(to_stream_response(event))
+        write: TaskWrite
+        if task.status.state == TaskState.TASK_STATE_CANCELED:
+            write = "cancel"
+        elif prev_version.is_missing:
+            write = "insert"
+        else:
+            write = "update"
+        written = await self._writes.write_task(
+            write,
+            tenant_id=scope.tenant_id,
+            user_id=scope.user_id,
+            task_id=task.id,
+            status=status,
+            status_timestamp=when,
+            task=document,
+            event=logged,
+            context_id=task.context_id,
+            owner=scope.user_id,
+            agent=scope.agent,
+            prev=_version(prev_version) if write == "update" else None,
+        )
+        if written is None:
+            raise ConcurrentTaskModificationError(task.id)
         if context.state.get(FRESH_TASK_KEY) == task.id:
             del context.state[FRESH_TASK_KEY]  # it has a row now
         self.note_pushes(scope.tenant_id, task.id, written.pushes)
