@@ -54,7 +54,7 @@ _SCOPE = (
     "AND (CAST(:owner AS text) IS NULL OR user_id = :owner)"
 )
 _GET = text(f"SELECT {_TASK_COLUMNS} FROM gateway.a2a_tasks WHERE {_SCOPE}")  # noqa: S608
-# The two writes of every A2A message, one statement each (migration gateway_0004).
+# The two writes of every A2A message, one statement each (migration gateway_0005).
 _WRITE_TASK = text(
     "SELECT version, pushes FROM gateway.a2a_write_task(:tenant_id, :user_id, :op, :task_id, "
     ":context_id, :owner, :agent, :status, :status_timestamp, CAST(:task AS jsonb), :prev, "
@@ -344,7 +344,7 @@ class ScopedWrites:
 
     A unit of work costs BEGIN, the tenant scope, the statements and COMMIT, each a
     round trip; these writes sit on the path a caller waits on, so each is one
-    function call instead (migration ``gateway_0004``) that sets the same scope
+    function call instead (migration ``gateway_0005``) that sets the same scope
     (tenant and user, under row-level security) and commits on its own. A
     connection that died with a restarted database is replaced once, as
     :meth:`disco_service.Database.unit_of_work` does.

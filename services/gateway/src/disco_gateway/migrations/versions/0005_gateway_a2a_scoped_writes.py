@@ -1,7 +1,7 @@
 """gateway: the two writes of every A2A message as scoped functions (one round trip each).
 
-Revision ID: gateway_0004
-Revises: gateway_0003
+Revision ID: gateway_0005
+Revises: gateway_0004
 Create Date: 2026-11-24
 
 Every A2A message records its turn before the request goes out, and stores its
@@ -29,8 +29,8 @@ from collections.abc import Sequence
 
 from alembic import op
 
-revision: str = "gateway_0004"
-down_revision: str | None = "gateway_0003"
+revision: str = "gateway_0005"
+down_revision: str | None = "gateway_0004"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
