@@ -16,7 +16,7 @@ from tests.fuzz import SERVICES, Bounds, fuzz, summary
 
 # Per service: the coverage phase (each parameter's edges and wrong types), then
 # property-based examples until the time budget is spent.
-BOUNDS = Bounds(max_examples=5, max_seconds=20, phases="coverage,fuzzing")
+BOUNDS = Bounds(max_examples=3, max_seconds=10, phases="coverage,fuzzing")
 
 
 @pytest.mark.timeout(600)
