@@ -158,6 +158,11 @@ async def test_a_hosted_agent_answers_with_its_tools_and_keeps_only_the_turns(
 
     assert answer["success"] is True
     assert answer["result"] == {"text": "done: Lisbon: sunny, 22°C"}
+    # The answer (action-results) may be read before the UI events (another topic):
+    # wait for the later ones; the session's events share a partition, so in order.
+    await wait_ui(watcher, session, UI.CONTINUATION)
+    await wait_ui(watcher, session, UI.TOOL_LOG)
+    await wait_ui(watcher, session, UI.TOOL_EXECUTION_SUCCEEDED)
     kinds = [kind for kind, _ in ui_events(watcher, session)]
     assert kinds[0] == UI.AGENT_STATUS.value
     assert kinds.index(UI.TOOL_EXECUTION_STARTED.value) < kinds.index(
@@ -165,7 +170,7 @@ async def test_a_hosted_agent_answers_with_its_tools_and_keeps_only_the_turns(
     )
     assert UI.TOOL_LOG.value in kinds
     assert UI.CONTINUATION.value in kinds
-    progress = watcher.matching(
+    progress = await watcher.wait_for(
         lambda topic, e: (
             topic == "system-events" and e.type == "task.progress" and e.task_id == request.id
         )
@@ -217,6 +222,7 @@ async def test_an_approved_call_runs_after_its_approval(
 
     assert answer["success"] is True
     assert "TRIP-LIS-2026-05-01" in answer["result"]["text"]
+    await wait_ui(watcher, session, UI.TOOL_EXECUTION_SUCCEEDED)  # another topic than the answer
     lifecycle = [
         kind
         for kind, payload in ui_events(watcher, session)
@@ -249,6 +255,7 @@ async def test_a_denied_call_never_runs_and_the_model_is_told(
 
     assert answer["success"] is True
     assert "denied by alice: too expensive" in answer["result"]["text"]
+    await wait_ui(watcher, session, UI.TOOL_COMPLETED)  # another topic than the answer
     kinds = [kind for kind, _ in ui_events(watcher, session)]
     assert UI.TOOL_EXECUTION_STARTED.value not in kinds
     completed = [p for k, p in ui_events(watcher, session) if k == UI.TOOL_COMPLETED.value]
@@ -267,6 +274,7 @@ async def test_the_first_decision_wins(
     answer = await answer_to(watcher, request)
 
     assert "TRIP-OSL-2026-02-02" in answer["result"]["text"]
+    await wait_ui(watcher, session, UI.TOOL_EXECUTION_SUCCEEDED)  # another topic than the answer
     executions = [
         kind for kind, _ in ui_events(watcher, session) if kind == UI.TOOL_EXECUTION_SUCCEEDED.value
     ]
