@@ -1,6 +1,6 @@
 """Benchmark: disco's bus against plain aiokafka on the same broker, in one run.
 
-    uv run python bench/bus.py [--messages 100000] [--round-trips 300] [--repeats 3]
+    uv run python bench/bus.py [--quick] [--messages 100000] [--round-trips 300] [--repeats 3]
 
 Starts an embedded Tansu broker on a free loopback port unless
 DISCO_KAFKA_BOOTSTRAP names one. Prints one table:
@@ -401,10 +401,15 @@ async def main(bootstrap: str, messages: int, rounds: int, repeats: int) -> None
             await bus.ensure_topics(topics)
         return settings
 
-    async def rate(job: Callable[[BusSettings, str, int], Awaitable[float]], raw: bool) -> float:
+    async def rate(
+        job: Callable[[BusSettings, str, int], Awaitable[float]], raw: bool
+    ) -> tuple[float, float]:
+        """Messages per second, and CPU microseconds of this process per message."""
         settings = await provisioned(["bench"])
         topic = f"{settings.topic_prefix}bench" if raw else "bench"
-        return messages / await job(settings, topic, messages)
+        cpu = time.process_time()
+        elapsed = await job(settings, topic, messages)
+        return messages / elapsed, (time.process_time() - cpu) / messages * 1e6
 
     value, _ = _sample_record()
     sample = fresh_settings()
@@ -417,6 +422,7 @@ async def main(bootstrap: str, messages: int, rounds: int, repeats: int) -> None
     )
     # The machine is shared: raw and disco alternate, and each keeps its best.
     best: dict[str, float] = {}
+    cpu_us: dict[str, list[float]] = {}
     jobs: list[tuple[str, Callable[[BusSettings, str, int], Awaitable[float]], bool]] = [
         ("raw produce", raw_produce, True),
         ("disco publish", disco_publish, False),
@@ -432,9 +438,10 @@ async def main(bootstrap: str, messages: int, rounds: int, repeats: int) -> None
     ]
     for attempt in range(1, repeats + 1):
         for label, job, raw in jobs:
-            measured = await rate(job, raw)
+            measured, cpu = await rate(job, raw)
             best[label] = max(best.get(label, 0.0), measured)
-            print(f"  [{attempt}] {label}: {measured:,.0f} msg/s", flush=True)
+            cpu_us.setdefault(label, []).append(cpu)
+            print(f"  [{attempt}] {label}: {measured:,.0f} msg/s, {cpu:.1f} us CPU/msg", flush=True)
 
     raw_rt = await raw_round_trips(
         await provisioned([Topic.ACTION_REQUESTS, Topic.ACTION_RESULTS]), rounds
@@ -504,18 +511,29 @@ async def main(bootstrap: str, messages: int, rounds: int, repeats: int) -> None
         obs_row("round trip p99 (ms)", p99_disco, p99_obs, ".2f", f"{p99_obs - p99_disco:+.2f}", "")
     )
     print(f"(spans exported while observed: {EXPORTED.spans:,})")
+    # CPU per message (this process: client, producer, consumer; the broker is
+    # another process) is steadier than rates on a shared machine.
+    print()
+    print(f"{'CPU per message (us, median)':30} {'value':>12}")
+    for label, values in cpu_us.items():
+        print(f"{label:30} {statistics.median(values):>12.1f}")
 
 
 def cli() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--messages", type=int, help="messages per throughput phase (100,000)")
+    parser.add_argument("--round-trips", type=int, help="request/response round trips (300)")
+    parser.add_argument("--repeats", type=int, help="runs of each throughput phase (3)")
     parser.add_argument(
-        "--messages", type=int, default=100_000, help="messages per throughput phase"
+        "--quick", action="store_true", help="small counts: 10,000 messages, 200 round trips, 2 runs"
     )
-    parser.add_argument("--round-trips", type=int, default=300, help="request/response round trips")
-    parser.add_argument("--repeats", type=int, default=3, help="runs of each throughput phase")
     args = parser.parse_args()
+    defaults = (10_000, 200, 2) if args.quick else (100_000, 300, 3)
+    for name, default in zip(("messages", "round_trips", "repeats"), defaults, strict=True):
+        if getattr(args, name) is None:
+            setattr(args, name, default)
     bootstrap = os.environ.get("DISCO_KAFKA_BOOTSTRAP")
     broker: EmbeddedBroker | None = None
     if not bootstrap:

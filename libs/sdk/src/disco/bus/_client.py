@@ -22,6 +22,7 @@ from disco.bus._envelopes import (
     EnvelopeAttributes,
     build_envelope,
     fast_id,
+    inherited_traceparent,
     ready_envelope,
     rejected,
 )
@@ -37,7 +38,7 @@ from disco.bus._metrics import BusMetrics
 from disco.bus._partitioner import partition_for
 from disco.bus._producer import RecordWriter
 from disco.bus._replies import ReplyListener
-from disco.bus._tracing import BusTracer
+from disco.bus._tracing import BusTracer, current_traceparent, span_traceparent
 from disco.bus._wire import dead_letter_headers, record_for
 from disco.settings import BusSettings
 from disco_common.envelope import ActionRequest, ActionResult, Envelope, KafkaHeaders
@@ -124,6 +125,9 @@ class BusClient(StartStop):
         self._names: dict[str, str] = {}
         self._lock = asyncio.Lock()
         self._request_validator: RequestValidator | None = None
+        # Labelled counters by (broker topic, event type, acknowledged): looked up
+        # once, not per message.
+        self._counted: dict[tuple[str, str, bool], Any] = {}
 
     def set_request_validator(self, validator: RequestValidator | None) -> None:
         """Check every ``action-requests`` payload with ``validator`` before it is published.
@@ -295,8 +299,8 @@ class BusClient(StartStop):
 
         Arguments, inheritance and errors are those of :meth:`publish`.
         """
-        envelope = self._build(topic, event_type, data, attributes)
-        return await self._enqueue(self._broker_name(topic), envelope)
+        envelope, span = self._build(topic, event_type, data, attributes)
+        return await self._enqueue(self._broker_name(topic), envelope, span)
 
     async def publish(
         self,
@@ -351,8 +355,8 @@ class BusClient(StartStop):
             "payload_schema": payload_schema,
             "id": id,
         }
-        envelope = self._build(topic, event_type, data, attributes)
-        return await self._deliver(self._broker_name(topic), envelope)
+        envelope, span = self._build(topic, event_type, data, attributes)
+        return await self._deliver(self._broker_name(topic), envelope, span)
 
     async def publish_envelope(self, topic: str | Topic, envelope: Envelope) -> Envelope:
         """Publish a ready-made envelope to ``topic`` unchanged.
@@ -364,7 +368,8 @@ class BusClient(StartStop):
         Returns:
             The envelope as sent.
         """
-        return await self._deliver(self._broker_name(topic), ready_envelope(topic, envelope))
+        name = self._broker_name(topic)
+        return await self._deliver(name, *self._ready(name, topic, envelope))
 
     async def send_envelope(
         self, topic: str | Topic, envelope: Envelope
@@ -374,7 +379,8 @@ class BusClient(StartStop):
         The pipelining form of :meth:`publish_envelope`, as :meth:`send` is of
         :meth:`publish`: records queued one after another keep their order.
         """
-        return await self._enqueue(self._broker_name(topic), ready_envelope(topic, envelope))
+        name = self._broker_name(topic)
+        return await self._enqueue(name, *self._ready(name, topic, envelope))
 
     @overload
     async def request(
@@ -438,15 +444,15 @@ class BusClient(StartStop):
             "response_topic": response_topic,
             "correlation_id": correlation_id,
         }
-        request = self._build(Topic.ACTION_REQUESTS, event_type, data, fields)
+        request, span = self._build(Topic.ACTION_REQUESTS, event_type, data, fields)
         name = self._broker_name(Topic.ACTION_REQUESTS)
         if wait is None:
-            return cast(ActionRequest, await self._deliver(name, request))
+            return cast(ActionRequest, await self._deliver(name, request, span))
         # Listener positioned and waiter registered before the request leaves:
         # the answer cannot arrive unseen.
         listener = await self._reply_listener(response_topic)
         async with listener.expect(correlation_id) as response:
-            await self._deliver(name, request)
+            await self._deliver(name, request, span)
             try:
                 async with asyncio.timeout(wait):
                     answer = await response
@@ -473,15 +479,15 @@ class BusClient(StartStop):
         ``response_topic`` as ``topic``.
         """
         fields: dict[str, Any] = {**attributes, "correlation_id": correlation_id}
-        envelope = self._build(topic, event_type, data, fields)
-        return await self._deliver(self._broker_name(topic), envelope)
+        envelope, span = self._build(topic, event_type, data, fields)
+        return await self._deliver(self._broker_name(topic), envelope, span)
 
     async def announce(
         self, event_type: str, data: Any = None, **attributes: Unpack[EnvelopeAttributes]
     ) -> Envelope:
         """Publish a domain fact on ``business-facts`` (nobody answers)."""
-        envelope = self._build(Topic.BUSINESS_FACTS, event_type, data, attributes)
-        return await self._deliver(self._broker_name(Topic.BUSINESS_FACTS), envelope)
+        envelope, span = self._build(Topic.BUSINESS_FACTS, event_type, data, attributes)
+        return await self._deliver(self._broker_name(Topic.BUSINESS_FACTS), envelope, span)
 
     async def send_record(
         self, name: str, key: bytes | None, value: bytes | None, headers: KafkaHeaders
@@ -549,12 +555,46 @@ class BusClient(StartStop):
 
     def _build(
         self, topic: str | Topic, event_type: str, data: Any, attributes: Mapping[str, Any]
-    ) -> Envelope:
-        return build_envelope(topic, event_type, data, attributes, source=self.source)
+    ) -> tuple[Envelope, Span | None]:
+        """The envelope, and its publish span when tracing: the span starts first,
+        so the envelope is built with the span's ``traceparent`` (no copy after)."""
+        tracer = self.tracer
+        if not tracer.enabled:
+            return build_envelope(topic, event_type, data, attributes, source=self.source), None
+        span = tracer.start_send(self._broker_name(topic), inherited_traceparent())
+        try:
+            envelope = build_envelope(
+                topic,
+                event_type,
+                data,
+                attributes,
+                source=self.source,
+                traceparent=span_traceparent(span),
+            )
+        except BaseException as exc:
+            tracer.end(span, exc)
+            raise
+        tracer.describe_send(span, envelope, self.name)
+        return envelope, span
 
-    async def _enqueue(self, name: str, envelope: Envelope) -> asyncio.Future[Envelope]:
+    def _ready(
+        self, name: str, topic: str | Topic, envelope: Envelope
+    ) -> tuple[Envelope, Span | None]:
+        """A ready-made envelope checked for ``topic``, with its publish span when tracing."""
+        if not self.tracer.enabled:
+            return ready_envelope(topic, envelope), None
+        envelope = ready_envelope(topic, envelope, retrace=False)
+        span = self.tracer.start_send(name, current_traceparent() or envelope.traceparent)
+        self.tracer.describe_send(span, envelope, self.name)
+        traceparent = span_traceparent(span)
+        if traceparent is not None and traceparent != envelope.traceparent:
+            envelope = envelope.model_copy(update={"traceparent": traceparent})
+        return envelope, span
+
+    async def _enqueue(
+        self, name: str, envelope: Envelope, span: Span | None
+    ) -> asyncio.Future[Envelope]:
         """Put ``envelope`` in the producer; a future resolves to it once acknowledged."""
-        span, envelope = self._start_publish(name, envelope)
         try:
             delivery = await self._write_envelope(name, envelope)
         except BaseException as exc:
@@ -577,7 +617,7 @@ class BusClient(StartStop):
         delivery.add_done_callback(settle)
         return acknowledged
 
-    async def _deliver(self, name: str, envelope: Envelope) -> Envelope:
+    async def _deliver(self, name: str, envelope: Envelope, span: Span | None) -> Envelope:
         """Send ``envelope`` and wait for the broker's acknowledgement.
 
         An "unknown server error" is tried again a few times: Tansu answers so
@@ -586,7 +626,6 @@ class BusClient(StartStop):
         was not stored). Sending the same envelope again is safe anyway:
         consumers deduplicate by envelope id.
         """
-        span, envelope = self._start_publish(name, envelope)
         try:
             for attempt in range(_UNKNOWN_ERROR_RETRIES + 1):
                 delivery = await self._write_envelope(name, envelope)
@@ -606,12 +645,6 @@ class BusClient(StartStop):
         self._published(name, envelope, span, None)
         return envelope
 
-    def _start_publish(self, name: str, envelope: Envelope) -> tuple[Span | None, Envelope]:
-        """The publish span (when tracing) and the envelope carrying its ``traceparent``."""
-        if not self.tracer.enabled:
-            return None, envelope
-        return self.tracer.start_publish(name, envelope, self.name)
-
     def _published(
         self, name: str, envelope: Envelope, span: Span | None, error: BaseException | None
     ) -> None:
@@ -620,9 +653,13 @@ class BusClient(StartStop):
             self.tracer.end(span, error)
         metrics = self.metrics
         if metrics is not None:
-            logical = name.removeprefix(self.settings.topic_prefix)
-            counter = metrics.produced if error is None else metrics.produce_failures
-            counter.labels(self.name, logical, envelope.type).inc()
+            key = (name, envelope.type, error is None)
+            child = self._counted.get(key)
+            if child is None:
+                logical = name.removeprefix(self.settings.topic_prefix)
+                counter = metrics.produced if error is None else metrics.produce_failures
+                child = self._counted[key] = counter.labels(self.name, logical, envelope.type)
+            child.inc()
 
     async def _write_envelope(self, name: str, envelope: Envelope) -> asyncio.Future[Any]:
         if self._request_validator is not None and isinstance(envelope, ActionRequest):

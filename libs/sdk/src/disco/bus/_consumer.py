@@ -8,13 +8,15 @@ import random
 import re
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import Any
 
 import structlog
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 from aiokafka.structs import ConsumerRecord
 
-from disco._context import HandlerContext, enter_handler, exit_handler, handler_context
+from disco._context import HandlerContext, enter_handler, exit_handler
 from disco._lifecycle import STOP_NETWORK_SECONDS, StartStop, stop_within
 from disco.bus._client import BusClient
 from disco.bus._credentials import tenant_guard
@@ -49,6 +51,16 @@ _log = structlog.get_logger("disco.bus")
 _GROUP = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _LOOK_INTERVAL = 1.0
 """Seconds between two looks for a broker that restarted without its data."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Labelled:
+    """The metric children one (topic, event type) of a group counts into."""
+
+    consumed: Any
+    retries: Any
+    duration: Any
+    in_flight: Any
 
 
 class BusConsumer(StartStop):
@@ -129,6 +141,7 @@ class BusConsumer(StartStop):
         self._pacer: FetchPacer | None = None
         # Broker topic name -> (logical topic, routes, envelope class), set at start.
         self._routing: dict[str, tuple[str, dict[str, Handler], type[Envelope]]] = {}
+        self._metric_children: dict[tuple[str, str], _Labelled] = {}
 
     # -- registration ----------------------------------------------------------
 
@@ -477,87 +490,99 @@ class BusConsumer(StartStop):
         ):
             await self._dead_letter(record, UNAUTHENTICATED_TENANT, refused, attempts=0)
             return
-        # In the envelope's context: a durable store acts for its tenant.
-        entered = enter_handler(
-            HandlerContext(
-                envelope=envelope,
-                topic=topic,
-                partition=record.partition,
-                offset=record.offset,
-                group=self.group,
-            )
+        # In the envelope's context (a durable store acts for its tenant; the
+        # handler reads it): entered once for the dedup check, the handler's
+        # first attempt and the dedup mark.
+        context = HandlerContext(
+            envelope=envelope,
+            topic=topic,
+            partition=record.partition,
+            offset=record.offset,
+            group=self.group,
         )
+        entered = enter_handler(context)
         try:
-            duplicate = await self.dedup_store.seen(envelope.id)
+            if await self.dedup_store.seen(envelope.id):
+                _log.debug("duplicate envelope skipped", event_id=envelope.id, topic=topic)
+                return
+            labels = self._labelled(topic, envelope.type) if self.client.metrics else None
+            if labels is not None:
+                labels.consumed.inc()
+                labels.in_flight.inc()
+            try:
+                await self._attempts(
+                    record, context, handler, traceparent or envelope.traceparent, labels
+                )
+            finally:
+                if labels is not None:
+                    labels.in_flight.dec()
         finally:
             exit_handler(entered)
-        if duplicate:
-            _log.debug("duplicate envelope skipped", event_id=envelope.id, topic=topic)
-            return
-        traceparent = traceparent or envelope.traceparent
-        settings = self.client.settings
-        attempts = settings.bus_retry_attempts
-        metrics = self.client.metrics
-        if metrics is not None:
-            metrics.consumed.labels(self.group, topic, envelope.type).inc()
-            metrics.in_flight.labels(self.group).inc()
-        try:
-            await self._attempts(record, topic, envelope, handler, traceparent, attempts)
-        finally:
-            if metrics is not None:
-                metrics.in_flight.labels(self.group).dec()
+
+    def _labelled(self, topic: str, event_type: str) -> _Labelled:
+        """The metric children of ``(topic, event_type)`` in this group (looked up once)."""
+        key = (topic, event_type)
+        labelled = self._metric_children.get(key)
+        if labelled is None:
+            metrics = self.client.metrics
+            assert metrics is not None
+            labels = (self.group, topic, event_type)
+            labelled = self._metric_children[key] = _Labelled(
+                consumed=metrics.consumed.labels(*labels),
+                retries=metrics.retries.labels(*labels),
+                duration=metrics.handler_duration.labels(*labels),
+                in_flight=metrics.in_flight.labels(self.group),
+            )
+        return labelled
 
     async def _attempts(
         self,
         record: ConsumerRecord[bytes, bytes],
-        topic: str,
-        envelope: Envelope,
+        context: HandlerContext,
         handler: Handler,
         traceparent: str | None,
-        attempts: int,
+        labels: _Labelled | None,
     ) -> None:
+        """Call ``handler`` until it succeeds or gives up (``context`` is entered)."""
         settings = self.client.settings
+        attempts = settings.bus_retry_attempts
+        envelope, topic = context.envelope, context.topic
+        tracer = self.client.tracer if self._tracing else None
         metrics = self.client.metrics
         for attempt in range(1, attempts + 1):
-            context = HandlerContext(
-                envelope=envelope,
-                topic=topic,
-                partition=record.partition,
-                offset=record.offset,
-                attempt=attempt,
-                group=self.group,
-            )
-            if metrics is not None and attempt > 1:
-                metrics.retries.labels(self.group, topic, envelope.type).inc()
+            entered = None
+            if attempt > 1:
+                if labels is not None:
+                    labels.retries.inc()
+                entered = enter_handler(replace(context, attempt=attempt))
             started = time.perf_counter()
             try:
-                if self._tracing:
-                    with (
-                        self.client.tracer.consume(
-                            record.topic,
-                            envelope,
-                            traceparent,
-                            group=self.group,
-                            partition=record.partition,
-                            offset=record.offset,
-                        ),
-                        handler_context(context),
-                    ):
+                if tracer is not None:
+                    span, token = tracer.start_process(
+                        record.topic,
+                        envelope,
+                        traceparent,
+                        group=self.group,
+                        partition=record.partition,
+                        offset=record.offset,
+                    )
+                    try:
                         await handler(envelope)
+                    except BaseException as exc:
+                        tracer.end_process(span, token, exc)
+                        raise
+                    tracer.end_process(span, token)
                 else:
                     # No SDK, no span to record: publishing inside the handler
                     # still carries the incoming traceparent on (BusClient
                     # falls back to the handled envelope's).
-                    entered = enter_handler(context)
-                    try:
-                        await handler(envelope)
-                    finally:
-                        exit_handler(entered)
+                    await handler(envelope)
             except Exception as exc:
-                if metrics is not None:
-                    labels = (self.group, topic, envelope.type)
-                    metrics.handler_duration.labels(*labels).observe(time.perf_counter() - started)
-                    metrics.handler_failures.labels(*labels, type(exc).__qualname__).inc()
+                if labels is not None and metrics is not None:
+                    labels.duration.observe(time.perf_counter() - started)
+                    metrics.handler_failures.labels(
+                        self.group, topic, envelope.type, type(exc).__qualname__
+                    ).inc()
                 final = attempt >= attempts or isinstance(exc, NonRetryableError)
                 _log.warning(
                     "handler failed",
@@ -584,16 +609,13 @@ class BusConsumer(StartStop):
                 if self._stopping:
                     raise Abandoned from exc
             else:
-                if metrics is not None:
-                    metrics.handler_duration.labels(self.group, topic, envelope.type).observe(
-                        time.perf_counter() - started
-                    )
-                entered = enter_handler(context)
-                try:
-                    await self.dedup_store.mark(envelope.id)
-                finally:
-                    exit_handler(entered)
+                if labels is not None:
+                    labels.duration.observe(time.perf_counter() - started)
+                await self.dedup_store.mark(envelope.id)
                 return
+            finally:
+                if entered is not None:
+                    exit_handler(entered)
 
     async def _dead_letter(
         self, record: ConsumerRecord[bytes, bytes], error_type: str, message: str, attempts: int

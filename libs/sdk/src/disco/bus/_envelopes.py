@@ -20,6 +20,7 @@ __all__ = [
     "EnvelopeAttributes",
     "build_envelope",
     "fast_id",
+    "inherited_traceparent",
     "ready_envelope",
     "rejected",
 ]
@@ -57,12 +58,14 @@ def build_envelope(
     attributes: Mapping[str, Any],
     *,
     source: str,
+    traceparent: str | None = None,
 ) -> Envelope:
     """The envelope for ``topic``, validated, with the handler context inherited.
 
     Inside a handler, ``causation_id`` is the handled envelope's id and tenant,
-    user, session and plan are inherited unless given; the trace is the current
-    span's, else the handled envelope's.
+    user, session and plan are inherited unless given; the trace is
+    ``traceparent`` (the publish span's) if given, else the current span's,
+    else the handled envelope's.
     """
     fields: dict[str, Any] = {
         # Given here rather than left to the model's default factories:
@@ -85,19 +88,33 @@ def build_envelope(
                 value = getattr(cause, inherited)
                 if value is not None:
                     fields[inherited] = value
-    traceparent = current_traceparent()
-    if traceparent is None and context is not None:
-        traceparent = context.envelope.traceparent
+    if traceparent is None:
+        traceparent = current_traceparent()
+        if traceparent is None and context is not None:
+            traceparent = context.envelope.traceparent
     if traceparent is not None:
         fields["traceparent"] = traceparent
     return envelope_class_for(topic).from_dict(fields)
 
 
-def ready_envelope(topic: str | Topic, envelope: Envelope) -> Envelope:
-    """``envelope`` as ``topic``'s envelope kind (checked), with the current trace."""
+def inherited_traceparent() -> str | None:
+    """The trace a publish continues: the current span's, else the handled envelope's."""
+    traceparent = current_traceparent()
+    if traceparent is None:
+        context = maybe_current_context()
+        if context is not None:
+            traceparent = context.envelope.traceparent
+    return traceparent
+
+
+def ready_envelope(topic: str | Topic, envelope: Envelope, *, retrace: bool = True) -> Envelope:
+    """``envelope`` as ``topic``'s envelope kind (checked), with the current trace
+    (unless ``retrace`` is False: the publish span sets it)."""
     kind = envelope_class_for(topic)
     if not isinstance(envelope, kind):
         envelope = envelope.as_(kind)
+    if not retrace:
+        return envelope
     traceparent = current_traceparent()
     if traceparent is not None and traceparent != envelope.traceparent:
         envelope = envelope.model_copy(update={"traceparent": traceparent})

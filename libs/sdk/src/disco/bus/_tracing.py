@@ -7,6 +7,10 @@ waited for an answer records a ``receive <topic>`` span, child of the answer's.
 So one trace runs publisher → consumer → handler → reply → requester.
 Attributes follow OpenTelemetry's messaging semantic conventions.
 
+Spans of an OpenTelemetry SDK tracer are recorded through :mod:`disco.bus._spans`
+(the same spans, at a fraction of the SDK's per-span cost); attributes are
+given when a span starts, never set one by one.
+
 Which tracer provider: the one handed to the :class:`~disco.bus.BusClient`
 (services keep one per app), else the global one (``disco.configure_tracing()``
 or any OpenTelemetry SDK set up by the application). Without an SDK the API
@@ -16,16 +20,29 @@ never cut by a disco hop.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, TracerProvider
+from opentelemetry.trace import (
+    NonRecordingSpan,
+    Span,
+    SpanContext,
+    SpanKind,
+    Status,
+    StatusCode,
+    Tracer,
+    TracerProvider,
+)
+from opentelemetry.util import types
 
+from disco.bus._spans import LightSpan, LightTracer, light_tracer
 from disco_common.envelope import Envelope
 
-__all__ = ["BusTracer", "current_traceparent", "tracing_enabled"]
+__all__ = ["BusTracer", "current_traceparent", "span_traceparent", "tracing_enabled"]
 
 _SCOPE = "disco.bus"
 _NO_SDK = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
@@ -33,10 +50,11 @@ _NO_SDK = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
 
 def current_traceparent() -> str | None:
     """The W3C ``traceparent`` of the current span, or ``None`` if there is none."""
-    return _traceparent(trace.get_current_span())
+    return span_traceparent(trace.get_current_span())
 
 
-def _traceparent(span: Span) -> str | None:
+def span_traceparent(span: Span) -> str | None:
+    """The W3C ``traceparent`` of ``span``, or ``None`` if its context is not valid."""
     # What opentelemetry's TraceContext propagator writes, without building a
     # carrier and running every configured propagator for each message.
     span_context = span.get_span_context()
@@ -55,6 +73,25 @@ def _parent(traceparent: str | None) -> Context | None:
     return propagate.extract({"traceparent": traceparent}) if traceparent else None
 
 
+def _remote(traceparent: str | None) -> SpanContext | None:
+    """The span context a W3C ``traceparent`` names (version 00), else None."""
+    if traceparent is None or len(traceparent) != 55 or not traceparent.startswith("00-"):
+        return None
+    try:
+        trace_id = int(traceparent[3:35], 16)
+        span_id = int(traceparent[36:52], 16)
+        flags = int(traceparent[53:55], 16)
+    except ValueError:
+        return None
+    if not trace_id or not span_id or traceparent[35] != "-" or traceparent[52] != "-":
+        return None
+    return SpanContext(trace_id, span_id, is_remote=True, trace_flags=trace.TraceFlags(flags))
+
+
+_RECHECK_SECONDS = 1.0
+"""How long "no global SDK" is believed before the global provider is looked up again."""
+
+
 class BusTracer:
     """The spans of one bus client and its consumers.
 
@@ -65,52 +102,96 @@ class BusTracer:
 
     def __init__(self, provider: TracerProvider | None = None) -> None:
         self._tracer: Tracer | None = None
+        self._light: LightTracer | None = None
+        self._recheck_at = 0.0
         if provider is not None and not isinstance(provider, _NO_SDK):
-            self._tracer = provider.get_tracer(_SCOPE)
+            self._use(provider.get_tracer(_SCOPE))
+
+    def _use(self, tracer: Tracer) -> None:
+        self._tracer = tracer
+        self._light = light_tracer(tracer)
 
     @property
     def enabled(self) -> bool:
         """Whether spans are recorded (a real provider was given or installed globally)."""
         if self._tracer is not None:
             return True
-        # A global provider is set once per process and never unset: remember it.
+        # A global provider is set once per process and never unset: remember
+        # it; its absence is looked up again at most once a second.
+        now = time.monotonic()
+        if now < self._recheck_at:
+            return False
         if tracing_enabled():
-            self._tracer = trace.get_tracer(_SCOPE)
+            self._use(trace.get_tracer(_SCOPE))
             return True
+        self._recheck_at = now + _RECHECK_SECONDS
         return False
 
-    def _require(self) -> Tracer:
-        tracer = self._tracer
-        return tracer if tracer is not None else trace.get_tracer(_SCOPE)
+    def _start(
+        self,
+        name: str,
+        kind: SpanKind,
+        parent: SpanContext | None,
+        attributes: dict[str, types.AnyValue],
+    ) -> Span:
+        """A span child of ``parent`` (None: of the current span)."""
+        context = None if parent is None else trace.set_span_in_context(NonRecordingSpan(parent))
+        light = self._light
+        if light is not None:
+            return light.start(name, kind, parent, context, attributes)
+        tracer = self._tracer if self._tracer is not None else trace.get_tracer(_SCOPE)
+        return tracer.start_span(name, context=context, kind=kind, attributes=attributes)
+
+    def start_send(self, name: str, fallback_parent: str | None) -> Span:
+        """Start the ``send`` span of a publish to broker topic ``name``, before its
+        envelope is built (so the envelope carries the span's ``traceparent`` from the
+        start). Describe it with :meth:`describe_send` once the envelope exists.
+
+        The span is a child of the current span, else of ``fallback_parent`` (a
+        handler publishing without a current span continues the handled
+        envelope's trace).
+        """
+        parent = None if trace.get_current_span().is_recording() else _remote(fallback_parent)
+        return self._start(
+            f"send {name}",
+            SpanKind.PRODUCER,
+            parent,
+            {
+                "messaging.system": "kafka",
+                "messaging.operation.type": "send",
+                "messaging.operation.name": "send",
+                "messaging.destination.name": name,
+            },
+        )
+
+    @staticmethod
+    def describe_send(span: Span, envelope: Envelope, client_id: str) -> None:
+        """Add what the envelope says to its ``send`` span."""
+        if not span.is_recording():
+            return
+        described: dict[str, types.AnyValue] = {
+            "messaging.message.id": envelope.id,
+            "messaging.client.id": client_id,
+            "messaging.kafka.message.key": envelope.kafka_key().decode("utf-8", errors="replace"),
+            "cloudevents.event_id": envelope.id,
+            "cloudevents.event_type": envelope.type,
+        }
+        if isinstance(span, LightSpan):
+            span.attributes.update(described)  # the bus's own: nothing to clean
+        else:
+            span.set_attributes(described)
 
     def start_publish(self, name: str, envelope: Envelope, client_id: str) -> tuple[Span, Envelope]:
-        """Start the ``send`` span of ``envelope`` to broker topic ``name``.
+        """Start the ``send`` span of a ready ``envelope`` to broker topic ``name``.
 
         The span is a child of the current span (else of the envelope's own
-        ``traceparent``: a handler publishing without a current span continues
-        the handled envelope's trace); the envelope returned carries the span's
+        ``traceparent``); the envelope returned carries the span's
         ``traceparent``, so the consumer's span becomes its child. End the span
         with :meth:`end`.
         """
-        context = None if trace.get_current_span().is_recording() else _parent(envelope.traceparent)
-        span = self._require().start_span(f"send {name}", context=context, kind=SpanKind.PRODUCER)
-        if span.is_recording():
-            span.set_attributes(
-                {
-                    "messaging.system": "kafka",
-                    "messaging.operation.type": "send",
-                    "messaging.operation.name": "send",
-                    "messaging.destination.name": name,
-                    "messaging.message.id": envelope.id,
-                    "messaging.client.id": client_id,
-                    "messaging.kafka.message.key": envelope.kafka_key().decode(
-                        "utf-8", errors="replace"
-                    ),
-                    "cloudevents.event_id": envelope.id,
-                    "cloudevents.event_type": envelope.type,
-                }
-            )
-        traceparent = _traceparent(span)
+        span = self.start_send(name, envelope.traceparent)
+        self.describe_send(span, envelope, client_id)
+        traceparent = span_traceparent(span)
         if traceparent is not None and traceparent != envelope.traceparent:
             envelope = envelope.model_copy(update={"traceparent": traceparent})
         return span, envelope
@@ -129,24 +210,59 @@ class BusTracer:
         A short ``receive`` span, child of the answer's ``traceparent``: the
         last hop of a request/response trace, seen from the requester.
         """
-        span = self._require().start_span(
-            f"receive {name}", context=_parent(envelope.traceparent), kind=SpanKind.CONSUMER
+        self._start(
+            f"receive {name}",
+            SpanKind.CONSUMER,
+            _remote(envelope.traceparent),
+            {
+                "messaging.system": "kafka",
+                "messaging.operation.type": "receive",
+                "messaging.operation.name": "receive",
+                "messaging.destination.name": name,
+                "messaging.message.id": envelope.id,
+                "messaging.message.conversation_id": envelope.correlation_id or "",
+                "messaging.client.id": client_id,
+                "cloudevents.event_id": envelope.id,
+                "cloudevents.event_type": envelope.type,
+            },
+        ).end()
+
+    def start_process(
+        self,
+        name: str,
+        envelope: Envelope,
+        traceparent: str | None,
+        *,
+        group: str,
+        partition: int,
+        offset: int,
+    ) -> tuple[Span, object]:
+        """Start the ``process`` span of one handler call, child of the record's
+        ``traceparent``, and make it the current span; undo with :meth:`end_process`."""
+        span = self._start(
+            f"process {name}",
+            SpanKind.CONSUMER,
+            _remote(traceparent),
+            {
+                "messaging.system": "kafka",
+                "messaging.operation.type": "process",
+                "messaging.operation.name": "process",
+                "messaging.destination.name": name,
+                "messaging.consumer.group.name": group,
+                "messaging.destination.partition.id": str(partition),
+                "messaging.kafka.offset": offset,
+                "messaging.message.id": envelope.id,
+                "cloudevents.event_id": envelope.id,
+                "cloudevents.event_type": envelope.type,
+            },
         )
-        if span.is_recording():
-            span.set_attributes(
-                {
-                    "messaging.system": "kafka",
-                    "messaging.operation.type": "receive",
-                    "messaging.operation.name": "receive",
-                    "messaging.destination.name": name,
-                    "messaging.message.id": envelope.id,
-                    "messaging.message.conversation_id": envelope.correlation_id or "",
-                    "messaging.client.id": client_id,
-                    "cloudevents.event_id": envelope.id,
-                    "cloudevents.event_type": envelope.type,
-                }
-            )
-        span.end()
+        return span, otel_context.attach(trace.set_span_in_context(span))
+
+    @staticmethod
+    def end_process(span: Span, token: object, error: BaseException | None = None) -> None:
+        """Detach and end a ``process`` span (recording ``error``, as ``use_span`` does)."""
+        otel_context.detach(token)  # type: ignore[arg-type]
+        BusTracer.end(span, error)
 
     @contextmanager
     def consume(
@@ -160,22 +276,12 @@ class BusTracer:
         offset: int,
     ) -> Iterator[Span]:
         """The ``process`` span of one handler call, child of the record's ``traceparent``."""
-        with self._require().start_as_current_span(
-            f"process {name}", context=_parent(traceparent), kind=SpanKind.CONSUMER
-        ) as span:
-            if span.is_recording():
-                span.set_attributes(
-                    {
-                        "messaging.system": "kafka",
-                        "messaging.operation.type": "process",
-                        "messaging.operation.name": "process",
-                        "messaging.destination.name": name,
-                        "messaging.consumer.group.name": group,
-                        "messaging.destination.partition.id": str(partition),
-                        "messaging.kafka.offset": offset,
-                        "messaging.message.id": envelope.id,
-                        "cloudevents.event_id": envelope.id,
-                        "cloudevents.event_type": envelope.type,
-                    }
-                )
+        span, token = self.start_process(
+            name, envelope, traceparent, group=group, partition=partition, offset=offset
+        )
+        try:
             yield span
+        except BaseException as exc:
+            self.end_process(span, token, exc)
+            raise
+        self.end_process(span, token)
