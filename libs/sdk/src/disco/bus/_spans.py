@@ -14,11 +14,15 @@ it builds itself from validated envelopes, so it records them here instead:
 - attributes live in a plain dict (the bus's are known-good strings and ints;
   anything set by other code is cleaned by the SDK's ``BoundedAttributes`` at
   the end, as a normal span would);
-- the tracer's ``span_processor`` gets ``on_start`` and ``on_end`` with one
-  :class:`~opentelemetry.sdk.trace.ReadableSpan`, what it gets from a normal span.
+- a :class:`LightSpan` is a :class:`~opentelemetry.sdk.trace.ReadableSpan` (as the
+  SDK's own span is), handed as is to the tracer's ``span_processor``
+  (``on_start``, ``on_end``);
+- a static sampler (``ALWAYS_ON``/``ALWAYS_OFF``) is not asked per span: its
+  answer never changes.
 
 So exporters, processors, the sampler and the resource see the same spans as
-before. Any other tracer (not the SDK's) is used through the plain API.
+before. This module needs the SDK (``disco-sdk[otel]``): the bus imports it only
+for an SDK tracer, and uses any other tracer through the plain API.
 """
 
 from __future__ import annotations
@@ -26,11 +30,15 @@ from __future__ import annotations
 import time
 import traceback
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.context import Context
+from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.sdk.trace import Tracer as SdkTracer
+from opentelemetry.sdk.trace.sampling import Decision, StaticSampler
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import (
     Link,
     NonRecordingSpan,
@@ -43,27 +51,18 @@ from opentelemetry.trace import (
 )
 from opentelemetry.util import types
 
-if TYPE_CHECKING:
-    from opentelemetry.sdk.trace import Tracer as SdkTracer
-
 __all__ = ["LightSpan", "LightTracer", "light_tracer"]
 
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 _DEFAULT = TraceFlags(TraceFlags.DEFAULT)
-_RANDOM = getattr(TraceFlags, "RANDOM_TRACE_ID", 0)
+_RANDOM: int = getattr(TraceFlags, "RANDOM_TRACE_ID", 0)
 _UNSET = Status(StatusCode.UNSET)
+_NEEDED = ("sampler", "resource", "span_processor", "id_generator", "instrumentation_info")
 
 
 def light_tracer(tracer: Tracer) -> LightTracer | None:
     """A :class:`LightTracer` over ``tracer`` when it is the OpenTelemetry SDK's, else None."""
-    try:
-        from opentelemetry.sdk.trace import Tracer as SdkTracer
-    except ImportError:  # pragma: no cover - the SDK is an optional dependency
-        return None
-    if not isinstance(tracer, SdkTracer):
-        return None
-    needed = ("sampler", "resource", "span_processor", "id_generator", "instrumentation_info")
-    if not all(hasattr(tracer, name) for name in needed):  # pragma: no cover - SDK changed
+    if not isinstance(tracer, SdkTracer) or not all(hasattr(tracer, n) for n in _NEEDED):
         return None
     return LightTracer(tracer)
 
@@ -71,11 +70,17 @@ def light_tracer(tracer: Tracer) -> LightTracer | None:
 class LightTracer:
     """Starts :class:`LightSpan` s with an SDK tracer's ids, sampler and processors."""
 
-    __slots__ = ("_ids", "_processor", "_random_ids", "_sampler", "_scope", "resource")
+    __slots__ = (
+        "_ids",
+        "_processor",
+        "_random_ids",
+        "_sampler",
+        "_scope",
+        "_static",
+        "resource",
+    )
 
     def __init__(self, tracer: SdkTracer) -> None:
-        from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-
         self._sampler = tracer.sampler
         self.resource = tracer.resource
         self._processor = tracer.span_processor
@@ -84,6 +89,10 @@ class LightTracer:
         self._scope = InstrumentationScope(info.name, info.version, info.schema_url)
         is_random = getattr(self._ids, "is_trace_id_random", None)
         self._random_ids = bool(is_random()) if is_random is not None else False
+        # A static sampler's decision never changes (it passes the parent's trace state on).
+        self._static: Decision | None = None
+        if isinstance(self._sampler, StaticSampler):
+            self._static = self._sampler.should_sample(None, 1, "").decision
 
     def start(
         self,
@@ -97,14 +106,21 @@ class LightTracer:
         sampler reads the latter; ``None`` for both means the current span)."""
         if parent is None:
             parent = trace.get_current_span(context).get_span_context()
-        if parent.is_valid:
+        valid = parent.is_valid
+        if valid:
             trace_id = parent.trace_id
-            random_id = bool(parent.trace_flags & _RANDOM) if _RANDOM else False
+            random_id = bool(parent.trace_flags & _RANDOM)
         else:
             trace_id = self._ids.generate_trace_id()
             random_id = self._random_ids
-        result = self._sampler.should_sample(context, trace_id, name, kind, attributes, ())
-        decision = result.decision
+        decision = self._static
+        if decision is None:
+            result = self._sampler.should_sample(context, trace_id, name, kind, attributes, ())
+            decision, trace_state, extra = result.decision, result.trace_state, result.attributes
+            if extra:
+                attributes = {**attributes, **extra}
+        else:
+            trace_state = parent.trace_state if valid else None
         sampled: bool = decision.is_sampled()  # type: ignore[no-untyped-call]
         flags = _SAMPLED if sampled else _DEFAULT
         if random_id:
@@ -114,60 +130,22 @@ class LightTracer:
             self._ids.generate_span_id(),
             is_remote=False,
             trace_flags=flags,
-            trace_state=result.trace_state,
+            trace_state=trace_state,
         )
         if not decision.is_recording():  # type: ignore[no-untyped-call]
             return NonRecordingSpan(span_context)
-        parent_or_none = parent if parent.is_valid else None
-        extra = result.attributes
-        if extra:
-            attributes = {**attributes, **extra}
-        span = LightSpan(self, name, kind, span_context, parent_or_none, attributes)
+        span = LightSpan(self, name, kind, span_context, parent if valid else None, attributes)
         self._processor.on_start(span, context)  # type: ignore[arg-type]
         return span
 
-    def finish(self, span: LightSpan, end_time: int) -> None:
-        """Hand an ended span to the processors (as a ``ReadableSpan``)."""
-        from opentelemetry.sdk.trace import ReadableSpan
-
-        attributes: types.Attributes = span.attributes
-        if span.foreign:
-            attributes = BoundedAttributes(attributes=span.attributes, immutable=True)
-        self._processor.on_end(
-            ReadableSpan(
-                name=span.name,
-                context=span.context,
-                parent=span.parent,
-                resource=self.resource,
-                attributes=attributes,
-                events=tuple(span.events),
-                links=tuple(span.links),
-                kind=span.kind,
-                status=span.status,
-                start_time=span.start_time,
-                end_time=end_time,
-                instrumentation_scope=self._scope,
-            )
-        )
+    def finish(self, span: LightSpan) -> None:
+        """Hand an ended span to the processors."""
+        self._processor.on_end(span)
 
 
-class LightSpan(trace.Span):
-    """A recording span of the bus (see the module doc); the API of any span."""
-
-    __slots__ = (
-        "_tracer",
-        "attributes",
-        "context",
-        "end_time",
-        "events",
-        "foreign",
-        "kind",
-        "links",
-        "name",
-        "parent",
-        "start_time",
-        "status",
-    )
+class LightSpan(trace.Span, ReadableSpan):
+    """A recording span of the bus (see the module doc): the API of any span, read
+    by processors and exporters as the SDK's own spans are."""
 
     def __init__(
         self,
@@ -178,37 +156,48 @@ class LightSpan(trace.Span):
         parent: SpanContext | None,
         attributes: dict[str, types.AnyValue],
     ) -> None:
+        # ReadableSpan's fields, set here rather than through its constructor.
         self._tracer = tracer
-        self.name = name
-        self.kind = kind
-        self.context = context
-        self.parent = parent
-        self.attributes = attributes
-        self.events: list[Any] = []
-        self.links: list[Link] = []
-        self.status = _UNSET
-        self.foreign = False  # attributes set by other code: cleaned at the end
-        self.start_time = time.time_ns()
-        self.end_time: int | None = None
+        self._name = name
+        self._kind = kind
+        self._context = context
+        self._parent = parent
+        self._attributes: Any = attributes
+        self._events: Any = ()
+        self._links: Any = ()
+        self._status = _UNSET
+        self._resource = tracer.resource
+        self._instrumentation_info = None
+        self._instrumentation_scope = tracer._scope
+        self._start_time = time.time_ns()
+        self._end_time: int | None = None
+        self._foreign = False  # attributes set by other code: cleaned at the end
+
+    def own_attributes(self, attributes: Mapping[str, types.AnyValue]) -> None:
+        """Add the bus's own attributes (known-good values: not cleaned)."""
+        if self._end_time is None:
+            self._attributes.update(attributes)
 
     def end(self, end_time: int | None = None) -> None:
-        if self.end_time is not None:
+        if self._end_time is not None:
             return
-        self.end_time = end_time if end_time is not None else time.time_ns()
-        self._tracer.finish(self, self.end_time)
+        self._end_time = end_time if end_time is not None else time.time_ns()
+        if self._foreign:
+            self._attributes = BoundedAttributes(attributes=self._attributes, immutable=True)
+        self._tracer.finish(self)
 
     def get_span_context(self) -> SpanContext:
-        return self.context
+        return self._context  # type: ignore[return-value]  # always set here
 
     def set_attributes(self, attributes: Mapping[str, types.AnyValue]) -> None:
-        if self.end_time is None:
-            self.attributes.update(attributes)
-            self.foreign = True
+        if self._end_time is None:
+            self._attributes.update(attributes)
+            self._foreign = True
 
     def set_attribute(self, key: str, value: types.AnyValue) -> None:
-        if self.end_time is None:
-            self.attributes[key] = value
-            self.foreign = True
+        if self._end_time is None:
+            self._attributes[key] = value
+            self._foreign = True
 
     def add_event(
         self,
@@ -216,35 +205,29 @@ class LightSpan(trace.Span):
         attributes: types.Attributes = None,
         timestamp: int | None = None,
     ) -> None:
-        from opentelemetry.sdk.trace import Event
-
-        if self.end_time is None:
-            self.events.append(
-                Event(
-                    name,
-                    BoundedAttributes(attributes=attributes, immutable=True),
-                    timestamp if timestamp is not None else time.time_ns(),
-                )
+        if self._end_time is None:
+            event = Event(
+                name,
+                BoundedAttributes(attributes=attributes, immutable=True),
+                timestamp if timestamp is not None else time.time_ns(),
             )
+            self._events = (*self._events, event)
 
     def add_link(self, context: SpanContext, attributes: types.Attributes = None) -> None:
-        if self.end_time is None and context.is_valid:
-            self.links.append(Link(context, attributes))
+        if self._end_time is None and context.is_valid:
+            self._links = (*self._links, Link(context, attributes))
 
     def update_name(self, name: str) -> None:
-        if self.end_time is None:
-            self.name = name
+        if self._end_time is None:
+            self._name = name
 
     def is_recording(self) -> bool:
-        return self.end_time is None
+        return self._end_time is None
 
     def set_status(self, status: Status | StatusCode, description: str | None = None) -> None:
-        if self.end_time is not None:
+        if self._end_time is not None:
             return
-        if isinstance(status, Status):
-            self.status = status
-        else:
-            self.status = Status(status, description)
+        self._status = status if isinstance(status, Status) else Status(status, description)
 
     def record_exception(
         self,

@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, cast
 
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
@@ -39,7 +40,9 @@ from opentelemetry.trace import (
 )
 from opentelemetry.util import types
 
-from disco.bus._spans import LightSpan, LightTracer, light_tracer
+if TYPE_CHECKING:
+    from disco.bus._spans import LightSpan, LightTracer
+
 from disco_common.envelope import Envelope
 
 __all__ = ["BusTracer", "current_traceparent", "span_traceparent", "tracing_enabled"]
@@ -109,7 +112,12 @@ class BusTracer:
 
     def _use(self, tracer: Tracer) -> None:
         self._tracer = tracer
-        self._light = light_tracer(tracer)
+        try:
+            from disco.bus._spans import light_tracer
+        except ImportError:  # no SDK: whatever tracer it is, through the API
+            self._light = None
+        else:
+            self._light = light_tracer(tracer)
 
     @property
     def enabled(self) -> bool:
@@ -164,8 +172,7 @@ class BusTracer:
             },
         )
 
-    @staticmethod
-    def describe_send(span: Span, envelope: Envelope, client_id: str) -> None:
+    def describe_send(self, span: Span, envelope: Envelope, client_id: str) -> None:
         """Add what the envelope says to its ``send`` span."""
         if not span.is_recording():
             return
@@ -176,8 +183,8 @@ class BusTracer:
             "cloudevents.event_id": envelope.id,
             "cloudevents.event_type": envelope.type,
         }
-        if isinstance(span, LightSpan):
-            span.attributes.update(described)  # the bus's own: nothing to clean
+        if self._light is not None:
+            cast("LightSpan", span).own_attributes(described)
         else:
             span.set_attributes(described)
 
