@@ -22,7 +22,6 @@ from disco.bus._envelopes import (
     EnvelopeAttributes,
     build_envelope,
     fast_id,
-    inherited_traceparent,
     ready_envelope,
     rejected,
 )
@@ -38,7 +37,7 @@ from disco.bus._metrics import BusMetrics
 from disco.bus._partitioner import partition_for
 from disco.bus._producer import RecordWriter
 from disco.bus._replies import ReplyListener
-from disco.bus._tracing import BusTracer, current_traceparent, span_traceparent
+from disco.bus._tracing import BusTracer, span_traceparent
 from disco.bus._wire import dead_letter_headers, record_for
 from disco.settings import BusSettings
 from disco_common.envelope import ActionRequest, ActionResult, Envelope, KafkaHeaders
@@ -561,7 +560,7 @@ class BusClient(StartStop):
         tracer = self.tracer
         if not tracer.enabled:
             return build_envelope(topic, event_type, data, attributes, source=self.source), None
-        span = tracer.start_send(self._broker_name(topic), inherited_traceparent())
+        span = tracer.start_send(self._broker_name(topic))
         try:
             envelope = build_envelope(
                 topic,
@@ -584,7 +583,7 @@ class BusClient(StartStop):
         if not self.tracer.enabled:
             return ready_envelope(topic, envelope), None
         envelope = ready_envelope(topic, envelope, retrace=False)
-        span = self.tracer.start_send(name, current_traceparent() or envelope.traceparent)
+        span = self.tracer.start_send(name, envelope.traceparent)
         self.tracer.describe_send(span, envelope, self.name)
         traceparent = span_traceparent(span)
         if traceparent is not None and traceparent != envelope.traceparent:

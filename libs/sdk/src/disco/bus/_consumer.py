@@ -40,8 +40,8 @@ from disco.bus._routes import (
     check_handler,
     describe,
 )
-from disco_common.auth import UNAUTHENTICATED_TENANT
-from disco_common.envelope import Envelope, EnvelopeError, envelope_class_for
+from disco_common.auth import TENANT_CREDENTIAL_HEADER, UNAUTHENTICATED_TENANT
+from disco_common.envelope import TENANT_HEADER, Envelope, EnvelopeError, envelope_class_for
 from disco_common.topics import DLQ_SUFFIX, Topic, dlq_topic
 
 __all__ = ["BusConsumer"]
@@ -49,6 +49,11 @@ __all__ = ["BusConsumer"]
 _log = structlog.get_logger("disco.bus")
 
 _GROUP = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_STRUCTURED_HEADERS = frozenset(
+    {"content-type", "ce_id", TENANT_HEADER, TENANT_CREDENTIAL_HEADER, "tenant_id"}
+)
+"""Headers of a structured-mode record as disco writes it (besides ``ce_type`` and
+``traceparent``): a record with only these is parsed from its value alone."""
 _LOOK_INTERVAL = 1.0
 """Seconds between two looks for a broker that restarted without its data."""
 
@@ -461,15 +466,22 @@ class BusConsumer(StartStop):
         topic, routes, kind = routing
         ce_type: str | None = None
         traceparent: str | None = None
+        structured = True  # only the headers disco writes: not a binary-mode record
         for name, value in record.headers:
             if name == "ce_type" and value:
                 ce_type = value.decode("utf-8", errors="replace")
             elif name == "traceparent" and value:
                 traceparent = value.decode("utf-8", errors="replace")
+            elif name not in _STRUCTURED_HEADERS:
+                structured = False
         if ce_type is not None and ce_type not in routes and ANY_EVENT not in routes:
             return  # someone else's event: skip without parsing
         try:
-            envelope = kind.from_kafka_record(record.value, record.headers)
+            envelope = (
+                kind.from_kafka_value(record.value)
+                if structured
+                else kind.from_kafka_record(record.value, record.headers)
+            )
         except EnvelopeError as exc:
             await self._dead_letter(record, "EnvelopeError", exc.reason, attempts=0)
             return

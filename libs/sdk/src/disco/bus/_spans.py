@@ -98,14 +98,19 @@ class LightTracer:
         self,
         name: str,
         kind: SpanKind,
-        parent: SpanContext | None,
-        context: Context | None,
+        parent: SpanContext,
         attributes: dict[str, types.AnyValue],
+        current: bool,
     ) -> trace.Span:
-        """Start a span, child of ``parent`` (the span context of ``context``: the
-        sampler reads the latter; ``None`` for both means the current span)."""
-        if parent is None:
-            parent = trace.get_current_span(context).get_span_context()
+        """Start a span, child of ``parent`` (``current``: the current span's context).
+
+        The sampler (unless static) and the processors' ``on_start`` are given
+        the parent as a context, as ``Tracer.start_span(context=...)`` gives it
+        (none, the current context, when it is the current span).
+        """
+        context: Context | None = None
+        if not current:
+            context = trace.set_span_in_context(NonRecordingSpan(parent))
         valid = parent.is_valid
         if valid:
             trace_id = parent.trace_id

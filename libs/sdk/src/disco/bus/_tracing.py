@@ -43,6 +43,7 @@ from opentelemetry.util import types
 if TYPE_CHECKING:
     from disco.bus._spans import LightSpan, LightTracer
 
+from disco._context import maybe_current_context
 from disco_common.envelope import Envelope
 
 __all__ = ["BusTracer", "current_traceparent", "span_traceparent", "tracing_enabled"]
@@ -63,8 +64,14 @@ def span_traceparent(span: Span) -> str | None:
     span_context = span.get_span_context()
     if not span_context.is_valid:
         return None
-    trace_id, span_id, flags = span_context.trace_id, span_context.span_id, span_context.trace_flags
-    return f"00-{trace_id:032x}-{span_id:016x}-{flags:02x}"
+    # to_bytes().hex(): a third of the cost of format(id, "032x") (measured).
+    return (
+        f"00-{span_context.trace_id.to_bytes(16, 'big').hex()}-"
+        f"{span_context.span_id.to_bytes(8, 'big').hex()}-{_FLAGS[span_context.trace_flags & 0xFF]}"
+    )
+
+
+_FLAGS = [f"{flags:02x}" for flags in range(256)]
 
 
 def tracing_enabled() -> bool:
@@ -141,25 +148,38 @@ class BusTracer:
         kind: SpanKind,
         parent: SpanContext | None,
         attributes: dict[str, types.AnyValue],
+        *,
+        current: bool = False,
     ) -> Span:
-        """A span child of ``parent`` (None: of the current span)."""
-        context = None if parent is None else trace.set_span_in_context(NonRecordingSpan(parent))
+        """A span child of ``parent`` (None: of the current span; ``current``: it is
+        the current span's context)."""
         light = self._light
         if light is not None:
-            return light.start(name, kind, parent, context, attributes)
+            if parent is None:
+                parent, current = trace.get_current_span().get_span_context(), True
+            return light.start(name, kind, parent, attributes, current)
+        context = None
+        if parent is not None and not current:
+            context = trace.set_span_in_context(NonRecordingSpan(parent))
         tracer = self._tracer if self._tracer is not None else trace.get_tracer(_SCOPE)
         return tracer.start_span(name, context=context, kind=kind, attributes=attributes)
 
-    def start_send(self, name: str, fallback_parent: str | None) -> Span:
+    def start_send(self, name: str, traceparent: str | None = None) -> Span:
         """Start the ``send`` span of a publish to broker topic ``name``, before its
         envelope is built (so the envelope carries the span's ``traceparent`` from the
         start). Describe it with :meth:`describe_send` once the envelope exists.
 
-        The span is a child of the current span, else of ``fallback_parent`` (a
-        handler publishing without a current span continues the handled
-        envelope's trace).
+        The span is a child of the current span, else of ``traceparent`` (a ready
+        envelope's own), else of the handled envelope's (a handler publishing
+        without a current span continues the handled envelope's trace).
         """
-        parent = None if trace.get_current_span().is_recording() else _remote(fallback_parent)
+        parent: SpanContext | None = trace.get_current_span().get_span_context()
+        current = parent is not None and parent.is_valid
+        if not current:
+            if traceparent is None:
+                handled = maybe_current_context()
+                traceparent = handled.envelope.traceparent if handled is not None else None
+            parent = _remote(traceparent)
         return self._start(
             f"send {name}",
             SpanKind.PRODUCER,
@@ -170,6 +190,7 @@ class BusTracer:
                 "messaging.operation.name": "send",
                 "messaging.destination.name": name,
             },
+            current=current,
         )
 
     def describe_send(self, span: Span, envelope: Envelope, client_id: str) -> None:
@@ -179,7 +200,9 @@ class BusTracer:
         described: dict[str, types.AnyValue] = {
             "messaging.message.id": envelope.id,
             "messaging.client.id": client_id,
-            "messaging.kafka.message.key": envelope.kafka_key().decode("utf-8", errors="replace"),
+            "messaging.kafka.message.key": envelope.plan_id
+            or envelope.correlation_id
+            or envelope.id,
             "cloudevents.event_id": envelope.id,
             "cloudevents.event_type": envelope.type,
         }
