@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
+from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
+from disco.bus._envelopes import fast_id
 from disco.bus._tracing import BusTracer, current_traceparent
 from disco_common.envelope import Envelope
 
@@ -92,3 +97,70 @@ def test_a_failed_publish_marks_its_span_as_an_error(
 
 def test_outside_any_span_there_is_no_traceparent_to_publish() -> None:
     assert current_traceparent() is None
+
+
+def test_spans_follow_the_provider_sampler_and_still_carry_the_trace_on(
+    exporter: InMemorySpanExporter,
+) -> None:
+    provider = TracerProvider(sampler=ParentBased(ALWAYS_OFF))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = BusTracer(provider)
+
+    span, sent = tracer.start_publish("x.business-facts", _envelope(), "billing")
+    tracer.end(span)
+
+    assert exporter.get_finished_spans() == ()
+    assert not span.is_recording()
+    # Not sampled (flag bit 0 off), yet a trace the consumer continues.
+    assert sent.traceparent is not None
+    assert int(sent.traceparent.rsplit("-", 1)[1], 16) & 0x01 == 0
+    assert sent.traceparent.split("-")[2] == f"{span.get_span_context().span_id:016x}"
+
+
+def test_what_a_handler_adds_to_its_span_is_exported_and_a_failure_is_recorded(
+    tracer: BusTracer, exporter: InMemorySpanExporter
+) -> None:
+    envelope = _envelope(INCOMING)
+    with (
+        pytest.raises(ValueError, match="bad order"),
+        tracer.consume("business-facts", envelope, INCOMING, group="g", partition=0, offset=7),
+    ):
+        current = trace.get_current_span()
+        current.set_attribute("order.lines", 3)
+        current.add_event("priced", {"total": 42})
+        raise ValueError("bad order")
+
+    [finished] = exporter.get_finished_spans()
+    assert finished.attributes is not None
+    assert finished.attributes["order.lines"] == 3
+    assert finished.attributes["messaging.kafka.offset"] == 7
+    assert finished.status.status_code is StatusCode.ERROR
+    assert [event.name for event in finished.events] == ["priced", "exception"]
+    exception = finished.events[1].attributes
+    assert exception is not None
+    assert exception["exception.type"] == "ValueError"
+    assert exception["exception.message"] == "bad order"
+    assert finished.resource is not None
+    assert finished.instrumentation_scope is not None
+    assert finished.instrumentation_scope.name == "disco.bus"
+
+
+def test_a_publish_inside_a_handler_span_is_its_child(
+    tracer: BusTracer, exporter: InMemorySpanExporter
+) -> None:
+    envelope = _envelope(INCOMING)
+    with tracer.consume("t", envelope, INCOMING, group="g", partition=0, offset=1) as process:
+        span = tracer.start_send("x.action-results")
+        tracer.end(span)
+
+    send, consumed = exporter.get_finished_spans()
+    assert send.name == "send x.action-results"
+    assert send.parent is not None
+    assert send.parent.span_id == process.get_span_context().span_id
+    assert send.context.trace_id == consumed.context.trace_id
+
+
+def test_envelope_ids_are_distinct_uuid4_across_many_pool_refills() -> None:
+    ids = [fast_id() for _ in range(5000)]
+    assert len(set(ids)) == len(ids)
+    assert {uuid.UUID(value).version for value in ids} == {4}
