@@ -527,7 +527,9 @@ def cli() -> None:
     parser.add_argument("--round-trips", type=int, help="request/response round trips (300)")
     parser.add_argument("--repeats", type=int, help="runs of each throughput phase (3)")
     parser.add_argument(
-        "--quick", action="store_true", help="small counts: 10,000 messages, 200 round trips, 2 runs"
+        "--quick",
+        action="store_true",
+        help="small counts: 10,000 messages, 200 round trips, 2 runs",
     )
     args = parser.parse_args()
     defaults = (10_000, 200, 2) if args.quick else (100_000, 300, 3)

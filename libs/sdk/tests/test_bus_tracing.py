@@ -8,8 +8,8 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased
 from opentelemetry.trace import SpanKind, StatusCode
 
 from disco.bus._envelopes import fast_id
@@ -121,14 +121,16 @@ def test_what_a_handler_adds_to_its_span_is_exported_and_a_failure_is_recorded(
     tracer: BusTracer, exporter: InMemorySpanExporter
 ) -> None:
     envelope = _envelope(INCOMING)
-    with (
-        pytest.raises(ValueError, match="bad order"),
-        tracer.consume("business-facts", envelope, INCOMING, group="g", partition=0, offset=7),
-    ):
-        current = trace.get_current_span()
-        current.set_attribute("order.lines", 3)
-        current.add_event("priced", {"total": 42})
-        raise ValueError("bad order")
+
+    def handle() -> None:
+        with tracer.consume("business-facts", envelope, INCOMING, group="g", partition=0, offset=7):
+            current = trace.get_current_span()
+            current.set_attribute("order.lines", 3)
+            current.add_event("priced", {"total": 42})
+            raise ValueError("bad order")
+
+    with pytest.raises(ValueError, match="bad order"):
+        handle()
 
     [finished] = exporter.get_finished_spans()
     assert finished.attributes is not None
