@@ -166,3 +166,23 @@ def test_envelope_ids_are_distinct_uuid4_across_many_pool_refills() -> None:
     ids = [fast_id() for _ in range(5000)]
     assert len(set(ids)) == len(ids)
     assert {uuid.UUID(value).version for value in ids} == {4}
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "garbage",
+        "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331",
+        "00-0af7651916cd43dd8448eb211c8031zz-b7ad6b7169203331-01",
+        "00-00000000000000000000000000000000-b7ad6b7169203331-01",
+    ],
+)
+def test_a_malformed_traceparent_header_starts_a_new_trace(
+    tracer: BusTracer, exporter: InMemorySpanExporter, header: str
+) -> None:
+    with tracer.consume("t", _envelope(), header, group="g", partition=0, offset=0):
+        pass
+
+    [finished] = exporter.get_finished_spans()
+    assert finished.parent is None
+    assert finished.context.is_valid

@@ -26,8 +26,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, cast
 
 from opentelemetry import context as otel_context
-from opentelemetry import propagate, trace
-from opentelemetry.context import Context
+from opentelemetry import trace
 from opentelemetry.trace import (
     NonRecordingSpan,
     Span,
@@ -77,10 +76,6 @@ _FLAGS = [f"{flags:02x}" for flags in range(256)]
 def tracing_enabled() -> bool:
     """Whether an OpenTelemetry SDK (any real global tracer provider) is installed."""
     return not isinstance(trace.get_tracer_provider(), _NO_SDK)
-
-
-def _parent(traceparent: str | None) -> Context | None:
-    return propagate.extract({"traceparent": traceparent}) if traceparent else None
 
 
 def _remote(traceparent: str | None) -> SpanContext | None:
