@@ -51,6 +51,7 @@ from typing import Any
 import httpx
 import websockets
 from _common import (
+    BusyCores,
     cpu_seconds,
     describe_fetch,
     percentile,
@@ -125,6 +126,12 @@ class Level:
     """Mean time the gateway took to keep a batch in Postgres (its metrics)."""
     lag_ms: float = 0.0
     """Mean time from publish to the gateway's hand-off to its sockets (its metrics)."""
+    client_cpu: float = 0.0
+    """CPU seconds of the socket processes (all of them) over the run."""
+    bench_cpu: float = 0.0
+    """CPU seconds of this process (publisher and raw consumer) over the run."""
+    busy_cores: float = 0.0
+    """Cores of the machine busy over the run (everything on it, not only the bench)."""
 
 
 class Sockets:
@@ -142,6 +149,7 @@ class Sockets:
         self.seen: dict[str, int] = {}
         """Probe id -> sockets that received it (the warm-up)."""
         self.changed = asyncio.Event()
+        self.cpu_started = 0.0
 
     async def open(self) -> None:
         limit = asyncio.Semaphore(_CONNECT_AT_ONCE)
@@ -181,10 +189,11 @@ class Sockets:
             lambda: all(self.seen.get(s, 0) >= n for s, n in wanted.items()), self.changed, 120
         )
 
-    async def finish(self, expected: int) -> tuple[list[float], int]:
-        """The latencies once ``expected`` arrived (or 30 s passed), and the gaps."""
+    async def finish(self, expected: int) -> tuple[list[float], int, float]:
+        """The latencies once ``expected`` arrived (or 30 s passed), the gaps, and the CPU
+        seconds this process spent since ``start``."""
         await until(lambda: len(self.latencies) >= expected, self.changed, 30)
-        return self.latencies, self.gaps
+        return self.latencies, self.gaps, time.process_time() - self.cpu_started
 
     async def close(self) -> None:
         await asyncio.gather(*(c.close() for c in self.connections), return_exceptions=True)
@@ -214,6 +223,7 @@ async def _clients(conn: Connection) -> None:
             conn.send(await sockets.warm(args[0]))
         elif command == "start":
             sockets.recording = True
+            sockets.cpu_started = time.process_time()
             conn.send("started")
         elif command == "finish":
             conn.send(await sockets.finish(args[0]))
@@ -300,6 +310,9 @@ async def measure(
     expected = [0] * len(groups)
     interval = 1.0 / args.rate
     cpu_before = cpu_seconds(gateway_pid)
+    bench_cpu_before = time.process_time()
+    machine = BusyCores()
+    machine.start()
     sums_before = await gateway_sums(gateway_url)
     started = time.perf_counter()
     deadline = started + args.seconds
@@ -333,14 +346,17 @@ async def measure(
     )
     level.elapsed = time.perf_counter() - started
     level.cpu = cpu_seconds(gateway_pid) - cpu_before
+    level.bench_cpu = time.process_time() - bench_cpu_before
+    level.busy_cores = machine.stop()
     level.rss = rss_bytes(gateway_pid)
     sums_after = await gateway_sums(gateway_url)
     level.store_ms = _mean_ms(sums_before, sums_after, _SUMS[0])
     level.lag_ms = _mean_ms(sums_before, sums_after, _SUMS[1])
     level_of[0] = None
-    for latencies, gaps in results:
+    for latencies, gaps, client_cpu in results:
         level.latencies += latencies
         level.gaps += gaps
+        level.client_cpu += client_cpu
     return level
 
 
@@ -353,7 +369,8 @@ def print_table(levels: list[Level], rate: float) -> None:
         f"{'sockets':>7} {'sessions':>8} {'events/s in':>11} {'delivered/s':>11} "
         f"{'lost':>5} {'gaps':>4} {'ws p50 ms':>9} {'ws p99 ms':>9} "
         f"{'raw p50 ms':>10} {'raw p99 ms':>10} {'gw CPU %':>8} {'gw RSS MB':>9} "
-        f"{'gw lag ms':>9} {'store ms':>8}"
+        f"{'gw lag ms':>9} {'store ms':>8} {'clients CPU %':>13} {'bench CPU %':>11} "
+        f"{'busy cores':>10}"
     )
     print()
     print(head)
@@ -366,14 +383,18 @@ def print_table(levels: list[Level], rate: float) -> None:
             f"{_ms(level.latencies, 0.5):>9} {_ms(level.latencies, 0.99):>9} "
             f"{_ms(level.raw, 0.5):>10} {_ms(level.raw, 0.99):>10} "
             f"{level.cpu / level.elapsed * 100:>8.0f} {level.rss / 2**20:>9.0f} "
-            f"{level.lag_ms:>9.1f} {level.store_ms:>8.1f}"
+            f"{level.lag_ms:>9.1f} {level.store_ms:>8.1f} "
+            f"{level.client_cpu / level.elapsed * 100:>13.0f} "
+            f"{level.bench_cpu / level.elapsed * 100:>11.0f} {level.busy_cores:>10.2f}"
         )
     print(
         f"\nsteady rate {rate:g} events/s round-robin over the sessions; ws = publish to the "
         "message parsed by a socket (every socket's copy); raw = publish to a plain aiokafka "
         "consumer's handler in the same run; gw lag = publish to the gateway handing the "
         "event to its sockets' queues (mean, its metrics), store = keeping a batch in Postgres "
-        "first (mean). Target: ws p99 <= 50 ms at 1,000 sockets."
+        "first (mean); clients CPU = the socket processes together, bench CPU = the publisher "
+        "and raw consumer (% of one core); busy cores = the whole machine's (it is shared). "
+        "Target: ws p99 <= 50 ms at 1,000 sockets."
     )
 
 
