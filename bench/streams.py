@@ -19,7 +19,9 @@ its send time; the figures:
   ``STREAM_GAP`` messages (sockets that fell behind: should be 0);
 - raw consumer -> handler latency p50/p99 in the same run: a plain group-less
   aiokafka consumer in this process reading ``notification-events`` at disco's
-  busy fetch wait (what the bus alone costs, without the gateway);
+  busy fetch wait (what the bus alone costs, without the gateway), and the same
+  to disco's own :class:`disco.bus.TopicReader` (the reader the gateway's hub
+  uses, with its adaptive fetch wait) in this process;
 - the gateway's CPU (% of one core over the run) and RSS after it, and from its
   ``/metrics`` the mean publish -> hand-off lag and the mean Postgres store of a
   batch (every event is kept for replay before any socket sees it).
@@ -64,7 +66,7 @@ from aiokafka import AIOKafkaConsumer
 
 from disco._dev.ports import free_port
 from disco.auth import DEV_AUTH_SECRET, mint_dev_token
-from disco.bus import BusClient
+from disco.bus import BusClient, TopicReader
 from disco.runtime import publish_ui_event
 from disco.settings import BusSettings
 from disco_common.auth import Role
@@ -118,6 +120,9 @@ class Level:
     expected: int = 0
     latencies: list[float] = field(default_factory=list)
     raw: list[float] = field(default_factory=list)
+    reader: list[float] = field(default_factory=list)
+    """Publish to disco's own group-less reader (:class:`disco.bus.TopicReader`, as the
+    gateway's hub reads) in this process."""
     gaps: int = 0
     elapsed: float = 0.0
     cpu: float = 0.0
@@ -274,6 +279,27 @@ async def raw_consumer(settings: BusSettings, level_of: list[Level | None]) -> N
         await consumer.stop()
 
 
+def _sent(envelope: Envelope | None) -> float | None:
+    data = envelope.data if envelope is not None else None
+    payload = data.get("payload") if isinstance(data, dict) else None
+    sent = payload.get("sent") if isinstance(payload, dict) else None
+    return sent if isinstance(sent, float) else None
+
+
+async def disco_reader(settings: BusSettings, level_of: list[Level | None]) -> None:
+    """disco's group-less reader, as the gateway's hub uses it: latency to its handler."""
+    async with TopicReader(settings, [Topic.NOTIFICATION_EVENTS.value]) as reader:
+        while True:
+            records = await reader.read(timeout=0.5)
+            received = time.time()
+            level = level_of[0]
+            if level is None:
+                continue
+            for record in records:
+                if (sent := _sent(record.envelope_or_none())) is not None:
+                    level.reader.append(received - sent)
+
+
 async def measure(
     args: argparse.Namespace,
     bus: BusClient,
@@ -368,7 +394,8 @@ def print_table(levels: list[Level], rate: float) -> None:
     head = (
         f"{'sockets':>7} {'sessions':>8} {'events/s in':>11} {'delivered/s':>11} "
         f"{'lost':>5} {'gaps':>4} {'ws p50 ms':>9} {'ws p99 ms':>9} "
-        f"{'raw p50 ms':>10} {'raw p99 ms':>10} {'gw CPU %':>8} {'gw RSS MB':>9} "
+        f"{'raw p50 ms':>10} {'raw p99 ms':>10} {'rdr p50 ms':>10} {'rdr p99 ms':>10} "
+        f"{'gw CPU %':>8} {'gw RSS MB':>9} "
         f"{'gw lag ms':>9} {'store ms':>8} {'clients CPU %':>13} {'bench CPU %':>11} "
         f"{'busy cores':>10}"
     )
@@ -382,6 +409,7 @@ def print_table(levels: list[Level], rate: float) -> None:
             f"{level.expected - len(level.latencies):>5} {level.gaps:>4} "
             f"{_ms(level.latencies, 0.5):>9} {_ms(level.latencies, 0.99):>9} "
             f"{_ms(level.raw, 0.5):>10} {_ms(level.raw, 0.99):>10} "
+            f"{_ms(level.reader, 0.5):>10} {_ms(level.reader, 0.99):>10} "
             f"{level.cpu / level.elapsed * 100:>8.0f} {level.rss / 2**20:>9.0f} "
             f"{level.lag_ms:>9.1f} {level.store_ms:>8.1f} "
             f"{level.client_cpu / level.elapsed * 100:>13.0f} "
@@ -390,7 +418,8 @@ def print_table(levels: list[Level], rate: float) -> None:
     print(
         f"\nsteady rate {rate:g} events/s round-robin over the sessions; ws = publish to the "
         "message parsed by a socket (every socket's copy); raw = publish to a plain aiokafka "
-        "consumer's handler in the same run; gw lag = publish to the gateway handing the "
+        "consumer's handler in the same run; rdr = the same to disco's TopicReader (what the "
+        "gateway's hub reads with) in this process; gw lag = publish to the gateway handing the "
         "event to its sockets' queues (mean, its metrics), store = keeping a batch in Postgres "
         "first (mean); clients CPU = the socket processes together, bench CPU = the publisher "
         "and raw consumer (% of one core); busy cores = the whole machine's (it is shared). "
@@ -443,7 +472,7 @@ async def bench(
             print(f"gateway pid {gateway.pid}, logs in {logs}; {describe_fetch(settings)}")
             print(f"load average before: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)")
             token = mint_dev_token(DEV_AUTH_SECRET, TENANT, "bench", (Role.USER,), 3600)
-            raw = asyncio.create_task(raw_consumer(settings, level_of))
+            raw = asyncio.gather(raw_consumer(settings, level_of), disco_reader(settings, level_of))
             levels: list[Level] = []
             try:
                 for count in args.sockets:
