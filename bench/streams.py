@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import uvloop
 import websockets
 from _common import (
     BusyCores,
@@ -208,8 +209,9 @@ class Sockets:
 
 
 def client_process(conn: Connection) -> None:
-    """A process of websocket clients, driven by the benchmark over ``conn``."""
-    asyncio.run(_clients(conn))
+    """A process of websocket clients, driven by the benchmark over ``conn`` (on uvloop, as
+    the gateway's uvicorn runs: the clients take as little of the shared cores as they can)."""
+    uvloop.run(_clients(conn))
 
 
 async def _clients(conn: Connection) -> None:
