@@ -19,7 +19,9 @@ its send time; the figures:
   ``STREAM_GAP`` messages (sockets that fell behind: should be 0);
 - raw consumer -> handler latency p50/p99 in the same run: a plain group-less
   aiokafka consumer in this process reading ``notification-events`` at disco's
-  busy fetch wait (what the bus alone costs, without the gateway);
+  busy fetch wait (what the bus alone costs, without the gateway), and the same
+  to disco's own :class:`disco.bus.TopicReader` (the reader the gateway's hub
+  uses, with its adaptive fetch wait) in this process;
 - the gateway's CPU (% of one core over the run) and RSS after it, and from its
   ``/metrics`` the mean publish -> hand-off lag and the mean Postgres store of a
   batch (every event is kept for replay before any socket sees it).
@@ -49,8 +51,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import uvloop
 import websockets
 from _common import (
+    BusyCores,
     cpu_seconds,
     describe_fetch,
     percentile,
@@ -63,7 +67,7 @@ from aiokafka import AIOKafkaConsumer
 
 from disco._dev.ports import free_port
 from disco.auth import DEV_AUTH_SECRET, mint_dev_token
-from disco.bus import BusClient
+from disco.bus import BusClient, TopicReader
 from disco.runtime import publish_ui_event
 from disco.settings import BusSettings
 from disco_common.auth import Role
@@ -117,6 +121,9 @@ class Level:
     expected: int = 0
     latencies: list[float] = field(default_factory=list)
     raw: list[float] = field(default_factory=list)
+    reader: list[float] = field(default_factory=list)
+    """Publish to disco's own group-less reader (:class:`disco.bus.TopicReader`, as the
+    gateway's hub reads) in this process."""
     gaps: int = 0
     elapsed: float = 0.0
     cpu: float = 0.0
@@ -125,6 +132,12 @@ class Level:
     """Mean time the gateway took to keep a batch in Postgres (its metrics)."""
     lag_ms: float = 0.0
     """Mean time from publish to the gateway's hand-off to its sockets (its metrics)."""
+    client_cpu: float = 0.0
+    """CPU seconds of the socket processes (all of them) over the run."""
+    bench_cpu: float = 0.0
+    """CPU seconds of this process (publisher and raw consumer) over the run."""
+    busy_cores: float = 0.0
+    """Cores of the machine busy over the run (everything on it, not only the bench)."""
 
 
 class Sockets:
@@ -142,6 +155,7 @@ class Sockets:
         self.seen: dict[str, int] = {}
         """Probe id -> sockets that received it (the warm-up)."""
         self.changed = asyncio.Event()
+        self.cpu_started = 0.0
 
     async def open(self) -> None:
         limit = asyncio.Semaphore(_CONNECT_AT_ONCE)
@@ -181,10 +195,11 @@ class Sockets:
             lambda: all(self.seen.get(s, 0) >= n for s, n in wanted.items()), self.changed, 120
         )
 
-    async def finish(self, expected: int) -> tuple[list[float], int]:
-        """The latencies once ``expected`` arrived (or 30 s passed), and the gaps."""
+    async def finish(self, expected: int) -> tuple[list[float], int, float]:
+        """The latencies once ``expected`` arrived (or 30 s passed), the gaps, and the CPU
+        seconds this process spent since ``start``."""
         await until(lambda: len(self.latencies) >= expected, self.changed, 30)
-        return self.latencies, self.gaps
+        return self.latencies, self.gaps, time.process_time() - self.cpu_started
 
     async def close(self) -> None:
         await asyncio.gather(*(c.close() for c in self.connections), return_exceptions=True)
@@ -194,8 +209,9 @@ class Sockets:
 
 
 def client_process(conn: Connection) -> None:
-    """A process of websocket clients, driven by the benchmark over ``conn``."""
-    asyncio.run(_clients(conn))
+    """A process of websocket clients, driven by the benchmark over ``conn`` (on uvloop, as
+    the gateway's uvicorn runs: the clients take as little of the shared cores as they can)."""
+    uvloop.run(_clients(conn))
 
 
 async def _clients(conn: Connection) -> None:
@@ -214,6 +230,7 @@ async def _clients(conn: Connection) -> None:
             conn.send(await sockets.warm(args[0]))
         elif command == "start":
             sockets.recording = True
+            sockets.cpu_started = time.process_time()
             conn.send("started")
         elif command == "finish":
             conn.send(await sockets.finish(args[0]))
@@ -264,6 +281,27 @@ async def raw_consumer(settings: BusSettings, level_of: list[Level | None]) -> N
         await consumer.stop()
 
 
+def _sent(envelope: Envelope | None) -> float | None:
+    data = envelope.data if envelope is not None else None
+    payload = data.get("payload") if isinstance(data, dict) else None
+    sent = payload.get("sent") if isinstance(payload, dict) else None
+    return sent if isinstance(sent, float) else None
+
+
+async def disco_reader(settings: BusSettings, level_of: list[Level | None]) -> None:
+    """disco's group-less reader, as the gateway's hub uses it: latency to its handler."""
+    async with TopicReader(settings, [Topic.NOTIFICATION_EVENTS.value]) as reader:
+        while True:
+            records = await reader.read(timeout=0.5)
+            received = time.time()
+            level = level_of[0]
+            if level is None:
+                continue
+            for record in records:
+                if (sent := _sent(record.envelope_or_none())) is not None:
+                    level.reader.append(received - sent)
+
+
 async def measure(
     args: argparse.Namespace,
     bus: BusClient,
@@ -300,6 +338,9 @@ async def measure(
     expected = [0] * len(groups)
     interval = 1.0 / args.rate
     cpu_before = cpu_seconds(gateway_pid)
+    bench_cpu_before = time.process_time()
+    machine = BusyCores()
+    machine.start()
     sums_before = await gateway_sums(gateway_url)
     started = time.perf_counter()
     deadline = started + args.seconds
@@ -333,14 +374,17 @@ async def measure(
     )
     level.elapsed = time.perf_counter() - started
     level.cpu = cpu_seconds(gateway_pid) - cpu_before
+    level.bench_cpu = time.process_time() - bench_cpu_before
+    level.busy_cores = machine.stop()
     level.rss = rss_bytes(gateway_pid)
     sums_after = await gateway_sums(gateway_url)
     level.store_ms = _mean_ms(sums_before, sums_after, _SUMS[0])
     level.lag_ms = _mean_ms(sums_before, sums_after, _SUMS[1])
     level_of[0] = None
-    for latencies, gaps in results:
+    for latencies, gaps, client_cpu in results:
         level.latencies += latencies
         level.gaps += gaps
+        level.client_cpu += client_cpu
     return level
 
 
@@ -352,8 +396,10 @@ def print_table(levels: list[Level], rate: float) -> None:
     head = (
         f"{'sockets':>7} {'sessions':>8} {'events/s in':>11} {'delivered/s':>11} "
         f"{'lost':>5} {'gaps':>4} {'ws p50 ms':>9} {'ws p99 ms':>9} "
-        f"{'raw p50 ms':>10} {'raw p99 ms':>10} {'gw CPU %':>8} {'gw RSS MB':>9} "
-        f"{'gw lag ms':>9} {'store ms':>8}"
+        f"{'raw p50 ms':>10} {'raw p99 ms':>10} {'rdr p50 ms':>10} {'rdr p99 ms':>10} "
+        f"{'gw CPU %':>8} {'gw RSS MB':>9} "
+        f"{'gw lag ms':>9} {'store ms':>8} {'clients CPU %':>13} {'bench CPU %':>11} "
+        f"{'busy cores':>10}"
     )
     print()
     print(head)
@@ -365,15 +411,21 @@ def print_table(levels: list[Level], rate: float) -> None:
             f"{level.expected - len(level.latencies):>5} {level.gaps:>4} "
             f"{_ms(level.latencies, 0.5):>9} {_ms(level.latencies, 0.99):>9} "
             f"{_ms(level.raw, 0.5):>10} {_ms(level.raw, 0.99):>10} "
+            f"{_ms(level.reader, 0.5):>10} {_ms(level.reader, 0.99):>10} "
             f"{level.cpu / level.elapsed * 100:>8.0f} {level.rss / 2**20:>9.0f} "
-            f"{level.lag_ms:>9.1f} {level.store_ms:>8.1f}"
+            f"{level.lag_ms:>9.1f} {level.store_ms:>8.1f} "
+            f"{level.client_cpu / level.elapsed * 100:>13.0f} "
+            f"{level.bench_cpu / level.elapsed * 100:>11.0f} {level.busy_cores:>10.2f}"
         )
     print(
         f"\nsteady rate {rate:g} events/s round-robin over the sessions; ws = publish to the "
         "message parsed by a socket (every socket's copy); raw = publish to a plain aiokafka "
-        "consumer's handler in the same run; gw lag = publish to the gateway handing the "
+        "consumer's handler in the same run; rdr = the same to disco's TopicReader (what the "
+        "gateway's hub reads with) in this process; gw lag = publish to the gateway handing the "
         "event to its sockets' queues (mean, its metrics), store = keeping a batch in Postgres "
-        "first (mean). Target: ws p99 <= 50 ms at 1,000 sockets."
+        "first (mean); clients CPU = the socket processes together, bench CPU = the publisher "
+        "and raw consumer (% of one core); busy cores = the whole machine's (it is shared). "
+        "Target: ws p99 <= 50 ms at 1,000 sockets."
     )
 
 
@@ -422,7 +474,7 @@ async def bench(
             print(f"gateway pid {gateway.pid}, logs in {logs}; {describe_fetch(settings)}")
             print(f"load average before: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)")
             token = mint_dev_token(DEV_AUTH_SECRET, TENANT, "bench", (Role.USER,), 3600)
-            raw = asyncio.create_task(raw_consumer(settings, level_of))
+            raw = asyncio.gather(raw_consumer(settings, level_of), disco_reader(settings, level_of))
             levels: list[Level] = []
             try:
                 for count in args.sockets:

@@ -121,6 +121,8 @@ class GatewayStack:
     """The agents' environment (:func:`tests.e2e.conftest.start_agents` reads it)."""
     gateway_env: dict[str, str]
     logs: Path
+    database_admin: str
+    """The stack's database as its owner (what a test may lock or look into)."""
     gateways: list[GatewayProcess] = field(default_factory=list)
 
     def bus_settings(self) -> BusSettings:
@@ -208,6 +210,7 @@ def gateway_stack(
             "DISCO_GATEWAY_REGISTRY_CACHE_SECONDS": "1",
         },
         logs=logs,
+        database_admin=database.admin,
     )
     try:
         agents.append(start_agents(stack, "gateway"))  # type: ignore[arg-type]

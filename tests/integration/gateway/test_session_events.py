@@ -10,7 +10,12 @@ from sqlalchemy import text
 from disco_common.envelope import Notification
 from disco_common.ids import utcnow
 from disco_gateway.sessions.mapping import to_session_event
-from disco_gateway.sessions.repository import SessionEventRepository, purge, store_batch
+from disco_gateway.sessions.repository import (
+    SessionEventRepository,
+    purge,
+    store_batch,
+    stream_positions,
+)
 from disco_service import Database
 from tests.integration.gateway.conftest import new_tenant
 
@@ -73,3 +78,23 @@ async def test_retention_drops_old_events_and_all_but_the_newest_of_each_session
     assert await _kept(db, other, busy) == [str(row["event_id"]) for row in others]
     async with db.unit_of_work(tenant) as connection:
         assert await SessionEventRepository(connection, tenant).seq_of(busy, ids[0]) is None
+
+
+async def test_the_readers_positions_are_kept_with_the_events_and_never_go_back(
+    db: Database,
+) -> None:
+    tenant, session = new_tenant(), f"s-{uuid.uuid4().hex[:8]}"
+    topic = f"t{uuid.uuid4().hex[:6]}.notification-events"
+    other_topic = f"{topic}.other"
+    rows = _rows(tenant, session, 3)
+    async with db.unit_of_work(None) as connection:
+        await store_batch(connection, rows[:2], {(topic, 0): 7, (topic, 1): 3})
+        # A second instance behind the first: its older positions change nothing.
+        await store_batch(connection, rows[:1], {(topic, 0): 5, (topic, 2): 1})
+        await store_batch(connection, [], {(topic, 1): 4})  # a position alone
+        await store_batch(connection, rows[2:], {(other_topic, 0): 9})
+    async with db.unit_of_work(None) as connection:
+        positions = await stream_positions(connection, [topic])
+
+    assert positions == {(topic, 0): 7, (topic, 1): 4, (topic, 2): 1}
+    assert await _kept(db, tenant, session) == [str(row["event_id"]) for row in rows]

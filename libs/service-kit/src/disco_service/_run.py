@@ -45,6 +45,7 @@ def server_config(
     *,
     ws_ping_interval: float | None = 20.0,
     ws_ping_timeout: float | None = 20.0,
+    ws_per_message_deflate: bool = True,
 ) -> uvicorn.Config:
     """The uvicorn configuration a service runs with (bounds on slow clients included)."""
     return uvicorn.Config(
@@ -60,6 +61,7 @@ def server_config(
         http=guarded_http_protocol(settings.http_head_timeout_seconds),
         ws_ping_interval=ws_ping_interval,
         ws_ping_timeout=ws_ping_timeout,
+        ws_per_message_deflate=ws_per_message_deflate,
     )
 
 
@@ -69,6 +71,7 @@ def run_service(
     *,
     ws_ping_interval: float | None = 20.0,
     ws_ping_timeout: float | None = 20.0,
+    ws_per_message_deflate: bool = True,
 ) -> None:
     """Serve ``app`` on ``settings.host:settings.port`` until SIGINT/SIGTERM.
 
@@ -78,7 +81,8 @@ def run_service(
     drained, bus flushed, pool closed).
 
     ``ws_ping_interval``/``ws_ping_timeout``: websocket heartbeats (uvicorn pings every
-    socket and closes one that does not answer in time).
+    socket and closes one that does not answer in time). ``ws_per_message_deflate``:
+    whether a websocket client that offers compression gets it.
 
     Raises:
         SystemExit: with code 3 when the app failed to start (e.g. the broker
@@ -89,7 +93,11 @@ def run_service(
     # that traces (the bus's consumer spans) joins the service's traces.
     trace.set_tracer_provider(get_state(app).tracer_provider)
     config = server_config(
-        app, settings, ws_ping_interval=ws_ping_interval, ws_ping_timeout=ws_ping_timeout
+        app,
+        settings,
+        ws_ping_interval=ws_ping_interval,
+        ws_ping_timeout=ws_ping_timeout,
+        ws_per_message_deflate=ws_per_message_deflate,
     )
     server = uvicorn.Server(config)
     _quiet_collector()

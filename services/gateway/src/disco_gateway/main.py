@@ -76,4 +76,5 @@ def main() -> None:
         # Websocket heartbeats: uvicorn pings every socket and closes the ones that do not answer.
         ws_ping_interval=settings.stream_heartbeat_seconds,
         ws_ping_timeout=settings.stream_heartbeat_seconds,
+        ws_per_message_deflate=settings.stream_compression,
     )

@@ -7,7 +7,7 @@ anyone's offsets: the reply listener, ``disco tail``, tests, operators' tools.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import structlog
@@ -55,7 +55,10 @@ class TopicReader(StartStop):
     """Reads every partition of some topics, group-less, from their start or end.
 
     ``last=N`` starts each partition N records before its end (what is newest,
-    bounded: a dead-letter browser, ``tail -n``).
+    bounded: a dead-letter browser, ``tail -n``). ``start_at`` starts the
+    partitions it names at the offsets it gives (``{(topic, partition): offset}``,
+    logical topics; a reader that resumes where it kept its place), no lower
+    than each partition's beginning; the others start as they would without it.
 
     Topics are logical names: the settings' prefix is put in front. Positioning
     uses explicit end offsets (the embedded broker's "latest" reset is not
@@ -84,12 +87,14 @@ class TopicReader(StartStop):
         last: int | None = None,
         metadata_timeout: float = 10.0,
         realign_interval: float = 1.0,
+        start_at: Mapping[tuple[str, int], int] | None = None,
     ) -> None:
         if not topics:
             raise ValueError("TopicReader needs at least one topic")
         if last is not None and (last < 0 or from_beginning):
             raise ValueError("`last` must be >= 0 and cannot be combined with from_beginning")
         self._last = last
+        self._start_at = dict(start_at or {})
         self.settings = settings
         self._names = {topic_name(topic, settings.topic_prefix): str(topic) for topic in topics}
         self._from_beginning = from_beginning
@@ -129,10 +134,17 @@ class TopicReader(StartStop):
                 await consumer.seek_to_beginning(*partitions)
             else:
                 ends = await consumer.end_offsets(partitions)
-                starts = await consumer.beginning_offsets(partitions) if self._last else {}
+                starts = (
+                    await consumer.beginning_offsets(partitions)
+                    if self._last or self._start_at
+                    else {}
+                )
                 for partition, offset in ends.items():
                     if self._last:
                         offset = max(starts[partition], offset - self._last)
+                    at = self._start_at.get((self._names[partition.topic], partition.partition))
+                    if at is not None:
+                        offset = max(starts[partition], at)
                     consumer.seek(partition, offset)
         except KafkaError as exc:
             await consumer.stop()
@@ -175,6 +187,20 @@ class TopicReader(StartStop):
                     "BusClient.ensure_topics() or `disco dev up`"
                 )
             await asyncio.sleep(0.1)
+
+    async def end_offsets(self) -> dict[tuple[str, int], int]:
+        """Each assigned partition's end offset now (``{(topic, partition): offset}``)."""
+        consumer = self._require()
+        ends = await consumer.end_offsets(list(consumer.assignment()))
+        return {(self._names[tp.topic], tp.partition): offset for tp, offset in ends.items()}
+
+    async def positions(self) -> dict[tuple[str, int], int]:
+        """Each assigned partition's next offset to read (``{(topic, partition): offset}``)."""
+        consumer = self._require()
+        return {
+            (self._names[tp.topic], tp.partition): await consumer.position(tp)
+            for tp in consumer.assignment()
+        }
 
     def _require(self) -> AIOKafkaConsumer:
         if self._consumer is None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,9 +11,14 @@ from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-__all__ = ["DecisionRow", "SessionEventRepository", "store_batch"]
+__all__ = ["DecisionRow", "SessionEventRepository", "store_batch", "stream_positions"]
 
-_STORE = text("SELECT gateway.store_session_events(CAST(:batch AS jsonb))")
+_STORE = text(
+    "SELECT gateway.store_session_batch(CAST(:batch AS jsonb), CAST(:positions AS jsonb))"
+)
+_POSITIONS = text(
+    "SELECT topic, partition, next_offset FROM gateway.session_stream_positions_of(:topics)"
+)
 _PURGE = text("SELECT gateway.purge_session_events(:cutoff, :keep)")
 _SEQ_OF = text(
     "SELECT seq FROM gateway.session_events WHERE tenant_id = :tenant_id "
@@ -39,10 +44,30 @@ _DECISION = text(
 )
 
 
-async def store_batch(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> int:
-    """Store a batch of events of any tenants (a system function; the first copy wins)."""
-    stored = await session.scalar(_STORE, {"batch": json.dumps(list(rows))})
+async def store_batch(
+    session: AsyncSession,
+    rows: Sequence[dict[str, Any]],
+    positions: Mapping[tuple[str, int], int] | None = None,
+) -> int:
+    """Store a batch of events of any tenants (a system function; the first copy wins), and
+    with it the reader's positions after it (``{(topic, partition): next offset}``, topics
+    with their environment prefix; a position never goes back)."""
+    places = [
+        {"topic": topic, "partition": partition, "next_offset": offset}
+        for (topic, partition), offset in (positions or {}).items()
+    ]
+    stored = await session.scalar(
+        _STORE, {"batch": json.dumps(list(rows)), "positions": json.dumps(places)}
+    )
     return int(stored or 0)
+
+
+async def stream_positions(
+    session: AsyncSession, topics: Sequence[str]
+) -> dict[tuple[str, int], int]:
+    """The positions stored with the events (:func:`store_batch`) of ``topics``."""
+    rows = await session.execute(_POSITIONS, {"topics": list(topics)})
+    return {(str(topic), int(partition)): int(offset) for topic, partition, offset in rows.all()}
 
 
 async def purge(session: AsyncSession, *, cutoff: Any, keep: int) -> int:

@@ -11,12 +11,16 @@
 
 Tenant and user always come from the caller's token. Decisions are recorded
 and their envelopes published after the transaction commits (the outbox).
+
+The instance's sockets see an event before it is stored (the hub stores behind
+them), so replays, decisions and answers first wait for the hub to store what
+it handed out (``settled``): whatever a client of this instance saw is found.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -118,11 +122,18 @@ class SessionService:
         bus: BusClient,
         directory: AgentDirectory,
         publisher: Publisher,
+        settled: Callable[[], Awaitable[bool]] | None = None,
     ) -> None:
         self._database = database
         self._bus = bus
         self._directory = directory
         self._publisher = publisher
+        self._settled = settled
+
+    async def _settle(self) -> None:
+        """Wait until the events this instance's sockets saw are stored (bounded)."""
+        if self._settled is not None:
+            await self._settled()
 
     async def replay(
         self,
@@ -138,6 +149,7 @@ class SessionService:
         ``gap`` says ``after`` is no longer kept: events may be missing before the first.
         """
         tenant = identity.tenant_id
+        await self._settle()
         async with self._database.unit_of_work(tenant, identity.user_id) as session:
             repository = SessionEventRepository(session, tenant)
             position, gap = 0, False
@@ -184,6 +196,7 @@ class SessionService:
             TimedOut: it waited too long and was denied with reason ``timeout``.
         """
         tenant = identity.tenant_id
+        await self._settle()
         async with self._database.unit_of_work(tenant, identity.user_id) as session:
             repository = SessionEventRepository(session, tenant)
             rows = await repository.about(session_id, tool_call_id, (_REQUESTED, *_DECIDED))
@@ -260,6 +273,7 @@ class SessionService:
             UnprocessableEntity: it is a tool approval (decide it with an approval).
         """
         tenant = identity.tenant_id
+        await self._settle()
         async with self._database.unit_of_work(tenant, identity.user_id) as session:
             repository = SessionEventRepository(session, tenant)
             rows = await repository.about(session_id, question_id, (_ASKED, _ANSWERED))
