@@ -28,7 +28,7 @@ HEADS = {
     "registry": "registry_0004",
     "memory": "memory_0005",
     "tracker": "tracker_0004",
-    "gateway": "gateway_0005",
+    "gateway": "gateway_0006",
 }
 
 
