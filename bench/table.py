@@ -478,8 +478,9 @@ async def memory_rows(
             f"{ms(percentile(raw_tx, 0.5)):.2f} ms (p99 {ms(percentile(raw_tx, 0.99)):.1f})",
             f"{percentile(api, 0.5) / percentile(raw_tx, 0.5):.2f}",
             "<= 1.3x",
-            f"API: HTTP+auth+RLS+JSON, one at a time; raw: asyncpg prepared, binary vectors, "
-            f"same transaction settings; ef_search {args.ef_search}, m 16, ef_construction 64; "
+            f"API: HTTP+auth+RLS+JSON, one at a time; raw: the service's statement (one, its "
+            f"own transaction) with asyncpg, prepared, binary vectors; ef_search "
+            f"{args.ef_search}, m 16, ef_construction 64; "
             f"recall@10 {recall:.3f}; memory service CPU {ms(service_cpu):.2f} ms/query",
         )
     )
