@@ -54,6 +54,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import numpy as np
@@ -185,50 +186,69 @@ _EXACT = (
 )
 
 
-async def raw_queries(
-    app_url: str, vectors: list[np.ndarray], ef_search: int, limit: int
-) -> tuple[list[float], list[float], list[list[str]], list[list[str]]]:
-    """The service's own query statement with asyncpg, one at a time.
+class RawQuery:
+    """The service's own query statement with asyncpg on one connection.
 
     Like with like: the same statement the service sends, the same way (one
     statement, its own transaction, the tenant scope set by the statement), with
     the same connection settings (binary vectors, HNSW options set once per
-    connection). Returns (query times, transaction times, approximate answers,
-    exact answers); both times are the one round trip.
+    connection).
     """
-    sql, names = asyncpg_sql(_QUERY.text)
-    conn = await asyncpg.connect(app_url)
-    await register_vector(conn)
-    await conn.execute(
-        f"SET hnsw.ef_search = {int(ef_search)}; SET hnsw.iterative_scan = 'relaxed_order'"
-    )
+
+    def __init__(self, conn: asyncpg.Connection, statement: Any, names: list[str]) -> None:
+        self.conn = conn
+        self._statement = statement
+        self._names = names
+
+    @classmethod
+    async def open(cls, app_url: str, ef_search: int) -> RawQuery:
+        sql, names = asyncpg_sql(_QUERY.text)
+        conn = await asyncpg.connect(app_url)
+        await register_vector(conn)
+        await conn.execute(
+            f"SET hnsw.ef_search = {int(ef_search)}; SET hnsw.iterative_scan = 'relaxed_order'"
+        )
+        return cls(conn, await conn.prepare(sql), names)
+
+    async def nearest(self, vector: np.ndarray, limit: int) -> list[str]:
+        """The ids of the nearest memories, as the service finds them."""
+        values = {
+            "tenant_id": TENANT, "user_id": USER, "limit": limit, "embedding": vector,
+            "threshold": None, "filter": "{}", "include_public": True, "ef_search": None,
+        }  # fmt: skip
+        rows = await self._statement.fetch(*[values[name] for name in self._names])
+        return [row["memory_id"] for row in rows]
+
+    async def exact(self, vector: np.ndarray, limit: int) -> list[str]:
+        """The ids of the nearest memories by a full scan (no index), for recall."""
+        async with self.conn.transaction():
+            await self.conn.execute(
+                "SELECT set_config('disco.tenant_id', $1, true), "
+                "set_config('disco.user_id', $2, true), "
+                "set_config('enable_indexscan', 'off', true)",
+                TENANT, USER,
+            )  # fmt: skip
+            rows = await self.conn.fetch(_EXACT, TENANT, USER, vector, limit)
+        return [row["memory_id"] for row in rows]
+
+
+async def raw_queries(
+    app_url: str, vectors: list[np.ndarray], ef_search: int, limit: int
+) -> tuple[list[float], list[float], list[list[str]], list[list[str]]]:
+    """:class:`RawQuery` for each vector, one at a time. Returns (query times,
+    transaction times, approximate answers, exact answers); both times are the one
+    round trip."""
+    raw = await RawQuery.open(app_url, ef_search)
     query_times: list[float] = []
     approximate: list[list[str]] = []
-    exact: list[list[str]] = []
     try:
-        statement = await conn.prepare(sql)
         for vector in vectors:
-            values = {
-                "tenant_id": TENANT, "user_id": USER, "limit": limit, "embedding": vector,
-                "threshold": None, "filter": "{}", "include_public": True, "ef_search": None,
-            }  # fmt: skip
-            args = [values[name] for name in names]
             started = time.perf_counter()
-            rows = await statement.fetch(*args)
+            approximate.append(await raw.nearest(vector, limit))
             query_times.append(time.perf_counter() - started)
-            approximate.append([row["memory_id"] for row in rows])
-        for vector in vectors[:50]:
-            async with conn.transaction():
-                await conn.execute(
-                    "SELECT set_config('disco.tenant_id', $1, true), "
-                    "set_config('disco.user_id', $2, true), "
-                    "set_config('enable_indexscan', 'off', true)",
-                    TENANT, USER,
-                )  # fmt: skip
-                rows = await conn.fetch(_EXACT, TENANT, USER, vector, limit)
-            exact.append([row["memory_id"] for row in rows])
+        exact = [await raw.exact(vector, limit) for vector in vectors[:50]]
     finally:
-        await conn.close()
+        await raw.conn.close()
     return query_times, list(query_times), approximate, exact
 
 
