@@ -122,8 +122,8 @@ class LeanHttp:
         self._idle: asyncio.Queue[_Connection] = asyncio.Queue()
         self._all: list[asyncio.StreamWriter] = []
 
-    async def _connection(self) -> _Connection:
-        if self._idle.empty() and self._opened < self._limit:
+    async def _connection(self, *, fresh: bool = False) -> _Connection:
+        if fresh or (self._idle.empty() and self._opened < self._limit):
             # Round robin over the servers, as a load balancer would.
             server = self._servers[self._opened % len(self._servers)]
             self._opened += 1
@@ -138,7 +138,8 @@ class LeanHttp:
 
     async def request(self, method: str, path: str, body: bytes = b"") -> LeanResponse:
         for attempt in (1, 2):
-            connection = await self._connection()
+            # The retry opens a new connection: the idle ones may all have been closed.
+            connection = await self._connection(fresh=attempt == 2)
             try:
                 return await self._exchange(connection, method, path, body)
             except (asyncio.IncompleteReadError, ConnectionError):

@@ -15,7 +15,7 @@ from disco_memory import MemorySettings, create_app
 from disco_memory.startup import check_hnsw_options
 from disco_service import get_state
 from tests.fixtures.memory import SharedEmbedder
-from tests.integration.memory.conftest import error_code
+from tests.integration.memory.conftest import bearer, error_code
 
 FACTS = [
     "To reset your password, open Settings and choose 'Forgot password'.",
@@ -251,6 +251,49 @@ async def test_the_binary_vector_codec_finds_the_same_neighbours_as_text_literal
             expected = rows.all()
         assert [hit["record"]["memory_id"] for hit in hits] == [row[0] for row in expected]
         assert [round(hit["score"], 5) for hit in hits] == [round(row[1], 5) for row in expected]
+
+
+async def test_a_query_wanting_more_rows_than_ef_search_gets_them_and_leaves_no_scope(
+    memory_settings: Callable[..., MemorySettings], embedder: SharedEmbedder, tenant: str
+) -> None:
+    # A query is one statement that scopes its own transaction (and widens the HNSW
+    # candidate list when it wants more rows than ef_search): neither the tenant nor
+    # the wider list may stay on the pooled connection for the next user of it.
+    app = create_app(
+        memory_settings(hnsw_ef_search=10, database_pool_size=1, database_max_overflow=0),
+        embedder=embedder,
+    )
+    headers = bearer(tenant, "alice")
+    async with LifespanManager(app, startup_timeout=60):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://memory") as client:
+            dimensions = (await client.get("/v1/memory/semantic/model", headers=headers)).json()[
+                "dimensions"
+            ]
+            rng = random.Random(9)
+            for i in range(30):
+                await store(
+                    client,
+                    headers,
+                    f"fact {i}",
+                    embedding=[rng.gauss(0, 1) for _ in range(dimensions)],
+                )
+            hits = await query(
+                client, headers, embedding=[rng.gauss(0, 1) for _ in range(dimensions)], limit=25
+            )
+        engine = get_state(app).require_database().engine
+        async with engine.connect() as connection:
+            after = (
+                await connection.execute(
+                    text(
+                        "SELECT current_setting('disco.tenant_id', true), "
+                        "current_setting('hnsw.ef_search')"
+                    )
+                )
+            ).one()
+
+    assert len(hits) == 25
+    assert tuple(after) in ((None, "10"), ("", "10"))
 
 
 async def test_hnsw_indexes_built_with_other_options_than_the_settings_are_named_at_start(

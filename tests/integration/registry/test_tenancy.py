@@ -155,3 +155,57 @@ async def test_the_discovery_function_answers_only_for_the_tenant_of_the_transac
     assert seen_by_other == "[]"
     assert seen_by_nobody == "[]"
     assert task in seen_by_owner
+
+
+async def test_one_statement_discovery_scopes_only_its_own_statement(
+    http: httpx.AsyncClient, database: DatabaseUrls
+) -> None:
+    owner, other = new_tenant(), new_tenant()
+    task = unique("scoped-task")
+    await register(http, owner, registration(capabilities=[capability(task)]))
+    call = "SELECT registry.discover_agents_as($1, 'u', ARRAY[$2]::text[], NULL, NULL, NULL, 20)"
+    plain = "SELECT registry.discover_agents(ARRAY[$1]::text[], NULL, NULL, NULL, 20)"
+
+    conn = await asyncpg.connect(database.app)
+    try:
+        seen_by_owner = await conn.fetchval(call, owner, task)
+        # The next statement on the same connection (a pooled one, in the service)
+        # acts for no tenant: the scope ended with the statement's transaction.
+        scope_after = await conn.fetchval("SELECT current_setting('disco.tenant_id', true)")
+        seen_after = await conn.fetchval(plain, task)
+        seen_by_other = await conn.fetchval(call, other, task)
+    finally:
+        await conn.close()
+
+    assert task in seen_by_owner
+    assert scope_after in (None, "")
+    assert seen_after == "[]"
+    assert seen_by_other == "[]"
+
+
+async def test_a_registration_is_discovered_by_the_next_query_and_its_change_too(
+    http: httpx.AsyncClient,
+) -> None:
+    tenant = new_tenant()
+    first, second = unique("first-task"), unique("second-task")
+    body = registration(capabilities=[capability(first)])
+    await register(http, tenant, body)
+    found_first = await http.get(
+        "/v1/discover", params={"consumed_event": f"{first}.requested"}, headers=bearer(tenant)
+    )
+    await register(http, tenant, {**body, "capabilities": [capability(second)]})
+    gone = await http.get(
+        "/v1/discover", params={"consumed_event": f"{first}.requested"}, headers=bearer(tenant)
+    )
+    found_second = await http.get(
+        "/v1/discover", params={"consumed_event": f"{second}.requested"}, headers=bearer(tenant)
+    )
+    events = await http.get("/v1/events", params={"owner_agent_id": body["agent_id"]},
+                            headers=bearer(tenant))  # fmt: skip
+
+    assert [agent["name"] for agent in found_first.json()] == [body["name"]]
+    assert gone.json() == []
+    assert [agent["name"] for agent in found_second.json()] == [body["name"]]
+    assert sorted(event["event_type"] for event in events.json()["items"]) == sorted(
+        [f"{second}.requested", f"{second}.completed"]
+    )

@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends, Request
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from disco_memory.runtime import MemoryRuntime
 from disco_memory.state import MemoryState
 
-__all__ = ["RuntimeDep", "get_runtime"]
+__all__ = ["EngineDep", "RuntimeDep", "get_engine", "get_runtime"]
 
 
 async def get_runtime(request: Request) -> MemoryRuntime:
@@ -19,3 +20,13 @@ async def get_runtime(request: Request) -> MemoryRuntime:
 
 RuntimeDep = Annotated[MemoryRuntime, Depends(get_runtime)]
 """The memory service's runtime (settings, embedding provider)."""
+
+
+async def get_engine(request: Request) -> AsyncEngine:
+    """FastAPI dependency: the database engine, for reads that are one statement each
+    (no unit of work: no BEGIN, no COMMIT)."""
+    return MemoryState.of(request).require_database().engine
+
+
+EngineDep = Annotated[AsyncEngine, Depends(get_engine)]
+"""The memory service's database engine."""

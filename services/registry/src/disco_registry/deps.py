@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends, Path, Request
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from disco_common.ids import Id
 from disco_registry.liveness.batcher import HeartbeatBatcher
@@ -13,8 +14,10 @@ from disco_registry.state import RegistryState
 
 __all__ = [
     "AgentIdPath",
+    "EngineDep",
     "HeartbeatsDep",
     "SettingsDep",
+    "get_engine",
     "get_heartbeats",
     "get_registry_settings",
 ]
@@ -39,3 +42,13 @@ async def get_heartbeats(request: Request) -> HeartbeatBatcher:
 
 HeartbeatsDep = Annotated[HeartbeatBatcher, Depends(get_heartbeats)]
 """The heartbeat batcher."""
+
+
+async def get_engine(request: Request) -> AsyncEngine:
+    """The running registry's database engine, for reads that are one statement each
+    (no unit of work: no BEGIN, no COMMIT)."""
+    return RegistryState.of(request).require_database().engine
+
+
+EngineDep = Annotated[AsyncEngine, Depends(get_engine)]
+"""The database engine (reads that scope their own statement to the caller)."""

@@ -15,9 +15,9 @@ from disco_common.memory import (
     SemanticMemoryUpsert,
     SemanticQuery,
 )
-from disco_memory.deps import RuntimeDep
+from disco_memory.deps import EngineDep, RuntimeDep
 from disco_memory.semantic import service
-from disco_memory.semantic.repository import SemanticRepository
+from disco_memory.semantic.repository import SemanticRepository, SemanticSearch
 from disco_service import IdentityDep, NotFound, SessionDep, error_responses
 
 router = APIRouter(prefix="/v1/memory/semantic", tags=["semantic memory"])
@@ -28,6 +28,14 @@ async def _repository(session: SessionDep, identity: IdentityDep) -> SemanticRep
 
 
 RepositoryDep = Annotated[SemanticRepository, Depends(_repository)]
+
+
+async def _search(engine: EngineDep, identity: IdentityDep) -> SemanticSearch:
+    return SemanticSearch(engine, identity.tenant_id, identity.user_id)
+
+
+# Queries are reads of one statement each: no unit of work (no BEGIN, no COMMIT).
+SearchDep = Annotated[SemanticSearch, Depends(_search)]
 
 # The hot path answers with JSON serialized once from the models the service built
 # (returning the models would make FastAPI validate them again against
@@ -48,12 +56,10 @@ async def upsert_memory(
 
 
 @router.post("/query", response_model=list[SemanticHit], responses=error_responses(422, 503))
-async def query_memories(
-    body: SemanticQuery, repository: RepositoryDep, runtime: RuntimeDep
-) -> Response:
+async def query_memories(body: SemanticQuery, search: SearchDep, runtime: RuntimeDep) -> Response:
     """The caller's (and the tenant's public) memories nearest to a text or vector, best
     first, with their cosine similarity; filter by metadata and a minimum score."""
-    hits = await service.query(repository, runtime, body)
+    hits = await service.query(search, runtime, body)
     return Response(content=_HITS.dump_json(hits), media_type="application/json")
 
 

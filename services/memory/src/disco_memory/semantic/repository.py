@@ -9,9 +9,10 @@ from typing import Any
 from pgvector import Vector
 from pgvector.asyncpg import register_vector
 from sqlalchemy import RowMapping, TextClause, event, text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-__all__ = ["SemanticRepository", "configure_search", "set_search_options"]
+__all__ = ["SemanticRepository", "SemanticSearch", "configure_search", "set_search_options"]
 
 _COLUMNS = (
     "m.memory_id, m.external_id, m.content, m.content_hash, "
@@ -56,25 +57,13 @@ _SEARCH_OPTIONS = text(
     "SELECT set_config('hnsw.ef_search', :ef_search, true), "
     "set_config('hnsw.iterative_scan', 'relaxed_order', true)"
 )
-# The inner query walks the HNSW index (filters applied as it goes, iterative
-# scan keeps going until `limit` rows pass them); the outer one restores exact
-# order, which relaxed_order may have loosened, and applies the threshold.
+# One statement, its own transaction (migration memory_0006): the function scopes
+# the transaction to the tenant and user, then walks the HNSW index (filters
+# applied as it goes, iterative scan until `limit` rows pass them) and restores
+# exact order, which relaxed_order may have loosened, and applies the threshold.
 _QUERY = text(
-    f"""
-    WITH hits AS MATERIALIZED (
-        SELECT {_COLUMNS}, m.embedding <=> CAST(:embedding AS vector) AS distance
-        FROM memory.semantic_memories m
-        WHERE m.tenant_id = :tenant_id
-          AND (m.user_id = :user_id OR (CAST(:include_public AS boolean) AND m.is_public))
-          AND m.metadata @> CAST(CAST(:filter AS text) AS jsonb)
-        ORDER BY distance
-        LIMIT :limit
-    )
-    SELECT *, 1 - distance AS score FROM hits
-    WHERE CAST(:threshold AS double precision) IS NULL
-       OR 1 - distance >= CAST(:threshold AS double precision)
-    ORDER BY distance
-    """  # noqa: S608
+    "SELECT * FROM memory.semantic_query_as(:tenant_id, :user_id, :embedding, :limit, "
+    ":threshold, CAST(CAST(:filter AS text) AS jsonb), :include_public, :ef_search)"
 )
 
 
@@ -91,10 +80,9 @@ def _positional(statement: TextClause) -> tuple[str, tuple[str, ...]]:
     return re.sub(r"(?<!:):([a-z_]+)\b", number, statement.text), tuple(names)
 
 
-# The hot query runs on the session's asyncpg connection, in the session's
-# transaction: asyncpg keeps it prepared per connection and SQLAlchemy's
-# per-statement work (compilation cache, parameter and result adaptation, a
-# greenlet switch) is skipped; the SQL is _QUERY's own.
+# The hot query is sent as driver SQL (asyncpg's $n placeholders), outside any
+# unit of work: asyncpg keeps it prepared per connection and SQLAlchemy's
+# statement compilation is skipped; the SQL is _QUERY's own.
 _QUERY_SQL, _QUERY_PARAMS = _positional(_QUERY)
 
 
@@ -243,6 +231,15 @@ class SemanticRepository:
         result = await self._session.execute(_DELETE, {**self._scope, "memory_id": memory_id})
         return result.first() is not None
 
+
+class SemanticSearch:
+    """Similarity queries for one user (and the tenant's public memories), each one
+    statement in its own implicit transaction: no BEGIN, scope statement or COMMIT."""
+
+    def __init__(self, engine: AsyncEngine, tenant_id: str, user_id: str) -> None:
+        self._engine = engine
+        self._scope = {"tenant_id": tenant_id, "user_id": user_id}
+
     async def query(
         self,
         *,
@@ -251,8 +248,10 @@ class SemanticRepository:
         threshold: float | None,
         filter_json: str,
         include_public: bool,
+        ef_search: int | None,
     ) -> list[dict[str, Any]]:
-        """The nearest memories to ``embedding`` (with ``distance`` and ``score``)."""
+        """The nearest memories to ``embedding`` (with ``distance`` and ``score``);
+        ``ef_search`` widens the HNSW candidate list for this query when given."""
         values = {
             **self._scope,
             "embedding": embedding,
@@ -260,9 +259,19 @@ class SemanticRepository:
             "threshold": threshold,
             "filter": filter_json,
             "include_public": include_public,
+            "ef_search": ef_search,
         }
-        connection = await (await self._session.connection()).get_raw_connection()
-        driver = connection.driver_connection
-        assert driver is not None
-        rows = await driver.fetch(_QUERY_SQL, *(values[name] for name in _QUERY_PARAMS))
-        return [_decoded(row) for row in rows]
+        parameters = tuple(values[name] for name in _QUERY_PARAMS)
+        for attempt in (1, 2):
+            try:
+                async with self._engine.connect() as connection:
+                    # No BEGIN/COMMIT: the one statement is its own transaction.
+                    await connection.execution_options(isolation_level="AUTOCOMMIT")
+                    result = await connection.exec_driver_sql(_QUERY_SQL, parameters)
+                    return [_decoded(row) for row in result.mappings()]
+            except DBAPIError as exc:
+                # A pooled connection from before a database restart: the pool is
+                # invalidated now, and the second try gets a fresh connection.
+                if not exc.connection_invalidated or attempt == 2:
+                    raise
+        raise AssertionError("unreachable")

@@ -15,7 +15,7 @@ from disco_common.memory import (
 )
 from disco_memory._shared import encoded_json, limited_json
 from disco_memory.runtime import MemoryRuntime
-from disco_memory.semantic.repository import SemanticRepository, set_search_options
+from disco_memory.semantic.repository import SemanticRepository, SemanticSearch
 
 __all__ = ["delete_memory", "get_memory", "model_info", "query", "upsert"]
 
@@ -74,7 +74,7 @@ async def upsert(
 
 
 async def query(
-    repository: SemanticRepository, runtime: MemoryRuntime, body: SemanticQuery
+    search: SemanticSearch, runtime: MemoryRuntime, body: SemanticQuery
 ) -> list[SemanticHit]:
     """The memories nearest to the query, best first, with cosine similarity as score."""
     if body.embedding is not None:
@@ -82,14 +82,14 @@ async def query(
     else:
         assert body.text is not None
         embedding = await runtime.embed_query(body.text)
-    if body.limit > runtime.settings.hnsw_ef_search:
-        await set_search_options(repository.session, ef_search=body.limit)
-    rows = await repository.query(
+    rows = await search.query(
         embedding=embedding,
         limit=body.limit,
         threshold=body.threshold,
         filter_json=encoded_json(body.filter),
         include_public=body.include_public,
+        # A wider candidate list when the query wants more rows than the default.
+        ef_search=body.limit if body.limit > runtime.settings.hnsw_ef_search else None,
     )
     return [
         SemanticHit(

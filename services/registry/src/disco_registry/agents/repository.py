@@ -54,62 +54,15 @@ _LOCK = text(
     "WHERE tenant_id = :tenant AND agent_id = :agent FOR UPDATE"
 )
 
-# The agent row and the registering instance's row in one statement (the instance
-# row references the agent row the CTE writes).
-_UPSERT = text(
-    """
-WITH agent AS (
-INSERT INTO registry.agents (
-    tenant_id, agent_id, name, version, description, tags, instance_id, visibility,
-    ttl_seconds, metadata, capabilities, events, discovery, capability_names,
-    consumed_events, produced_events, search_text, definition_hash, status,
-    last_heartbeat_at, expired_at)
-VALUES (
-    :tenant, :agent, :name, :version, :description, :tags, :instance_id, :visibility,
-    :ttl, CAST(:metadata AS jsonb), CAST(:capabilities AS jsonb), CAST(:events AS jsonb),
-    CAST(:discovery AS jsonb), :capability_names, :consumed_events, :produced_events,
-    :search_text, :definition_hash, 'live', now(), NULL)
-ON CONFLICT (tenant_id, agent_id) DO UPDATE SET
-    name = excluded.name,
-    version = excluded.version,
-    description = excluded.description,
-    tags = excluded.tags,
-    instance_id = excluded.instance_id,
-    visibility = excluded.visibility,
-    ttl_seconds = excluded.ttl_seconds,
-    metadata = excluded.metadata,
-    capabilities = excluded.capabilities,
-    events = excluded.events,
-    discovery = excluded.discovery,
-    capability_names = excluded.capability_names,
-    consumed_events = excluded.consumed_events,
-    produced_events = excluded.produced_events,
-    search_text = excluded.search_text,
-    definition_hash = excluded.definition_hash,
-    status = 'live',
-    last_heartbeat_at = now(),
-    expired_at = NULL,
-    updated_at = now()
-RETURNING (xmax = 0) AS created
-), instance AS (
-INSERT INTO registry.agent_instances (
-    tenant_id, agent_id, instance_key, instance_id, visibility, last_heartbeat_at, expires_at)
-SELECT :tenant, :agent, :key, :instance_id, :visibility, now(),
-       now() + make_interval(secs => CAST(:ttl AS double precision))
-FROM agent
-ON CONFLICT (tenant_id, agent_id, instance_key) DO UPDATE SET
-    instance_id = excluded.instance_id,
-    visibility = excluded.visibility,
-    last_heartbeat_at = excluded.last_heartbeat_at,
-    expires_at = excluded.expires_at
-)
-SELECT created FROM agent
-"""
-)
-
-_SET_INSTANCES_VISIBILITY = text(
-    "UPDATE registry.agent_instances SET visibility = :visibility "
-    "WHERE tenant_id = :tenant AND agent_id = :agent AND visibility <> :visibility"
+# The whole registration in one call (migration registry_0005): lock, agent and
+# instance upsert, instances' visibility, owned events, and the record read back.
+_REGISTER = text(
+    "SELECT * FROM registry.register_agent("
+    ":tenant, :agent, :name, :version, :description, CAST(:tags AS text[]), :instance_id, "
+    ":key, :visibility, :ttl, CAST(:metadata AS jsonb), CAST(:capabilities AS jsonb), "
+    "CAST(:events AS jsonb), CAST(:discovery AS jsonb), CAST(:capability_names AS text[]), "
+    "CAST(:consumed_events AS text[]), CAST(:produced_events AS text[]), :search_text, "
+    ":definition_hash, CAST(:owned AS jsonb))"
 )
 
 # One statement for a whole batch of heartbeats of one tenant (the service's hot
@@ -180,7 +133,7 @@ def instance_key(instance_id: str | None) -> str:
 
 @dataclass(frozen=True)
 class AgentRow:
-    """What :meth:`AgentRepository.upsert` writes."""
+    """What :meth:`AgentRepository.register` writes."""
 
     tenant_id: str
     agent_id: str
@@ -251,7 +204,10 @@ def text_query_terms(query: str) -> str:
 
 def record_from_row(row: Row[Any]) -> AgentRecord:
     """An :class:`AgentRecord` from a row of the record select."""
-    values = dict(row._mapping)
+    return _record(dict(row._mapping))
+
+
+def _record(values: dict[str, Any]) -> AgentRecord:
     live = int(values.pop("live_instances") or 0)
     return AgentRecord.model_validate(
         {
@@ -279,7 +235,7 @@ class AgentRepository:
         """Lock the tenant's agent row until the transaction ends; None if absent.
 
         Concurrent registrations of one agent queue here (or, for a new agent,
-        on the primary key in :meth:`upsert`), so the agent row, its instances
+        on the primary key), so the agent row, its instances
         and its events are always written by one transaction at a time.
         """
         row = (await self._session.execute(_LOCK, {"tenant": tenant_id, "agent": agent_id})).first()
@@ -292,12 +248,19 @@ class AgentRepository:
             name=row.name,
         )
 
-    async def upsert(self, agent: AgentRow) -> bool:
-        """Insert or update the agent row and create or refresh its registering instance
-        (heard from now, expiring after ``ttl_seconds``); whether the agent was inserted."""
+    async def register(self, agent: AgentRow, owned_events: str) -> tuple[AgentRecord, bool]:
+        """Register ``agent`` in one statement; its record and whether it was created.
+
+        The agent row is locked first (concurrent registrations of one agent
+        queue there, or for a new agent on the primary key), then the agent
+        and its registering instance are upserted (heard from now, expiring
+        after ``ttl_seconds``), the instances take the agent's visibility, and
+        when the definition changed the agent's owned event definitions become
+        exactly ``owned_events`` (a JSON list of :class:`OwnedEvent` fields).
+        """
         row = (
             await self._session.execute(
-                _UPSERT,
+                _REGISTER,
                 {
                     "tenant": agent.tenant_id,
                     "agent": agent.agent_id,
@@ -318,19 +281,13 @@ class AgentRepository:
                     "search_text": agent.search_text,
                     "definition_hash": agent.definition_hash,
                     "key": instance_key(agent.instance_id),
+                    "owned": owned_events,
                 },
             )
         ).one()
-        return bool(row.created)
-
-    async def set_instances_visibility(
-        self, *, tenant_id: str, agent_id: str, visibility: str
-    ) -> None:
-        """Align the instances' copy of the agent's visibility (it drives their RLS read)."""
-        await self._session.execute(
-            _SET_INSTANCES_VISIBILITY,
-            {"tenant": tenant_id, "agent": agent_id, "visibility": visibility},
-        )
+        values = dict(row._mapping)
+        created = bool(values.pop("created"))
+        return _record(values), created
 
     async def heartbeat_many(
         self, *, tenant_id: str, beats: list[tuple[str, str | None, int | None]]

@@ -26,7 +26,7 @@ from disco_common.registry import (
 from disco_registry.agents import events as announce
 from disco_registry.agents.repository import AgentFilters, AgentRepository, AgentRow
 from disco_registry.errors import AgentNotFound, ConflictingEventDefinition
-from disco_registry.events.repository import EventRepository, OwnedEvent
+from disco_registry.events.repository import EventRepository, OwnedEvent, owned_events_json
 from disco_registry.payload_schemas.service import resolve_refs
 from disco_service import Paginator
 
@@ -206,10 +206,7 @@ async def register(
     schemas = await resolve_refs(session, tenant_id=tenant_id, refs=_schema_refs(registration))
     compiled = compile_registration(registration, schemas)
     ttl = registration.ttl_seconds or default_ttl_seconds
-    visibility = registration.visibility.value
-    agents = AgentRepository(session)
-    previous = await agents.lock(tenant_id=tenant_id, agent_id=registration.agent_id)
-    created = await agents.upsert(
+    record, created = await AgentRepository(session).register(
         AgentRow(
             tenant_id=tenant_id,
             agent_id=registration.agent_id,
@@ -218,7 +215,7 @@ async def register(
             description=registration.description,
             tags=list(dict.fromkeys(registration.tags)),
             instance_id=registration.instance_id,
-            visibility=visibility,
+            visibility=registration.visibility.value,
             ttl_seconds=ttl,
             metadata=registration.metadata,
             capabilities=[cap.model_dump(mode="json") for cap in registration.capabilities],
@@ -229,23 +226,9 @@ async def register(
             produced_events=compiled.produced_events,
             search_text=compiled.search_text,
             definition_hash=compiled.definition_hash,
-        )
+        ),
+        owned_events=owned_events_json(compiled.events),
     )
-    if previous is not None and previous.visibility != visibility:
-        await agents.set_instances_visibility(
-            tenant_id=tenant_id, agent_id=registration.agent_id, visibility=visibility
-        )
-    # Re-registering an unchanged definition (every restart does) skips the events.
-    if previous is None or previous.definition_hash != compiled.definition_hash:
-        await EventRepository(session).replace_owned(
-            tenant_id=tenant_id,
-            owner_agent_id=registration.agent_id,
-            visibility=visibility,
-            events=compiled.events,
-        )
-    record = await agents.get_visible(tenant_id=tenant_id, agent_id=registration.agent_id)
-    if record is None:  # pragma: no cover - written above in this transaction
-        raise AgentNotFound(f"agent {registration.agent_id!r} vanished while registering")
     await announce.announce_registered(
         session,
         tenant_id=tenant_id,

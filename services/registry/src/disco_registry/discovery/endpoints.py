@@ -7,8 +7,9 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 
 from disco_common.registry import DiscoveredAgent, DiscoveryQuery
+from disco_registry.deps import EngineDep
 from disco_registry.discovery import service
-from disco_service import IdentityDep, SessionDep, error_responses
+from disco_service import IdentityDep, error_responses
 
 __all__ = ["router"]
 
@@ -33,9 +34,11 @@ _DESCRIPTION = (
     description=_DESCRIPTION,
 )
 async def discover_get(
-    query: Annotated[DiscoveryQuery, Query()], session: SessionDep, identity: IdentityDep
+    query: Annotated[DiscoveryQuery, Query()], engine: EngineDep, identity: IdentityDep
 ) -> Response:
-    answer = await service.discover_json(session, tenant_id=identity.tenant_id, query=query)
+    answer = await service.discover_json(
+        engine, tenant_id=identity.tenant_id, user_id=identity.user_id, query=query
+    )
     return Response(content=answer, media_type=_JSON)
 
 
@@ -47,7 +50,9 @@ async def discover_get(
     description=_DESCRIPTION,
 )
 async def discover_post(
-    query: DiscoveryQuery, session: SessionDep, identity: IdentityDep
+    query: DiscoveryQuery, engine: EngineDep, identity: IdentityDep
 ) -> Response:
-    answer = await service.discover_json(session, tenant_id=identity.tenant_id, query=query)
+    answer = await service.discover_json(
+        engine, tenant_id=identity.tenant_id, user_id=identity.user_id, query=query
+    )
     return Response(content=answer, media_type=_JSON)

@@ -12,45 +12,60 @@ grouped by (tenant, name) — one answer per agent name, described by its most
 recently updated matching registration, counting every live instance — best
 text matches first (full-text rank plus trigram word similarity), else the
 caller's own agents before public ones, then by name.
+
+A discovery is one round trip: ``registry.discover_agents_as`` (migration
+``registry_0005``) sets the tenant and user of its own implicit transaction
+and answers the function, so no BEGIN, scope statement or COMMIT is sent.
 """
 
 from __future__ import annotations
 
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from disco_common.registry import DiscoveryQuery
 
 __all__ = ["DiscoveryRepository"]
 
 _DISCOVER = text(
-    "SELECT registry.discover_agents("
+    "SELECT registry.discover_agents_as(:tenant, :user, "
     "CAST(:capabilities AS text[]), :consumed, :produced, :query, :limit)"
 )
 
 
 class DiscoveryRepository:
-    """Runs discovery queries for the session's tenant."""
+    """Runs discovery queries, each in its own implicit transaction."""
 
-    def __init__(self, session: AsyncSession) -> None:
-        self._session = session
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine
 
-    async def discover_json(self, *, tenant_id: str, query: DiscoveryQuery) -> str:
-        """Live agents visible to the session's tenant that match every criterion of
-        ``query``, as the JSON text of a list of :class:`DiscoveredAgent`.
+    async def discover_json(self, *, tenant_id: str, user_id: str, query: DiscoveryQuery) -> str:
+        """Live agents visible to ``tenant_id`` that match every criterion of ``query``,
+        as the JSON text of a list of :class:`DiscoveredAgent`.
 
-        ``tenant_id`` must be the session's tenant: the function reads the tenant
-        from the transaction, never from its arguments.
+        ``tenant_id`` and ``user_id`` must be the caller's verified identity's:
+        the statement scopes its transaction to them.
         """
         required = list(dict.fromkeys([*query.capabilities, *filter(None, [query.capability])]))
-        answer = await self._session.execute(
-            _DISCOVER,
-            {
-                "capabilities": required,
-                "consumed": query.consumed_event,
-                "produced": query.produced_event,
-                "query": query.text,
-                "limit": query.limit,
-            },
-        )
-        return str(answer.scalar_one())
+        values = {
+            "tenant": tenant_id,
+            "user": user_id,
+            "capabilities": required,
+            "consumed": query.consumed_event,
+            "produced": query.produced_event,
+            "query": query.text,
+            "limit": query.limit,
+        }
+        for attempt in (1, 2):
+            try:
+                async with self._engine.connect() as connection:
+                    # No BEGIN/COMMIT: the one statement is its own transaction.
+                    await connection.execution_options(isolation_level="AUTOCOMMIT")
+                    return str((await connection.execute(_DISCOVER, values)).scalar_one())
+            except DBAPIError as exc:
+                # A pooled connection from before a database restart: the pool is
+                # invalidated now, and the second try gets a fresh connection.
+                if not exc.connection_invalidated or attempt == 2:
+                    raise
+        raise AssertionError("unreachable")

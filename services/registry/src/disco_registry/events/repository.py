@@ -12,44 +12,13 @@ from disco_common.canonical import canonical_json
 from disco_common.registry import EventRecord
 from disco_service import Keyset
 
-__all__ = ["EventFilters", "EventRepository", "OwnedEvent"]
+__all__ = ["EventFilters", "EventRepository", "OwnedEvent", "owned_events_json"]
 
 _LIST_ORDER = Keyset("e.event_type", "e.tenant_id", "e.owner_agent_id")
 
 _COLUMNS = (
     "e.tenant_id, e.owner_agent_id, e.event_type, e.topic, e.description, e.json_schema, "
     "e.schema_name, e.schema_version, e.created_at, e.updated_at"
-)
-
-# One statement: drop the definitions the agent no longer has, upsert the others
-# (the two touch different rows; an empty list drops them all).
-_REPLACE_OWNED = text(
-    """
-WITH dropped AS (
-    DELETE FROM registry.events
-    WHERE tenant_id = :tenant AND owner_agent_id = :owner
-      AND NOT (event_type = ANY(CAST(:types AS text[])))
-)
-INSERT INTO registry.events AS e (
-    tenant_id, owner_agent_id, event_type, topic, description, json_schema,
-    schema_name, schema_version, visibility)
-SELECT :tenant, :owner, x.event_type, x.topic, x.description, x.json_schema,
-       x.schema_name, x.schema_version, :visibility
-FROM jsonb_to_recordset(CAST(:definitions AS jsonb)) AS x(
-    event_type text, topic text, description text, json_schema jsonb,
-    schema_name text, schema_version text)
-ON CONFLICT (tenant_id, owner_agent_id, event_type) DO UPDATE SET
-    topic = excluded.topic,
-    description = excluded.description,
-    json_schema = excluded.json_schema,
-    schema_name = excluded.schema_name,
-    schema_version = excluded.schema_version,
-    visibility = excluded.visibility,
-    updated_at = now()
-WHERE (e.topic, e.description, e.json_schema, e.schema_name, e.schema_version, e.visibility)
-    IS DISTINCT FROM (excluded.topic, excluded.description, excluded.json_schema,
-                      excluded.schema_name, excluded.schema_version, excluded.visibility)
-"""
 )
 
 _DELETE_OWNED = text(
@@ -97,6 +66,12 @@ class EventFilters:
     event_type: str | None = None
 
 
+def owned_events_json(events: list[OwnedEvent]) -> str:
+    """``events`` as the JSON list the registration statement writes them from
+    (``registry.register_agent``'s ``p_owned``)."""
+    return canonical_json([asdict(event) for event in events]).decode()
+
+
 def _record(row: Row[Any]) -> EventRecord:
     values = dict(row._mapping)
     name, version = values.pop("schema_name"), values.pop("schema_version")
@@ -109,21 +84,6 @@ class EventRepository:
 
     def __init__(self, session: AsyncSession) -> None:
         self._session = session
-
-    async def replace_owned(
-        self, *, tenant_id: str, owner_agent_id: str, visibility: str, events: list[OwnedEvent]
-    ) -> None:
-        """Make ``events`` exactly the definitions ``owner_agent_id`` owns (one statement)."""
-        await self._session.execute(
-            _REPLACE_OWNED,
-            {
-                "tenant": tenant_id,
-                "owner": owner_agent_id,
-                "types": [event.event_type for event in events],
-                "visibility": visibility,
-                "definitions": canonical_json([asdict(event) for event in events]).decode(),
-            },
-        )
 
     async def delete_owned(self, *, tenant_id: str, owner_agent_id: str) -> int:
         """Remove every definition ``owner_agent_id`` owns; how many there were."""
