@@ -25,8 +25,8 @@ PACKAGES = {
 }
 # The newest revision of each service: the files moved into the packages as they were.
 HEADS = {
-    "registry": "registry_0004",
-    "memory": "memory_0005",
+    "registry": "registry_0005",
+    "memory": "memory_0006",
     "tracker": "tracker_0004",
     "gateway": "gateway_0006",
 }
