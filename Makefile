@@ -6,6 +6,11 @@ SHELL := /bin/bash
 
 UV := $(shell command -v uv 2>/dev/null || echo $(CURDIR)/.tools/bin/uv)
 PYTEST_ARGS ?=
+# Test workers (pytest-xdist). The tests mostly wait on the broker, Postgres and
+# processes, so more workers than cores pay: twice the cores, at least 4.
+# `make test TEST_WORKERS=1` runs in one process (no xdist), `=0` too.
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); w=$$((n * 2)); [ $$w -lt 4 ] && w=4; echo $$w)
+PYTEST_PARALLEL := $(if $(filter-out 0 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup)
 BENCH_ARGS ?=
 FUZZ_ARGS ?=
 
@@ -34,13 +39,13 @@ dev: bootstrap ## run the whole stack locally (embedded Postgres + Kafka); Ctrl-
 	$(UV) run disco dev up
 
 test: bootstrap ## the whole suite: unit tests first, then integration and end to end
-	$(UV) run pytest --durations=25 $(PYTEST_ARGS)
+	$(UV) run pytest $(PYTEST_PARALLEL) --durations=25 $(PYTEST_ARGS)
 
 test-unit: bootstrap ## the unit tests only: seconds, no broker, no Postgres, no services
 	$(UV) run pytest --unit $(PYTEST_ARGS)
 
 test-integration: bootstrap ## the integration and end-to-end tests (real broker and Postgres)
-	$(UV) run pytest -m integration --durations=25 $(PYTEST_ARGS)
+	$(UV) run pytest -m integration $(PYTEST_PARALLEL) --durations=25 $(PYTEST_ARGS)
 
 fuzz: bootstrap ## schemathesis over every service's OpenAPI on real processes (FUZZ_ARGS=--max-examples N ...)
 	$(UV) run python -m tests.fuzz $(FUZZ_ARGS)

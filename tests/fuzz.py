@@ -145,16 +145,14 @@ async def _provision(settings: BusSettings) -> None:
         await bus.ensure_topics()
 
 
-def fuzz(
-    admin_url: str,
-    bootstrap: str,
-    folder: Path,
-    *,
-    names: Sequence[str] = SERVICES,
-    bounds: Bounds | None = None,
-) -> list[ServiceResult]:
-    """Fuzz ``names`` on a database of their own (at ``admin_url``'s server) and ``bootstrap``."""
-    bounds = bounds or Bounds()
+@contextmanager
+def fuzz_stack(
+    admin_url: str, bootstrap: str, folder: Path, *, names: Sequence[str] = SERVICES
+) -> Iterator[dict[str, ServiceProcess]]:
+    """The services to fuzz, running on a database of their own (at ``admin_url``'s server).
+
+    The gateway calls the other three, so they always run; it runs when in ``names``.
+    """
     database = migrated_database(admin_url)
     prefix = f"fuzz{uuid.uuid4().hex[:8]}."
     asyncio.run(_provision(BusSettings(kafka_bootstrap=bootstrap, topic_prefix=prefix)))
@@ -167,37 +165,49 @@ def fuzz(
         # POST /v1/publish?wait=: nobody answers the fuzzer's requests, so keep it short.
         "DISCO_GATEWAY_PUBLISH_MAX_WAIT_SECONDS": "0.5",
     }
-    token = mint_dev_token(DEV_AUTH_SECRET, "fuzz", "fuzzer", (Role.USER, Role.ADMIN))
-    REPORTS.mkdir(exist_ok=True)
     upstream = [name for name in SERVICES if name != "gateway"]
     services: dict[str, ServiceProcess] = {}
-    results: list[ServiceResult] = []
     try:
-        # The gateway calls the other three: start them first, then point it at them.
         services.update(start_services(upstream, env, folder))
         if "gateway" in names:
             links = {_UPSTREAMS[name]: services[name].url for name in upstream}
             services.update(start_services(["gateway"], {**env, **links}, folder))
-        for name in names:
-            began = time.monotonic()
-            print(f"== fuzzing {name} ({services[name].url})", flush=True)
-            report = REPORTS / f"{name}.xml"
-            report.unlink(missing_ok=True)
-            code = _schemathesis(services[name].url, token, bounds, report)
-            failures, errors = _findings(report)
-            results.append(
-                ServiceResult(
-                    name,
-                    code,
-                    time.monotonic() - began,
-                    failures,
-                    errors,
-                    _log_errors(services[name]),
-                )
-            )
+        yield services
     finally:
         stop_services(services.values())
-    return results
+
+
+def fuzz_service(service: ServiceProcess, bounds: Bounds, reports: Path = REPORTS) -> ServiceResult:
+    """Run schemathesis on one running service; its JUnit report goes to ``reports``."""
+    token = mint_dev_token(DEV_AUTH_SECRET, "fuzz", "fuzzer", (Role.USER, Role.ADMIN))
+    began = time.monotonic()
+    print(f"== fuzzing {service.name} ({service.url})", flush=True)
+    reports.mkdir(parents=True, exist_ok=True)
+    report = reports / f"{service.name}.xml"
+    report.unlink(missing_ok=True)
+    code = _schemathesis(service.url, token, bounds, report)
+    failures, errors = _findings(report)
+    return ServiceResult(
+        service.name,
+        code,
+        time.monotonic() - began,
+        failures,
+        errors,
+        _log_errors(service),
+    )
+
+
+def fuzz(
+    admin_url: str,
+    bootstrap: str,
+    folder: Path,
+    *,
+    names: Sequence[str] = SERVICES,
+    bounds: Bounds | None = None,
+) -> list[ServiceResult]:
+    """Fuzz ``names`` on a database of their own (at ``admin_url``'s server) and ``bootstrap``."""
+    with fuzz_stack(admin_url, bootstrap, folder, names=names) as services:
+        return [fuzz_service(services[name], bounds or Bounds()) for name in names]
 
 
 def summary(results: Sequence[ServiceResult]) -> str:
