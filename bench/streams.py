@@ -5,8 +5,10 @@
 
 Starts an embedded PostgreSQL and Tansu broker on free loopback ports unless
 ``DISCO_DATABASE_ADMIN_URL`` / ``DISCO_KAFKA_BOOTSTRAP`` name existing ones (a
-fresh database, migrated), then the registry and one gateway as real processes.
-For each socket count (1, 100, 1,000 by default), ``--clients`` (2) client
+fresh database, migrated). For each socket count (1, 100, 1,000 by default), on
+its own topic prefix, a registry and a gateway as real processes (the embedded
+broker's fetch cost grows with what a topic holds, so a row measured on the
+topics of the rows before it would pay for their events), and ``--clients`` (2) client
 processes open that many websockets on ``/v1/sessions/{id}/stream`` spread over
 ``--sessions`` sessions (socket ``i`` watches session ``i mod sessions``), and
 this process publishes ``TOOL_LOG``
@@ -24,7 +26,8 @@ its send time; the figures:
   uses, with its adaptive fetch wait) in this process;
 - the gateway's CPU (% of one core over the run) and RSS after it, and from its
   ``/metrics`` the mean publish -> hand-off lag and the mean Postgres store of a
-  batch (every event is kept for replay before any socket sees it).
+  batch (events go to the sockets first and are stored behind them, in order,
+  with the reader's positions, so a replay still finds every event).
 
 The socket processes, the raw consumer and the publisher share the machine's
 cores with the gateway, PostgreSQL and the broker. Target (issue
@@ -432,6 +435,24 @@ def print_table(levels: list[Level], rate: float) -> None:
 async def bench(
     args: argparse.Namespace, database_url: str, bootstrap: str, clients: list[Connection]
 ) -> None:
+    print(f"load average before: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)")
+    levels = [
+        await measure_on_fresh_stack(args, database_url, bootstrap, clients, count)
+        for count in args.sockets
+    ]
+    print_table(levels, args.rate)
+    print(f"load average after: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)")
+
+
+async def measure_on_fresh_stack(
+    args: argparse.Namespace,
+    database_url: str,
+    bootstrap: str,
+    clients: list[Connection],
+    count: int,
+) -> Level:
+    """One row on its own topics and gateway: the embedded broker's fetch cost grows with
+    what a topic holds, so a row measured after the others would pay for their events."""
     prefix = f"bench{uuid.uuid4().hex[:6]}."
     registry_port, gateway_port = free_port(), free_port()
     registry_url = f"http://127.0.0.1:{registry_port}"
@@ -471,27 +492,26 @@ async def bench(
             gateway = spawn("gateway", "disco_gateway")
             await wait_ready("gateway", gateway_url, gateway, limit_seconds=90)
             await raw_fetch_wait(settings)
-            print(f"gateway pid {gateway.pid}, logs in {logs}; {describe_fetch(settings)}")
-            print(f"load average before: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)")
+            print(
+                f"{count} sockets on topics {prefix}*: gateway pid {gateway.pid}, logs in "
+                f"{logs}; {describe_fetch(settings)}",
+                flush=True,
+            )
             token = mint_dev_token(DEV_AUTH_SECRET, TENANT, "bench", (Role.USER,), 3600)
             raw = asyncio.gather(raw_consumer(settings, level_of), disco_reader(settings, level_of))
-            levels: list[Level] = []
             try:
-                for count in args.sockets:
-                    level = await measure(
-                        args, bus, gateway_url, gateway.pid, token, count, clients, level_of
-                    )
-                    print(
-                        f"  {count} sockets: {len(level.latencies)} messages, "
-                        f"p99 {_ms(level.latencies, 0.99)} ms",
-                        flush=True,
-                    )
-                    levels.append(level)
+                level = await measure(
+                    args, bus, gateway_url, gateway.pid, token, count, clients, level_of
+                )
             finally:
                 raw.cancel()
                 await asyncio.gather(raw, return_exceptions=True)
-            print_table(levels, args.rate)
-            print(f"load average after: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)")
+            print(
+                f"  {count} sockets: {len(level.latencies)} messages, "
+                f"p99 {_ms(level.latencies, 0.99)} ms",
+                flush=True,
+            )
+            return level
     finally:
         stop_processes(processes)
 
