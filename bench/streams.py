@@ -426,9 +426,9 @@ def print_table(levels: list[Level], rate: float) -> None:
         "consumer's handler in the same run; rdr = the same to disco's TopicReader (what the "
         "gateway's hub reads with) in this process; gw lag = publish to the gateway handing the "
         "event to its sockets' queues (mean, its metrics), store = keeping a batch in Postgres "
-        "first (mean); clients CPU = the socket processes together, bench CPU = the publisher "
-        "and raw consumer (% of one core); busy cores = the whole machine's (it is shared). "
-        "Target: ws p99 <= 50 ms at 1,000 sockets."
+        "behind the sockets (mean); clients CPU = the socket processes together, bench CPU = "
+        "the publisher and raw consumer (% of one core); busy cores = the whole machine's "
+        "(it is shared). Target: ws p99 <= 50 ms at 1,000 sockets."
     )
 
 
