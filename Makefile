@@ -38,7 +38,7 @@ browser: ## Debian's chromium for the console's browser tests (the tests install
 dev: bootstrap ## run the whole stack locally (embedded Postgres + Kafka); Ctrl-C stops it
 	$(UV) run disco dev up
 
-test: bootstrap ## the whole suite: unit tests first, then integration and end to end
+test: bootstrap ## the whole suite, in parallel (TEST_WORKERS, default twice the cores, at least 4)
 	$(UV) run pytest $(PYTEST_PARALLEL) --durations=25 $(PYTEST_ARGS)
 
 test-unit: bootstrap ## the unit tests only: seconds, no broker, no Postgres, no services
