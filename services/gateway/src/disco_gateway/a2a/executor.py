@@ -21,6 +21,8 @@ message, so that an agent can answer with a message instead of a task.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,17 +41,30 @@ from disco_common.registry import DiscoveredCapability
 from disco_common.topics import Topic
 from disco_gateway.a2a.mapping import Translation, translate, turn_correlation_id, working
 from disco_gateway.a2a.runtime import A2ARuntime
-from disco_gateway.bus.fanout import Inbox
+from disco_gateway.bus.fanout import Inbox, Key
 from disco_gateway.scope import CallScope
 from disco_gateway.tasks.repository import TurnRow
 
-__all__ = ["PREPARED_KEY", "STREAMING_KEY", "BusAgentExecutor", "Prepared"]
+__all__ = [
+    "HANDOVER_KEY",
+    "PREPARED_KEY",
+    "STREAMING_KEY",
+    "BusAgentExecutor",
+    "Handover",
+    "Prepared",
+    "finished_task",
+    "keys_of",
+    "new_task",
+    "turn_of",
+]
 
 _log = structlog.get_logger("disco_gateway.a2a")
 
 PREPARED_KEY = "disco.prepared"
 STREAMING_KEY = "disco.streaming"
 """Call-context state: whether the caller streams (else it waits for the outcome)."""
+HANDOVER_KEY = "disco.handover"
+"""Call-context state: a :class:`Handover` from the handler's fast path."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +90,44 @@ class Prepared:
         return self.turn is not None and self.turn.question is not None and self.capability is None
 
 
+class Handover:
+    """A message the handler's blocking fast path sent, handed to the a2a-sdk's machinery.
+
+    The fast path subscribed, sent the message and read the agent's first answer;
+    when that answer does not end the task at once (progress, a question, a
+    direct message), the executor adopts the subscription and follows the task
+    from that answer on.
+    """
+
+    def __init__(
+        self, stack: contextlib.AsyncExitStack, inbox: Inbox, turn: TurnRow, first: Translation
+    ) -> None:
+        self._stack = stack
+        self._inbox = inbox
+        self.turn = turn
+        self.first = first
+        self._taken = False
+
+    @contextlib.asynccontextmanager
+    async def adopt(self) -> AsyncIterator[Inbox]:
+        """The subscription, closed when the block exits.
+
+        Raises:
+            InternalError: the call ended (and closed it) before the executor ran.
+        """
+        if self._taken:
+            raise InternalError(message="the call ended before its task was taken up")
+        self._taken = True
+        async with self._stack:
+            yield self._inbox
+
+    async def release(self) -> None:
+        """Close the subscription unless the executor adopted it (the call is over)."""
+        if not self._taken:
+            self._taken = True
+            await self._stack.aclose()
+
+
 class BusAgentExecutor(AgentExecutor):
     """See the module docs."""
 
@@ -91,45 +144,28 @@ class BusAgentExecutor(AgentExecutor):
         context_id = context.context_id
         assert task_id is not None
         assert context_id is not None
-        previous = prepared.turn
-        if prepared.answers_question:
-            assert previous is not None
-            turn = previous
-        else:
-            assert prepared.capability is not None
-            number = previous.turn + 1 if previous is not None else 1
-            turn = TurnRow(
-                task_id=task_id,
-                turn=number,
-                correlation_id=turn_correlation_id(task_id, number),
-                context_id=context_id,
-                user_id=scope.user_id,
-                agent=prepared.agent,
-                skill=prepared.capability.task_name,
-                event_type=prepared.capability.consumed_event.event_type,
-                # The a2a-sdk set the message's task and context ids.
-                message=MessageToDict(context.message) if context.message is not None else {},
-                question=None,
-            )
-        runtime = self._runtime
-        keys = {("correlation_id", turn.correlation_id), ("task_id", task_id)}
-        async with runtime.fanout.subscribe(keys) as inbox:
-            try:
-                if prepared.answers_question:
-                    await self._answer_question(scope, turn, prepared.message)
-                else:
-                    # The turn is recorded while the request travels: the answer cannot be
-                    # applied by the consumer group before the handover delay anyway, and
-                    # this instance follows it live. If recording fails, the call fails.
-                    await asyncio.gather(
-                        runtime.add_turn(scope.tenant_id, turn),
-                        self._request(scope, turn, prepared),
-                    )
-            except BusError as exc:
-                _log.warning("message not sent", task_id=task_id, error=repr(exc))
-                raise InternalError(
-                    message="the bus is unavailable; send the message again"
-                ) from None
+        streaming = bool(call.state.get(STREAMING_KEY, True))
+        handover = call.state.pop(HANDOVER_KEY, None)
+        if isinstance(handover, Handover):
+            # The handler's fast path sent the message and read the first answer.
+            async with handover.adopt() as inbox:
+                await self._follow(
+                    inbox,
+                    handover.turn,
+                    context.message,
+                    event_queue,
+                    task_exists=False,
+                    scope=scope,
+                    streaming=streaming,
+                    first=handover.first,
+                )
+            return
+        # The a2a-sdk set the message's task and context ids.
+        message = context.message
+        document = {} if prepared.answers_question or message is None else MessageToDict(message)
+        turn = turn_of(prepared, task_id, context_id, scope, document)
+        async with self._runtime.fanout.subscribe(keys_of(turn)) as inbox:
+            await self.send(scope, turn, prepared)
             task_exists = context.current_task is not None
             if task_exists:
                 await event_queue.enqueue_event(working(turn))
@@ -140,8 +176,32 @@ class BusAgentExecutor(AgentExecutor):
                 event_queue,
                 task_exists=task_exists,
                 scope=scope,
-                streaming=bool(call.state.get(STREAMING_KEY, True)),
+                streaming=streaming,
             )
+
+    async def send(self, scope: CallScope, turn: TurnRow, prepared: Prepared) -> None:
+        """Send the message: a new request (its turn recorded meanwhile), or a human's answer.
+
+        Subscribe to the turn's keys first (:func:`keys_of`).
+
+        Raises:
+            InternalError: the bus is unavailable.
+        """
+        runtime = self._runtime
+        try:
+            if prepared.answers_question:
+                await self._answer_question(scope, turn, prepared.message)
+            else:
+                # The turn is recorded while the request travels: the answer cannot be
+                # applied by the consumer group before the handover delay anyway, and
+                # this instance follows it live. If recording fails, the call fails.
+                await asyncio.gather(
+                    runtime.add_turn(scope.tenant_id, turn),
+                    self._request(scope, turn, prepared),
+                )
+        except BusError as exc:
+            _log.warning("message not sent", task_id=turn.task_id, error=repr(exc))
+            raise InternalError(message="the bus is unavailable; send the message again") from None
 
     async def _request(self, scope: CallScope, turn: TurnRow, prepared: Prepared) -> None:
         assert prepared.capability is not None
@@ -192,9 +252,13 @@ class BusAgentExecutor(AgentExecutor):
         task_exists: bool,
         scope: CallScope,
         streaming: bool,
+        first: Translation | None = None,
     ) -> None:
         while True:
-            translation: Translation = translate(await inbox.get(), turn)
+            if first is not None:
+                translation, first = first, None
+            else:
+                translation = translate(await inbox.get(), turn)
             if not translation.events:
                 continue
             if translation.question is not None:
@@ -209,38 +273,17 @@ class BusAgentExecutor(AgentExecutor):
             ):
                 # The agent answered at once and nobody streams: the task is stored
                 # once, as it ends, rather than once per event.
-                await event_queue.enqueue_event(self._finished_task(turn, message, translation))
+                await event_queue.enqueue_event(finished_task(turn, message, translation))
                 self._runtime.settle(scope.tenant_id, turn.correlation_id)
                 return
             if translation.starts_task and not task_exists:
-                await event_queue.enqueue_event(self._new_task(turn, message))
+                await event_queue.enqueue_event(new_task(turn, message))
                 task_exists = True
             for event in translation.events:
                 await event_queue.enqueue_event(event)
             if translation.ends_turn:
                 self._runtime.settle(scope.tenant_id, turn.correlation_id)
                 return
-
-    def _new_task(self, turn: TurnRow, message: a2a_pb2.Message | None) -> a2a_pb2.Task:
-        if message is None:
-            message = ParseDict(turn.message, a2a_pb2.Message(), ignore_unknown_fields=True)
-        return a2a_pb2.Task(
-            id=turn.task_id,
-            context_id=turn.context_id,
-            status=a2a_pb2.TaskStatus(state=a2a_pb2.TaskState.TASK_STATE_SUBMITTED),
-            history=[message],
-        )
-
-    def _finished_task(
-        self, turn: TurnRow, message: a2a_pb2.Message | None, translation: Translation
-    ) -> a2a_pb2.Task:
-        task = self._new_task(turn, message)
-        for event in translation.events:
-            if isinstance(event, a2a_pb2.TaskArtifactUpdateEvent):
-                append_artifact_to_task(task, event)
-            elif isinstance(event, a2a_pb2.TaskStatusUpdateEvent):
-                task.status.CopyFrom(event.status)
-        return task
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """The task stops here; the agent is told by the handler (``task.cancel_requested``)."""
@@ -252,3 +295,64 @@ class BusAgentExecutor(AgentExecutor):
                 task_id=context.task_id, context_id=context.context_id, status=status
             )
         )
+
+
+def turn_of(
+    prepared: Prepared,
+    task_id: str,
+    context_id: str,
+    scope: CallScope,
+    message: dict[str, Any],
+) -> TurnRow:
+    """The turn a prepared message makes of the task (the asked question's, for an answer).
+
+    ``message`` is the caller's message as A2A JSON, with its task and context ids.
+    """
+    previous = prepared.turn
+    if prepared.answers_question:
+        assert previous is not None
+        return previous
+    assert prepared.capability is not None
+    number = previous.turn + 1 if previous is not None else 1
+    return TurnRow(
+        task_id=task_id,
+        turn=number,
+        correlation_id=turn_correlation_id(task_id, number),
+        context_id=context_id,
+        user_id=scope.user_id,
+        agent=prepared.agent,
+        skill=prepared.capability.task_name,
+        event_type=prepared.capability.consumed_event.event_type,
+        message=message,
+        question=None,
+    )
+
+
+def keys_of(turn: TurnRow) -> set[Key]:
+    """What to subscribe to in the fan-out to follow ``turn``."""
+    return {("correlation_id", turn.correlation_id), ("task_id", turn.task_id)}
+
+
+def new_task(turn: TurnRow, message: a2a_pb2.Message | None) -> a2a_pb2.Task:
+    """The task as the agent starts it: submitted, with the caller's message."""
+    if message is None:
+        message = ParseDict(turn.message, a2a_pb2.Message(), ignore_unknown_fields=True)
+    return a2a_pb2.Task(
+        id=turn.task_id,
+        context_id=turn.context_id,
+        status=a2a_pb2.TaskStatus(state=a2a_pb2.TaskState.TASK_STATE_SUBMITTED),
+        history=[message],
+    )
+
+
+def finished_task(
+    turn: TurnRow, message: a2a_pb2.Message | None, translation: Translation
+) -> a2a_pb2.Task:
+    """The task as it ends on the agent's first answer (one write instead of one per event)."""
+    task = new_task(turn, message)
+    for event in translation.events:
+        if isinstance(event, a2a_pb2.TaskArtifactUpdateEvent):
+            append_artifact_to_task(task, event)
+        elif isinstance(event, a2a_pb2.TaskStatusUpdateEvent):
+            task.status.CopyFrom(event.status)
+    return task

@@ -12,7 +12,16 @@ gateway adds, around it:
 - after a cancel: ``task.cancel_requested`` on the bus, so the agent stops;
 - the extended card of the caller's tenant (``GetExtendedAgentCard``);
 - no error leaks what went wrong inside: anything but an A2A error becomes
-  ``InternalError`` with a request id to quote.
+  ``InternalError`` with a request id to quote;
+- a fast path for the commonest call, a blocking ``SendMessage`` that starts a
+  task (no ``returnImmediately``, no push configuration in the request): the
+  handler sends the request and waits for the first answer itself, and when it
+  ends the task (a tool's answer), stores the task once and returns it, without
+  the a2a-sdk's per-task machinery (active task, event queues, task manager,
+  result aggregator), which cost as much CPU as the rest of the call. Any other
+  first answer is handed over to that machinery, which follows the task from
+  there (:class:`~disco_gateway.a2a.executor.Handover`): what the caller, the
+  store, streams and pushes see is the same either way.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from typing import Any, cast
 
 import structlog
 from a2a.server.agent_execution import RequestContext, SimpleRequestContextBuilder
+from a2a.server.cluster.version import TaskVersion
 from a2a.server.context import ServerCallContext
 from a2a.server.events.event_queue import Event
 from a2a.server.request_handlers import DefaultRequestHandlerV2
@@ -36,6 +46,9 @@ from a2a.utils.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
+from a2a.utils.proto_utils import validate_proto_required_fields
+from a2a.utils.task import apply_history_length, validate_history_length
+from google.protobuf.json_format import MessageToDict
 from pydantic import TypeAdapter, ValidationError
 
 from disco.a2a import A2AGatewayHelper, A2AMappingError
@@ -45,8 +58,18 @@ from disco_common.a2a_cards import A2ACardSource
 from disco_common.ids import Id
 from disco_common.system_events import SystemEventType, TaskCancelRequestedData
 from disco_common.topics import Topic
-from disco_gateway.a2a.executor import PREPARED_KEY, STREAMING_KEY, BusAgentExecutor, Prepared
-from disco_gateway.a2a.mapping import message_of, to_proto
+from disco_gateway.a2a.executor import (
+    HANDOVER_KEY,
+    PREPARED_KEY,
+    STREAMING_KEY,
+    BusAgentExecutor,
+    Handover,
+    Prepared,
+    finished_task,
+    keys_of,
+    turn_of,
+)
+from disco_gateway.a2a.mapping import message_of, to_proto, translate
 from disco_gateway.a2a.runtime import A2ARuntime
 from disco_gateway.scope import CallScope
 from disco_gateway.tasks.store import FRESH_TASK_KEY
@@ -101,7 +124,11 @@ def gateway_card_proto() -> a2a_pb2.AgentCard:
 
 
 class _ContextBuilder(SimpleRequestContextBuilder):
-    """The a2a-sdk's request context, noting the id it generates for a new task."""
+    """The a2a-sdk's request context, noting the id it generates for a new task.
+
+    A message the fast path handed over (:class:`Handover`) keeps the ids the
+    fast path gave it.
+    """
 
     async def build(
         self,
@@ -111,6 +138,13 @@ class _ContextBuilder(SimpleRequestContextBuilder):
         context_id: str | None = None,
         task: a2a_pb2.Task | None = None,
     ) -> RequestContext:
+        handover = context.state.get(HANDOVER_KEY)
+        if task_id is None and isinstance(handover, Handover):
+            built = await super().build(
+                context, params, handover.turn.task_id, handover.turn.context_id, task
+            )
+            context.state[FRESH_TASK_KEY] = built.task_id  # no row holds it yet
+            return built
         built = await super().build(context, params, task_id, context_id, task)
         if task_id is None and built.task_id is not None:
             context.state[FRESH_TASK_KEY] = built.task_id  # no row holds it yet
@@ -143,9 +177,67 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
         with _sanitized("SendMessage"):
             context.state[STREAMING_KEY] = False
             await self._prepare(params, context)
+            configuration = params.configuration
+            if not (
+                params.message.task_id
+                or configuration.return_immediately
+                or configuration.HasField("task_push_notification_config")
+            ):
+                return await self._send_new(params, context)
             return cast(
                 a2a_pb2.Message | a2a_pb2.Task, await super().on_message_send(params, context)
             )
+
+    async def _send_new(
+        self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
+    ) -> a2a_pb2.Message | a2a_pb2.Task:
+        """A blocking message that starts a task: the fast path (see the module docs).
+
+        It sends the request and waits for the agent's first answer itself; when
+        that answer ends the task (the usual case for a tool), the task is stored
+        once, as it ends, and returned: the a2a-sdk's per-task machinery (its
+        active task, event queues, task manager) would only copy it around.
+        Anything else (progress, a question, a direct message) is handed to that
+        machinery (:class:`Handover`), which follows the task from there as if it
+        had sent the message itself.
+        """
+        validate_proto_required_fields(params)  # what the a2a-sdk's handler checks first
+        validate_history_length(params.configuration)
+        prepared = context.state[PREPARED_KEY]
+        scope = CallScope.of(context)
+        message = params.message
+        # The ids the a2a-sdk's request context would generate.
+        message.task_id = str(uuid.uuid4())
+        if not message.context_id:
+            message.context_id = str(uuid.uuid4())
+        turn = turn_of(prepared, message.task_id, message.context_id, scope, MessageToDict(message))
+        runtime = self._runtime
+        executor = cast(BusAgentExecutor, self.agent_executor)
+        stack = contextlib.AsyncExitStack()
+        handover: Handover | None = None
+        try:
+            inbox = await stack.enter_async_context(runtime.fanout.subscribe(keys_of(turn)))
+            await executor.send(scope, turn, prepared)
+            while not (first := translate(await inbox.get(), turn)).events:
+                pass
+            if first.ends_turn and first.starts_task:
+                task = finished_task(turn, message, first)
+                await runtime.store.save(
+                    task, event=task, prev=None, prev_version=TaskVersion.MISSING, context=context
+                )
+                runtime.settle(scope.tenant_id, turn.correlation_id)
+                await runtime.push_sender.send_notification(task.id, task)
+                return apply_history_length(task, params.configuration)
+            handover = Handover(stack.pop_all(), inbox, turn, first)
+            context.state[HANDOVER_KEY] = handover
+            message.ClearField("task_id")  # a new task to the a2a-sdk, with the handover's id
+            return cast(
+                a2a_pb2.Message | a2a_pb2.Task, await super().on_message_send(params, context)
+            )
+        finally:
+            await stack.aclose()
+            if handover is not None:
+                await handover.release()
 
     async def on_message_send_stream(
         self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
