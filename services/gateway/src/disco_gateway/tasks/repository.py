@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import Row, RowMapping, text
-from sqlalchemy.exc import DBAPIError
+import asyncpg
+from sqlalchemy import RowMapping, text
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.util import greenlet_spawn
 
 from disco_service import Database, Keyset
 
@@ -54,15 +56,19 @@ _SCOPE = (
     "AND (CAST(:owner AS text) IS NULL OR user_id = :owner)"
 )
 _GET = text(f"SELECT {_TASK_COLUMNS} FROM gateway.a2a_tasks WHERE {_SCOPE}")  # noqa: S608
-# The two writes of every A2A message, one statement each (migration gateway_0005).
-_WRITE_TASK = text(
-    "SELECT version, pushes FROM gateway.a2a_write_task(:tenant_id, :user_id, :op, :task_id, "
-    ":context_id, :owner, :agent, :status, :status_timestamp, CAST(:task AS jsonb), :prev, "
-    ":terminal, CAST(:event AS jsonb))"
+# The two writes of every A2A message, one statement each (migration gateway_0005), in
+# the driver's own placeholders: they go to asyncpg directly (see ScopedWrites).
+_WRITE_TASK = (
+    "SELECT version, pushes FROM gateway.a2a_write_task($1, $2, $3, $4, $5, $6, $7, $8, $9, "
+    "$10::jsonb, $11, $12, $13::jsonb)"
 )
-_ADD_TURN = text(
-    "SELECT gateway.a2a_add_turn(:tenant_id, :user_id, :task_id, :turn, :correlation_id, "
-    ":context_id, :agent, :skill, :event_type, CAST(:message AS jsonb))"
+_ADD_TURN = "SELECT gateway.a2a_add_turn($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb)"
+_TERMINAL = list(TERMINAL_STATES)
+# What says the connection, not the statement, failed: replace it and try once more.
+_CONNECTION_LOST = (
+    asyncpg.PostgresConnectionError,
+    asyncpg.InterfaceError,
+    ConnectionError,
 )
 _DELETE = text(f"DELETE FROM gateway.a2a_tasks WHERE {_SCOPE}")  # noqa: S608
 _EVENTS_AFTER = text(
@@ -345,41 +351,61 @@ class ScopedWrites:
     A unit of work costs BEGIN, the tenant scope, the statements and COMMIT, each a
     round trip; these writes sit on the path a caller waits on, so each is one
     function call instead (migration ``gateway_0005``) that sets the same scope
-    (tenant and user, under row-level security) and commits on its own. A
-    connection that died with a restarted database is replaced once, as
-    :meth:`disco_service.Database.unit_of_work` does.
+    (tenant and user, under row-level security) and commits on its own.
+
+    They run on a connection of the service's pool, but on the driver (asyncpg)
+    directly: SQLAlchemy's connection, cursor and result wrappers (and their SQL
+    span) cost more CPU than the statement itself, on every A2A message. Errors
+    are SQLAlchemy's all the same (``DBAPIError`` with the driver's error as
+    ``orig``), so the service's database-fault handling reads them as it reads any
+    other. A connection that died with a restarted database is replaced once, as
+    :meth:`disco_service.Database.unit_of_work` does; one whose statement timed out
+    is dropped.
     """
 
     def __init__(self, database: Database) -> None:
         self._database = database
 
-    async def _one(self, statement: Any, params: dict[str, Any]) -> Row[Any] | None:
+    async def _one(self, statement: str, *args: Any) -> asyncpg.Record | None:
         for attempt in (1, 2):
+            pooled = await self._database.engine.raw_connection()
+            driver: asyncpg.Connection = pooled.driver_connection  # type: ignore[assignment]
+            failed: BaseException | None = None
             try:
-                async with self._database.engine.connect() as connection:
-                    await connection.execution_options(isolation_level="AUTOCOMMIT")
-                    return (await connection.execute(statement, params)).first()
-            except DBAPIError as exc:
-                if not exc.connection_invalidated or attempt == 2:
-                    raise
+                return await driver.fetchrow(statement, *args)
+            except TimeoutError as exc:
+                failed = exc
+                driver.terminate()  # no answer: the connection is of no further use
+                raise
+            except _CONNECTION_LOST as exc:
+                failed = exc
+                if attempt == 2:
+                    raise OperationalError(
+                        statement, None, exc, connection_invalidated=True
+                    ) from exc
+            except asyncpg.PostgresError as exc:
+                raise DBAPIError(statement, None, exc) from exc
+            finally:
+                if failed is None:
+                    pooled.close()  # back to the pool: no transaction to reset, no I/O
+                else:
+                    await greenlet_spawn(pooled.invalidate, failed)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def add_turn(self, tenant_id: str, turn: TurnRow) -> None:
         """Record a turn (a second record of the same turn is ignored)."""
         await self._one(
             _ADD_TURN,
-            {
-                "tenant_id": tenant_id,
-                "user_id": turn.user_id,
-                "task_id": turn.task_id,
-                "turn": turn.turn,
-                "correlation_id": turn.correlation_id,
-                "context_id": turn.context_id,
-                "agent": turn.agent,
-                "skill": turn.skill,
-                "event_type": turn.event_type,
-                "message": json.dumps(turn.message),
-            },
+            tenant_id,
+            turn.user_id,
+            turn.task_id,
+            turn.turn,
+            turn.correlation_id,
+            turn.context_id,
+            turn.agent,
+            turn.skill,
+            turn.event_type,
+            json.dumps(turn.message),
         )
 
     async def write_task(
@@ -408,22 +434,20 @@ class ScopedWrites:
         """
         row = await self._one(
             _WRITE_TASK,
-            {
-                "tenant_id": tenant_id,
-                "user_id": user_id,
-                "op": write,
-                "task_id": task_id,
-                "context_id": context_id,
-                "owner": owner,
-                "agent": agent,
-                "status": status,
-                "status_timestamp": status_timestamp,
-                "task": json.dumps(task),
-                "prev": prev,
-                "terminal": list(TERMINAL_STATES),
-                "event": json.dumps(event) if event is not None else None,
-            },
+            tenant_id,
+            user_id,
+            write,
+            task_id,
+            context_id,
+            owner,
+            agent,
+            status,
+            status_timestamp,
+            json.dumps(task),
+            prev,
+            _TERMINAL,
+            json.dumps(event) if event is not None else None,
         )
-        if row is None or row.version is None:
+        if row is None or row["version"] is None:
             return None
-        return Written(int(row.version), bool(row.pushes))
+        return Written(int(row["version"]), bool(row["pushes"]))
