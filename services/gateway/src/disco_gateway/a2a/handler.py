@@ -34,7 +34,6 @@ from typing import Any, cast
 
 import structlog
 from a2a.server.agent_execution import RequestContext, SimpleRequestContextBuilder
-from a2a.server.cluster.version import TaskVersion
 from a2a.server.context import ServerCallContext
 from a2a.server.events.event_queue import Event
 from a2a.server.request_handlers import DefaultRequestHandlerV2
@@ -46,7 +45,6 @@ from a2a.utils.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
-from a2a.utils.proto_utils import validate_proto_required_fields
 from a2a.utils.task import apply_history_length, validate_history_length
 from google.protobuf.json_format import MessageToDict
 from pydantic import TypeAdapter, ValidationError
@@ -70,6 +68,7 @@ from disco_gateway.a2a.executor import (
     turn_of,
 )
 from disco_gateway.a2a.mapping import message_of, to_proto, translate
+from disco_gateway.a2a.required import check_required_fields
 from disco_gateway.a2a.runtime import A2ARuntime
 from disco_gateway.scope import CallScope
 from disco_gateway.tasks.store import FRESH_TASK_KEY
@@ -201,7 +200,7 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
         machinery (:class:`Handover`), which follows the task from there as if it
         had sent the message itself.
         """
-        validate_proto_required_fields(params)  # what the a2a-sdk's handler checks first
+        check_required_fields(params)  # what the a2a-sdk's handler checks first
         validate_history_length(params.configuration)
         prepared = context.state[PREPARED_KEY]
         scope = CallScope.of(context)
@@ -222,9 +221,7 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
                 pass
             if first.ends_turn and first.starts_task:
                 task = finished_task(turn, message, first)
-                await runtime.store.save(
-                    task, event=task, prev=None, prev_version=TaskVersion.MISSING, context=context
-                )
+                await runtime.store.insert(task, context, history=[turn.message])
                 runtime.settle(scope.tenant_id, turn.correlation_id)
                 await runtime.push_sender.send_notification(task.id, task)
                 return apply_history_length(task, params.configuration)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from datetime import UTC, datetime
+from typing import Any
 
 from a2a.server.cluster.task_store import (
     ConcurrentTaskModificationError,
@@ -58,10 +59,24 @@ class _TaskListQuery(PageQuery):
     limit: int = Field(default=DEFAULT_PAGE_LIMIT, ge=1, le=100)
 
 
-def task_json(task: Task) -> dict[str, object]:
-    """A task as the A2A JSON the store keeps."""
-    result: dict[str, object] = MessageToDict(task)
-    return result
+def task_json(task: Task, history: list[dict[str, Any]] | None = None) -> dict[str, object]:
+    """A task as the A2A JSON the store keeps.
+
+    ``history``: the JSON of the task's history, made already (it is not made again).
+    """
+    if history is None:
+        result: dict[str, object] = MessageToDict(task)
+        return result
+    document: dict[str, object] = {"id": task.id, "contextId": task.context_id}
+    if task.HasField("status"):
+        document["status"] = MessageToDict(task.status)
+    if task.artifacts:
+        document["artifacts"] = [MessageToDict(artifact) for artifact in task.artifacts]
+    if history:
+        document["history"] = history
+    if task.HasField("metadata"):
+        document["metadata"] = MessageToDict(task.metadata)
+    return document
 
 
 def task_of(document: dict[str, object]) -> Task:
@@ -119,7 +134,7 @@ class PostgresTaskStore(VersionedTaskStore):
         when = _status_time(task)
         document = task_json(task)
         logged: dict[str, object] | None = None
-        if isinstance(event, Task) and event == task:
+        if event is task or (isinstance(event, Task) and event == task):
             logged = {"task": document}  # the same JSON: convert the task once
         elif event is not None:
             logged = MessageToDict(to_stream_response(event))
@@ -150,6 +165,35 @@ class PostgresTaskStore(VersionedTaskStore):
             del context.state[FRESH_TASK_KEY]  # it has a row now
         self.note_pushes(scope.tenant_id, task.id, written.pushes)
         return TaskVersion(written.version)
+
+    async def insert(
+        self, task: Task, context: ServerCallContext, *, history: list[dict[str, Any]]
+    ) -> None:
+        """Store a new task, logged as its own first event (the blocking fast path's one write).
+
+        ``history``: the JSON of the task's history, made already.
+
+        Raises:
+            ConcurrentTaskModificationError: the id is taken.
+        """
+        scope = CallScope.of(context)
+        document = task_json(task, history)
+        written = await self._writes.write_task(
+            "insert",
+            tenant_id=scope.tenant_id,
+            user_id=scope.user_id,
+            task_id=task.id,
+            status=TaskState.Name(task.status.state),
+            status_timestamp=_status_time(task),
+            task=document,
+            event={"task": document},
+            context_id=task.context_id,
+            owner=scope.user_id,
+            agent=scope.agent,
+        )
+        if written is None:
+            raise ConcurrentTaskModificationError(task.id)
+        self.note_pushes(scope.tenant_id, task.id, written.pushes)
 
     async def get(self, task_id: str, context: ServerCallContext) -> StoredTask | None:
         if context.state.get(FRESH_TASK_KEY) == task_id:
