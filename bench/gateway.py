@@ -236,6 +236,10 @@ async def bench(
                     else:
                         errors += 1
 
+            # Warm up at full concurrency first: the database pool and the HTTP connections
+            # open now, not inside the measured window (where they cost each run differently).
+            for _ in range(3):
+                await asyncio.gather(*(rest_call() for _ in range(args.clients)))
             before = cpu()
             started = time.perf_counter()
             await asyncio.gather(*(client_loop() for _ in range(args.clients)))

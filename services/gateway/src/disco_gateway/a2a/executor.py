@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
@@ -77,6 +77,8 @@ class Prepared:
         capability: the skill it asks for (None: it answers a question to a human).
         payload: the request payload (checked against the skill's schema).
         turn: the task's turn so far (None for a new task).
+        document: the caller's message as A2A JSON, as it came (without the ids the
+            a2a-sdk gives a new task's message).
     """
 
     message: A2AMessage
@@ -84,6 +86,7 @@ class Prepared:
     capability: DiscoveredCapability | None
     payload: Any
     turn: TurnRow | None
+    document: dict[str, Any] = field(default_factory=dict)
 
     @property
     def answers_question(self) -> bool:

@@ -209,7 +209,8 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
         message.task_id = str(uuid.uuid4())
         if not message.context_id:
             message.context_id = str(uuid.uuid4())
-        turn = turn_of(prepared, message.task_id, message.context_id, scope, MessageToDict(message))
+        document = {**prepared.document, "taskId": message.task_id, "contextId": message.context_id}
+        turn = turn_of(prepared, message.task_id, message.context_id, scope, document)
         runtime = self._runtime
         executor = cast(BusAgentExecutor, self.agent_executor)
         stack = contextlib.AsyncExitStack()
@@ -253,7 +254,8 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
     ) -> None:
         scope = CallScope.of(context)
         try:
-            message = message_of(params.message)
+            document = MessageToDict(params.message)
+            message = message_of(document)
         except ValueError as exc:
             raise InvalidParamsError(message=str(exc)) from None
         for field, value in (
@@ -283,7 +285,7 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
         if scope.agent != prepared.agent:
             # The gateway's own endpoint: the task is the named agent's.
             replace(scope, agent=prepared.agent).attach(context)
-        context.state[PREPARED_KEY] = prepared
+        context.state[PREPARED_KEY] = replace(prepared, document=document)
 
     async def _target(
         self, scope: CallScope, context: ServerCallContext, name: str | None

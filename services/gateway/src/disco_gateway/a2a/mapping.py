@@ -109,13 +109,15 @@ def from_proto(message: ProtoMessage, kind: type[ModelT]) -> ModelT:
     return kind.model_validate(MessageToDict(message))
 
 
-def message_of(message: a2a_pb2.Message) -> A2AMessage:
-    """The caller's message as the disco_common model.
+def message_of(message: a2a_pb2.Message | dict[str, Any]) -> A2AMessage:
+    """The caller's message (or its A2A JSON, made already) as the disco_common model.
 
     Raises:
         ValueError: it is not a valid A2A message (no parts, a part with two kinds).
     """
     try:
+        if isinstance(message, dict):
+            return A2AMessage.model_validate(message)
         return from_proto(message, A2AMessage)
     except ValidationError as exc:
         problems = "; ".join(

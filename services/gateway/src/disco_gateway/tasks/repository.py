@@ -432,6 +432,12 @@ class ScopedWrites:
         wrote, ``event`` (what produced the task) is logged at the new version and
         the log's tails wake on commit.
         """
+        task_text = json.dumps(task)
+        event_text: str | None = None
+        if event is not None:
+            # A task logged as its own event: its JSON is made once.
+            only_task = len(event) == 1 and event.get("task") is task
+            event_text = f'{{"task": {task_text}}}' if only_task else json.dumps(event)
         row = await self._one(
             _WRITE_TASK,
             tenant_id,
@@ -443,10 +449,10 @@ class ScopedWrites:
             agent,
             status,
             status_timestamp,
-            json.dumps(task),
+            task_text,
             prev,
             _TERMINAL,
-            json.dumps(event) if event is not None else None,
+            event_text,
         )
         if row is None or row["version"] is None:
             return None
