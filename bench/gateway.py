@@ -240,6 +240,7 @@ async def bench(
             # open now, not inside the measured window (where they cost each run differently).
             for _ in range(3):
                 await asyncio.gather(*(rest_call() for _ in range(args.clients)))
+            deadline = time.perf_counter() + args.seconds
             before = cpu()
             started = time.perf_counter()
             await asyncio.gather(*(client_loop() for _ in range(args.clients)))
