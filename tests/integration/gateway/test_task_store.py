@@ -6,17 +6,21 @@ import asyncio
 import uuid
 from datetime import UTC, datetime, timedelta
 
+import asyncpg
 import pytest
 from a2a.server.cluster.task_store import ConcurrentTaskModificationError
 from a2a.server.cluster.version import TaskVersion
 from a2a.types import a2a_pb2
 from a2a.utils.errors import InvalidParamsError
 from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 
 from disco_gateway.scope import scoped
+from disco_gateway.tasks.repository import ScopedWrites
 from disco_gateway.tasks.store import PostgresTaskStore
 from disco_gateway.tasks.stream import PostgresTaskEventStream
-from disco_service import Database
+from disco_service import Database, database_unavailable
+from tests.fixtures.infra import DatabaseUrls
 from tests.integration.gateway.conftest import caller, new_tenant, system
 
 WORKING = a2a_pb2.TaskState.TASK_STATE_WORKING
@@ -239,3 +243,81 @@ async def test_retention_purges_old_finished_tasks_with_their_log_and_keeps_the_
             {"id": old_done.id},
         )
     assert left == 0
+
+
+async def test_a_new_task_is_stored_once_and_logged_as_its_own_first_event(
+    store: PostgresTaskStore, stream: PostgresTaskEventStream
+) -> None:
+    scope = caller(new_tenant())
+    task = new_task(COMPLETED)
+    message = a2a_pb2.Message(message_id="m1", role=a2a_pb2.Role.ROLE_USER, task_id=task.id)
+    message.parts.add(text="hi")
+    task.history.append(message)
+
+    await store.insert(
+        task,
+        scope.context(),
+        history=[
+            {"messageId": "m1", "role": "ROLE_USER", "taskId": task.id, "parts": [{"text": "hi"}]}
+        ],
+    )
+    stored = await store.get(task.id, scope.context())
+    with scoped(scope):
+        events = stream.subscribe(task.id, after=TaskVersion.MISSING)
+        first = await asyncio.wait_for(anext(events), timeout=10)
+        await events.aclose()
+    with pytest.raises(ConcurrentTaskModificationError):
+        await store.insert(task, scope.context(), history=[])
+
+    assert stored is not None
+    assert stored.task == task
+    assert stored.version == TaskVersion(1)
+    assert first.event == task
+    assert first.version == TaskVersion(1)
+
+
+async def test_a_write_on_a_connection_the_server_dropped_goes_through_on_a_fresh_one(
+    store: PostgresTaskStore, database: DatabaseUrls
+) -> None:
+    scope = caller(new_tenant())
+    await store.insert(new_task(), scope.context(), history=[])  # a pooled connection now
+    killer = await asyncpg.connect(_plain(database.admin))
+    try:
+        killed = await killer.fetchval(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE application_name = 'disco-gateway' AND pid <> pg_backend_pid()"
+        )
+    finally:
+        await killer.close()
+    task = new_task(COMPLETED)
+
+    await store.insert(task, scope.context(), history=[])
+
+    assert killed >= 1
+    stored = await store.get(task.id, scope.context())
+    assert stored is not None
+    assert stored.task == task
+
+
+async def test_a_statement_the_database_refuses_is_a_dbapi_error_with_its_sqlstate(
+    db: Database,
+) -> None:
+    with pytest.raises(DBAPIError) as raised:
+        await ScopedWrites(db).write_task(
+            "bogus",  # type: ignore[arg-type]
+            tenant_id=new_tenant(),
+            user_id="alice",
+            task_id="t1",
+            status="TASK_STATE_WORKING",
+            status_timestamp=datetime.now(UTC),
+            task={},
+            event=None,
+        )
+
+    assert getattr(raised.value.orig, "sqlstate", None) == "P0001"  # RAISE: unknown operation
+    assert not database_unavailable(raised.value)
+
+
+def _plain(url: str) -> str:
+    scheme, _, rest = url.partition("://")
+    return f"postgresql://{rest}" if scheme.startswith("postgres") else url
