@@ -196,6 +196,16 @@ class BusSettings(BaseSettings):
             "cut short when the broker does not answer, and the process exits at the bound."
         ),
     )
+    bus_gc_freeze: bool = Field(
+        default=True,
+        description=(
+            "At the first start of a bus client in the process, move every object alive "
+            "then (imported modules, schemas, settings) out of reach of Python's cyclic "
+            "garbage collector (gc.freeze): its full collections then walk only what "
+            "was made since, not the whole startup heap (measured: a third of the CPU "
+            "of a publish with 2,000 in flight)."
+        ),
+    )
     bus_reconnect_backoff_max_seconds: float = Field(
         default=10.0,
         ge=0.1,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, cast, overload
 
@@ -56,6 +57,25 @@ _TOPIC_ALREADY_EXISTS = 36
 
 _UNKNOWN_ERROR_RETRIES = 3
 """Extra sends of an envelope the broker refused with an "unknown server error"."""
+
+_heap_frozen = False
+
+
+def _freeze_startup_heap() -> None:
+    """``gc.freeze()`` once per process (``bus_gc_freeze``).
+
+    Python's full collections walk every tracked object; a disco process holds
+    ~100k of them from its imports (pydantic schemas, OpenTelemetry, aiokafka),
+    and envelopes in flight get promoted fast enough to trigger a full
+    collection every few thousand messages (measured: 26 collections of ~170 ms
+    in 240k publishes, ~18 us per message). What is alive at the first start
+    lives as long as the process anyway; freezing it keeps collections to
+    what was made since.
+    """
+    global _heap_frozen
+    if not _heap_frozen:
+        _heap_frozen = True
+        gc.freeze()
 
 
 class BusClient(StartStop):
@@ -156,6 +176,8 @@ class BusClient(StartStop):
             if self._writer is not None:
                 return
             settings = self.settings
+            if settings.bus_gc_freeze:
+                _freeze_startup_heap()
             producer = AIOKafkaProducer(
                 acks="all",
                 # Tansu rejects aiokafka's idempotent producer; delivery is
