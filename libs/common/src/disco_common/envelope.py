@@ -69,6 +69,7 @@ __all__ = [
 ]
 
 CLOUDEVENTS_CONTENT_TYPE = "application/cloudevents+json; charset=utf-8"
+_CONTENT_TYPE_HEADER = ("content-type", CLOUDEVENTS_CONTENT_TYPE.encode())
 
 KafkaHeaders = list[tuple[str, bytes]]
 
@@ -213,7 +214,7 @@ class Envelope(BaseModel):
     def kafka_headers(self) -> KafkaHeaders:
         """The record headers that let a consumer route and trace without parsing."""
         headers: KafkaHeaders = [
-            ("content-type", CLOUDEVENTS_CONTENT_TYPE.encode()),
+            _CONTENT_TYPE_HEADER,
             ("ce_id", self.id.encode()),
             ("ce_type", self.type.encode()),
         ]
@@ -225,7 +226,8 @@ class Envelope(BaseModel):
 
     def to_kafka_value(self) -> bytes:
         """The record value: the envelope as CloudEvents structured JSON (wire names)."""
-        return self.model_dump_json(exclude_none=True, by_alias=True).encode()
+        # The serializer's bytes as they are (model_dump_json decodes them to text).
+        return self.__pydantic_serializer__.to_json(self, exclude_none=True, by_alias=True)
 
     def to_wire_dict(self) -> dict[str, Any]:
         """The envelope as the JSON object the wire carries (wire names, no nulls)."""

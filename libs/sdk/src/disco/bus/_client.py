@@ -686,15 +686,17 @@ class BusClient(StartStop):
         if self._request_validator is not None and isinstance(envelope, ActionRequest):
             await self._request_validator(envelope.type, envelope.data)
         signer = self._signer
-        record = record_for(
-            envelope, await signer.header() if signer is not None else override_header()
-        )
+        if signer is None:
+            credential = override_header()
+        else:
+            credential = signer.header_now() or await signer.header()
+        record = record_for(envelope, credential)
         limit = self.settings.bus_max_message_bytes
         # Count exactly only when it could matter: headers and framing of a
         # disco record stay far below 2 KiB.
         if len(record.value) + len(record.key) + 2048 > limit and record.size > limit:
             raise MessageTooLargeError(name, envelope.type, record.size, limit)
-        return await self._write(name, record.key, record.value, record.headers)
+        return await self._require_writer().write(name, record.key, record.value, record.headers)
 
     async def _write(
         self, name: str, key: bytes | None, value: bytes | None, headers: KafkaHeaders
