@@ -59,10 +59,16 @@ from opentelemetry.util import types
 
 __all__ = ["LightSpan", "LightTracer", "light_tracer"]
 
-_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
-_DEFAULT = TraceFlags(TraceFlags.DEFAULT)
 _RANDOM: int = getattr(TraceFlags, "RANDOM_TRACE_ID", 0)
 _UNSET = Status(StatusCode.UNSET)
+# Trace flags by (sampled, random trace id): made once, not per span.
+_FLAGS = {
+    (sampled, random_id): TraceFlags(
+        (TraceFlags.SAMPLED if sampled else TraceFlags.DEFAULT) | (_RANDOM if random_id else 0)
+    )
+    for sampled in (False, True)
+    for random_id in (False, True)
+}
 _NEEDED = ("sampler", "resource", "span_processor", "id_generator", "instrumentation_info")
 # Processors (exactly these classes) whose ``on_start`` does nothing: not called per span.
 _NO_START: frozenset[type] = frozenset({SpanProcessor, BatchSpanProcessor, SimpleSpanProcessor})
@@ -204,9 +210,7 @@ class LightTracer:
         else:
             trace_state = parent.trace_state if valid else None
         sampled: bool = decision.is_sampled()  # type: ignore[no-untyped-call]
-        flags = _SAMPLED if sampled else _DEFAULT
-        if random_id:
-            flags = TraceFlags(flags | _RANDOM)
+        flags = _FLAGS[sampled, random_id]
         span_context = SpanContext(
             trace_id,
             self._ids.generate_span_id(),
