@@ -196,14 +196,15 @@ class BusSettings(BaseSettings):
             "cut short when the broker does not answer, and the process exits at the bound."
         ),
     )
-    bus_gc_freeze: bool = Field(
+    bus_gc_tuning: bool = Field(
         default=True,
         description=(
-            "At the first start of a bus client in the process, move every object alive "
-            "then (imported modules, schemas, settings) out of reach of Python's cyclic "
-            "garbage collector (gc.freeze): its full collections then walk only what "
-            "was made since, not the whole startup heap (measured: a third of the CPU "
-            "of a publish with 2,000 in flight)."
+            "At the first start of a bus client in the process, freeze the objects alive "
+            "then (imports, schemas, settings) out of the cyclic garbage collector "
+            "(gc.freeze) and collect its young generation every 10,000 allocations "
+            "instead of 700 (a higher threshold already set is kept): envelopes, records "
+            "and spans in flight were walked again and again (measured: a quarter to a "
+            "third of the CPU per message under load). False leaves the collector alone."
         ),
     )
     bus_reconnect_backoff_max_seconds: float = Field(

@@ -112,9 +112,7 @@ class CredentialSigner:
         self._tokens = tokens
         self._last: tuple[str, tuple[str, bytes]] | None = None
         # Providers that can tell their token without awaiting (the per-message path).
-        self._current = (
-            tokens.current if isinstance(tokens, StaticToken | DevTokenMinter) else None
-        )
+        self._current = tokens.current if isinstance(tokens, StaticToken | DevTokenMinter) else None
 
     @classmethod
     def from_settings(

@@ -23,7 +23,14 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histo
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
 
-__all__ = ["BusMetrics", "InFlight", "LagSampler", "default_bus_metrics", "serve_metrics", "stop_metrics"]
+__all__ = [
+    "BusMetrics",
+    "InFlight",
+    "LagSampler",
+    "default_bus_metrics",
+    "serve_metrics",
+    "stop_metrics",
+]
 
 _log = structlog.get_logger("disco.bus")
 
@@ -113,7 +120,6 @@ class BusMetrics:
             ["group", "topic", "partition"],
             registry=registry,
         )
-
 
     def in_flight_of(self, group: str) -> InFlight:
         """The count behind ``in_flight`` for ``group``, shared by every consumer of the
