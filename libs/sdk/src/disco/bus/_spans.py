@@ -209,7 +209,8 @@ class LightTracer:
                 attributes = {**attributes, **extra}
         else:
             trace_state = parent.trace_state if valid else None
-        sampled: bool = decision.is_sampled()  # type: ignore[no-untyped-call]
+        # Decision.is_sampled() / is_recording(), without the calls.
+        sampled = decision is Decision.RECORD_AND_SAMPLE
         flags = _FLAGS[sampled, random_id]
         span_context = SpanContext(
             trace_id,
@@ -218,7 +219,7 @@ class LightTracer:
             trace_flags=flags,
             trace_state=trace_state,
         )
-        if not decision.is_recording():  # type: ignore[no-untyped-call]
+        if decision is Decision.DROP:
             return NonRecordingSpan(span_context)
         span = LightSpan(self, name, kind, span_context, parent if valid else None, attributes)
         if self._start_needed:
