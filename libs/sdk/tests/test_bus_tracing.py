@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 from opentelemetry import trace
@@ -186,3 +187,57 @@ def test_a_malformed_traceparent_header_starts_a_new_trace(
     [finished] = exporter.get_finished_spans()
     assert finished.parent is None
     assert finished.context.is_valid
+
+
+UNSAMPLED = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"
+
+
+@pytest.mark.parametrize(
+    ("incoming", "recorded"), [(INCOMING, True), (UNSAMPLED, False), (None, True)]
+)
+def test_the_default_parent_based_sampler_follows_the_incoming_sampled_flag(
+    exporter: InMemorySpanExporter, incoming: str | None, recorded: bool
+) -> None:
+    provider = TracerProvider()  # ParentBased(ALWAYS_ON), decided per parent
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = BusTracer(provider)
+
+    with tracer.consume("t", _envelope(incoming), incoming, group="g", partition=0, offset=0):
+        inside = current_traceparent()
+        send = tracer.start_send("x.action-results")
+        tracer.end(send)
+
+    assert len(exporter.get_finished_spans()) == (2 if recorded else 0)
+    assert inside is not None
+    assert bool(int(inside.rsplit("-", 1)[1], 16) & 0x01) is recorded  # the sampled flag
+    if incoming is not None:
+        assert inside.split("-")[1] == incoming.split("-")[1]
+
+
+class _Starts(SimpleSpanProcessor):
+    """Remembers the spans it saw start (an on_start that does something)."""
+
+    def __init__(self, exporter: InMemorySpanExporter) -> None:
+        super().__init__(exporter)
+        self.started: list[str] = []
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        self.started.append(span.name)
+
+
+def test_processors_added_later_and_their_on_start_see_every_span_after(
+    exporter: InMemorySpanExporter,
+) -> None:
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = BusTracer(provider)
+    tracer.end(tracer.start_send("first"))
+
+    later = InMemorySpanExporter()
+    starts = _Starts(later)
+    provider.add_span_processor(starts)
+    tracer.end(tracer.start_send("second"))
+
+    assert [span.name for span in exporter.get_finished_spans()] == ["send first", "send second"]
+    assert [span.name for span in later.get_finished_spans()] == ["send second"]
+    assert starts.started == ["send second"]

@@ -124,6 +124,42 @@ async def test_the_signer_reuses_its_token_and_the_signing_with_credential_wins(
     assert (await signer.header())[1] is first
 
 
+async def test_the_header_in_hand_is_given_without_awaiting_until_a_new_token_is_due(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    minter = DevTokenMinter(SECRET, tenant_id="acme", user_id="agent", ttl_seconds=600)
+    signer = CredentialSigner(minter)
+    assert signer.header_now() is None  # nothing minted yet: the caller awaits header()
+
+    header = await signer.header()
+    assert signer.header_now() is header
+    with signing_with("callers-token"):
+        assert signer.header_now() == (TENANT_CREDENTIAL_HEADER, b"callers-token")
+
+    # Past the renewal point the minter has a new token to give: no stale header.
+    renew_at = time.monotonic() + 600 * 0.8 + 1
+    monkeypatch.setattr("disco.auth.time.monotonic", lambda: renew_at)
+    assert signer.header_now() is None
+    renewed = await signer.header()  # minted again (same claims within one second)
+    assert renewed[0] == TENANT_CREDENTIAL_HEADER
+    assert signer.header_now() is renewed
+
+
+async def test_a_provider_of_its_own_is_always_awaited() -> None:
+    class Rotating:
+        def __init__(self) -> None:
+            self.calls = 0
+
+        async def token(self) -> str:
+            self.calls += 1
+            return f"token-{self.calls}"
+
+    signer = CredentialSigner(Rotating())
+    await signer.header()
+    assert signer.header_now() is None
+    assert await signer.header() == (TENANT_CREDENTIAL_HEADER, b"token-2")
+
+
 async def test_the_configured_identity_signs_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DISCO_TENANT_ID", "acme")
     monkeypatch.delenv("DISCO_AUTH_TOKEN", raising=False)

@@ -80,6 +80,8 @@ SemVer = Annotated[
 
 def _as_utc(value: datetime) -> datetime:
     # A time without a zone is read as UTC: every disco time is UTC on the wire.
+    if value.tzinfo is UTC:  # the common case (``datetime.now(UTC)``), kept as is
+        return value
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
     return value.astimezone(UTC)

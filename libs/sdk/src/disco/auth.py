@@ -129,6 +129,10 @@ class StaticToken:
         """The token given."""
         return self._token
 
+    def current(self) -> str | None:
+        """The token, without awaiting (what :meth:`token` returns)."""
+        return self._token
+
 
 class DevTokenMinter:
     """Mints HS256 dev tokens for one tenant/user and renews them before expiry.
@@ -158,6 +162,13 @@ class DevTokenMinter:
         self._ttl_seconds = ttl_seconds
         self._token: str | None = None
         self._renew_at = 0.0
+
+    def current(self) -> str | None:
+        """The token :meth:`token` would return now if no new one is due, else None
+        (a caller on a hot path then awaits :meth:`token`)."""
+        if self._token is None or time.monotonic() >= self._renew_at:
+            return None
+        return self._token
 
     async def token(self) -> str:
         """A token valid for at least a fifth of its lifetime."""

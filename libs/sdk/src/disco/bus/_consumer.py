@@ -28,7 +28,7 @@ from disco.bus._errors import (
     HandlerRegistrationError,
     NonRetryableError,
 )
-from disco.bus._metrics import LagSampler
+from disco.bus._metrics import InFlight, LagSampler
 from disco.bus._partitions import Abandoned, PartitionWorker, Rebalance, finish, finish_all
 from disco.bus._polling import FetchPacer, pacer_for
 from disco.bus._restarts import beyond_end, describe_partitions
@@ -65,7 +65,7 @@ class _Labelled:
     consumed: Any
     retries: Any
     duration: Any
-    in_flight: Any
+    in_flight: InFlight
 
 
 class BusConsumer(StartStop):
@@ -514,20 +514,26 @@ class BusConsumer(StartStop):
         )
         entered = enter_handler(context)
         try:
-            if await self.dedup_store.seen(envelope.id):
+            store = self.dedup_store
+            # The in-process window answers at once: no coroutine per record.
+            if (
+                store.seen_now(envelope.id)
+                if type(store) is InMemoryDedupStore
+                else await store.seen(envelope.id)
+            ):
                 _log.debug("duplicate envelope skipped", event_id=envelope.id, topic=topic)
                 return
             labels = self._labelled(topic, envelope.type) if self.client.metrics else None
             if labels is not None:
                 labels.consumed.inc()
-                labels.in_flight.inc()
+                labels.in_flight.count += 1
             try:
                 await self._attempts(
                     record, context, handler, traceparent or envelope.traceparent, labels
                 )
             finally:
                 if labels is not None:
-                    labels.in_flight.dec()
+                    labels.in_flight.count -= 1
         finally:
             exit_handler(entered)
 
@@ -543,7 +549,7 @@ class BusConsumer(StartStop):
                 consumed=metrics.consumed.labels(*labels),
                 retries=metrics.retries.labels(*labels),
                 duration=metrics.handler_duration.labels(*labels),
-                in_flight=metrics.in_flight.labels(self.group),
+                in_flight=metrics.in_flight_of(self.group),
             )
         return labelled
 
@@ -623,7 +629,11 @@ class BusConsumer(StartStop):
             else:
                 if labels is not None:
                     labels.duration.observe(time.perf_counter() - started)
-                await self.dedup_store.mark(envelope.id)
+                store = self.dedup_store
+                if type(store) is InMemoryDedupStore:
+                    store.mark_now(envelope.id)
+                else:
+                    await store.mark(envelope.id)
                 return
             finally:
                 if entered is not None:

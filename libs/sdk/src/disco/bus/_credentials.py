@@ -111,6 +111,8 @@ class CredentialSigner:
     def __init__(self, tokens: TokenProvider) -> None:
         self._tokens = tokens
         self._last: tuple[str, tuple[str, bytes]] | None = None
+        # Providers that can tell their token without awaiting (the per-message path).
+        self._current = tokens.current if isinstance(tokens, StaticToken | DevTokenMinter) else None
 
     @classmethod
     def from_settings(
@@ -144,6 +146,17 @@ class CredentialSigner:
                 ttl_seconds=settings.bus_credential_ttl_seconds,
             )
         )
+
+    def header_now(self) -> tuple[str, bytes] | None:
+        """:meth:`header` when it needs no awaiting (the token in hand is still good),
+        else None."""
+        override = _signing_override.get()
+        if override is not None:
+            return (TENANT_CREDENTIAL_HEADER, override.encode())
+        last = self._last
+        if last is None or self._current is None or self._current() != last[0]:
+            return None
+        return last[1]
 
     async def header(self) -> tuple[str, bytes]:
         """The header to attach now (the :func:`signing_with` credential wins)."""

@@ -67,6 +67,14 @@ class InMemoryDedupStore:
 
     async def seen(self, event_id: str) -> bool:
         """Whether ``event_id`` was marked and has not expired."""
+        return self.seen_now(event_id)
+
+    async def mark(self, event_id: str) -> None:
+        """Remember ``event_id`` for ``ttl_seconds`` (dropping the oldest beyond ``max_size``)."""
+        self.mark_now(event_id)
+
+    def seen_now(self, event_id: str) -> bool:
+        """:meth:`seen` without awaiting (the consumer's per-record path)."""
         expires = self._expires.get(event_id)
         if expires is None:
             return False
@@ -75,8 +83,8 @@ class InMemoryDedupStore:
             return False
         return True
 
-    async def mark(self, event_id: str) -> None:
-        """Remember ``event_id`` for ``ttl_seconds`` (dropping the oldest beyond ``max_size``)."""
+    def mark_now(self, event_id: str) -> None:
+        """:meth:`mark` without awaiting."""
         if self.max_size == 0:
             return
         now = self._clock()

@@ -23,7 +23,14 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histo
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
 
-__all__ = ["BusMetrics", "LagSampler", "default_bus_metrics", "serve_metrics", "stop_metrics"]
+__all__ = [
+    "BusMetrics",
+    "InFlight",
+    "LagSampler",
+    "default_bus_metrics",
+    "serve_metrics",
+    "stop_metrics",
+]
 
 _log = structlog.get_logger("disco.bus")
 
@@ -105,6 +112,7 @@ class BusMetrics:
             ["group"],
             registry=registry,
         )
+        self._in_flight: dict[str, InFlight] = {}
         self.lag = Gauge(
             "disco_bus_consumer_lag",
             "Records of a partition the group has not handled yet (end offset minus "
@@ -112,6 +120,28 @@ class BusMetrics:
             ["group", "topic", "partition"],
             registry=registry,
         )
+
+    def in_flight_of(self, group: str) -> InFlight:
+        """The count behind ``in_flight`` for ``group``, shared by every consumer of the
+        group here: the bus adds to it per handler call (a plain int, no lock) and the
+        gauge reads it when scraped."""
+        counter = self._in_flight.get(group)
+        if counter is None:
+            counter = self._in_flight[group] = InFlight()
+            self.in_flight.labels(group).set_function(counter.read)
+        return counter
+
+
+class InFlight:
+    """Handler calls running now in one group (changed on the event loop only)."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def read(self) -> float:
+        return float(self.count)
 
 
 _default: BusMetrics | None = None

@@ -35,9 +35,15 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.context import Context
-from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.sdk.trace import (
+    Event,
+    ReadableSpan,
+    SpanProcessor,
+    SynchronousMultiSpanProcessor,
+)
 from opentelemetry.sdk.trace import Tracer as SdkTracer
-from opentelemetry.sdk.trace.sampling import Decision, StaticSampler
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+from opentelemetry.sdk.trace.sampling import Decision, ParentBased, StaticSampler
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import (
     Link,
@@ -53,11 +59,46 @@ from opentelemetry.util import types
 
 __all__ = ["LightSpan", "LightTracer", "light_tracer"]
 
-_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
-_DEFAULT = TraceFlags(TraceFlags.DEFAULT)
 _RANDOM: int = getattr(TraceFlags, "RANDOM_TRACE_ID", 0)
 _UNSET = Status(StatusCode.UNSET)
+# Trace flags by (sampled, random trace id): made once, not per span.
+_FLAGS = {
+    (sampled, random_id): TraceFlags(
+        (TraceFlags.SAMPLED if sampled else TraceFlags.DEFAULT) | (_RANDOM if random_id else 0)
+    )
+    for sampled in (False, True)
+    for random_id in (False, True)
+}
 _NEEDED = ("sampler", "resource", "span_processor", "id_generator", "instrumentation_info")
+# Processors (exactly these classes) whose ``on_start`` does nothing: not called per span.
+_NO_START: frozenset[type] = frozenset({SpanProcessor, BatchSpanProcessor, SimpleSpanProcessor})
+_PARENT_BASED_DELEGATES = (
+    "_root",
+    "_remote_parent_sampled",
+    "_remote_parent_not_sampled",
+    "_local_parent_sampled",
+    "_local_parent_not_sampled",
+)
+
+
+def _static_decision(sampler: Any) -> Decision | None:
+    """The decision of a static sampler (it never changes), else None."""
+    if isinstance(sampler, StaticSampler):
+        decision: Decision = sampler.should_sample(None, 1, "").decision
+        return decision
+    return None
+
+
+def _parent_based_decisions(sampler: Any) -> tuple[Decision, ...] | None:
+    """For a ``ParentBased`` sampler whose delegates are all static (the SDK's default,
+    ``ParentBased(ALWAYS_ON)``): its five decisions (root, remote parent sampled / not,
+    local parent sampled / not), which only depend on the parent. Else None."""
+    if type(sampler) is not ParentBased:
+        return None
+    decisions = [_static_decision(getattr(sampler, name, None)) for name in _PARENT_BASED_DELEGATES]
+    if any(decision is None for decision in decisions):
+        return None
+    return tuple(decision for decision in decisions if decision is not None)
 
 
 def light_tracer(tracer: Tracer) -> LightTracer | None:
@@ -72,10 +113,14 @@ class LightTracer:
 
     __slots__ = (
         "_ids",
+        "_known",
+        "_on_end",
+        "_parent_based",
         "_processor",
         "_random_ids",
         "_sampler",
         "_scope",
+        "_start_needed",
         "_static",
         "resource",
     )
@@ -89,10 +134,43 @@ class LightTracer:
         self._scope = InstrumentationScope(info.name, info.version, info.schema_url)
         is_random = getattr(self._ids, "is_trace_id_random", None)
         self._random_ids = bool(is_random()) if is_random is not None else False
-        # A static sampler's decision never changes (it passes the parent's trace state on).
-        self._static: Decision | None = None
-        if isinstance(self._sampler, StaticSampler):
-            self._static = self._sampler.should_sample(None, 1, "").decision
+        # A static sampler's decision never changes (it passes the parent's trace
+        # state on); a ParentBased one over static samplers depends on the parent only.
+        self._static = _static_decision(self._sampler)
+        self._parent_based = _parent_based_decisions(self._sampler)
+        self._known: object = None
+        self._start_needed = True
+        self._on_end: tuple[Any, ...] = ()
+        self._plan()
+
+    def _plan(self) -> None:
+        """How to hand spans to the processors: a multi-processor's own processors are
+        called directly (``on_start`` only if one does something there); looked at
+        again whenever its processors change (``add_span_processor``)."""
+        processor = self._processor
+        if isinstance(processor, SynchronousMultiSpanProcessor):
+            processors = processor._span_processors
+            self._known = processors
+            self._start_needed = any(type(p) not in _NO_START for p in processors)
+            self._on_end = tuple(p.on_end for p in processors)
+        else:
+            self._known = None
+            self._start_needed = True
+            self._on_end = (processor.on_end,)
+
+    def _decision(self, parent: SpanContext, valid: bool) -> Decision | None:
+        """The sampler's decision when it needs no call, else None."""
+        if self._static is not None:
+            return self._static
+        decisions = self._parent_based
+        if decisions is None:
+            return None
+        if not valid:
+            return decisions[0]
+        sampled = parent.trace_flags & TraceFlags.SAMPLED
+        if parent.is_remote:
+            return decisions[1] if sampled else decisions[2]
+        return decisions[3] if sampled else decisions[4]
 
     def start(
         self,
@@ -108,9 +186,11 @@ class LightTracer:
         the parent as a context, as ``Tracer.start_span(context=...)`` gives it
         (none, the current context, when it is the current span).
         """
-        context: Context | None = None
-        if not current:
-            context = trace.set_span_in_context(NonRecordingSpan(parent))
+        processor = self._processor
+        if isinstance(processor, SynchronousMultiSpanProcessor) and (
+            processor._span_processors is not self._known
+        ):
+            self._plan()
         valid = parent.is_valid
         if valid:
             trace_id = parent.trace_id
@@ -118,7 +198,10 @@ class LightTracer:
         else:
             trace_id = self._ids.generate_trace_id()
             random_id = self._random_ids
-        decision = self._static
+        decision = self._decision(parent, valid)
+        context: Context | None = None
+        if not current and (decision is None or self._start_needed):
+            context = trace.set_span_in_context(NonRecordingSpan(parent))
         if decision is None:
             result = self._sampler.should_sample(context, trace_id, name, kind, attributes, ())
             decision, trace_state, extra = result.decision, result.trace_state, result.attributes
@@ -126,10 +209,9 @@ class LightTracer:
                 attributes = {**attributes, **extra}
         else:
             trace_state = parent.trace_state if valid else None
-        sampled: bool = decision.is_sampled()  # type: ignore[no-untyped-call]
-        flags = _SAMPLED if sampled else _DEFAULT
-        if random_id:
-            flags = TraceFlags(flags | _RANDOM)
+        # Decision.is_sampled() / is_recording(), without the calls.
+        sampled = decision is Decision.RECORD_AND_SAMPLE
+        flags = _FLAGS[sampled, random_id]
         span_context = SpanContext(
             trace_id,
             self._ids.generate_span_id(),
@@ -137,15 +219,17 @@ class LightTracer:
             trace_flags=flags,
             trace_state=trace_state,
         )
-        if not decision.is_recording():  # type: ignore[no-untyped-call]
+        if decision is Decision.DROP:
             return NonRecordingSpan(span_context)
         span = LightSpan(self, name, kind, span_context, parent if valid else None, attributes)
-        self._processor.on_start(span, context)  # type: ignore[arg-type]
+        if self._start_needed:
+            processor.on_start(span, context)  # type: ignore[arg-type]
         return span
 
     def finish(self, span: LightSpan) -> None:
         """Hand an ended span to the processors."""
-        self._processor.on_end(span)
+        for on_end in self._on_end:
+            on_end(span)
 
 
 class LightSpan(trace.Span, ReadableSpan):

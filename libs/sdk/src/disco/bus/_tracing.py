@@ -90,7 +90,10 @@ def _remote(traceparent: str | None) -> SpanContext | None:
         return None
     if not trace_id or not span_id or traceparent[35] != "-" or traceparent[52] != "-":
         return None
-    return SpanContext(trace_id, span_id, is_remote=True, trace_flags=trace.TraceFlags(flags))
+    return SpanContext(trace_id, span_id, is_remote=True, trace_flags=_TRACE_FLAGS[flags])
+
+
+_TRACE_FLAGS = [trace.TraceFlags(flags) for flags in range(256)]
 
 
 _RECHECK_SECONDS = 1.0
@@ -174,7 +177,11 @@ class BusTracer:
             if traceparent is None:
                 handled = maybe_current_context()
                 traceparent = handled.envelope.traceparent if handled is not None else None
-            parent = _remote(traceparent)
+            remote = _remote(traceparent)
+            if remote is not None:
+                parent = remote
+            else:  # a new trace: the (invalid) current context is the parent
+                current = parent is not None
         return self._start(
             f"send {name}",
             SpanKind.PRODUCER,
