@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
 import httpx
-import pytest_asyncio
-from asgi_lifespan import LifespanManager
-from starlette.types import ASGIApp
 
 from disco_common.envelope import Envelope
 from disco_common.topics import Topic, topic_name
-from disco_registry import RegistrySettings, create_app
+from disco_registry import RegistrySettings
 from disco_registry.liveness.service import sweep_once
 from disco_service import Database
 from tests.fixtures.bus import read_envelopes
@@ -26,15 +23,6 @@ from tests.integration.registry.support import (
     registration,
     sql,
 )
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def registry_app(make_settings: Callable[..., RegistrySettings]) -> AsyncIterator[ASGIApp]:
-    """A registry of this test's own: these tests age rows under the app and race its
-    sweeper, so no other test's agents or heartbeats may be in flight in it."""
-    app = create_app(make_settings())
-    async with LifespanManager(app, startup_timeout=30, shutdown_timeout=30) as manager:
-        yield manager.app
 
 
 def of(envelopes: list[Envelope], event_type: str, agent_id: str) -> list[Envelope]:
