@@ -16,7 +16,7 @@ FUZZ_ARGS ?=
 
 PYPROJECTS := pyproject.toml $(wildcard libs/*/pyproject.toml services/*/pyproject.toml)
 
-.PHONY: help bootstrap browser dev test test-unit test-integration fuzz lint format bench bench-quick bench-detail demo compose-up compose-down k8s-check
+.PHONY: help bootstrap browser dev test test-unit test-integration properties fuzz lint format bench bench-quick bench-detail demo compose-up compose-down k8s-check
 
 help: ## list the commands
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -46,6 +46,9 @@ test-unit: bootstrap ## the unit tests only: seconds, no broker, no Postgres, no
 
 test-integration: bootstrap ## the integration and end-to-end tests (real broker and Postgres)
 	$(UV) run pytest -m integration $(PYTEST_PARALLEL) --durations=25 $(PYTEST_ARGS)
+
+properties: bootstrap ## the property tests (Hypothesis) with every example (make test runs a fifth)
+	DISCO_PROPERTY_SCALE=1 $(UV) run pytest --unit -m hypothesis $(PYTEST_ARGS)
 
 fuzz: bootstrap ## schemathesis over every service's OpenAPI on real processes (FUZZ_ARGS=--max-examples N ...)
 	$(UV) run python -m tests.fuzz $(FUZZ_ARGS)

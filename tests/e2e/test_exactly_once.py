@@ -7,7 +7,7 @@ at five random points of the run and started again each time; the counts that
 matter are then taken from the ledger and the results topic: tasks lost (no
 effect, or no answer) and effects applied twice, both asserted to be 0.
 
-``DISCO_CAMPAIGN_TASKS`` sets the number of tasks (default 100, so that the
+``DISCO_CAMPAIGN_TASKS`` sets the number of tasks (default 40, so that the
 suite stays quick on a small machine; the campaign of the issue is 1,000).
 """
 
@@ -30,7 +30,7 @@ from tests.e2e.conftest import TENANT, AgentProcess, Stack, Watcher, start_agent
 from tests.fixtures.waiting import eventually
 
 CAMPAIGN_TASKS_ENV = "DISCO_CAMPAIGN_TASKS"
-DEFAULT_TASKS = 100
+DEFAULT_TASKS = 40
 KILLS = 5
 TASKS = int(os.environ.get(CAMPAIGN_TASKS_ENV, DEFAULT_TASKS))
 # Ends a broken run instead of hanging it; a busy 2-core box handles a few tasks a second.

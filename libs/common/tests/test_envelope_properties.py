@@ -28,10 +28,11 @@ from disco_common import (
     headers_dict,
 )
 from disco_common.envelope import WIRE_NAMES
+from tests.fixtures.properties import examples
 
 # Per-test settings, not a profile: loading a profile would change every other
 # hypothesis test in the same pytest session.
-properties = settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+properties = settings(max_examples=examples(150), suppress_health_check=[HealthCheck.too_slow])
 
 ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._:@-]*"
 EVENT_TYPE_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._:/-]*"

@@ -20,6 +20,7 @@ from disco_common.envelope import (
     envelope_class_for,
     headers_dict,
 )
+from tests.fixtures.properties import examples
 
 ALNUM = string.ascii_letters + string.digits
 HEX = "0123456789abcdef"
@@ -97,7 +98,7 @@ def envelopes(draw: st.DrawFn) -> Envelope:
     )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(envelopes())
 def test_any_valid_envelope_round_trips_through_the_kafka_record(envelope: Envelope) -> None:
     record = record_for(envelope)
@@ -117,7 +118,7 @@ def test_any_valid_envelope_round_trips_through_the_kafka_record(envelope: Envel
     assert record.size >= len(record.value) + len(record.key)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(envelopes(), st.text(alphabet=ALNUM + "._-", min_size=1, max_size=400))
 def test_a_signed_record_carries_the_credential_beside_the_routing_headers(
     envelope: Envelope, credential: str

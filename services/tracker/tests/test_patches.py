@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from disco_tracker.ingest.facts import Problem, read_envelope
 from disco_tracker.ingest.patches import Fold, PlanPatch, TaskPatch, earlier_final, later_live
+from tests.fixtures.properties import examples
 from tests.integration.tracker.scenario import plan_scenario
 
 SCENARIO = plan_scenario("acme", start=datetime(2026, 1, 5, 9, 0, tzinfo=UTC))
@@ -59,7 +60,7 @@ def _state(fold: Fold) -> tuple[object, ...]:
 IN_ORDER = _state(_fold(list(range(len(ENVELOPES))), []))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     order=st.permutations(range(len(ENVELOPES))),
     cuts=st.lists(st.integers(0, len(ENVELOPES) - 1), max_size=6),

@@ -11,7 +11,7 @@ from typing import Any
 import asyncpg
 import httpx
 import uvicorn
-from fastapi import FastAPI
+from starlette.types import ASGIApp
 
 from disco.auth import DEV_AUTH_SECRET, mint_dev_token
 from disco_common.auth import Role
@@ -129,10 +129,15 @@ def assert_error(response: httpx.Response, status: int, code: str | None = None)
 
 
 @asynccontextmanager
-async def uvicorn_server(app: FastAPI, port: int) -> AsyncIterator[None]:
-    """Serve ``app`` on a real loopback port (lifespan included) until the block ends."""
+async def uvicorn_server(app: ASGIApp, port: int) -> AsyncIterator[None]:
+    """Serve ``app``, already started, on a real loopback port until the block ends.
+
+    The registry comes up when the port starts listening and goes down when it
+    stops: what a client sees of a registry process starting and stopping. The
+    app's lifespan is the caller's (the module's shared app), not the server's.
+    """
     server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="on", log_level="warning")
+        uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="off", log_level="warning")
     )
     task = asyncio.create_task(server.serve())
     try:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 import httpx
+from starlette.types import ASGIApp
 
 from disco._dev.ports import free_port
 from disco.auth import DEV_AUTH_SECRET, mint_dev_token
@@ -14,7 +15,6 @@ from disco.clients import RegistryClient, StaticToken
 from disco.registry import AgentRegistrar
 from disco_common.auth import Role
 from disco_common.registry import AgentCapability, AgentRegistration, EventDefinition
-from disco_registry import RegistrySettings, create_app
 from tests.fixtures.infra import DatabaseUrls
 from tests.fixtures.waiting import eventually
 from tests.integration.registry.support import new_tenant, sql, unique, uvicorn_server
@@ -118,7 +118,7 @@ async def test_the_registrar_registers_again_when_the_registry_forgot_the_agent(
 
 
 async def test_the_registrar_survives_an_unreachable_registry_and_registers_once_it_is_up(
-    make_settings: Callable[..., RegistrySettings],
+    registry_app: ASGIApp,
 ) -> None:
     tenant = new_tenant()
     registration = a_registration()
@@ -132,7 +132,7 @@ async def test_the_registrar_survives_an_unreachable_registry_and_registers_once
         await registrar.start()  # nothing listens yet: no exception, not registered
         assert not registrar.registered
         try:
-            async with uvicorn_server(create_app(make_settings()), port):
+            async with uvicorn_server(registry_app, port):
                 assert await registrar.wait_registered(timeout=15)
                 record = await client.get_agent(registration.agent_id)
         finally:

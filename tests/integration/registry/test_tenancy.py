@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
 import asyncpg
 import httpx
 import pytest
@@ -95,18 +99,37 @@ async def test_a_tenant_cannot_see_heartbeat_or_deregister_another_tenants_agent
     assert (await http.get(f"/v1/agents/{agent_id}", headers=bearer(owner))).status_code == 200
 
 
+@asynccontextmanager
+async def public_agent(
+    http: httpx.AsyncClient, owner: str, body: dict[str, Any]
+) -> AsyncIterator[dict[str, Any]]:
+    """A public agent registered for ``owner``, deregistered when the block ends.
+
+    A public agent shows in every tenant's lists and discoveries while it lives:
+    left behind, it would show in the other tests' answers on this database.
+    """
+    record = await register(http, owner, {**body, "visibility": "public"})
+    try:
+        yield record
+    finally:
+        await http.delete(f"/v1/agents/{record['agent_id']}", headers=bearer(owner))
+
+
 async def test_a_public_agent_is_visible_to_every_tenant_but_writable_only_by_its_own(
     http: httpx.AsyncClient,
 ) -> None:
     owner, other = new_tenant(), new_tenant()
-    record = await register(http, owner, registration(visibility="public"))
-    agent_id = record["agent_id"]
+    task = unique("public-task")
+    async with public_agent(http, owner, registration(capabilities=[capability(task)])) as record:
+        agent_id = record["agent_id"]
 
-    seen = await http.get(f"/v1/agents/{agent_id}", headers=bearer(other))
-    discovered = await http.get("/v1/discover", params={"capability": "add"}, headers=bearer(other))
-    event = await http.get("/v1/events/add.requested", headers=bearer(other))
-    beat = await http.post(f"/v1/agents/{agent_id}/heartbeat", json={}, headers=bearer(other))
-    gone = await http.delete(f"/v1/agents/{agent_id}", headers=bearer(other))
+        seen = await http.get(f"/v1/agents/{agent_id}", headers=bearer(other))
+        discovered = await http.get(
+            "/v1/discover", params={"capability": task}, headers=bearer(other)
+        )
+        event = await http.get(f"/v1/events/{task}.requested", headers=bearer(other))
+        beat = await http.post(f"/v1/agents/{agent_id}/heartbeat", json={}, headers=bearer(other))
+        gone = await http.delete(f"/v1/agents/{agent_id}", headers=bearer(other))
 
     assert seen.status_code == 200
     assert seen.json()["tenant_id"] == owner
@@ -123,11 +146,11 @@ async def test_a_tenants_own_agent_comes_before_a_public_one_with_the_same_id(
     http: httpx.AsyncClient,
 ) -> None:
     owner, other = new_tenant(), new_tenant()
-    body = registration(visibility="public", capabilities=[capability(unique("public-task"))])
-    await register(http, owner, body)
-    mine = await register(http, other, {**body, "visibility": "tenant", "description": "mine"})
+    body = registration(capabilities=[capability(unique("public-task"))])
+    async with public_agent(http, owner, body):
+        mine = await register(http, other, {**body, "visibility": "tenant", "description": "mine"})
 
-    seen = await http.get(f"/v1/agents/{body['agent_id']}", headers=bearer(other))
+        seen = await http.get(f"/v1/agents/{body['agent_id']}", headers=bearer(other))
 
     assert seen.json()["tenant_id"] == other
     assert seen.json()["description"] == mine["description"] == "mine"

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from starlette.types import ASGIApp
 
 from disco._dev.ports import free_port
 from disco.auth import DEV_AUTH_SECRET, mint_dev_token
@@ -23,7 +24,6 @@ from disco_common.registry import (
     SchemaRef,
 )
 from disco_common.topics import Topic
-from disco_registry import RegistrySettings, create_app
 from tests.integration.registry.support import OBJECT_SCHEMA, new_tenant, unique, uvicorn_server
 
 
@@ -162,7 +162,7 @@ async def test_no_schema_is_cached_too_until_its_ttl_passes(
 
 
 async def test_the_last_known_schema_is_used_while_the_registry_is_down(
-    make_settings: Callable[..., RegistrySettings],
+    registry_app: ASGIApp,
 ) -> None:
     event_type = unique("add.requested")
     clock = FakeClock()
@@ -171,7 +171,7 @@ async def test_the_last_known_schema_is_used_while_the_registry_is_down(
     token = StaticToken(mint_dev_token(DEV_AUTH_SECRET, tenant, "agent", (Role.USER,), 600))
     async with RegistryClient(f"http://127.0.0.1:{port}", token=token, retries=0) as client:
         validator = PayloadValidator(client, cache_ttl_seconds=1, clock=clock)
-        async with uvicorn_server(create_app(make_settings()), port):
+        async with uvicorn_server(registry_app, port):
             await client.register(consuming(event_type, schema=OBJECT_SCHEMA))
             await validator.validate(event_type, {"a": 1, "b": 2})
         clock.now += 10  # stale, and the registry is gone

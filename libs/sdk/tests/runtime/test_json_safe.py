@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from disco.runtime import to_json_safe
+from tests.fixtures.properties import examples
 
-properties = settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+properties = settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow])
 
 
 def valid_json(value: Any) -> str:

@@ -22,9 +22,10 @@ from disco.runtime import (
 )
 from libs.sdk.tests.runtime._helpers import runner
 from libs.sdk.tests.runtime._strategies import states
+from tests.fixtures.properties import examples
 
 FIXTURES = Path(__file__).parent / "fixtures"
-properties = settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+properties = settings(max_examples=examples(150), suppress_health_check=[HealthCheck.too_slow])
 
 
 def fixture(name: str) -> dict[str, Any]:
