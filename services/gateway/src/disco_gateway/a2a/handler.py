@@ -81,6 +81,8 @@ TARGET_KEY = "disco.target"
 """Where the endpoint puts the resolved agent (an ``A2ACardSource``) in the call context."""
 
 _ID = TypeAdapter(Id)
+_AWAITED = (Topic.ACTION_RESULTS.value,)
+"""The topic a blocking call's answer comes on (see :meth:`BusFanout.subscribe`)."""
 _INTERRUPTED = {A2ATaskState.INPUT_REQUIRED.value, A2ATaskState.AUTH_REQUIRED.value}
 _TERMINAL = {
     A2ATaskState.COMPLETED.value,
@@ -216,7 +218,11 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
         stack = contextlib.AsyncExitStack()
         handover: Handover | None = None
         try:
-            inbox = await stack.enter_async_context(runtime.fanout.subscribe(keys_of(turn)))
+            # A blocking call waits for the answer (action-results): only that topic's
+            # reader polls at its shortest wait, as the SDK's reply listener does.
+            inbox = await stack.enter_async_context(
+                runtime.fanout.subscribe(keys_of(turn), awaiting=_AWAITED)
+            )
             await executor.send(scope, turn, prepared)
             while not (first := translate(await inbox.get(), turn)).events:
                 pass

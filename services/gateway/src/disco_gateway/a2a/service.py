@@ -37,6 +37,8 @@ __all__ = ["A2AService", "a2a_lifespan"]
 _log = structlog.get_logger("disco_gateway")
 
 _FANOUT_KEYS = ("correlation_id", "task_id", "session_id")
+_FED = Topic.NOTIFICATION_EVENTS.value
+"""The topic the session hub's reader reads for the fan-out (sessions/lifespan.py)."""
 
 
 @dataclass
@@ -74,7 +76,11 @@ async def a2a_lifespan(state: GatewayState) -> AsyncIterator[None]:
         await bus.ensure_topics()
         fanout = BusFanout(
             settings,
-            [FanoutRoute(topic, types, _FANOUT_KEYS) for topic, types in ROUTES.items()],
+            [
+                # notification-events: the session hub reads it already, and feeds it.
+                FanoutRoute(topic, types, _FANOUT_KEYS, fed=topic == _FED)
+                for topic, types in ROUTES.items()
+            ],
         )
         await fanout.start()
         stack.push_async_callback(fanout.stop)

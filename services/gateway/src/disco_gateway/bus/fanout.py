@@ -1,15 +1,26 @@
-"""One group-less reader per gateway instance, fanned out to whoever waits in it.
+"""Group-less readers per gateway instance, fanned out to whoever waits in them.
 
-Everything the gateway streams live (an A2A task's progress and answer; later
-a UI session's events) is read once per instance, without joining a consumer
-group (it takes nobody's work and sees every partition), and handed to the
-inboxes subscribed to it by a key: an envelope attribute and its value
-(``("correlation_id", "…")``, ``("task_id", "…")``, ``("session_id", "…")``).
+Everything the gateway streams live (an A2A task's progress and answer) is read
+once per instance, without joining a consumer group (it takes nobody's work and
+sees every partition), and handed to the inboxes subscribed to it by a key: an
+envelope attribute and its value (``("correlation_id", "…")``,
+``("task_id", "…")``, ``("session_id", "…")``).
+
+Each topic has its own reader (its own fetches and fetch wait): a blocking
+request waits for its answer on ``action-results`` alone, with the shortest
+fetch wait on that topic only, as the SDK's reply listener does; a fetch of
+one topic's partitions is cheaper on the embedded broker than one of three
+topics', so the answer is seen sooner. A topic another part of the instance
+already reads (``notification-events``: the session hub reads it, see
+:mod:`disco_gateway.sessions.hub`) is not read twice: that reader feeds the
+fan-out (:meth:`BusFanout.feed`).
 
 Records are routed by their ``ce_type`` header first; only the ones of a type a
 route wants are parsed, and only far enough to read the keys until an inbox
-waits for one. The reader starts at the end of the topics when the instance
-starts: subscribe before publishing what will be answered.
+waits for one. The readers start at the end of the topics when the instance
+starts (a feeding reader that starts earlier, from stored positions, hands
+over only what comes after the end it found): subscribe before publishing what
+will be answered.
 """
 
 from __future__ import annotations
@@ -17,13 +28,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import structlog
 
-from disco.bus import ReadRecord, TopicReader, tenant_guard
+from disco.bus import FetchPacer, ReadRecord, TopicReader, tenant_guard
 from disco.settings import BusSettings
 from disco_common.auth import UNAUTHENTICATED_TENANT
 from disco_common.envelope import (
@@ -35,7 +46,7 @@ from disco_common.envelope import (
     wire_attribute,
 )
 
-__all__ = ["BusFanout", "Delivery", "FanoutRoute", "Inbox", "Key"]
+__all__ = ["BusFanout", "Delivery", "FanoutFeed", "FanoutRoute", "Inbox", "Key"]
 
 _log = structlog.get_logger("disco_gateway.bus")
 
@@ -52,6 +63,8 @@ class FanoutRoute:
     """The types to hand out (None: every type)."""
     keys: tuple[str, ...]
     """The envelope attributes subscribers key on, e.g. ``("correlation_id", "task_id")``."""
+    fed: bool = False
+    """Read by someone else, who feeds it (:meth:`BusFanout.feed`), not by the fan-out."""
 
 
 @dataclass(frozen=True)
@@ -84,8 +97,48 @@ class Inbox:
         return item
 
 
+class FanoutFeed:
+    """A reader the fan-out does not own handing over what it reads of one topic.
+
+    Its owner calls :meth:`attach` once it is positioned and :meth:`offer` with
+    every batch it reads.
+    """
+
+    def __init__(self, fanout: BusFanout, topic: str) -> None:
+        self._fanout = fanout
+        self.topic = topic
+        self.pacer: FetchPacer | None = None
+        self._before: dict[int, int] = {}
+
+    def attach(self, pacer: FetchPacer, ends: Mapping[tuple[str, int], int]) -> None:
+        """The feeding reader is positioned: ``pacer`` sets its fetch waits, ``ends`` are
+        its partitions' end offsets when it started (what lies before them was there
+        before this instance, and is not handed out)."""
+        self.pacer = pacer
+        self._before = {
+            partition: end for (topic, partition), end in ends.items() if topic == self.topic
+        }
+
+    async def offer(self, records: Sequence[ReadRecord]) -> None:
+        """Hand out what the feeding reader read (records of other topics are ignored)."""
+        fanout = self._fanout
+        if not fanout._inboxes:
+            return
+        before = self._before
+        for record in records:
+            if record.topic != self.topic:
+                continue
+            if before:
+                end = before.get(record.partition)
+                if end is not None:
+                    if record.offset < end:
+                        continue
+                    del before[record.partition]
+            await fanout._offer(record)
+
+
 class BusFanout:
-    """The instance's group-less reader (see the module docs).
+    """The instance's group-less readers (see the module docs).
 
     Args:
         settings: how to reach the bus.
@@ -98,29 +151,47 @@ class BusFanout:
         self._settings = settings
         self._routes = {route.topic: route for route in routes}
         self._inboxes: dict[Key, set[Inbox]] = {}
-        self._reader: TopicReader | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._readers: dict[str, TopicReader] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._feeds = {route.topic: FanoutFeed(self, route.topic) for route in routes if route.fed}
         # Who vouches for each envelope's tenant (None: not required, dev).
         self._guard = tenant_guard(settings)
 
+    def feed(self, topic: str) -> FanoutFeed:
+        """How the reader that reads ``topic`` for the fan-out (a ``fed`` route) feeds it."""
+        try:
+            return self._feeds[topic]
+        except KeyError:
+            raise ValueError(f"the fan-out reads {topic!r} itself (or not at all)") from None
+
     async def start(self) -> None:
-        """Position at the end of every topic and start reading (idempotent)."""
-        if self._task is not None:
+        """Position a reader at the end of every topic not fed, start reading (idempotent)."""
+        if self._tasks:
             return
-        reader = TopicReader(self._settings, list(self._routes))
-        await reader.start()
-        self._reader = reader
-        self._task = asyncio.create_task(self._read(reader), name="disco-gateway-fanout")
+        try:
+            for topic, route in self._routes.items():
+                if route.fed:
+                    continue
+                reader = TopicReader(self._settings, [topic])
+                await reader.start()
+                self._readers[topic] = reader
+                self._tasks.append(
+                    asyncio.create_task(self._read(reader), name=f"disco-gateway-fanout-{topic}")
+                )
+        except BaseException:
+            await self.stop()
+            raise
 
     async def stop(self) -> None:
         """Stop reading; waiting inboxes get an error (idempotent)."""
-        task, self._task = self._task, None
-        if task is not None:
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
             task.cancel()
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        reader, self._reader = self._reader, None
-        if reader is not None:
+        readers, self._readers = self._readers, {}
+        for reader in readers.values():
             await reader.stop()
         closed = ConnectionAbortedError("the gateway's bus reader stopped")
         for inboxes in self._inboxes.values():
@@ -128,18 +199,21 @@ class BusFanout:
                 inbox._put(closed)
 
     @contextlib.asynccontextmanager
-    async def subscribe(self, keys: Iterable[Key]) -> AsyncIterator[Inbox]:
+    async def subscribe(
+        self, keys: Iterable[Key], *, awaiting: Iterable[str] | None = None
+    ) -> AsyncIterator[Inbox]:
         """An inbox for every envelope carrying any of ``keys``, until the block exits.
 
-        Someone waits for an answer while an inbox is open: the reader fetches with
-        its shortest wait meanwhile (the pacer backs off only while nobody waits).
+        Someone waits for an answer while an inbox is open: the readers of the
+        ``awaiting`` topics (all topics when None) fetch with their shortest wait
+        meanwhile (a pacer backs off only while nobody waits on its topic). What
+        comes on the other topics is handed out all the same, at their readers' pace.
         """
         inbox = Inbox(frozenset(keys))
         for key in inbox.keys:
             self._inboxes.setdefault(key, set()).add(inbox)
-        reader = self._reader
         try:
-            with reader.pacer.urgent() if reader is not None else contextlib.nullcontext():
+            with self._urgent(self._routes if awaiting is None else awaiting):
                 yield inbox
         finally:
             for key in inbox.keys:
@@ -148,6 +222,22 @@ class BusFanout:
                     waiting.discard(inbox)
                     if not waiting:
                         del self._inboxes[key]
+
+    @contextlib.contextmanager
+    def _urgent(self, topics: Iterable[str]) -> Iterator[None]:
+        with contextlib.ExitStack() as stack:
+            for topic in topics:
+                pacer = self._pacer(topic)
+                if pacer is not None:
+                    stack.enter_context(pacer.urgent())
+            yield
+
+    def _pacer(self, topic: str) -> FetchPacer | None:
+        reader = self._readers.get(topic)
+        if reader is not None:
+            return reader.pacer
+        feed = self._feeds.get(topic)
+        return feed.pacer if feed is not None else None
 
     def add_keys(self, inbox: Inbox, keys: Iterable[Key]) -> None:
         """Let ``inbox`` also receive what carries ``keys`` (it is removed with the inbox)."""

@@ -12,6 +12,11 @@ it reads, it
    of an event wins, the others' are no-ops), one store at a time, while the
    reader goes on.
 
+The same reader feeds the instance's A2A fan-out (``feed``,
+:class:`~disco_gateway.bus.fanout.FanoutFeed`): every batch is offered to it
+first, so the instance reads ``notification-events`` once; the fan-out is
+handed only what comes after the end the reader found when it started.
+
 So a socket sees an event before it is in Postgres, and whatever looks events
 up there waits for the keeper first (:meth:`SessionHub.settled`): a replay
 (``after=``, the HTTP replay, a reconnecting socket) and a decision or an
@@ -52,6 +57,7 @@ from disco.bus import TopicReader, tenant_guard
 from disco.settings import BusSettings
 from disco_common.auth import UNAUTHENTICATED_TENANT
 from disco_common.topics import Topic, topic_name
+from disco_gateway.bus.fanout import FanoutFeed
 from disco_gateway.sessions.mapping import StoredEvent, to_session_event
 from disco_gateway.sessions.metrics import StreamMetrics
 from disco_gateway.sessions.repository import store_batch, stream_positions
@@ -148,6 +154,7 @@ class SessionHub:
         database: where the events are kept.
         max_payload_bytes: the bound on each message's payload.
         metrics: where the sockets, events, drops and gaps are counted.
+        feed: the A2A fan-out, fed with every batch read (None: nobody else reads).
     """
 
     def __init__(
@@ -157,8 +164,10 @@ class SessionHub:
         *,
         max_payload_bytes: int,
         metrics: StreamMetrics | None = None,
+        feed: FanoutFeed | None = None,
     ) -> None:
         self._settings = settings
+        self._feed = feed
         self._metrics = metrics
         self._database = database
         self._max_bytes = max_payload_bytes
@@ -200,6 +209,8 @@ class SessionHub:
         except BaseException:
             await reader.stop()
             raise
+        if self._feed is not None:
+            self._feed.attach(reader.pacer, ends)
         self._ends = {key: end for key, end in ends.items() if positions.get(key, end) < end}
         self._handed = self._kept = 0
         self._caught_up_at = None if self._ends else 0
@@ -301,6 +312,8 @@ class SessionHub:
                 _log.warning("session reader failed; reading on", error=repr(exc))
                 await asyncio.sleep(0.5)
                 continue
+            if self._feed is not None and records:
+                await self._feed.offer(records)
             events: list[StoredEvent] = []
             positions: dict[tuple[str, int], int] = {}
             for record in records:

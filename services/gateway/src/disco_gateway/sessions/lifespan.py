@@ -10,6 +10,7 @@ from datetime import timedelta
 import structlog
 
 from disco_common.ids import utcnow
+from disco_common.topics import Topic
 from disco_gateway.sessions.hub import SessionHub
 from disco_gateway.sessions.repository import purge
 from disco_gateway.sessions.service import SessionService
@@ -31,6 +32,8 @@ async def sessions_lifespan(state: GatewayState) -> AsyncIterator[None]:
         database,
         max_payload_bytes=settings.stream_payload_max_bytes,
         metrics=state.stream_metrics,
+        # The A2A fan-out follows notification-events through the hub's reader.
+        feed=a2a.runtime.fanout.feed(Topic.NOTIFICATION_EVENTS.value),
     )
     await hub.start()
     state.hub = hub

@@ -65,9 +65,13 @@ _WRITE_TASK = (
 _ADD_TURN = "SELECT gateway.a2a_add_turn($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb)"
 _TERMINAL = list(TERMINAL_STATES)
 # What says the connection, not the statement, failed: replace it and try once more.
+# InternalClientError: asyncpg's protocol state when the server ended the session
+# (pg_terminate_backend, a restart) before the client read the news; raised before
+# the statement is sent ("cannot switch to state ...; another operation is in progress").
 _CONNECTION_LOST = (
     asyncpg.PostgresConnectionError,
     asyncpg.InterfaceError,
+    asyncpg.exceptions.InternalClientError,
     ConnectionError,
 )
 _DELETE = text(f"DELETE FROM gateway.a2a_tasks WHERE {_SCOPE}")  # noqa: S608
