@@ -43,6 +43,15 @@ def _route_template(scope: Scope) -> str:
     return path_format if isinstance(path_format, str) else _UNMATCHED
 
 
+def _header(scope: Scope, name: bytes) -> bytes:
+    # The last value, as dict(headers)[name] gave, without building the dict.
+    value = b""
+    for key, found in scope.get("headers", ()):
+        if key == name:
+            value = found
+    return bytes(value)
+
+
 class RequestContextMiddleware:
     """Gives each HTTP request an id, a log context, metrics and a last-resort 500.
 
@@ -77,7 +86,7 @@ class RequestContextMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        incoming = dict(scope.get("headers", ())).get(b"x-request-id", b"").decode("latin-1")
+        incoming = _header(scope, b"x-request-id").decode("latin-1")
         request_id = incoming if _REQUEST_ID.fullmatch(incoming) else uuid.uuid4().hex
         method = scope.get("method", "")
         structlog.contextvars.clear_contextvars()
@@ -175,8 +184,8 @@ class BodySizeLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = dict(scope.get("headers", ())).get(b"content-length")
-        if declared is not None:
+        declared = _header(scope, b"content-length")
+        if declared:
             try:
                 too_long = int(declared) > self.max_bytes
             except ValueError:
