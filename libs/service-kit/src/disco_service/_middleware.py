@@ -8,12 +8,14 @@ the route (and the other way round).
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import time
 import uuid
 
 import structlog
 from opentelemetry import trace
+from prometheus_client import Counter, Histogram
 from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -29,6 +31,9 @@ _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 _UNMATCHED = "<unmatched>"
 
 log = structlog.get_logger("disco_service.http")
+# The request line is built (context, timestamp, trace ids) only when it would be
+# written: the standard library logger behind ``log`` decides, and caches the answer.
+_log_level = logging.getLogger("disco_service.http")
 
 
 def _route_template(scope: Scope) -> str:
@@ -36,6 +41,15 @@ def _route_template(scope: Scope) -> str:
     route = scope.get("route")
     path_format = getattr(route, "path_format", None)
     return path_format if isinstance(path_format, str) else _UNMATCHED
+
+
+def _header(scope: Scope, name: bytes) -> bytes:
+    # The last value, as dict(headers)[name] gave, without building the dict.
+    value = b""
+    for key, found in scope.get("headers", ()):
+        if key == name:
+            value = found
+    return bytes(value)
 
 
 class RequestContextMiddleware:
@@ -52,12 +66,27 @@ class RequestContextMiddleware:
     def __init__(self, app: ASGIApp, *, metrics: ServiceMetrics) -> None:
         self.app = app
         self.metrics = metrics
+        # The labelled series by (method, route, status): prometheus-client's
+        # labels() takes a lock and checks its arguments on every call.
+        self._series: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
+
+    def _observe(self, method: str, route: str, status: int, elapsed: float) -> None:
+        key = (method, route, status)
+        series = self._series.get(key)
+        if series is None:
+            series = (
+                self.metrics.http_requests.labels(method=method, route=route, status=str(status)),
+                self.metrics.http_latency.labels(method=method, route=route),
+            )
+            self._series[key] = series
+        series[0].inc()
+        series[1].observe(elapsed)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        incoming = dict(scope.get("headers", ())).get(b"x-request-id", b"").decode("latin-1")
+        incoming = _header(scope, b"x-request-id").decode("latin-1")
         request_id = incoming if _REQUEST_ID.fullmatch(incoming) else uuid.uuid4().hex
         method = scope.get("method", "")
         structlog.contextvars.clear_contextvars()
@@ -97,16 +126,16 @@ class RequestContextMiddleware:
             elapsed = time.perf_counter() - began
             route = _route_template(scope)
             self.metrics.http_in_flight.dec()
-            self.metrics.http_requests.labels(method=method, route=route, status=str(status)).inc()
-            self.metrics.http_latency.labels(method=method, route=route).observe(elapsed)
-            log.info(
-                "request",
-                method=method,
-                route=route,
-                path=scope.get("path"),
-                status=status,
-                duration_ms=round(elapsed * 1000, 2),
-            )
+            self._observe(method, route, status, elapsed)
+            if _log_level.isEnabledFor(logging.INFO):
+                log.info(
+                    "request",
+                    method=method,
+                    route=route,
+                    path=scope.get("path"),
+                    status=status,
+                    duration_ms=round(elapsed * 1000, 2),
+                )
             structlog.contextvars.clear_contextvars()
 
 
@@ -155,8 +184,8 @@ class BodySizeLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = dict(scope.get("headers", ())).get(b"content-length")
-        if declared is not None:
+        declared = _header(scope, b"content-length")
+        if declared:
             try:
                 too_long = int(declared) > self.max_bytes
             except ValueError:

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 
 import structlog
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
-from sqlalchemy import text
+from sqlalchemy import TextClause, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from disco.bus import BusClient, MessageTooLargeError
@@ -40,6 +41,15 @@ def _current_traceparent() -> str | None:
     carrier: dict[str, str] = {}
     _propagator.inject(carrier)
     return carrier.get("traceparent")
+
+
+@functools.cache
+def _insert_statement(schema: str) -> TextClause:
+    # One statement object per schema (a service has one): built once, not per event.
+    return text(
+        f'INSERT INTO "{schema}".outbox (topic, envelope, tenant_id) '  # noqa: S608 - schema is a checked identifier
+        "VALUES (:topic, CAST(:envelope AS jsonb), :tenant)"
+    )
 
 
 async def publish_after_commit(
@@ -80,10 +90,7 @@ async def publish_after_commit(
     if changes:
         envelope = envelope.with_changes(**changes)
     await session.execute(
-        text(
-            f'INSERT INTO "{schema}".outbox (topic, envelope, tenant_id) '  # noqa: S608 - schema is a checked identifier
-            "VALUES (:topic, CAST(:envelope AS jsonb), :tenant)"
-        ),
+        _insert_statement(schema),
         {
             "topic": str(topic),
             "envelope": envelope.model_dump_json(exclude_none=True),

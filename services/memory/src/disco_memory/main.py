@@ -37,13 +37,15 @@ DESCRIPTION = (
     "semantic/episodic/procedural memory and agent-state snapshots."
 )
 
+# The semantic router first: FastAPI tries routes in order, and its vector query is
+# the service's hottest route (the paths of different routers never overlap).
 ROUTERS = (
+    semantic_router,
     working_router,
     task_context_router,
     plan_context_router,
     plans_router,
     sessions_router,
-    semantic_router,
     episodic_router,
     procedural_router,
     snapshots_router,

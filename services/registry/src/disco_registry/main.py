@@ -37,7 +37,9 @@ def create_app(settings: RegistrySettings | None = None) -> FastAPI:
         RegistryState(settings if settings is not None else RegistrySettings()),
         title="disco registry",
         description=DESCRIPTION,
-        routers=[agents_router, cards_router, discovery_router, events_router, schemas_router],
+        # Discovery first: FastAPI tries routes in order, and discovery is the registry's
+        # hottest route (the paths of different routers never overlap).
+        routers=[discovery_router, agents_router, cards_router, events_router, schemas_router],
         lifespan_hooks=[sweeper_lifespan, erasure_follower],
     )
 

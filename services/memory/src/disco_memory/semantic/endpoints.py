@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Response, status
+from fastapi import APIRouter, Depends, Request, Response, status
 from pydantic import TypeAdapter
 
 from disco_common.ids import Id
@@ -15,9 +16,11 @@ from disco_common.memory import (
     SemanticMemoryUpsert,
     SemanticQuery,
 )
-from disco_memory.deps import EngineDep, RuntimeDep
+from disco_memory.deps import RuntimeDep
+from disco_memory.runtime import MemoryRuntime
 from disco_memory.semantic import service
 from disco_memory.semantic.repository import SemanticRepository, SemanticSearch
+from disco_memory.state import MemoryState
 from disco_service import IdentityDep, NotFound, SessionDep, error_responses
 
 router = APIRouter(prefix="/v1/memory/semantic", tags=["semantic memory"])
@@ -30,12 +33,22 @@ async def _repository(session: SessionDep, identity: IdentityDep) -> SemanticRep
 RepositoryDep = Annotated[SemanticRepository, Depends(_repository)]
 
 
-async def _search(engine: EngineDep, identity: IdentityDep) -> SemanticSearch:
-    return SemanticSearch(engine, identity.tenant_id, identity.user_id)
+@dataclass(frozen=True)
+class _Query:
+    search: SemanticSearch
+    runtime: MemoryRuntime
+
+
+async def _query(request: Request, identity: IdentityDep) -> _Query:
+    # One dependency for the hot path (each one FastAPI resolves costs about as
+    # much as the rest of the route): the engine and the runtime from the state.
+    state = MemoryState.of(request)
+    engine = state.require_database().engine
+    return _Query(SemanticSearch(engine, identity.tenant_id, identity.user_id), state.runtime)
 
 
 # Queries are reads of one statement each: no unit of work (no BEGIN, no COMMIT).
-SearchDep = Annotated[SemanticSearch, Depends(_search)]
+QueryDep = Annotated[_Query, Depends(_query)]
 
 # The hot path answers with JSON serialized once from the models the service built
 # (returning the models would make FastAPI validate them again against
@@ -56,10 +69,10 @@ async def upsert_memory(
 
 
 @router.post("/query", response_model=list[SemanticHit], responses=error_responses(422, 503))
-async def query_memories(body: SemanticQuery, search: SearchDep, runtime: RuntimeDep) -> Response:
+async def query_memories(body: SemanticQuery, query: QueryDep) -> Response:
     """The caller's (and the tenant's public) memories nearest to a text or vector, best
     first, with their cosine similarity; filter by metadata and a minimum score."""
-    hits = await service.query(search, runtime, body)
+    hits = await service.query(query.search, query.runtime, body)
     return Response(content=_HITS.dump_json(hits), media_type="application/json")
 
 

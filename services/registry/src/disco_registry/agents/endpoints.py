@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Query, Response, status
+from fastapi import APIRouter, Body, Query, Request, Response, status
 
 from disco_common.ids import Id
 from disco_common.pagination import Page
@@ -16,13 +16,16 @@ from disco_common.registry import (
     HeartbeatAck,
 )
 from disco_registry.agents import service
-from disco_registry.deps import AgentIdPath, HeartbeatsDep, SettingsDep
+from disco_registry.deps import AgentIdPath, HeartbeatsDep
 from disco_registry.errors import AgentNotFound
+from disco_registry.state import RegistryState
 from disco_service import IdentityDep, SessionDep, error_responses
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/v1/agents", tags=["agents"], responses=error_responses(401, 403))
+
+_JSON = "application/json"
 
 
 @router.post(
@@ -39,9 +42,8 @@ async def register_agent(
     registration: AgentRegistration,
     session: SessionDep,
     identity: IdentityDep,
-    settings: SettingsDep,
-    response: Response,
-) -> AgentRecord:
+    request: Request,
+) -> Response:
     """Upsert by ``agent_id`` (201 new, 200 updated), with its capabilities and events, in
     one transaction; announces ``agent.registered``. Schema references must name
     registered versions (422 ``unknown_schema_ref`` otherwise)."""
@@ -49,11 +51,16 @@ async def register_agent(
         session,
         tenant_id=identity.tenant_id,
         registration=registration,
-        default_ttl_seconds=settings.default_ttl_seconds,
+        # From the state rather than a dependency: each one FastAPI resolves costs.
+        default_ttl_seconds=RegistryState.of(request).settings.default_ttl_seconds,
     )
-    if not created:
-        response.status_code = status.HTTP_200_OK
-    return record
+    # The record was validated when it was built from its row: serialised once here
+    # (returning it would make FastAPI validate it again against response_model).
+    return Response(
+        content=record.model_dump_json(by_alias=True),
+        status_code=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        media_type=_JSON,
+    )
 
 
 @router.get(

@@ -65,7 +65,9 @@ def _resolve(
         json_schema = schemas[
             (definition.schema_ref.name, definition.schema_ref.version)
         ].json_schema
-    return DiscoveredEvent(
+    # Built without validating again: every part comes from a validated registration
+    # or a stored schema version.
+    return DiscoveredEvent.model_construct(
         event_type=definition.event_type,
         topic=definition.topic,
         description=definition.description,
@@ -131,7 +133,7 @@ def compile_registration(
         consumed = _resolve(capability.consumed_event, schemas)
         produced = [_resolve(event, schemas) for event in capability.produced_events]
         compiled.discovery.append(
-            DiscoveredCapability(
+            DiscoveredCapability.model_construct(
                 task_name=capability.task_name,
                 description=capability.description,
                 consumed_event=consumed,

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Query, Request, Response
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from disco_common.registry import DiscoveredAgent, DiscoveryQuery
-from disco_registry.deps import EngineDep
 from disco_registry.discovery import service
+from disco_registry.state import RegistryState
 from disco_service import IdentityDep, error_responses
 
 __all__ = ["router"]
@@ -18,6 +19,13 @@ router = APIRouter(prefix="/v1/discover", tags=["discovery"], responses=error_re
 # The answer is JSON the database built in DiscoveredAgent's shape, sent as it is
 # (response_model still documents it in OpenAPI).
 _JSON = "application/json"
+
+
+def _engine(request: Request) -> AsyncEngine:
+    # Taken from the state here rather than as a dependency: discovery is the
+    # registry's hottest route, and each dependency FastAPI resolves costs.
+    return RegistryState.of(request).require_database().engine
+
 
 _DESCRIPTION = (
     "Live agents visible to the caller that match every given criterion, one entry per "
@@ -34,10 +42,10 @@ _DESCRIPTION = (
     description=_DESCRIPTION,
 )
 async def discover_get(
-    query: Annotated[DiscoveryQuery, Query()], engine: EngineDep, identity: IdentityDep
+    query: Annotated[DiscoveryQuery, Query()], request: Request, identity: IdentityDep
 ) -> Response:
     answer = await service.discover_json(
-        engine, tenant_id=identity.tenant_id, user_id=identity.user_id, query=query
+        _engine(request), tenant_id=identity.tenant_id, user_id=identity.user_id, query=query
     )
     return Response(content=answer, media_type=_JSON)
 
@@ -49,10 +57,8 @@ async def discover_get(
     summary="Discover agents (JSON body)",
     description=_DESCRIPTION,
 )
-async def discover_post(
-    query: DiscoveryQuery, engine: EngineDep, identity: IdentityDep
-) -> Response:
+async def discover_post(query: DiscoveryQuery, request: Request, identity: IdentityDep) -> Response:
     answer = await service.discover_json(
-        engine, tenant_id=identity.tenant_id, user_id=identity.user_id, query=query
+        _engine(request), tenant_id=identity.tenant_id, user_id=identity.user_id, query=query
     )
     return Response(content=answer, media_type=_JSON)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Row, text
@@ -69,7 +69,20 @@ class EventFilters:
 def owned_events_json(events: list[OwnedEvent]) -> str:
     """``events`` as the JSON list the registration statement writes them from
     (``registry.register_agent``'s ``p_owned``)."""
-    return canonical_json([asdict(event) for event in events]).decode()
+    # Field by field rather than dataclasses.asdict, which deep-copies every schema.
+    return canonical_json(
+        [
+            {
+                "event_type": event.event_type,
+                "topic": event.topic,
+                "description": event.description,
+                "json_schema": event.json_schema,
+                "schema_name": event.schema_name,
+                "schema_version": event.schema_version,
+            }
+            for event in events
+        ]
+    ).decode()
 
 
 def _record(row: Row[Any]) -> EventRecord:
