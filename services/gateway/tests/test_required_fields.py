@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from a2a.types import a2a_pb2
 from a2a.utils.errors import InvalidParamsError
@@ -36,17 +38,11 @@ REQUESTS = [
 ]
 
 
-def _sdk(request: a2a_pb2.SendMessageRequest) -> object:
+def _verdict(
+    check: Callable[[a2a_pb2.SendMessageRequest], None], request: a2a_pb2.SendMessageRequest
+) -> object:
     try:
-        validate_proto_required_fields(request)
-    except InvalidParamsError as exc:
-        return (exc.message, exc.data)
-    return None
-
-
-def _ours(request: a2a_pb2.SendMessageRequest) -> object:
-    try:
-        check_required_fields(request)
+        check(request)
     except InvalidParamsError as exc:
         return (exc.message, exc.data)
     return None
@@ -55,7 +51,9 @@ def _ours(request: a2a_pb2.SendMessageRequest) -> object:
 @pytest.mark.parametrize("document", REQUESTS)
 def test_same_verdict_and_errors_as_the_sdk(document: dict[str, object]) -> None:
     request = ParseDict(document, a2a_pb2.SendMessageRequest())
-    assert _ours(request) == _sdk(request)
+    assert _verdict(check_required_fields, request) == _verdict(
+        validate_proto_required_fields, request
+    )
 
 
 def test_a_missing_field_is_named() -> None:
