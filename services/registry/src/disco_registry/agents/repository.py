@@ -17,7 +17,7 @@ from sqlalchemy import Row, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from disco_common.canonical import canonical_json
-from disco_common.registry import AgentRecord, AgentStatus
+from disco_common.registry import AgentCapability, AgentRecord, AgentStatus, EventDefinition
 from disco_service import Keyset
 
 __all__ = [
@@ -244,9 +244,14 @@ async def register(
     user_id: str | None,
     owned_events: str,
     announcement: Announcement,
+    capabilities: list[AgentCapability],
+    events: list[EventDefinition],
 ) -> tuple[AgentRecord, bool]:
     """Register ``agent`` and write its announcement in one statement; its record and
     whether it was created.
+
+    ``capabilities`` and ``events`` are the validated models ``agent`` holds the
+    JSON of: the record carries them as they are rather than read back.
 
     The statement scopes its transaction to ``agent.tenant_id`` and ``user_id``
     (the caller's verified identity), locks the agent row (concurrent
@@ -290,7 +295,8 @@ async def register(
     ).one()
     values = dict(row._mapping)
     created = bool(values.pop("created"))
-    return _record(values), created
+    record = _record(values).model_copy(update={"capabilities": capabilities, "events": events})
+    return record, created
 
 
 class AgentRepository:

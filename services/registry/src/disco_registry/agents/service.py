@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from disco_common.canonical import canonical_json, json_hash
 from disco_common.pagination import Page
 from disco_common.registry import (
+    AgentCapability,
     AgentListQuery,
     AgentRecord,
     AgentRegistration,
@@ -226,12 +227,24 @@ async def register(
                 tenant_id, registration, schemas, default_ttl_seconds
             )
             outcome = await register_statement(
-                session, agent, user_id=user_id, owned_events=owned, announcement=announcement
+                session,
+                agent,
+                user_id=user_id,
+                owned_events=owned,
+                announcement=announcement,
+                capabilities=registration.capabilities,
+                events=registration.events,
             )
     else:
         agent, owned, announcement = _prepare(tenant_id, registration, {}, default_ttl_seconds)
         outcome = await _register_alone(
-            database.engine, agent, user_id=user_id, owned_events=owned, announcement=announcement
+            database.engine,
+            agent,
+            user_id=user_id,
+            owned_events=owned,
+            announcement=announcement,
+            capabilities=registration.capabilities,
+            events=registration.events,
         )
     database.notify_outbox_commit()
     return outcome
@@ -287,6 +300,8 @@ async def _register_alone(
     user_id: str | None,
     owned_events: str,
     announcement: Announcement,
+    capabilities: list[AgentCapability],
+    events: list[EventDefinition],
 ) -> tuple[AgentRecord, bool]:
     """:func:`register_statement` as its own implicit transaction (no BEGIN,
     scope statement or COMMIT: one round trip)."""
@@ -300,6 +315,8 @@ async def _register_alone(
                     user_id=user_id,
                     owned_events=owned_events,
                     announcement=announcement,
+                    capabilities=capabilities,
+                    events=events,
                 )
         except DBAPIError as exc:
             # A pooled connection from before a database restart: the pool is

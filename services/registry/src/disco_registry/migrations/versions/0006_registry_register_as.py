@@ -13,7 +13,8 @@ the caller's verified token, as ``registry.discover_agents_as`` does), runs
 announcement to ``registry.outbox`` — the row the kit's
 ``publish_after_commit`` writes (topic, envelope, tenant), with the envelope's
 ``data.expires_at`` set from the registered record, formatted as pydantic
-formats it (``YYYY-MM-DDTHH:MM:SS[.ffffff]Z``) — and answers the record. Run
+formats it (``YYYY-MM-DDTHH:MM:SS[.ffffff]Z``) — and answers the record but
+its capabilities and events (the arguments as given, which the caller has). Run
 on its own it is its own implicit transaction: the agent, its instances, its
 owned events and the outbox row commit together or not at all, and the relay
 publishes the row after commit as before. It is ``SECURITY INVOKER``:
@@ -52,13 +53,17 @@ ARGUMENTS = (
     + ", p_topic text, p_envelope jsonb"
 )
 
-_RETURNS = (
-    "TABLE (created boolean, tenant_id text, agent_id text, name text, version text, "
-    "description text, tags text[], instance_id text, visibility text, capabilities jsonb, "
-    "events jsonb, ttl_seconds integer, metadata jsonb, registered_at timestamptz, "
+# registry.register_agent's answer but capabilities and events: they are the
+# arguments as given (the caller has them; decoding them back costs it CPU).
+_COLUMNS = (
+    "created boolean, tenant_id text, agent_id text, name text, version text, "
+    "description text, tags text[], instance_id text, visibility text, "
+    "ttl_seconds integer, metadata jsonb, registered_at timestamptz, "
     "updated_at timestamptz, last_heartbeat_at timestamptz, expires_at timestamptz, "
-    "live_instances bigint)"
+    "live_instances bigint"
 )
+_RETURNS = f"TABLE ({_COLUMNS})"
+_COLUMN_NAMES = ", ".join(f"r.{column.split()[0]}" for column in _COLUMNS.split(", "))
 
 # A timestamptz as pydantic writes a UTC datetime: microseconds only when not zero.
 _EXPIRES_AT_JSON = """
@@ -80,7 +85,7 @@ WITH r AS (
            p_envelope ->> 'tenant_id'
     FROM r
 )
-SELECT * FROM r;
+SELECT {_COLUMN_NAMES} FROM r;
 """
 
 
