@@ -55,31 +55,12 @@ async def _announce(
     await publish_after_commit(session, Topic.SYSTEM_EVENTS, envelope)
 
 
-def registered_announcement(
-    *,
-    tenant_id: str,
-    agent_id: str,
-    name: str,
-    instance_id: str | None,
-    version: str,
-    capabilities: list[str],
-    expires_at: datetime,
-) -> Announcement:
+def registered_announcement(*, tenant_id: str, data: AgentRegisteredData) -> Announcement:
     """``agent.registered`` as the outbox row a registration statement writes itself
     (``registry.register_agent_as``, which sets ``data.expires_at`` from the record
-    it registered: ``expires_at`` here is only a placeholder of the right type)."""
+    it registered: ``data.expires_at`` here is only a placeholder of the right type)."""
     envelope = _envelope(
-        SystemEventType.AGENT_REGISTERED,
-        AgentRegisteredData(
-            agent_id=agent_id,
-            name=name,
-            instance_id=instance_id,
-            version=version,
-            capabilities=capabilities,
-            expires_at=expires_at,
-        ),
-        agent_id=agent_id,
-        tenant_id=tenant_id,
+        SystemEventType.AGENT_REGISTERED, data, agent_id=data.agent_id, tenant_id=tenant_id
     )
     return Announcement(
         topic=str(Topic.SYSTEM_EVENTS),

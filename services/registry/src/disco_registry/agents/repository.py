@@ -27,6 +27,7 @@ __all__ = [
     "Announcement",
     "HeartbeatRow",
     "LockedAgent",
+    "RegistrationWrite",
     "register",
 ]
 
@@ -175,6 +176,23 @@ class Announcement:
 
 
 @dataclass(frozen=True)
+class RegistrationWrite:
+    """Everything one registration statement writes.
+
+    ``owned_events`` is the JSON list of the agent's owned event definitions
+    (:class:`OwnedEvent` fields). ``capabilities`` and ``events`` are the
+    validated models ``agent`` holds the JSON of: the record carries them as
+    they are rather than read back.
+    """
+
+    agent: AgentRow
+    owned_events: str
+    announcement: Announcement
+    capabilities: list[AgentCapability]
+    events: list[EventDefinition]
+
+
+@dataclass(frozen=True)
 class LockedAgent:
     """An agent row locked for update in this transaction."""
 
@@ -238,31 +256,22 @@ def _record(values: dict[str, Any]) -> AgentRecord:
 
 
 async def register(
-    executor: AsyncSession | AsyncConnection,
-    agent: AgentRow,
-    *,
-    user_id: str | None,
-    owned_events: str,
-    announcement: Announcement,
-    capabilities: list[AgentCapability],
-    events: list[EventDefinition],
+    executor: AsyncSession | AsyncConnection, write: RegistrationWrite, *, user_id: str | None
 ) -> tuple[AgentRecord, bool]:
-    """Register ``agent`` and write its announcement in one statement; its record and
-    whether it was created.
+    """Register ``write.agent`` and write its announcement in one statement; its record
+    and whether it was created.
 
-    ``capabilities`` and ``events`` are the validated models ``agent`` holds the
-    JSON of: the record carries them as they are rather than read back.
-
-    The statement scopes its transaction to ``agent.tenant_id`` and ``user_id``
+    The statement scopes its transaction to the agent's tenant and ``user_id``
     (the caller's verified identity), locks the agent row (concurrent
     registrations of one agent queue there, or for a new agent on the primary
     key), upserts the agent and its registering instance (heard from now,
     expiring after ``ttl_seconds``), gives the instances the agent's visibility,
-    makes the agent's owned event definitions exactly ``owned_events`` (a JSON
-    list of :class:`OwnedEvent` fields) when the definition changed, and
-    writes ``announcement`` to the outbox. Run on a connection in autocommit it
-    is its own transaction; on a session it joins the session's.
+    makes the agent's owned event definitions exactly ``write.owned_events``
+    when the definition changed, and writes ``write.announcement`` to the
+    outbox. Run on a connection in autocommit it is its own transaction; on a
+    session it joins the session's.
     """
+    agent = write.agent
     row = (
         await executor.execute(
             _REGISTER,
@@ -287,15 +296,17 @@ async def register(
                 "search_text": agent.search_text,
                 "definition_hash": agent.definition_hash,
                 "key": instance_key(agent.instance_id),
-                "owned": owned_events,
-                "topic": announcement.topic,
-                "envelope": announcement.envelope,
+                "owned": write.owned_events,
+                "topic": write.announcement.topic,
+                "envelope": write.announcement.envelope,
             },
         )
     ).one()
     values = dict(row._mapping)
     created = bool(values.pop("created"))
-    record = _record(values).model_copy(update={"capabilities": capabilities, "events": events})
+    record = _record(values).model_copy(
+        update={"capabilities": write.capabilities, "events": write.events}
+    )
     return record, created
 
 

@@ -15,7 +15,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from disco_common.canonical import canonical_json, json_hash
 from disco_common.pagination import Page
 from disco_common.registry import (
-    AgentCapability,
     AgentListQuery,
     AgentRecord,
     AgentRegistration,
@@ -26,12 +25,13 @@ from disco_common.registry import (
     HeartbeatAck,
     PayloadSchema,
 )
+from disco_common.system_events import AgentRegisteredData
 from disco_registry.agents import events as announce
 from disco_registry.agents.repository import (
     AgentFilters,
     AgentRepository,
     AgentRow,
-    Announcement,
+    RegistrationWrite,
 )
 from disco_registry.agents.repository import register as register_statement
 from disco_registry.errors import AgentNotFound, ConflictingEventDefinition
@@ -223,29 +223,11 @@ async def register(
     if refs:
         async with database.unit_of_work(tenant_id, user_id) as session:
             schemas = await resolve_refs(session, tenant_id=tenant_id, refs=refs)
-            agent, owned, announcement = _prepare(
-                tenant_id, registration, schemas, default_ttl_seconds
-            )
-            outcome = await register_statement(
-                session,
-                agent,
-                user_id=user_id,
-                owned_events=owned,
-                announcement=announcement,
-                capabilities=registration.capabilities,
-                events=registration.events,
-            )
+            write = _prepare(tenant_id, registration, schemas, default_ttl_seconds)
+            outcome = await register_statement(session, write, user_id=user_id)
     else:
-        agent, owned, announcement = _prepare(tenant_id, registration, {}, default_ttl_seconds)
-        outcome = await _register_alone(
-            database.engine,
-            agent,
-            user_id=user_id,
-            owned_events=owned,
-            announcement=announcement,
-            capabilities=registration.capabilities,
-            events=registration.events,
-        )
+        write = _prepare(tenant_id, registration, {}, default_ttl_seconds)
+        outcome = await _register_alone(database.engine, write, user_id=user_id)
     database.notify_outbox_commit()
     return outcome
 
@@ -255,7 +237,7 @@ def _prepare(
     registration: AgentRegistration,
     schemas: dict[tuple[str, str], PayloadSchema],
     default_ttl_seconds: int,
-) -> tuple[AgentRow, str, Announcement]:
+) -> RegistrationWrite:
     """What the registration statement writes: the agent row, its owned events (JSON)
     and its ``agent.registered`` announcement."""
     compiled = compile_registration(registration, schemas)
@@ -282,26 +264,27 @@ def _prepare(
     )
     announcement = announce.registered_announcement(
         tenant_id=tenant_id,
-        agent_id=registration.agent_id,
-        name=registration.name,
-        instance_id=registration.instance_id,
-        version=registration.version,
-        capabilities=compiled.capability_names,
-        # A placeholder: the statement sets the registered record's expiry.
-        expires_at=datetime.now(UTC) + timedelta(seconds=ttl),
+        data=AgentRegisteredData(
+            agent_id=registration.agent_id,
+            name=registration.name,
+            instance_id=registration.instance_id,
+            version=registration.version,
+            capabilities=compiled.capability_names,
+            # A placeholder: the statement sets the registered record's expiry.
+            expires_at=datetime.now(UTC) + timedelta(seconds=ttl),
+        ),
     )
-    return agent, owned_events_json(compiled.events), announcement
+    return RegistrationWrite(
+        agent=agent,
+        owned_events=owned_events_json(compiled.events),
+        announcement=announcement,
+        capabilities=registration.capabilities,
+        events=registration.events,
+    )
 
 
 async def _register_alone(
-    engine: AsyncEngine,
-    agent: AgentRow,
-    *,
-    user_id: str | None,
-    owned_events: str,
-    announcement: Announcement,
-    capabilities: list[AgentCapability],
-    events: list[EventDefinition],
+    engine: AsyncEngine, write: RegistrationWrite, *, user_id: str | None
 ) -> tuple[AgentRecord, bool]:
     """:func:`register_statement` as its own implicit transaction (no BEGIN,
     scope statement or COMMIT: one round trip)."""
@@ -309,15 +292,7 @@ async def _register_alone(
         try:
             async with engine.connect() as connection:
                 await connection.execution_options(isolation_level="AUTOCOMMIT")
-                return await register_statement(
-                    connection,
-                    agent,
-                    user_id=user_id,
-                    owned_events=owned_events,
-                    announcement=announcement,
-                    capabilities=capabilities,
-                    events=events,
-                )
+                return await register_statement(connection, write, user_id=user_id)
         except DBAPIError as exc:
             # A pooled connection from before a database restart: the pool is
             # invalidated now, and the second try gets a fresh connection. A
