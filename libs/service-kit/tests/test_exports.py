@@ -53,6 +53,7 @@ def test_the_kit_exports_exactly_its_public_api() -> None:
         "get_state",
         "identify",
         "install_error_handlers",
+        "outbox_envelope",
         "publish_after_commit",
         "require_role",
         "retry_while_unavailable",

@@ -49,7 +49,7 @@ from disco_service._faults import database_unavailable, retry_while_unavailable
 from disco_service._logging import configure_logging
 from disco_service._metrics import ServiceMetrics
 from disco_service._operations import CheckResult, Liveness, Readiness
-from disco_service._outbox import OutboxRelay, publish_after_commit
+from disco_service._outbox import OutboxRelay, outbox_envelope, publish_after_commit
 from disco_service._pagination import InvalidCursor, Keyset, PageRequest, Paginator
 from disco_service._run import run_service
 from disco_service._settings import (
@@ -106,6 +106,7 @@ __all__ = [
     "get_state",
     "identify",
     "install_error_handlers",
+    "outbox_envelope",
     "publish_after_commit",
     "require_role",
     "retry_while_unavailable",

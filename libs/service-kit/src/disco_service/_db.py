@@ -130,6 +130,15 @@ class Database:
         """Call ``callback`` after each commit that added rows to the outbox."""
         self._after_outbox_commit.append(callback)
 
+    def notify_outbox_commit(self) -> None:
+        """Tell the outbox relay that a commit just added rows to the outbox.
+
+        Units of work do it themselves; call it after a statement that wrote
+        outbox rows outside one (an implicit transaction) committed.
+        """
+        for callback in self._after_outbox_commit:
+            callback()
+
     def session(self, *, tenant_id: str | None = None, user_id: str | None = None) -> AsyncSession:
         """A new session whose transactions are scoped to ``tenant_id``/``user_id``.
 
@@ -159,8 +168,7 @@ class Database:
                 await _abandon(session, exc)
                 raise
             if session.info.pop(OUTBOX_PENDING_KEY, False):
-                for callback in self._after_outbox_commit:
-                    callback()
+                self.notify_outbox_commit()
 
     async def ping(self, timeout: float) -> None:  # noqa: ASYNC109 - a probe's budget
         """Raise unless ``SELECT 1`` succeeds within ``timeout`` seconds."""

@@ -30,7 +30,7 @@ from disco_common.topics import Topic
 from disco_service._db import _SCHEMA_KEY, _TENANT_KEY, OUTBOX_PENDING_KEY, Database
 from disco_service._metrics import ServiceMetrics
 
-__all__ = ["OutboxRelay", "publish_after_commit"]
+__all__ = ["OutboxRelay", "outbox_envelope", "publish_after_commit"]
 
 log = structlog.get_logger("disco_service.outbox")
 
@@ -50,6 +50,34 @@ def _insert_statement(schema: str) -> TextClause:
         f'INSERT INTO "{schema}".outbox (topic, envelope, tenant_id) '  # noqa: S608 - schema is a checked identifier
         "VALUES (:topic, CAST(:envelope AS jsonb), :tenant)"
     )
+
+
+def outbox_envelope(envelope: Envelope, tenant_id: str | None) -> Envelope:
+    """``envelope`` as the outbox stores it for a transaction acting for ``tenant_id``.
+
+    It gets the tenant when it has none, and the current trace context as
+    ``traceparent`` when it has none. :func:`publish_after_commit` uses it; a
+    service whose own SQL writes the outbox row (one statement for a whole
+    request) prepares its envelope with it, writes
+    ``envelope.model_dump_json(exclude_none=True)`` with ``tenant_id`` to
+    ``<schema>.outbox``, and calls :meth:`Database.notify_outbox_commit` once
+    that committed.
+
+    Raises:
+        ValueError: the envelope names another tenant than ``tenant_id``.
+    """
+    changes: dict[str, str] = {}
+    if envelope.tenant_id is None and tenant_id:
+        changes["tenant_id"] = tenant_id
+    elif tenant_id and envelope.tenant_id != tenant_id:
+        raise ValueError(
+            f"envelope is for tenant {envelope.tenant_id!r} but the session acts for {tenant_id!r}"
+        )
+    if envelope.traceparent is None:
+        traceparent = _current_traceparent()
+        if traceparent is not None:
+            changes["traceparent"] = traceparent
+    return envelope.with_changes(**changes) if changes else envelope
 
 
 async def publish_after_commit(
@@ -75,20 +103,7 @@ async def publish_after_commit(
             "publish_after_commit needs a session from the kit (SessionDep or "
             "Database.unit_of_work), which knows the service's outbox"
         )
-    tenant = session.info.get(_TENANT_KEY)
-    changes: dict[str, str] = {}
-    if envelope.tenant_id is None and tenant:
-        changes["tenant_id"] = tenant
-    elif tenant and envelope.tenant_id != tenant:
-        raise ValueError(
-            f"envelope is for tenant {envelope.tenant_id!r} but the session acts for {tenant!r}"
-        )
-    if envelope.traceparent is None:
-        traceparent = _current_traceparent()
-        if traceparent is not None:
-            changes["traceparent"] = traceparent
-    if changes:
-        envelope = envelope.with_changes(**changes)
+    envelope = outbox_envelope(envelope, session.info.get(_TENANT_KEY))
     await session.execute(
         _insert_statement(schema),
         {

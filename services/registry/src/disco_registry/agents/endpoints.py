@@ -39,20 +39,20 @@ _JSON = "application/json"
     summary="Register or update an agent",
 )
 async def register_agent(
-    registration: AgentRegistration,
-    session: SessionDep,
-    identity: IdentityDep,
-    request: Request,
+    registration: AgentRegistration, identity: IdentityDep, request: Request
 ) -> Response:
     """Upsert by ``agent_id`` (201 new, 200 updated), with its capabilities and events, in
     one transaction; announces ``agent.registered``. Schema references must name
     registered versions (422 ``unknown_schema_ref`` otherwise)."""
+    # From the state rather than dependencies: each one FastAPI resolves costs. No
+    # SessionDep either: the registration runs its own transaction (one statement).
+    state = RegistryState.of(request)
     record, created = await service.register(
-        session,
+        state.require_database(),
         tenant_id=identity.tenant_id,
+        user_id=identity.user_id,
         registration=registration,
-        # From the state rather than a dependency: each one FastAPI resolves costs.
-        default_ttl_seconds=RegistryState.of(request).settings.default_ttl_seconds,
+        default_ttl_seconds=state.settings.default_ttl_seconds,
     )
     # The record was validated when it was built from its row: serialised once here
     # (returning it would make FastAPI validate it again against response_model).

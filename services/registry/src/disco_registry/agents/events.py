@@ -17,16 +17,30 @@ from disco_common.system_events import (
     SystemEventType,
 )
 from disco_common.topics import Topic
-from disco_service import publish_after_commit
+from disco_registry.agents.repository import Announcement
+from disco_service import outbox_envelope, publish_after_commit
 
 __all__ = [
     "SOURCE",
     "announce_deregistered",
     "announce_expired",
     "announce_registered",
+    "registered_announcement",
 ]
 
 SOURCE = "disco://service/registry"
+
+
+def _envelope(
+    event_type: SystemEventType, data: SystemEventData, *, agent_id: str, tenant_id: str | None
+) -> SystemEvent:
+    return SystemEvent(
+        source=SOURCE,
+        type=event_type.value,
+        subject=agent_id,
+        tenant_id=tenant_id,
+        data=data.model_dump(mode="json", exclude_none=True),
+    )
 
 
 async def _announce(
@@ -37,14 +51,21 @@ async def _announce(
     agent_id: str,
     tenant_id: str | None,
 ) -> None:
-    envelope = SystemEvent(
-        source=SOURCE,
-        type=event_type.value,
-        subject=agent_id,
-        tenant_id=tenant_id,
-        data=data.model_dump(mode="json", exclude_none=True),
-    )
+    envelope = _envelope(event_type, data, agent_id=agent_id, tenant_id=tenant_id)
     await publish_after_commit(session, Topic.SYSTEM_EVENTS, envelope)
+
+
+def registered_announcement(*, tenant_id: str, data: AgentRegisteredData) -> Announcement:
+    """``agent.registered`` as the outbox row a registration statement writes itself
+    (``registry.register_agent_as``, which sets ``data.expires_at`` from the record
+    it registered: ``data.expires_at`` here is only a placeholder of the right type)."""
+    envelope = _envelope(
+        SystemEventType.AGENT_REGISTERED, data, agent_id=data.agent_id, tenant_id=tenant_id
+    )
+    return Announcement(
+        topic=str(Topic.SYSTEM_EVENTS),
+        envelope=outbox_envelope(envelope, tenant_id).model_dump_json(exclude_none=True),
+    )
 
 
 async def announce_registered(

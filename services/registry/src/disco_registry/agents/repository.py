@@ -14,13 +14,22 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Row, text
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from disco_common.canonical import canonical_json
-from disco_common.registry import AgentRecord, AgentStatus
+from disco_common.registry import AgentCapability, AgentRecord, AgentStatus, EventDefinition
 from disco_service import Keyset
 
-__all__ = ["AgentFilters", "AgentRepository", "AgentRow", "HeartbeatRow", "LockedAgent"]
+__all__ = [
+    "AgentFilters",
+    "AgentRepository",
+    "AgentRow",
+    "Announcement",
+    "HeartbeatRow",
+    "LockedAgent",
+    "RegistrationWrite",
+    "register",
+]
 
 _LIST_ORDER = Keyset("a.name", "a.tenant_id", "a.agent_id")
 
@@ -54,15 +63,17 @@ _LOCK = text(
     "WHERE tenant_id = :tenant AND agent_id = :agent FOR UPDATE"
 )
 
-# The whole registration in one call (migration registry_0005): lock, agent and
-# instance upsert, instances' visibility, owned events, and the record read back.
+# The whole registration and its announcement in one statement (migration
+# registry_0006): tenant scope, lock, agent and instance upsert, instances'
+# visibility, owned events, the outbox row, and the record read back.
 _REGISTER = text(
-    "SELECT * FROM registry.register_agent("
-    ":tenant, :agent, :name, :version, :description, CAST(:tags AS text[]), :instance_id, "
-    ":key, :visibility, :ttl, CAST(:metadata AS jsonb), CAST(:capabilities AS jsonb), "
-    "CAST(:events AS jsonb), CAST(:discovery AS jsonb), CAST(:capability_names AS text[]), "
-    "CAST(:consumed_events AS text[]), CAST(:produced_events AS text[]), :search_text, "
-    ":definition_hash, CAST(:owned AS jsonb))"
+    "SELECT * FROM registry.register_agent_as("
+    ":tenant, :user, :agent, :name, :version, :description, CAST(:tags AS text[]), "
+    ":instance_id, :key, :visibility, :ttl, CAST(:metadata AS jsonb), "
+    "CAST(:capabilities AS jsonb), CAST(:events AS jsonb), CAST(:discovery AS jsonb), "
+    "CAST(:capability_names AS text[]), CAST(:consumed_events AS text[]), "
+    "CAST(:produced_events AS text[]), :search_text, :definition_hash, CAST(:owned AS jsonb), "
+    ":topic, CAST(:envelope AS jsonb))"
 )
 
 # One statement for a whole batch of heartbeats of one tenant (the service's hot
@@ -156,6 +167,32 @@ class AgentRow:
 
 
 @dataclass(frozen=True)
+class Announcement:
+    """The outbox row a registration writes: its topic and envelope JSON (whose
+    ``data.expires_at`` the statement sets from the registered record)."""
+
+    topic: str
+    envelope: str
+
+
+@dataclass(frozen=True)
+class RegistrationWrite:
+    """Everything one registration statement writes.
+
+    ``owned_events`` is the JSON list of the agent's owned event definitions
+    (:class:`OwnedEvent` fields). ``capabilities`` and ``events`` are the
+    validated models ``agent`` holds the JSON of: the record carries them as
+    they are rather than read back.
+    """
+
+    agent: AgentRow
+    owned_events: str
+    announcement: Announcement
+    capabilities: list[AgentCapability]
+    events: list[EventDefinition]
+
+
+@dataclass(frozen=True)
 class LockedAgent:
     """An agent row locked for update in this transaction."""
 
@@ -218,6 +255,61 @@ def _record(values: dict[str, Any]) -> AgentRecord:
     )
 
 
+async def register(
+    executor: AsyncSession | AsyncConnection, write: RegistrationWrite, *, user_id: str | None
+) -> tuple[AgentRecord, bool]:
+    """Register ``write.agent`` and write its announcement in one statement; its record
+    and whether it was created.
+
+    The statement scopes its transaction to the agent's tenant and ``user_id``
+    (the caller's verified identity), locks the agent row (concurrent
+    registrations of one agent queue there, or for a new agent on the primary
+    key), upserts the agent and its registering instance (heard from now,
+    expiring after ``ttl_seconds``), gives the instances the agent's visibility,
+    makes the agent's owned event definitions exactly ``write.owned_events``
+    when the definition changed, and writes ``write.announcement`` to the
+    outbox. Run on a connection in autocommit it is its own transaction; on a
+    session it joins the session's.
+    """
+    agent = write.agent
+    row = (
+        await executor.execute(
+            _REGISTER,
+            {
+                "tenant": agent.tenant_id,
+                "user": user_id,
+                "agent": agent.agent_id,
+                "name": agent.name,
+                "version": agent.version,
+                "description": agent.description,
+                "tags": agent.tags,
+                "instance_id": agent.instance_id,
+                "visibility": agent.visibility,
+                "ttl": agent.ttl_seconds,
+                "metadata": _json(agent.metadata),
+                "capabilities": _json(agent.capabilities),
+                "events": _json(agent.events),
+                "discovery": _json(agent.discovery),
+                "capability_names": agent.capability_names,
+                "consumed_events": agent.consumed_events,
+                "produced_events": agent.produced_events,
+                "search_text": agent.search_text,
+                "definition_hash": agent.definition_hash,
+                "key": instance_key(agent.instance_id),
+                "owned": write.owned_events,
+                "topic": write.announcement.topic,
+                "envelope": write.announcement.envelope,
+            },
+        )
+    ).one()
+    values = dict(row._mapping)
+    created = bool(values.pop("created"))
+    record = _record(values).model_copy(
+        update={"capabilities": write.capabilities, "events": write.events}
+    )
+    return record, created
+
+
 class AgentRepository:
     """Reads and writes agents and their instances for the session's tenant."""
 
@@ -247,47 +339,6 @@ class AgentRepository:
             status=row.status,
             name=row.name,
         )
-
-    async def register(self, agent: AgentRow, owned_events: str) -> tuple[AgentRecord, bool]:
-        """Register ``agent`` in one statement; its record and whether it was created.
-
-        The agent row is locked first (concurrent registrations of one agent
-        queue there, or for a new agent on the primary key), then the agent
-        and its registering instance are upserted (heard from now, expiring
-        after ``ttl_seconds``), the instances take the agent's visibility, and
-        when the definition changed the agent's owned event definitions become
-        exactly ``owned_events`` (a JSON list of :class:`OwnedEvent` fields).
-        """
-        row = (
-            await self._session.execute(
-                _REGISTER,
-                {
-                    "tenant": agent.tenant_id,
-                    "agent": agent.agent_id,
-                    "name": agent.name,
-                    "version": agent.version,
-                    "description": agent.description,
-                    "tags": agent.tags,
-                    "instance_id": agent.instance_id,
-                    "visibility": agent.visibility,
-                    "ttl": agent.ttl_seconds,
-                    "metadata": _json(agent.metadata),
-                    "capabilities": _json(agent.capabilities),
-                    "events": _json(agent.events),
-                    "discovery": _json(agent.discovery),
-                    "capability_names": agent.capability_names,
-                    "consumed_events": agent.consumed_events,
-                    "produced_events": agent.produced_events,
-                    "search_text": agent.search_text,
-                    "definition_hash": agent.definition_hash,
-                    "key": instance_key(agent.instance_id),
-                    "owned": owned_events,
-                },
-            )
-        ).one()
-        values = dict(row._mapping)
-        created = bool(values.pop("created"))
-        return _record(values), created
 
     async def heartbeat_many(
         self, *, tenant_id: str, beats: list[tuple[str, str | None, int | None]]

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pydantic import JsonValue
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from disco_common.canonical import canonical_json, json_hash
 from disco_common.pagination import Page
@@ -23,12 +25,19 @@ from disco_common.registry import (
     HeartbeatAck,
     PayloadSchema,
 )
+from disco_common.system_events import AgentRegisteredData
 from disco_registry.agents import events as announce
-from disco_registry.agents.repository import AgentFilters, AgentRepository, AgentRow
+from disco_registry.agents.repository import (
+    AgentFilters,
+    AgentRepository,
+    AgentRow,
+    RegistrationWrite,
+)
+from disco_registry.agents.repository import register as register_statement
 from disco_registry.errors import AgentNotFound, ConflictingEventDefinition
 from disco_registry.events.repository import EventRepository, OwnedEvent, owned_events_json
 from disco_registry.payload_schemas.service import resolve_refs
-from disco_service import Paginator
+from disco_service import Database, Paginator
 
 __all__ = [
     "Beat",
@@ -188,60 +197,110 @@ def _schema_refs(registration: AgentRegistration) -> list[Any]:
 
 
 async def register(
-    session: AsyncSession,
+    database: Database,
     *,
     tenant_id: str,
+    user_id: str | None,
     registration: AgentRegistration,
     default_ttl_seconds: int,
 ) -> tuple[AgentRecord, bool]:
-    """Register or update an agent instance; ``(record, created)``.
+    """Register or update an agent instance for the caller ``tenant_id``/``user_id``;
+    ``(record, created)``.
 
     One transaction: the agent row, its instance, its owned events and the
-    ``agent.registered`` announcement commit together or not at all.
-    Concurrent registrations of one ``agent_id`` queue on its row, so the last
-    one wins whole (never a mix of two definitions).
+    ``agent.registered`` announcement commit together or not at all. Without
+    schema references that is one statement (``registry.register_agent_as``)
+    in its own implicit transaction; with some, the referenced versions are
+    read first in the same transaction. Concurrent registrations of one
+    ``agent_id`` queue on its row, so the last one wins whole (never a mix of
+    two definitions).
 
     Raises:
         UnknownSchemaReference: a ``schema_ref`` names no registered version.
         ConflictingEventDefinition: one event type is defined twice, differently.
     """
-    schemas = await resolve_refs(session, tenant_id=tenant_id, refs=_schema_refs(registration))
+    refs = _schema_refs(registration)
+    if refs:
+        async with database.unit_of_work(tenant_id, user_id) as session:
+            schemas = await resolve_refs(session, tenant_id=tenant_id, refs=refs)
+            write = _prepare(tenant_id, registration, schemas, default_ttl_seconds)
+            outcome = await register_statement(session, write, user_id=user_id)
+    else:
+        write = _prepare(tenant_id, registration, {}, default_ttl_seconds)
+        outcome = await _register_alone(database.engine, write, user_id=user_id)
+    database.notify_outbox_commit()
+    return outcome
+
+
+def _prepare(
+    tenant_id: str,
+    registration: AgentRegistration,
+    schemas: dict[tuple[str, str], PayloadSchema],
+    default_ttl_seconds: int,
+) -> RegistrationWrite:
+    """What the registration statement writes: the agent row, its owned events (JSON)
+    and its ``agent.registered`` announcement."""
     compiled = compile_registration(registration, schemas)
     ttl = registration.ttl_seconds or default_ttl_seconds
-    record, created = await AgentRepository(session).register(
-        AgentRow(
-            tenant_id=tenant_id,
+    agent = AgentRow(
+        tenant_id=tenant_id,
+        agent_id=registration.agent_id,
+        name=registration.name,
+        version=registration.version,
+        description=registration.description,
+        tags=list(dict.fromkeys(registration.tags)),
+        instance_id=registration.instance_id,
+        visibility=registration.visibility.value,
+        ttl_seconds=ttl,
+        metadata=registration.metadata,
+        capabilities=[cap.model_dump(mode="json") for cap in registration.capabilities],
+        events=[event.model_dump(mode="json") for event in registration.events],
+        discovery=compiled.discovery,
+        capability_names=compiled.capability_names,
+        consumed_events=compiled.consumed_events,
+        produced_events=compiled.produced_events,
+        search_text=compiled.search_text,
+        definition_hash=compiled.definition_hash,
+    )
+    announcement = announce.registered_announcement(
+        tenant_id=tenant_id,
+        data=AgentRegisteredData(
             agent_id=registration.agent_id,
             name=registration.name,
-            version=registration.version,
-            description=registration.description,
-            tags=list(dict.fromkeys(registration.tags)),
             instance_id=registration.instance_id,
-            visibility=registration.visibility.value,
-            ttl_seconds=ttl,
-            metadata=registration.metadata,
-            capabilities=[cap.model_dump(mode="json") for cap in registration.capabilities],
-            events=[event.model_dump(mode="json") for event in registration.events],
-            discovery=compiled.discovery,
-            capability_names=compiled.capability_names,
-            consumed_events=compiled.consumed_events,
-            produced_events=compiled.produced_events,
-            search_text=compiled.search_text,
-            definition_hash=compiled.definition_hash,
+            version=registration.version,
+            capabilities=compiled.capability_names,
+            # A placeholder: the statement sets the registered record's expiry.
+            expires_at=datetime.now(UTC) + timedelta(seconds=ttl),
         ),
+    )
+    return RegistrationWrite(
+        agent=agent,
         owned_events=owned_events_json(compiled.events),
+        announcement=announcement,
+        capabilities=registration.capabilities,
+        events=registration.events,
     )
-    await announce.announce_registered(
-        session,
-        tenant_id=tenant_id,
-        agent_id=record.agent_id,
-        name=record.name,
-        instance_id=registration.instance_id,
-        version=record.version,
-        capabilities=compiled.capability_names,
-        expires_at=record.expires_at,
-    )
-    return record, created
+
+
+async def _register_alone(
+    engine: AsyncEngine, write: RegistrationWrite, *, user_id: str | None
+) -> tuple[AgentRecord, bool]:
+    """:func:`register_statement` as its own implicit transaction (no BEGIN,
+    scope statement or COMMIT: one round trip)."""
+    for attempt in (1, 2):
+        try:
+            async with engine.connect() as connection:
+                await connection.execution_options(isolation_level="AUTOCOMMIT")
+                return await register_statement(connection, write, user_id=user_id)
+        except DBAPIError as exc:
+            # A pooled connection from before a database restart: the pool is
+            # invalidated now, and the second try gets a fresh connection. A
+            # repeat is harmless: the registration is an upsert and its
+            # announcement keeps its envelope id (consumers deduplicate on it).
+            if not exc.connection_invalidated or attempt == 2:
+                raise
+    raise AssertionError("unreachable")
 
 
 @dataclass(frozen=True)
