@@ -59,6 +59,7 @@ def test_the_kit_exports_exactly_its_public_api() -> None:
         "retry_while_unavailable",
         "run_service",
         "settings_env_vars",
+        "statement_alone",
     ]
 
 

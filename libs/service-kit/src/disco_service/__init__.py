@@ -14,7 +14,7 @@ Migrations import :mod:`disco_service.migration_helpers`.
 
 from disco_service._app import LifespanHook, create_service_app
 from disco_service._auth import Identity, TokenVerifier
-from disco_service._db import Database
+from disco_service._db import Database, statement_alone
 from disco_service._deps import (
     BusDep,
     IdentityDep,
@@ -112,4 +112,5 @@ __all__ = [
     "retry_while_unavailable",
     "run_service",
     "settings_env_vars",
+    "statement_alone",
 ]

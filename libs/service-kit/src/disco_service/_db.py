@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import TypeVar
 
 from sqlalchemy import event, text
 from sqlalchemy.engine import Connection, ExceptionContext
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import (
+    AsyncConnection,
     AsyncEngine,
     AsyncSession,
     async_sessionmaker,
@@ -31,7 +33,7 @@ from sqlalchemy.orm import Session, SessionTransaction
 from disco_service._faults import database_unavailable
 from disco_service._settings import ServiceSettings
 
-__all__ = ["Database"]
+__all__ = ["Database", "statement_alone"]
 
 TENANT_SETTING = "disco.tenant_id"
 USER_SETTING = "disco.user_id"
@@ -173,20 +175,37 @@ class Database:
     async def ping(self, timeout: float) -> None:  # noqa: ASYNC109 - a probe's budget
         """Raise unless ``SELECT 1`` succeeds within ``timeout`` seconds."""
         async with asyncio.timeout(timeout):
-            for attempt in (1, 2):
-                try:
-                    async with self.engine.connect() as connection:
-                        await connection.execute(text("SELECT 1"))
-                    return
-                except DBAPIError as exc:
-                    # A pooled connection from before a database restart: the
-                    # pool is invalidated now, and a second try gets a new one.
-                    if not exc.connection_invalidated or attempt == 2:
-                        raise
+            await statement_alone(self.engine, lambda connection: connection.execute(_PING))
 
     async def dispose(self) -> None:
         """Close every pooled connection."""
         await self.engine.dispose()
+
+
+_PING = text("SELECT 1")
+_T = TypeVar("_T")
+
+
+async def statement_alone(
+    engine: AsyncEngine, work: Callable[[AsyncConnection], Awaitable[_T]]
+) -> _T:
+    """``work`` on a pooled connection in autocommit: each statement is its own
+    implicit transaction (no BEGIN, scope statement or COMMIT; one round trip).
+
+    A pooled connection from before a database restart fails once and
+    invalidates the pool; ``work`` is then tried again on a fresh connection, so
+    it must be safe to repeat (a read, an upsert, or a write whose side effects
+    are deduplicated downstream).
+    """
+    for attempt in (1, 2):
+        try:
+            async with engine.connect() as connection:
+                await connection.execution_options(isolation_level="AUTOCOMMIT")
+                return await work(connection)
+        except DBAPIError as exc:
+            if not exc.connection_invalidated or attempt == 2:
+                raise
+    raise AssertionError("unreachable")
 
 
 async def _begin(session: AsyncSession) -> None:

@@ -9,8 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pydantic import JsonValue
-from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from disco_common.canonical import canonical_json, json_hash
 from disco_common.pagination import Page
@@ -37,7 +36,7 @@ from disco_registry.agents.repository import register as register_statement
 from disco_registry.errors import AgentNotFound, ConflictingEventDefinition
 from disco_registry.events.repository import EventRepository, OwnedEvent, owned_events_json
 from disco_registry.payload_schemas.service import resolve_refs
-from disco_service import Database, Paginator
+from disco_service import Database, Paginator, statement_alone
 
 __all__ = [
     "Beat",
@@ -227,7 +226,12 @@ async def register(
             outcome = await register_statement(session, write, user_id=user_id)
     else:
         write = _prepare(tenant_id, registration, {}, default_ttl_seconds)
-        outcome = await _register_alone(database.engine, write, user_id=user_id)
+        # A repeat after a dropped connection is harmless: the registration is an
+        # upsert and its announcement keeps its envelope id (consumers deduplicate).
+        outcome = await statement_alone(
+            database.engine,
+            lambda connection: register_statement(connection, write, user_id=user_id),
+        )
     database.notify_outbox_commit()
     return outcome
 
@@ -281,26 +285,6 @@ def _prepare(
         capabilities=registration.capabilities,
         events=registration.events,
     )
-
-
-async def _register_alone(
-    engine: AsyncEngine, write: RegistrationWrite, *, user_id: str | None
-) -> tuple[AgentRecord, bool]:
-    """:func:`register_statement` as its own implicit transaction (no BEGIN,
-    scope statement or COMMIT: one round trip)."""
-    for attempt in (1, 2):
-        try:
-            async with engine.connect() as connection:
-                await connection.execution_options(isolation_level="AUTOCOMMIT")
-                return await register_statement(connection, write, user_id=user_id)
-        except DBAPIError as exc:
-            # A pooled connection from before a database restart: the pool is
-            # invalidated now, and the second try gets a fresh connection. A
-            # repeat is harmless: the registration is an upsert and its
-            # announcement keeps its envelope id (consumers deduplicate on it).
-            if not exc.connection_invalidated or attempt == 2:
-                raise
-    raise AssertionError("unreachable")
 
 
 @dataclass(frozen=True)

@@ -21,10 +21,10 @@ and answers the function, so no BEGIN, scope statement or COMMIT is sent.
 from __future__ import annotations
 
 from sqlalchemy import text
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from disco_common.registry import DiscoveryQuery
+from disco_service import statement_alone
 
 __all__ = ["DiscoveryRepository"]
 
@@ -57,15 +57,7 @@ class DiscoveryRepository:
             "query": query.text,
             "limit": query.limit,
         }
-        for attempt in (1, 2):
-            try:
-                async with self._engine.connect() as connection:
-                    # No BEGIN/COMMIT: the one statement is its own transaction.
-                    await connection.execution_options(isolation_level="AUTOCOMMIT")
-                    return str((await connection.execute(_DISCOVER, values)).scalar_one())
-            except DBAPIError as exc:
-                # A pooled connection from before a database restart: the pool is
-                # invalidated now, and the second try gets a fresh connection.
-                if not exc.connection_invalidated or attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
+        result = await statement_alone(
+            self._engine, lambda connection: connection.execute(_DISCOVER, values)
+        )
+        return str(result.scalar_one())
