@@ -8,9 +8,15 @@ from typing import Any
 import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased
+from opentelemetry.sdk.trace.sampling import (
+    ALWAYS_OFF,
+    Decision,
+    ParentBased,
+    Sampler,
+    SamplingResult,
+)
 from opentelemetry.trace import SpanKind, StatusCode
 
 from disco.bus._envelopes import fast_id
@@ -176,6 +182,10 @@ def test_envelope_ids_are_distinct_uuid4_across_many_pool_refills() -> None:
         "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331",
         "00-0af7651916cd43dd8448eb211c8031zz-b7ad6b7169203331-01",
         "00-00000000000000000000000000000000-b7ad6b7169203331-01",
+        # int() would read a sign: neither a negative id nor negative flags pass.
+        "00--af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        "00-0af7651916cd43dd8448eb211c80319c--7ad6b7169203331-01",
+        "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331--1",
     ],
 )
 def test_a_malformed_traceparent_header_starts_a_new_trace(
@@ -241,3 +251,90 @@ def test_processors_added_later_and_their_on_start_see_every_span_after(
     assert [span.name for span in exporter.get_finished_spans()] == ["send first", "send second"]
     assert [span.name for span in later.get_finished_spans()] == ["send second"]
     assert starts.started == ["send second"]
+
+
+class _RecordOnly(Sampler):
+    """Records every span without sampling it (a batch processor must not export it)."""
+
+    def should_sample(self, *args: Any, **kwargs: Any) -> SamplingResult:
+        return SamplingResult(Decision.RECORD_ONLY)
+
+    def get_description(self) -> str:
+        return "record-only"
+
+
+def test_a_batch_processor_exports_sampled_spans_with_their_attributes_and_parents() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    tracer = BusTracer(provider)
+    envelope = _envelope(INCOMING)
+
+    with tracer.consume("t", envelope, INCOMING, group="g", partition=4, offset=9) as process:
+        send, sent = tracer.start_publish("x.action-results", _envelope(), "billing")
+        tracer.end(send)
+    provider.force_flush()
+
+    sent_span, processed = exporter.get_finished_spans()
+    assert processed.context.span_id == process.get_span_context().span_id
+    assert processed.parent is not None
+    assert format(processed.parent.span_id, "016x") == "b7ad6b7169203331"
+    assert processed.attributes == {
+        "messaging.system": "kafka",
+        "messaging.operation.type": "process",
+        "messaging.operation.name": "process",
+        "messaging.destination.name": "t",
+        "messaging.consumer.group.name": "g",
+        "messaging.destination.partition.id": "4",
+        "messaging.kafka.offset": 9,
+        "messaging.message.id": envelope.id,
+        "cloudevents.event_id": envelope.id,
+        "cloudevents.event_type": "order.placed",
+    }
+    assert sent_span.parent is not None
+    assert sent_span.parent.span_id == processed.context.span_id
+    assert sent.traceparent == (
+        f"00-0af7651916cd43dd8448eb211c80319c-{sent_span.context.span_id:016x}-01"
+    )
+    assert sent_span.attributes is not None
+    assert sent_span.attributes["messaging.message.id"] == sent.id
+    assert sent_span.attributes["messaging.client.id"] == "billing"
+    assert sent_span.attributes["messaging.destination.name"] == "x.action-results"
+
+
+def test_spans_of_one_topic_do_not_share_their_attributes(
+    tracer: BusTracer, exporter: InMemorySpanExporter
+) -> None:
+    first, second = _envelope(), _envelope()
+    for envelope, offset in ((first, 1), (second, 2)):
+        with tracer.consume("t", envelope, None, group="g", partition=0, offset=offset) as span:
+            span.set_attribute("order.lines", offset)
+        tracer.end(tracer.start_publish("t", envelope, "c")[0])
+
+    processed = [s for s in exporter.get_finished_spans() if s.kind is SpanKind.CONSUMER]
+    sent = [s for s in exporter.get_finished_spans() if s.kind is SpanKind.PRODUCER]
+    assert [s.attributes["messaging.message.id"] for s in processed if s.attributes] == [
+        first.id,
+        second.id,
+    ]
+    assert [s.attributes["order.lines"] for s in processed if s.attributes] == [1, 2]
+    assert [s.attributes["messaging.message.id"] for s in sent if s.attributes] == [
+        first.id,
+        second.id,
+    ]
+
+
+def test_a_recorded_but_unsampled_span_is_not_exported_by_a_batch_processor() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(sampler=_RecordOnly())
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    tracer = BusTracer(provider)
+
+    span, sent = tracer.start_publish("t", _envelope(), "c")
+    assert span.is_recording()
+    tracer.end(span)
+    provider.force_flush()
+
+    assert exporter.get_finished_spans() == ()
+    assert sent.traceparent is not None
+    assert int(sent.traceparent.rsplit("-", 1)[1], 16) & 0x01 == 0  # not sampled

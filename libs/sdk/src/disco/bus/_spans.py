@@ -43,6 +43,7 @@ from opentelemetry.sdk.trace import (
 )
 from opentelemetry.sdk.trace import Tracer as SdkTracer
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.sdk.trace.sampling import Decision, ParentBased, StaticSampler
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import (
@@ -56,6 +57,8 @@ from opentelemetry.trace import (
     Tracer,
 )
 from opentelemetry.util import types
+
+from disco.bus._tracing import span_context as _span_context
 
 __all__ = ["LightSpan", "LightTracer", "light_tracer"]
 
@@ -112,6 +115,7 @@ class LightTracer:
     """Starts :class:`LightSpan` s with an SDK tracer's ids, sampler and processors."""
 
     __slots__ = (
+        "_emits",
         "_ids",
         "_known",
         "_on_end",
@@ -122,6 +126,7 @@ class LightTracer:
         "_scope",
         "_start_needed",
         "_static",
+        "_trusted_ids",
         "resource",
     )
 
@@ -132,6 +137,8 @@ class LightTracer:
         self._ids = tracer.id_generator
         info = tracer.instrumentation_info
         self._scope = InstrumentationScope(info.name, info.version, info.schema_url)
+        # The SDK's generator never makes an invalid (zero) id: its ids need no check.
+        self._trusted_ids = type(self._ids) is RandomIdGenerator
         is_random = getattr(self._ids, "is_trace_id_random", None)
         self._random_ids = bool(is_random()) if is_random is not None else False
         # A static sampler's decision never changes (it passes the parent's trace
@@ -141,22 +148,32 @@ class LightTracer:
         self._known: object = None
         self._start_needed = True
         self._on_end: tuple[Any, ...] = ()
+        self._emits: tuple[Any, ...] = ()
         self._plan()
 
     def _plan(self) -> None:
         """How to hand spans to the processors: a multi-processor's own processors are
-        called directly (``on_start`` only if one does something there); looked at
-        again whenever its processors change (``add_span_processor``)."""
+        called directly (``on_start`` only if one does something there), and a
+        ``BatchSpanProcessor``'s queue is fed directly with the sampled spans (what its
+        ``on_end`` does, less its checks of the span's flags); looked at again
+        whenever its processors change (``add_span_processor``)."""
         processor = self._processor
         if isinstance(processor, SynchronousMultiSpanProcessor):
             processors = processor._span_processors
             self._known = processors
             self._start_needed = any(type(p) not in _NO_START for p in processors)
-            self._on_end = tuple(p.on_end for p in processors)
         else:
+            processors = (processor,)
             self._known = None
             self._start_needed = True
-            self._on_end = (processor.on_end,)
+        emits, on_end = [], []
+        for each in processors:
+            emit = getattr(getattr(each, "_batch_processor", None), "emit", None)
+            if type(each) is BatchSpanProcessor and callable(emit):
+                emits.append(emit)
+            else:
+                on_end.append(each.on_end)
+        self._emits, self._on_end = tuple(emits), tuple(on_end)
 
     def _decision(self, parent: SpanContext, valid: bool) -> Decision | None:
         """The sampler's decision when it needs no call, else None."""
@@ -212,22 +229,25 @@ class LightTracer:
         # Decision.is_sampled() / is_recording(), without the calls.
         sampled = decision is Decision.RECORD_AND_SAMPLE
         flags = _FLAGS[sampled, random_id]
-        span_context = SpanContext(
-            trace_id,
-            self._ids.generate_span_id(),
-            is_remote=False,
-            trace_flags=flags,
-            trace_state=trace_state,
+        span_id = self._ids.generate_span_id()
+        span_context = (
+            _span_context(trace_id, span_id, False, flags, trace_state)
+            if self._trusted_ids
+            else SpanContext(trace_id, span_id, False, flags, trace_state)
         )
         if decision is Decision.DROP:
             return NonRecordingSpan(span_context)
         span = LightSpan(self, name, kind, span_context, parent if valid else None, attributes)
+        span._sampled = sampled
         if self._start_needed:
             processor.on_start(span, context)  # type: ignore[arg-type]
         return span
 
     def finish(self, span: LightSpan) -> None:
         """Hand an ended span to the processors."""
+        if span._sampled:
+            for emit in self._emits:
+                emit(span)
         for on_end in self._on_end:
             on_end(span)
 
@@ -261,11 +281,7 @@ class LightSpan(trace.Span, ReadableSpan):
         self._start_time = time.time_ns()
         self._end_time: int | None = None
         self._foreign = False  # attributes set by other code: cleaned at the end
-
-    def own_attributes(self, attributes: Mapping[str, types.AnyValue]) -> None:
-        """Add the bus's own attributes (known-good values: not cleaned)."""
-        if self._end_time is None:
-            self._attributes.update(attributes)
+        self._sampled = False  # set by the tracer: whether batch processors export it
 
     def end(self, end_time: int | None = None) -> None:
         if self._end_time is not None:
