@@ -39,7 +39,7 @@ from disco.bus._partitioner import partition_for
 from disco.bus._producer import RecordWriter
 from disco.bus._replies import ReplyListener
 from disco.bus._tracing import BusTracer, span_traceparent
-from disco.bus._wire import dead_letter_headers, record_for
+from disco.bus._wire import dead_letter_headers, record_size
 from disco.settings import BusSettings
 from disco_common.envelope import ActionRequest, ActionResult, Envelope, KafkaHeaders
 from disco_common.topics import DLQ_SUFFIX, Topic, dlq_topic, topic_name
@@ -87,6 +87,34 @@ def _tune_gc() -> None:
     young, middle, old = gc.get_threshold()
     if 0 < young < _GC_YOUNG_THRESHOLD:
         gc.set_threshold(_GC_YOUNG_THRESHOLD, middle, old)
+
+
+class _Acknowledgement(asyncio.Future[Envelope]):
+    """The future :meth:`BusClient.send` returns: it settles itself from aiokafka's
+    delivery future (one object per publish rather than a future and a closure)."""
+
+    __slots__ = ("client", "envelope", "name", "span")
+
+    client: BusClient
+    envelope: Envelope
+    name: str
+    span: Span | None
+
+    def settle(self, delivery: asyncio.Future[Any]) -> None:
+        """Count and end the span of the delivery, then resolve to the envelope (or
+        fail with :class:`PublishError`)."""
+        cancelled = delivery.cancelled()
+        error = None if cancelled else delivery.exception()
+        envelope = self.envelope
+        self.client._published(self.name, envelope, self.span, error)
+        if self.done():
+            return
+        if cancelled:
+            self.cancel()
+        elif error is not None:
+            self.set_exception(rejected(self.name, envelope, error))
+        else:
+            self.set_result(envelope)
 
 
 class BusClient(StartStop):
@@ -632,21 +660,10 @@ class BusClient(StartStop):
         except BaseException as exc:
             self._published(name, envelope, span, exc)
             raise
-        acknowledged: asyncio.Future[Envelope] = asyncio.get_running_loop().create_future()
-
-        def settle(done: asyncio.Future[Any]) -> None:
-            error = None if done.cancelled() else done.exception()
-            self._published(name, envelope, span, error)
-            if acknowledged.done():
-                return
-            if done.cancelled():
-                acknowledged.cancel()
-            elif error is not None:
-                acknowledged.set_exception(rejected(name, envelope, error))
-            else:
-                acknowledged.set_result(envelope)
-
-        delivery.add_done_callback(settle)
+        acknowledged = _Acknowledgement(loop=asyncio.get_running_loop())
+        acknowledged.client, acknowledged.name = self, name
+        acknowledged.envelope, acknowledged.span = envelope, span
+        delivery.add_done_callback(acknowledged.settle)
         return acknowledged
 
     async def _deliver(self, name: str, envelope: Envelope, span: Span | None) -> Envelope:
@@ -701,13 +718,20 @@ class BusClient(StartStop):
             credential = override_header()
         else:
             credential = signer.header_now() or await signer.header()
-        record = record_for(envelope, credential)
+        # What record_for() makes, without the record object (one allocation fewer per publish).
+        key = envelope.kafka_key()
+        value = envelope.to_kafka_value()
+        headers = envelope.kafka_headers()
+        if credential is not None:
+            headers.append(credential)
         limit = self.settings.bus_max_message_bytes
         # Count exactly only when it could matter: headers and framing of a
         # disco record stay far below 2 KiB.
-        if len(record.value) + len(record.key) + 2048 > limit and record.size > limit:
-            raise MessageTooLargeError(name, envelope.type, record.size, limit)
-        return await self._require_writer().write(name, record.key, record.value, record.headers)
+        if len(value) + len(key) + 2048 > limit:
+            size = record_size(key, value, headers)
+            if size > limit:
+                raise MessageTooLargeError(name, envelope.type, size, limit)
+        return await self._require_writer().write(name, key, value, headers)
 
     async def _write(
         self, name: str, key: bytes | None, value: bytes | None, headers: KafkaHeaders
