@@ -146,8 +146,11 @@ class BusTracer:
         # The attributes every span of one topic (and group, partition) shares, made
         # once: a span's own are a copy of these plus its message's (measured: half
         # the cost of building them whole each time).
-        self._send_attributes: dict[str, dict[str, types.AnyValue]] = {}
-        self._process_attributes: dict[tuple[str, str, int], dict[str, types.AnyValue]] = {}
+        # Span names are made once per topic too.
+        self._send_attributes: dict[str, tuple[str, dict[str, types.AnyValue]]] = {}
+        self._process_attributes: dict[
+            tuple[str, str, int], tuple[str, dict[str, types.AnyValue]]
+        ] = {}
         if provider is not None and not isinstance(provider, _NO_SDK):
             self._use(provider.get_tracer(_SCOPE))
 
@@ -218,17 +221,18 @@ class BusTracer:
                 parent = remote
             else:  # a new trace: the (invalid) current context is the parent
                 current = parent is not None
-        shared = self._send_attributes.get(name)
-        if shared is None:
-            shared = self._send_attributes[name] = {
-                "messaging.system": "kafka",
-                "messaging.operation.type": "send",
-                "messaging.operation.name": "send",
-                "messaging.destination.name": name,
-            }
-        return self._start(
-            f"send {name}", SpanKind.PRODUCER, parent, shared.copy(), current=current
-        )
+        known = self._send_attributes.get(name)
+        if known is None:
+            known = self._send_attributes[name] = (
+                f"send {name}",
+                {
+                    "messaging.system": "kafka",
+                    "messaging.operation.type": "send",
+                    "messaging.operation.name": "send",
+                    "messaging.destination.name": name,
+                },
+            )
+        return self._start(known[0], SpanKind.PRODUCER, parent, known[1].copy(), current=current)
 
     def describe_send(self, span: Span, envelope: Envelope, client_id: str) -> None:
         """Add what the envelope says to its ``send`` span."""
@@ -317,23 +321,26 @@ class BusTracer:
         """Start the ``process`` span of one handler call, child of the record's
         ``traceparent``, and make it the current span; undo with :meth:`end_process`."""
         key = (name, group, partition)
-        shared = self._process_attributes.get(key)
-        if shared is None:
-            shared = self._process_attributes[key] = {
-                "messaging.system": "kafka",
-                "messaging.operation.type": "process",
-                "messaging.operation.name": "process",
-                "messaging.destination.name": name,
-                "messaging.consumer.group.name": group,
-                "messaging.destination.partition.id": str(partition),
-            }
-        attributes = shared.copy()
+        known = self._process_attributes.get(key)
+        if known is None:
+            known = self._process_attributes[key] = (
+                f"process {name}",
+                {
+                    "messaging.system": "kafka",
+                    "messaging.operation.type": "process",
+                    "messaging.operation.name": "process",
+                    "messaging.destination.name": name,
+                    "messaging.consumer.group.name": group,
+                    "messaging.destination.partition.id": str(partition),
+                },
+            )
+        attributes = known[1].copy()
         message_id = envelope.id
         attributes["messaging.kafka.offset"] = offset
         attributes["messaging.message.id"] = message_id
         attributes["cloudevents.event_id"] = message_id
         attributes["cloudevents.event_type"] = envelope.type
-        span = self._start(f"process {name}", SpanKind.CONSUMER, _remote(traceparent), attributes)
+        span = self._start(known[0], SpanKind.CONSUMER, _remote(traceparent), attributes)
         return span, otel_context.attach(trace.set_span_in_context(span))
 
     @staticmethod
