@@ -127,6 +127,20 @@ def _remote(traceparent: str | None) -> SpanContext | None:
 _TRACE_FLAGS = [trace.TraceFlags(flags) for flags in range(256)]
 
 
+def _shared(
+    operation: str, name: str, more: dict[str, types.AnyValue]
+) -> tuple[str, dict[str, types.AnyValue]]:
+    """The name of the ``operation`` spans on broker topic ``name``, and the attributes
+    they all share (``more`` added)."""
+    return f"{operation} {name}", {
+        "messaging.system": "kafka",
+        "messaging.operation.type": operation,
+        "messaging.operation.name": operation,
+        "messaging.destination.name": name,
+        **more,
+    }
+
+
 _RECHECK_SECONDS = 1.0
 """How long "no global SDK" is believed before the global provider is looked up again."""
 
@@ -223,15 +237,7 @@ class BusTracer:
                 current = parent is not None
         known = self._send_attributes.get(name)
         if known is None:
-            known = self._send_attributes[name] = (
-                f"send {name}",
-                {
-                    "messaging.system": "kafka",
-                    "messaging.operation.type": "send",
-                    "messaging.operation.name": "send",
-                    "messaging.destination.name": name,
-                },
-            )
+            known = self._send_attributes[name] = _shared("send", name, {})
         return self._start(known[0], SpanKind.PRODUCER, parent, known[1].copy(), current=current)
 
     def describe_send(self, span: Span, envelope: Envelope, client_id: str) -> None:
@@ -323,13 +329,10 @@ class BusTracer:
         key = (name, group, partition)
         known = self._process_attributes.get(key)
         if known is None:
-            known = self._process_attributes[key] = (
-                f"process {name}",
+            known = self._process_attributes[key] = _shared(
+                "process",
+                name,
                 {
-                    "messaging.system": "kafka",
-                    "messaging.operation.type": "process",
-                    "messaging.operation.name": "process",
-                    "messaging.destination.name": name,
                     "messaging.consumer.group.name": group,
                     "messaging.destination.partition.id": str(partition),
                 },
