@@ -63,6 +63,7 @@ from disco.bus._tracing import span_context as _span_context
 __all__ = ["LightSpan", "LightTracer", "light_tracer"]
 
 _RANDOM: int = getattr(TraceFlags, "RANDOM_TRACE_ID", 0)
+_time_ns = time.time_ns
 _UNSET = Status(StatusCode.UNSET)
 # Trace flags by (sampled, random trace id): made once, not per span.
 _FLAGS = {
@@ -204,18 +205,18 @@ class LightTracer:
         (none, the current context, when it is the current span).
         """
         processor = self._processor
-        if isinstance(processor, SynchronousMultiSpanProcessor) and (
-            processor._span_processors is not self._known
-        ):
+        if self._known is not None and processor._span_processors is not self._known:
             self._plan()
-        valid = parent.is_valid
+        # A SpanContext is a tuple: unpacked at once rather than through six properties.
+        trace_id, _, _, parent_flags, parent_state, valid = parent
         if valid:
-            trace_id = parent.trace_id
-            random_id = bool(parent.trace_flags & _RANDOM)
+            random_id = bool(parent_flags & _RANDOM)
         else:
             trace_id = self._ids.generate_trace_id()
             random_id = self._random_ids
-        decision = self._decision(parent, valid)
+        decision = self._static
+        if decision is None:
+            decision = self._decision(parent, valid)
         context: Context | None = None
         if not current and (decision is None or self._start_needed):
             context = trace.set_span_in_context(NonRecordingSpan(parent))
@@ -225,7 +226,7 @@ class LightTracer:
             if extra:
                 attributes = {**attributes, **extra}
         else:
-            trace_state = parent.trace_state if valid else None
+            trace_state = parent_state if valid else None
         # Decision.is_sampled() / is_recording(), without the calls.
         sampled = decision is Decision.RECORD_AND_SAMPLE
         flags = _FLAGS[sampled, random_id]
@@ -256,6 +257,17 @@ class LightSpan(trace.Span, ReadableSpan):
     """A recording span of the bus (see the module doc): the API of any span, read
     by processors and exporters as the SDK's own spans are."""
 
+    _attributes: Any
+    _events: Any = ()
+    _links: Any = ()
+    _status = _UNSET
+    _instrumentation_info = None
+    _end_time: int | None = None
+    _foreign = False
+    """Attributes set by other code: cleaned at the end."""
+    _sampled = False
+    """Set by the tracer: whether batch processors export it."""
+
     def __init__(
         self,
         tracer: LightTracer,
@@ -265,28 +277,22 @@ class LightSpan(trace.Span, ReadableSpan):
         parent: SpanContext | None,
         attributes: dict[str, types.AnyValue],
     ) -> None:
-        # ReadableSpan's fields, set here rather than through its constructor.
+        # ReadableSpan's fields, set here rather than through its constructor
+        # (those every new span has alike are the class's, until one is set).
         self._tracer = tracer
         self._name = name
         self._kind = kind
         self._context = context
         self._parent = parent
-        self._attributes: Any = attributes
-        self._events: Any = ()
-        self._links: Any = ()
-        self._status = _UNSET
+        self._attributes = attributes
         self._resource = tracer.resource
-        self._instrumentation_info = None
         self._instrumentation_scope = tracer._scope
-        self._start_time = time.time_ns()
-        self._end_time: int | None = None
-        self._foreign = False  # attributes set by other code: cleaned at the end
-        self._sampled = False  # set by the tracer: whether batch processors export it
+        self._start_time = _time_ns()
 
     def end(self, end_time: int | None = None) -> None:
         if self._end_time is not None:
             return
-        self._end_time = end_time if end_time is not None else time.time_ns()
+        self._end_time = end_time if end_time is not None else _time_ns()
         if self._foreign:
             self._attributes = BoundedAttributes(attributes=self._attributes, immutable=True)
         self._tracer.finish(self)
