@@ -173,6 +173,11 @@ def test_envelope_ids_are_distinct_uuid4_across_many_pool_refills() -> None:
     ids = [fast_id() for _ in range(5000)]
     assert len(set(ids)) == len(ids)
     assert {uuid.UUID(value).version for value in ids} == {4}
+    assert {uuid.UUID(value).variant for value in ids} == {uuid.RFC_4122}
+    assert all(str(uuid.UUID(value)) == value for value in ids)  # canonical text
+    # Every random digit takes every value: no position is stuck.
+    digits = [i for i in range(36) if i not in (8, 13, 14, 18, 19, 23)]
+    assert all(len({value[i] for value in ids}) == 16 for i in digits)
 
 
 @pytest.mark.parametrize(

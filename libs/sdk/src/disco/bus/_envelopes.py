@@ -122,26 +122,32 @@ def rejected(name: str, envelope: Envelope, error: BaseException) -> PublishErro
 _POOL_IDS = 256
 """Ids' worth of random bytes read from the OS at once (one system call per 256 ids)."""
 
+# The UUID variant digit (RFC 9562: bits 10xx) for a random hex digit: 8, 9, a or b.
+_VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}
+
 
 class _RandomPool:
-    """Random bytes from ``os.urandom``, read ahead; emptied in a forked child (a
-    child must never reuse its parent's bytes)."""
+    """Random hex text from ``os.urandom``, read ahead (one ``hex()`` per 256 ids);
+    emptied in a forked child (a child must never reuse its parent's bytes)."""
 
-    __slots__ = ("at", "pool")
+    __slots__ = ("at", "text")
 
     def __init__(self) -> None:
-        self.pool = b""
+        self.text = ""
         self.at = 0
 
-    def take16(self) -> bytearray:
+    def take32(self) -> tuple[str, int]:
+        """The pool's text and where 32 unused hex digits start in it."""
         at = self.at
-        if at >= len(self.pool):
-            self.pool, at = os.urandom(16 * _POOL_IDS), 0
-        self.at = at + 16
-        return bytearray(self.pool[at : at + 16])
+        text = self.text
+        if at >= len(text):
+            text = self.text = os.urandom(16 * _POOL_IDS).hex()
+            at = 0
+        self.at = at + 32
+        return text, at
 
     def reset(self) -> None:
-        self.pool, self.at = b"", 0
+        self.text, self.at = "", 0
 
 
 _random = _RandomPool()
@@ -149,9 +155,10 @@ os.register_at_fork(after_in_child=_random.reset)
 
 
 def fast_id() -> str:
-    """A random (version 4) UUID as text, at a fifth of ``str(uuid.uuid4())``'s cost."""
-    raw = _random.take16()
-    raw[6] = (raw[6] & 0x0F) | 0x40
-    raw[8] = (raw[8] & 0x3F) | 0x80
-    text = raw.hex()
-    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+    """A random (version 4) UUID as text, at a fourth of ``str(uuid.uuid4())``'s cost:
+    122 random bits, the version digit ``4`` and a variant digit ``8``-``b``."""
+    text, at = _random.take32()
+    return (
+        f"{text[at : at + 8]}-{text[at + 8 : at + 12]}-4{text[at + 13 : at + 16]}-"
+        f"{_VARIANT[text[at + 16]]}{text[at + 17 : at + 20]}-{text[at + 20 : at + 32]}"
+    )
