@@ -66,13 +66,14 @@ def span_traceparent(span: Span) -> str | None:
     """The W3C ``traceparent`` of ``span``, or ``None`` if its context is not valid."""
     # What opentelemetry's TraceContext propagator writes, without building a
     # carrier and running every configured propagator for each message.
-    span_context = span.get_span_context()
-    if not span_context.is_valid:
+    # A SpanContext is a tuple: unpacked at once rather than through four properties.
+    trace_id, span_id, _, flags, _, valid = span.get_span_context()
+    if not valid:
         return None
     # to_bytes().hex(): a third of the cost of format(id, "032x") (measured).
     return (
-        f"00-{span_context.trace_id.to_bytes(16, 'big').hex()}-"
-        f"{span_context.span_id.to_bytes(8, 'big').hex()}-{_FLAGS[span_context.trace_flags & 0xFF]}"
+        f"00-{trace_id.to_bytes(16, 'big').hex()}-"
+        f"{span_id.to_bytes(8, 'big').hex()}-{_FLAGS[flags & 0xFF]}"
     )
 
 
