@@ -18,7 +18,11 @@ it builds itself from validated envelopes, so it records them here instead:
   SDK's own span is), handed as is to the tracer's ``span_processor``
   (``on_start``, ``on_end``);
 - a static sampler (``ALWAYS_ON``/``ALWAYS_OFF``) is not asked per span: its
-  answer never changes.
+  answer never changes;
+- a ``BatchSpanProcessor``'s queue is fed through its own ``emit`` with the spans
+  whose context is sampled (what its ``on_end`` checks and does);
+- span contexts of ids the SDK's ``RandomIdGenerator`` made are built without
+  ``SpanContext.__new__``'s range checks (the same tuple).
 
 So exporters, processors, the sampler and the resource see the same spans as
 before. This module needs the SDK (``disco-sdk[otel]``): the bus imports it only
