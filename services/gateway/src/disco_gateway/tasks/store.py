@@ -35,7 +35,13 @@ from pydantic import Field
 from disco_common.ids import UtcDatetime
 from disco_common.pagination import DEFAULT_PAGE_LIMIT, PageQuery
 from disco_gateway.scope import CallScope
-from disco_gateway.tasks.repository import ScopedWrites, TaskRepository, TaskRow, TaskWrite
+from disco_gateway.tasks.repository import (
+    TERMINAL_STATES,
+    ScopedWrites,
+    TaskRepository,
+    TaskRow,
+    TaskWrite,
+)
 from disco_service import Database, InvalidCursor, Paginator
 
 __all__ = ["FRESH_TASK_KEY", "PostgresTaskStore", "task_json", "task_of"]
@@ -47,6 +53,7 @@ call writes it, no row can hold it: reading it needs no query."""
 _PUSH_HINTS = 20_000
 
 _PAGES = Paginator("a2a_tasks", tuple[UtcDatetime, str])
+_TERMINAL = frozenset(TaskState.Value(state) for state in TERMINAL_STATES)
 
 
 class _TaskListQuery(PageQuery):
@@ -169,7 +176,14 @@ class PostgresTaskStore(VersionedTaskStore):
     async def insert(
         self, task: Task, context: ServerCallContext, *, history: list[dict[str, Any]]
     ) -> None:
-        """Store a new task, logged as its own first event (the blocking fast path's one write).
+        """Store a new task (the blocking fast path's one write).
+
+        A task that is not over is logged as its own first event, for whoever
+        subscribes to it next. One already over is not logged, and wakes nobody:
+        nobody can follow it, then or later (``SubscribeToTask`` refuses a task
+        that is over, and nobody could subscribe before it existed), so its log
+        would be a second copy of it that nothing reads, and its ``NOTIFY``
+        serialises the commit with every other one that notifies.
 
         ``history``: the JSON of the task's history, made already.
 
@@ -178,6 +192,7 @@ class PostgresTaskStore(VersionedTaskStore):
         """
         scope = CallScope.of(context)
         document = task_json(task, history)
+        over = task.status.state in _TERMINAL
         written = await self._writes.write_task(
             "insert",
             tenant_id=scope.tenant_id,
@@ -186,7 +201,7 @@ class PostgresTaskStore(VersionedTaskStore):
             status=TaskState.Name(task.status.state),
             status_timestamp=_status_time(task),
             task=document,
-            event={"task": document},
+            event=None if over else {"task": document},
             context_id=task.context_id,
             owner=scope.user_id,
             agent=scope.agent,
