@@ -10,7 +10,9 @@ fresh database, migrated), then runs as real processes: the registry, the
 - the SDK path: ``BusClient.request(..., wait=...)`` to the hello tool, one at a
   time (p50/p99);
 - A2A ``SendMessage`` (blocking) to ``/a2a/hello`` over JSON-RPC and over
-  HTTP+JSON, one at a time (p50/p99), and what A2A adds to the SDK path at p50;
+  HTTP+JSON, one at a time (p50/p99), and what A2A adds to the SDK path at p50
+  (the three paths take turns call by call, so that the load on the machine
+  weighs on them alike);
 - streaming first-event latency: ``SendStreamingMessage`` (HTTP+JSON SSE), time
   to the first event and to the last (p50/p99);
 - tasks/s: blocking ``SendMessage`` from ``--clients`` concurrent clients for
@@ -181,14 +183,23 @@ async def bench(
             for call in (sdk_call, jsonrpc_call, rest_call):  # warm each path
                 await sequential(20, call)
             print(f"load average before: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)")
-            print(f"one request at a time, {args.round_trips} each:")
-            sdk = await sequential(args.round_trips, sdk_call)
+            print(f"one request at a time, {args.round_trips} each, the three paths taking turns:")
+            # Call by call in turn rather than path after path: a change of load on the
+            # machine during the run weighs on the three alike, and none runs right after
+            # the warm-up.
+            paths = (sdk_call, jsonrpc_call, rest_call)
+            taken: tuple[list[float], ...] = ([], [], [])
+            for _ in range(args.round_trips):
+                for call, samples in zip(paths, taken, strict=True):
+                    taken_at = time.perf_counter()
+                    await call()
+                    samples.append(time.perf_counter() - taken_at)
+            sdk, jsonrpc, rest = taken
             _line("SDK request(wait=) to the hello tool", sdk)
-            for label, call in (
-                ("A2A SendMessage, JSON-RPC", jsonrpc_call),
-                ("A2A SendMessage, HTTP+JSON", rest_call),
+            for label, samples in (
+                ("A2A SendMessage, JSON-RPC", jsonrpc),
+                ("A2A SendMessage, HTTP+JSON", rest),
             ):
-                samples = await sequential(args.round_trips, call)
                 added = (percentile(samples, 0.5) - percentile(sdk, 0.5)) * 1000
                 _line(label, samples, f"  A2A adds {added:+.2f} ms at p50")
 
