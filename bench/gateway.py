@@ -16,7 +16,10 @@ fresh database, migrated), then runs as real processes: the registry, the
 - streaming first-event latency: ``SendStreamingMessage`` (HTTP+JSON SSE), time
   to the first event and to the last (p50/p99);
 - tasks/s: blocking ``SendMessage`` from ``--clients`` concurrent clients for
-  ``--seconds``, with the CPU each part of the stack spent per task.
+  ``--seconds``, with the CPU each part of the stack spent per task, as measured
+  and less what it spends idle (its CPU over a few idle seconds before the run,
+  at the same rate): on a busy machine, few tasks complete and the idle share
+  of each would hide what a task costs.
 
 The load generator is a lean HTTP/1.1 client (``bench/_common.py``): it shares
 the machine's cores with the gateway, PostgreSQL, the broker and the tool.
@@ -54,6 +57,8 @@ from disco.settings import BusSettings
 from disco_common.auth import Role
 
 TENANT = "bench"
+IDLE_SECONDS = 3.0
+"""How long the idle CPU of the stack is measured, before the concurrent run."""
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -251,15 +256,29 @@ async def bench(
             # open now, not inside the measured window (where they cost each run differently).
             for _ in range(3):
                 await asyncio.gather(*(rest_call() for _ in range(args.clients)))
+            # What the stack spends idle (fetch polls, heartbeats): on a busy machine the
+            # run completes few tasks, and this share of each would hide what a task costs.
+            idle_from, idle_started = cpu(), time.perf_counter()
+            await asyncio.sleep(IDLE_SECONDS)
+            idle_to, idle_elapsed = cpu(), time.perf_counter() - idle_started
             deadline = time.perf_counter() + args.seconds
             before = cpu()
             started = time.perf_counter()
             await asyncio.gather(*(client_loop() for _ in range(args.clients)))
             elapsed = time.perf_counter() - started
             after = cpu()
+            tasks = max(completed, 1)
             per_task = ", ".join(
-                f"{name} {(after[name] - before[name]) / max(completed, 1) * 1000:.2f}"
+                f"{name} {(after[name] - before[name]) / tasks * 1000:.2f}" for name in after
+            )
+            idle_rate = {name: (idle_to[name] - idle_from[name]) / idle_elapsed for name in idle_to}
+            busy = {
+                name: after[name] - before[name] - idle_rate[name] * elapsed
                 for name in after
+                if name != "client"
+            }
+            busy_per_task = ", ".join(
+                f"{name} {spent / tasks * 1000:.2f}" for name, spent in busy.items()
             )
             print(
                 f"{args.clients} concurrent clients, {args.seconds:.0f} s: "
@@ -268,6 +287,7 @@ async def bench(
                 f"{percentile(latencies, 0.99) * 1000:.1f} ms"
             )
             print(f"CPU ms per task: {per_task}")
+            print(f"CPU ms per task, less what the stack spends idle: {busy_per_task}")
             print(f"load average after: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)")
             await lean.close()
     finally:
