@@ -6,7 +6,8 @@ instances (or an instance and the applier) never overwrite each other, and a
 ``CANCELED`` write wins over any version of a task that is not over. The
 write that applied an event logs it (``a2a_task_events``) in the same
 transaction: :class:`~disco_gateway.tasks.stream.PostgresTaskEventStream`
-serves it to ``SubscribeToTask`` on any instance.
+serves it to ``SubscribeToTask`` on any instance. The one exception is a new
+task stored already over (:meth:`PostgresTaskStore.insert`): nobody can follow it.
 
 Tenant and user come from the call's :class:`~disco_gateway.scope.CallScope`
 (the token), never from the request; row-level security binds every query.
