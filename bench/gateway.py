@@ -10,11 +10,16 @@ fresh database, migrated), then runs as real processes: the registry, the
 - the SDK path: ``BusClient.request(..., wait=...)`` to the hello tool, one at a
   time (p50/p99);
 - A2A ``SendMessage`` (blocking) to ``/a2a/hello`` over JSON-RPC and over
-  HTTP+JSON, one at a time (p50/p99), and what A2A adds to the SDK path at p50;
+  HTTP+JSON, one at a time (p50/p99), and what A2A adds to the SDK path at p50
+  (the three paths take turns call by call, so that the load on the machine
+  weighs on them alike);
 - streaming first-event latency: ``SendStreamingMessage`` (HTTP+JSON SSE), time
   to the first event and to the last (p50/p99);
 - tasks/s: blocking ``SendMessage`` from ``--clients`` concurrent clients for
-  ``--seconds``, with the CPU each part of the stack spent per task.
+  ``--seconds``, with the CPU each part of the stack spent per task, as measured
+  and less what it spends idle (its CPU over a few idle seconds before the run,
+  at the same rate): on a busy machine, few tasks complete and the idle share
+  of each would hide what a task costs.
 
 The load generator is a lean HTTP/1.1 client (``bench/_common.py``): it shares
 the machine's cores with the gateway, PostgreSQL, the broker and the tool.
@@ -52,6 +57,8 @@ from disco.settings import BusSettings
 from disco_common.auth import Role
 
 TENANT = "bench"
+IDLE_SECONDS = 3.0
+"""How long the idle CPU of the stack is measured, before the concurrent run."""
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -181,14 +188,23 @@ async def bench(
             for call in (sdk_call, jsonrpc_call, rest_call):  # warm each path
                 await sequential(20, call)
             print(f"load average before: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)")
-            print(f"one request at a time, {args.round_trips} each:")
-            sdk = await sequential(args.round_trips, sdk_call)
+            print(f"one request at a time, {args.round_trips} each, the three paths taking turns:")
+            # Call by call in turn rather than path after path: a change of load on the
+            # machine during the run weighs on the three alike, and none runs right after
+            # the warm-up.
+            paths = (sdk_call, jsonrpc_call, rest_call)
+            taken: tuple[list[float], ...] = ([], [], [])
+            for _ in range(args.round_trips):
+                for call, samples in zip(paths, taken, strict=True):
+                    taken_at = time.perf_counter()
+                    await call()
+                    samples.append(time.perf_counter() - taken_at)
+            sdk, jsonrpc, rest = taken
             _line("SDK request(wait=) to the hello tool", sdk)
-            for label, call in (
-                ("A2A SendMessage, JSON-RPC", jsonrpc_call),
-                ("A2A SendMessage, HTTP+JSON", rest_call),
+            for label, samples in (
+                ("A2A SendMessage, JSON-RPC", jsonrpc),
+                ("A2A SendMessage, HTTP+JSON", rest),
             ):
-                samples = await sequential(args.round_trips, call)
                 added = (percentile(samples, 0.5) - percentile(sdk, 0.5)) * 1000
                 _line(label, samples, f"  A2A adds {added:+.2f} ms at p50")
 
@@ -240,15 +256,29 @@ async def bench(
             # open now, not inside the measured window (where they cost each run differently).
             for _ in range(3):
                 await asyncio.gather(*(rest_call() for _ in range(args.clients)))
+            # What the stack spends idle (fetch polls, heartbeats): on a busy machine the
+            # run completes few tasks, and this share of each would hide what a task costs.
+            idle_from, idle_started = cpu(), time.perf_counter()
+            await asyncio.sleep(IDLE_SECONDS)
+            idle_to, idle_elapsed = cpu(), time.perf_counter() - idle_started
             deadline = time.perf_counter() + args.seconds
             before = cpu()
             started = time.perf_counter()
             await asyncio.gather(*(client_loop() for _ in range(args.clients)))
             elapsed = time.perf_counter() - started
             after = cpu()
+            tasks = max(completed, 1)
             per_task = ", ".join(
-                f"{name} {(after[name] - before[name]) / max(completed, 1) * 1000:.2f}"
+                f"{name} {(after[name] - before[name]) / tasks * 1000:.2f}" for name in after
+            )
+            idle_rate = {name: (idle_to[name] - idle_from[name]) / idle_elapsed for name in idle_to}
+            busy = {
+                name: after[name] - before[name] - idle_rate[name] * elapsed
                 for name in after
+                if name != "client"
+            }
+            busy_per_task = ", ".join(
+                f"{name} {spent / tasks * 1000:.2f}" for name, spent in busy.items()
             )
             print(
                 f"{args.clients} concurrent clients, {args.seconds:.0f} s: "
@@ -257,6 +287,7 @@ async def bench(
                 f"{percentile(latencies, 0.99) * 1000:.1f} ms"
             )
             print(f"CPU ms per task: {per_task}")
+            print(f"CPU ms per task, less what the stack spends idle: {busy_per_task}")
             print(f"load average after: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)")
             await lean.close()
     finally:

@@ -47,6 +47,26 @@ async def test_a_worker_asking_a_human_is_input_required_and_the_next_message_an
     assert as_json(stored.artifacts[0].parts[0])["data"] == {"text": "Hello, Grace!"}
 
 
+async def test_a_blocking_message_to_a_worker_asking_a_human_returns_input_required(
+    gateway: GatewayProcess, binding: str
+) -> None:
+    # Blocking: the gateway's fast path reads the worker's first answer itself. Whether
+    # the question or the task's start comes first, the question is remembered, so the
+    # next message answers it rather than starting a new turn.
+    async with a2a_client(gateway.url, binding, agent="gw-asker") as client:
+        client._config.streaming = False
+        (asked,) = await events_of(client, send_request(user_message("greet someone")))
+        task = asked.task
+        (answered,) = await events_of(
+            client, send_request(user_message("Ada", task_id=task.id, context_id=task.context_id))
+        )
+
+    assert task.status.state == INPUT_REQUIRED
+    assert task.status.message.parts[0].text == "What is your name?"
+    assert answered.task.status.state == COMPLETED
+    assert as_json(answered.task.artifacts[0].parts[0])["data"] == {"text": "Hello, Ada!"}
+
+
 async def test_cancelling_a_long_task_cancels_it_and_the_worker_stops(
     gateway: GatewayProcess, gateway_stack: GatewayStack, binding: str
 ) -> None:

@@ -245,22 +245,31 @@ async def test_retention_purges_old_finished_tasks_with_their_log_and_keeps_the_
     assert left == 0
 
 
-async def test_a_new_task_is_stored_once_and_logged_as_its_own_first_event(
-    store: PostgresTaskStore, stream: PostgresTaskEventStream
-) -> None:
-    scope = caller(new_tenant())
-    task = new_task(COMPLETED)
+def with_history(task: a2a_pb2.Task) -> list[dict[str, object]]:
+    """Add the caller's message to ``task``; its JSON, as the fast path makes it."""
     message = a2a_pb2.Message(message_id="m1", role=a2a_pb2.Role.ROLE_USER, task_id=task.id)
     message.parts.add(text="hi")
     task.history.append(message)
+    return [{"messageId": "m1", "role": "ROLE_USER", "taskId": task.id, "parts": [{"text": "hi"}]}]
 
-    await store.insert(
-        task,
-        scope.context(),
-        history=[
-            {"messageId": "m1", "role": "ROLE_USER", "taskId": task.id, "parts": [{"text": "hi"}]}
-        ],
-    )
+
+async def logged_events(db: Database, tenant: str, task_id: str) -> int:
+    async with db.unit_of_work(tenant) as session:
+        found = await session.scalar(
+            text("SELECT count(*) FROM gateway.a2a_task_events WHERE task_id = :id"),
+            {"id": task_id},
+        )
+    return int(found or 0)
+
+
+async def test_a_new_task_still_working_is_stored_once_and_logged_as_its_own_first_event(
+    store: PostgresTaskStore, stream: PostgresTaskEventStream
+) -> None:
+    scope = caller(new_tenant())
+    task = new_task(WORKING)
+    history = with_history(task)
+
+    await store.insert(task, scope.context(), history=history)
     stored = await store.get(task.id, scope.context())
     with scoped(scope):
         events = stream.subscribe(task.id, after=TaskVersion.MISSING)
@@ -274,6 +283,35 @@ async def test_a_new_task_is_stored_once_and_logged_as_its_own_first_event(
     assert stored.version == TaskVersion(1)
     assert first.event == task
     assert first.version == TaskVersion(1)
+
+
+async def test_a_new_task_already_over_is_stored_once_and_not_logged(
+    store: PostgresTaskStore, db: Database
+) -> None:
+    tenant = new_tenant()
+    scope = caller(tenant)
+    task = new_task(COMPLETED)
+    history = with_history(task)
+
+    await store.insert(task, scope.context(), history=history)
+    stored = await store.get(task.id, scope.context())
+    with pytest.raises(ConcurrentTaskModificationError):
+        await store.insert(task, scope.context(), history=[])
+
+    assert stored is not None
+    assert stored.task == task
+    assert stored.version == TaskVersion(1)
+    # Nobody can follow a task that is over: its log would be a copy nothing reads.
+    assert await logged_events(db, tenant, task.id) == 0
+    # The next write of it (a cancel cannot apply; a write from version 1 can) is logged.
+    again = a2a_pb2.Task()
+    again.CopyFrom(task)
+    again.status.state = a2a_pb2.TaskState.TASK_STATE_FAILED
+    version = await store.save(
+        again, event=again, prev=task, prev_version=stored.version, context=scope.context()
+    )
+    assert version == TaskVersion(2)
+    assert await logged_events(db, tenant, task.id) == 1
 
 
 async def test_a_write_on_a_connection_the_server_dropped_goes_through_on_a_fresh_one(

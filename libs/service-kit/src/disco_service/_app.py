@@ -15,7 +15,7 @@ from disco.bus import BusClient
 from disco_service._db import Database
 from disco_service._errors import error_responses, install_error_handlers
 from disco_service._logging import configure_logging
-from disco_service._middleware import BodySizeLimitMiddleware, RequestContextMiddleware
+from disco_service._middleware import RequestContextMiddleware
 from disco_service._operations import operations_router
 from disco_service._outbox import OutboxRelay
 from disco_service._state import ReadinessCheck, ServiceState
@@ -179,16 +179,15 @@ def create_service_app(
     app.state.disco = state
     install_error_handlers(app)
     _declare_framework_errors(app)
-    # add_middleware puts each new one outside the previous: the body limit runs
-    # inside the request context, so refused bodies are counted and logged too.
-    # FastAPI's telemetry wraps the whole stack, so the server span is current here.
+    # One pure-ASGI middleware for the request context and the body limit (refused
+    # bodies are counted and logged too). FastAPI's telemetry wraps the whole stack,
+    # so the server span is current here.
     app.add_middleware(
-        BodySizeLimitMiddleware,
+        RequestContextMiddleware,
+        metrics=state.metrics,
         max_bytes=settings.max_body_bytes,
         read_timeout=settings.http_body_timeout_seconds,
-        metrics=state.metrics,
     )
-    app.add_middleware(RequestContextMiddleware, metrics=state.metrics)
     app.include_router(operations_router)
     for router in routers:
         app.include_router(router)

@@ -2,7 +2,9 @@
 
 Pure ASGI rather than ``BaseHTTPMiddleware``: no extra task per request, the
 request body is never buffered, and context variables set here are seen by
-the route (and the other way round).
+the route (and the other way round). One middleware rather than two: each
+layer wraps ``receive`` and ``send`` once more, and every response message of
+every request passes through each wrapper.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from disco_common.errors import ErrorCode
 from disco_service._errors import error_response
 from disco_service._metrics import ServiceMetrics
 
-__all__ = ["BodySizeLimitMiddleware", "RequestContextMiddleware"]
+__all__ = ["RequestContextMiddleware"]
 
 REQUEST_ID_HEADER = "X-Request-ID"
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
@@ -52,20 +54,49 @@ def _header(scope: Scope, name: bytes) -> bytes:
     return bytes(value)
 
 
+class _BodyTooLarge(HTTPException):
+    # An HTTPException so that FastAPI's body reading lets it through unchanged
+    # (anything else it turns into a 400); the error handler renders the 413.
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"The request body is larger than the limit of {limit} bytes.")
+        self.details = {"max_bytes": limit}
+
+
+class _BodyTooSlow(HTTPException):
+    def __init__(self, seconds: float) -> None:
+        super().__init__(408, f"No part of the request body arrived for {seconds:g} seconds.")
+        self.details = {"body_timeout_seconds": seconds}
+
+
 class RequestContextMiddleware:
-    """Gives each HTTP request an id, a log context, metrics and a last-resort 500.
+    """Gives each HTTP request an id, a log context, metrics, a body limit and a last-resort 500.
 
     - ``X-Request-ID``: taken from the request when well-formed, else generated;
       echoed on the response and bound to every log line.
     - Trace and span ids of the server span are bound to the log context.
     - Request count and latency by route template and status.
+    - Request bodies over ``max_bytes`` are refused (413), and so are bodies
+      trickling in too slowly (408): a declared ``Content-Length`` over the
+      limit before any body is read; a chunked body (no length) as soon as it
+      passes the limit. While the body is being read, each next chunk must
+      come within ``read_timeout`` seconds (a slow client holds a worker
+      otherwise). Refused bodies are counted and logged like any request.
     - An exception nothing else handled is logged once (with the request id)
       and answered with a 500 in the stable error shape, never with internals.
     """
 
-    def __init__(self, app: ASGIApp, *, metrics: ServiceMetrics) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        metrics: ServiceMetrics,
+        max_bytes: int,
+        read_timeout: float | None = None,
+    ) -> None:
         self.app = app
         self.metrics = metrics
+        self.max_bytes = max_bytes
+        self.read_timeout = read_timeout
         # The labelled series by (method, route, status): prometheus-client's
         # labels() takes a lock and checks its arguments on every call.
         self._series: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
@@ -81,6 +112,41 @@ class RequestContextMiddleware:
             self._series[key] = series
         series[0].inc()
         series[1].observe(elapsed)
+
+    def _declared_too_long(self, scope: Scope) -> bool:
+        declared = _header(scope, b"content-length")
+        if not declared:
+            return False
+        try:
+            return int(declared) > self.max_bytes
+        except ValueError:
+            return False
+
+    def _limited(self, receive: Receive) -> Receive:
+        """``receive``, counting the body against the limit and bounding each chunk's wait."""
+        received = 0
+        body_done = False
+
+        async def limited_receive() -> Message:
+            nonlocal received, body_done
+            if body_done or self.read_timeout is None:
+                # After the body, receive() waits for the disconnect: no bound on that.
+                message = await receive()
+            else:
+                try:
+                    async with asyncio.timeout(self.read_timeout):
+                        message = await receive()
+                except TimeoutError:
+                    raise _BodyTooSlow(self.read_timeout) from None
+            if message["type"] == "http.request":
+                body_done = not message.get("more_body", False)
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    self.metrics.http_body_rejected.inc()
+                    raise _BodyTooLarge(self.max_bytes)
+            return message
+
+        return limited_receive
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -110,7 +176,16 @@ class RequestContextMiddleware:
         began = time.perf_counter()
         self.metrics.http_in_flight.inc()
         try:
-            await self.app(scope, receive, send_with_context)
+            if self._declared_too_long(scope):
+                self.metrics.http_body_rejected.inc()
+                await self._refuse(scope, receive, send_with_context)
+            else:
+                try:
+                    await self.app(scope, self._limited(receive), send_with_context)
+                except _BodyTooLarge:
+                    if started:
+                        raise
+                    await self._refuse(scope, receive, send_with_context)
         except Exception:
             log.exception("unhandled_error", method=method, path=scope.get("path"))
             if started:
@@ -137,98 +212,6 @@ class RequestContextMiddleware:
                     duration_ms=round(elapsed * 1000, 2),
                 )
             structlog.contextvars.clear_contextvars()
-
-
-class _BodyTooLarge(HTTPException):
-    # An HTTPException so that FastAPI's body reading lets it through unchanged
-    # (anything else it turns into a 400); the error handler renders the 413.
-    def __init__(self, limit: int) -> None:
-        super().__init__(413, f"The request body is larger than the limit of {limit} bytes.")
-        self.details = {"max_bytes": limit}
-
-
-class _BodyTooSlow(HTTPException):
-    def __init__(self, seconds: float) -> None:
-        super().__init__(408, f"No part of the request body arrived for {seconds:g} seconds.")
-        self.details = {"body_timeout_seconds": seconds}
-
-
-class BodySizeLimitMiddleware:
-    """Refuses request bodies over ``max_bytes`` (413) or trickling in too slowly (408).
-
-    A declared ``Content-Length`` over the limit is refused before any body is
-    read; a chunked body (no length) is counted as it arrives and refused as
-    soon as it passes the limit. While the body is being read, each next
-    chunk must come within ``read_timeout`` seconds (a slow client holds a
-    worker otherwise); both answers have the stable error shape.
-    """
-
-    def __init__(
-        self,
-        app: ASGIApp,
-        *,
-        max_bytes: int,
-        read_timeout: float | None = None,
-        metrics: ServiceMetrics | None = None,
-    ) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-        self.read_timeout = read_timeout
-        self.metrics = metrics
-
-    def _rejected(self) -> None:
-        if self.metrics is not None:
-            self.metrics.http_body_rejected.inc()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        declared = _header(scope, b"content-length")
-        if declared:
-            try:
-                too_long = int(declared) > self.max_bytes
-            except ValueError:
-                too_long = False
-            if too_long:
-                self._rejected()
-                await self._refuse(scope, receive, send)
-                return
-        received = 0
-        started = False
-        body_done = False
-
-        async def limited_receive() -> Message:
-            nonlocal received, body_done
-            if body_done or self.read_timeout is None:
-                # After the body, receive() waits for the disconnect: no bound on that.
-                message = await receive()
-            else:
-                try:
-                    async with asyncio.timeout(self.read_timeout):
-                        message = await receive()
-                except TimeoutError:
-                    raise _BodyTooSlow(self.read_timeout) from None
-            if message["type"] == "http.request":
-                body_done = not message.get("more_body", False)
-                received += len(message.get("body", b""))
-                if received > self.max_bytes:
-                    self._rejected()
-                    raise _BodyTooLarge(self.max_bytes)
-            return message
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, limited_receive, tracking_send)
-        except _BodyTooLarge:
-            if started:
-                raise
-            await self._refuse(scope, receive, send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
         response = error_response(

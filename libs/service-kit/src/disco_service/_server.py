@@ -8,7 +8,7 @@ with one addition: a request's head (request line and headers) must arrive
 within ``head_timeout`` seconds of the connection opening (or of the previous
 response, on a kept-alive connection), else the server answers ``408`` and
 closes. A slow *body* is bounded in the ASGI middleware instead
-(:class:`disco_service._middleware.BodySizeLimitMiddleware`), where the app
+(:class:`disco_service._middleware.RequestContextMiddleware`), where the app
 is reading it. Written here because uvicorn has no such setting, and swapping
 the server for one that has (hypercorn's ``read_timeout``) would change more
 than this.

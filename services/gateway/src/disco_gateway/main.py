@@ -59,11 +59,15 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         title="disco gateway",
         description=DESCRIPTION,
         # Cards first: /a2a/{agent}/.well-known/... must match before the A2A mount.
-        routers=[cards_router, publish_router, sessions_router, console_router],
+        routers=[cards_router],
         lifespan_hooks=[a2a_lifespan, sessions_lifespan, console_lifespan, erasure_follower],
     )
-    app.mount("/console/static", static_files(), name="console-static")
+    # The A2A routes next, before the other routers: a request tries the routes in
+    # order, and an A2A call is the commonest request (no other route starts /a2a).
     app.router.routes.extend(a2a_routes(state))
+    for router in (publish_router, sessions_router, console_router):
+        app.include_router(router)
+    app.mount("/console/static", static_files(), name="console-static")
     return app
 
 

@@ -227,6 +227,10 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
             while not (first := translate(await inbox.get(), turn)).events:
                 pass
             if first.ends_turn and first.starts_task:
+                if first.question is not None:
+                    # Remembered before the caller can see input-required, as the executor
+                    # does: the answer may come to any instance, which must find it.
+                    await runtime.remember_question(scope.tenant_id, turn, first.question)
                 task = finished_task(turn, message, first)
                 await runtime.store.insert(task, context, history=[turn.message])
                 runtime.settle(scope.tenant_id, turn.correlation_id)

@@ -23,6 +23,7 @@ from disco_service import Database, Keyset
 
 __all__ = [
     "TASK_EVENTS_CHANNEL",
+    "TERMINAL_STATES",
     "ScopedWrites",
     "TaskFilter",
     "TaskRepository",

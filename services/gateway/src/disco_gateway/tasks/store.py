@@ -6,7 +6,8 @@ instances (or an instance and the applier) never overwrite each other, and a
 ``CANCELED`` write wins over any version of a task that is not over. The
 write that applied an event logs it (``a2a_task_events``) in the same
 transaction: :class:`~disco_gateway.tasks.stream.PostgresTaskEventStream`
-serves it to ``SubscribeToTask`` on any instance.
+serves it to ``SubscribeToTask`` on any instance. The one exception is a new
+task stored already over (:meth:`PostgresTaskStore.insert`): nobody can follow it.
 
 Tenant and user come from the call's :class:`~disco_gateway.scope.CallScope`
 (the token), never from the request; row-level security binds every query.
@@ -35,7 +36,13 @@ from pydantic import Field
 from disco_common.ids import UtcDatetime
 from disco_common.pagination import DEFAULT_PAGE_LIMIT, PageQuery
 from disco_gateway.scope import CallScope
-from disco_gateway.tasks.repository import ScopedWrites, TaskRepository, TaskRow, TaskWrite
+from disco_gateway.tasks.repository import (
+    TERMINAL_STATES,
+    ScopedWrites,
+    TaskRepository,
+    TaskRow,
+    TaskWrite,
+)
 from disco_service import Database, InvalidCursor, Paginator
 
 __all__ = ["FRESH_TASK_KEY", "PostgresTaskStore", "task_json", "task_of"]
@@ -47,6 +54,7 @@ call writes it, no row can hold it: reading it needs no query."""
 _PUSH_HINTS = 20_000
 
 _PAGES = Paginator("a2a_tasks", tuple[UtcDatetime, str])
+_TERMINAL = frozenset(TaskState.Value(state) for state in TERMINAL_STATES)
 
 
 class _TaskListQuery(PageQuery):
@@ -169,7 +177,14 @@ class PostgresTaskStore(VersionedTaskStore):
     async def insert(
         self, task: Task, context: ServerCallContext, *, history: list[dict[str, Any]]
     ) -> None:
-        """Store a new task, logged as its own first event (the blocking fast path's one write).
+        """Store a new task (the blocking fast path's one write).
+
+        A task that is not over is logged as its own first event, for whoever
+        subscribes to it next. One already over is not logged, and wakes nobody:
+        nobody can follow it, then or later (``SubscribeToTask`` refuses a task
+        that is over, and nobody could subscribe before it existed), so its log
+        would be a second copy of it that nothing reads, and its ``NOTIFY``
+        serialises the commit with every other one that notifies.
 
         ``history``: the JSON of the task's history, made already.
 
@@ -178,6 +193,7 @@ class PostgresTaskStore(VersionedTaskStore):
         """
         scope = CallScope.of(context)
         document = task_json(task, history)
+        over = task.status.state in _TERMINAL
         written = await self._writes.write_task(
             "insert",
             tenant_id=scope.tenant_id,
@@ -186,7 +202,7 @@ class PostgresTaskStore(VersionedTaskStore):
             status=TaskState.Name(task.status.state),
             status_timestamp=_status_time(task),
             task=document,
-            event={"task": document},
+            event=None if over else {"task": document},
             context_id=task.context_id,
             owner=scope.user_id,
             agent=scope.agent,

@@ -1,7 +1,9 @@
 """Task events across gateway instances: the a2a-sdk's ``TaskEventStream`` over Postgres.
 
 Every write of a task logs the event it applied (``gateway.a2a_task_events``,
-numbered by the version it produced) and sends ``NOTIFY`` on commit. A
+numbered by the version it produced) and sends ``NOTIFY`` on commit; all but
+the insert of a task already over, which nobody can follow
+(:meth:`~disco_gateway.tasks.store.PostgresTaskStore.insert`). A
 subscriber on any instance reads the log after the version it has seen and
 waits for a notification before reading again; one ``LISTEN`` connection per
 instance wakes all of them (:class:`TaskEventListener`). A periodic read
