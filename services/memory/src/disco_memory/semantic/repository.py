@@ -6,6 +6,7 @@ import asyncio
 import json
 import re
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import asyncpg
@@ -335,6 +336,10 @@ class SearchPool:
         except TimeoutError:
             self._pool.terminate()
 
+    def acquire(self) -> AbstractAsyncContextManager[asyncpg.Connection]:
+        """One of the pool's connections, for as long as the block runs."""
+        return self._pool.acquire(timeout=self._acquire_timeout)  # type: ignore[return-value]
+
     async def fetch(self, parameters: Sequence[object]) -> list[asyncpg.Record]:
         """The rows of the similarity query for ``parameters`` (in :data:`_QUERY_PARAMS`
         order).
@@ -354,7 +359,7 @@ class SearchPool:
     async def _fetch(self, parameters: Sequence[object]) -> list[asyncpg.Record]:
         for attempt in (1, 2):
             try:
-                async with self._pool.acquire(timeout=self._acquire_timeout) as connection:
+                async with self.acquire() as connection:
                     try:
                         return await connection.fetch(_QUERY_SQL, *parameters)
                     except TimeoutError:
