@@ -21,9 +21,9 @@ from disco_memory.runtime import MemoryRuntime
 from disco_memory.semantic import service
 from disco_memory.semantic.repository import SemanticRepository, SemanticSearch
 from disco_memory.state import MemoryState
-from disco_service import IdentityDep, NotFound, SessionDep, error_responses
+from disco_service import IdentityDep, JSONRoute, NotFound, SessionDep, error_responses
 
-router = APIRouter(prefix="/v1/memory/semantic", tags=["semantic memory"])
+router = APIRouter(prefix="/v1/memory/semantic", tags=["semantic memory"], route_class=JSONRoute)
 
 
 async def _repository(session: SessionDep, identity: IdentityDep) -> SemanticRepository:
