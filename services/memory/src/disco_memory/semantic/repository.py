@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import asyncpg
+import pydantic_core
 from opentelemetry.trace import SpanKind, Tracer
 from pgvector import Vector
 from pgvector.asyncpg import register_vector
@@ -151,14 +151,6 @@ async def _prepare_for_search(connection: asyncpg.Connection, *, ef_search: int)
     )
 
 
-def _decoded(row: Any) -> dict[str, Any]:
-    values = dict(row)
-    metadata = values.get("metadata")
-    if isinstance(metadata, str):  # jsonb without SQLAlchemy's codec
-        values["metadata"] = json.loads(metadata)
-    return values
-
-
 class SemanticRepository:
     """Reads and writes semantic memories for one user (and the tenant's public ones)."""
 
@@ -265,6 +257,10 @@ def _database_error(exc: asyncpg.PostgresError | asyncpg.InterfaceError) -> DBAP
     return DBAPIError(_QUERY_SQL, None, exc)
 
 
+def _json_text(value: object) -> str:
+    return pydantic_core.to_json(value).decode()
+
+
 class SearchPool:
     """asyncpg connections of the similarity query alone (the service's hottest statement).
 
@@ -299,6 +295,14 @@ class SearchPool:
 
         async def init(connection: asyncpg.Connection) -> None:
             await _prepare_for_search(connection, ef_search=ef_search)
+            # jsonb (the metadata) arrives as Python values, parsed by pydantic-core.
+            await connection.set_type_codec(
+                "jsonb",
+                schema="pg_catalog",
+                encoder=_json_text,
+                decoder=pydantic_core.from_json,
+                format="text",
+            )
 
         async def keep(connection: asyncpg.Connection) -> None:
             """No reset on release: nothing session-level changed (see the class)."""
@@ -407,4 +411,4 @@ class SemanticSearch:
             "ef_search": ef_search,
         }
         rows = await self._pool.fetch(tuple(values[name] for name in _QUERY_PARAMS))
-        return [_decoded(row) for row in rows]
+        return [dict(row) for row in rows]
