@@ -413,14 +413,21 @@ async def test_a_search_connection_the_server_dropped_is_replaced_and_the_query_
             memory = await store(client, headers, "The backup runs at midnight.")
             before = await query(client, headers, text="When does the backup run?")
             search = MemoryState.of(app).require_search()
-            async with search.acquire() as connection:
-                pid = connection.get_server_pid()
-            async with get_state(app).require_database().engine.connect() as connection:
-                await connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
-            after = await query(client, headers, text="When does the backup run?")
-            async with search.acquire() as connection:
-                replaced = connection.get_server_pid() != pid
+            engine = get_state(app).require_database().engine
+            afters, replaced = [], []
+            # A few times: what the next statement meets depends on how far the
+            # client got in reading the server's goodbye.
+            for _ in range(3):
+                async with search.acquire() as connection:
+                    pid = connection.get_server_pid()
+                async with engine.connect() as connection:
+                    await connection.execute(
+                        text("SELECT pg_terminate_backend(:pid)"), {"pid": pid}
+                    )
+                afters.append(await query(client, headers, text="When does the backup run?"))
+                async with search.acquire() as connection:
+                    replaced.append(connection.get_server_pid() != pid)
 
     assert [hit["record"]["memory_id"] for hit in before] == [memory["memory_id"]]
-    assert after == before
-    assert replaced
+    assert afters == [before] * 3
+    assert replaced == [True] * 3

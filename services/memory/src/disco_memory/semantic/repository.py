@@ -246,15 +246,27 @@ class SemanticRepository:
 
 # A pooled connection that died (a restarted database, a dropped socket): the pool
 # replaces it, and the query is tried once more on a fresh one.
-_CONNECTION_LOST = (asyncpg.PostgresConnectionError, asyncpg.InterfaceError, ConnectionError)
+# A server that ended the connection (an administrator, a restart) may also leave
+# asyncpg's protocol in a state that refuses the next statement (InternalClientError).
+_CONNECTION_LOST = (
+    asyncpg.PostgresConnectionError,
+    asyncpg.AdminShutdownError,
+    asyncpg.CrashShutdownError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.InterfaceError,
+    asyncpg.InternalClientError,
+    ConnectionError,
+)
 
 
-def _database_error(exc: asyncpg.PostgresError | asyncpg.InterfaceError) -> DBAPIError:
-    """``exc`` as the SQLAlchemy error the kit's handlers answer (503 when the database
-    is away, 422 for a NUL, else 500): what the same failure raises on the engine."""
-    if isinstance(exc, asyncpg.InterfaceError):
+def _database_error(exc: Exception) -> Exception:
+    """``exc`` as the error the kit's handlers answer like the engine's (503 when the
+    database is away, 422 for a NUL, else 500): SQLAlchemy's wrapping of it."""
+    if isinstance(exc, asyncpg.PostgresError):
+        return DBAPIError(_QUERY_SQL, None, exc)
+    if isinstance(exc, (asyncpg.InterfaceError, asyncpg.InternalClientError)):
         return InterfaceError(_QUERY_SQL, None, exc, connection_invalidated=True)
-    return DBAPIError(_QUERY_SQL, None, exc)
+    return exc  # ConnectionError, TimeoutError: the kit answers them as they are
 
 
 def _json_text(value: object) -> str:
@@ -366,16 +378,18 @@ class SearchPool:
                 async with self.acquire() as connection:
                     try:
                         return await connection.fetch(_QUERY_SQL, *parameters)
-                    except TimeoutError:
-                        # The server did not answer in the bound: drop the connection
-                        # rather than wait on the cancellation of the statement.
+                    except (TimeoutError, *_CONNECTION_LOST):
+                        # No answer within the bound, or a connection the server
+                        # ended: drop it (the pool opens another) rather than wait on
+                        # a cancellation or hand it to the next query.
                         connection.terminate()
                         raise
             except _CONNECTION_LOST as exc:
                 if attempt == 2:
-                    if isinstance(exc, ConnectionError):
+                    error = _database_error(exc)
+                    if error is exc:
                         raise
-                    raise _database_error(exc) from exc
+                    raise error from exc
             except asyncpg.PostgresError as exc:
                 raise _database_error(exc) from exc
         raise AssertionError("unreachable")
