@@ -22,6 +22,7 @@ def test_the_kit_exports_exactly_its_public_api() -> None:
         "Identity",
         "IdentityDep",
         "InvalidCursor",
+        "JSONRoute",
         "Keyset",
         "LifespanHook",
         "Liveness",

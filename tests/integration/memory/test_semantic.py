@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from collections.abc import Callable
@@ -9,10 +10,13 @@ from collections.abc import Callable
 import httpx
 from asgi_lifespan import LifespanManager
 from fastapi import FastAPI
+from pgvector import Vector
 from sqlalchemy import text
 
 from disco_memory import MemorySettings, create_app
+from disco_memory.semantic.repository import _QUERY
 from disco_memory.startup import check_hnsw_options
+from disco_memory.state import MemoryState
 from disco_service import get_state
 from tests.fixtures.memory import SharedEmbedder
 from tests.integration.memory.conftest import bearer, error_code
@@ -253,6 +257,11 @@ async def test_the_binary_vector_codec_finds_the_same_neighbours_as_text_literal
         assert [round(hit["score"], 5) for hit in hits] == [round(row[1], 5) for row in expected]
 
 
+_LEFT_ON_CONNECTION = (
+    "SELECT current_setting('disco.tenant_id', true), current_setting('hnsw.ef_search')"
+)
+
+
 async def test_a_query_wanting_more_rows_than_ef_search_gets_them_and_leaves_no_scope(
     memory_settings: Callable[..., MemorySettings], embedder: SharedEmbedder, tenant: str
 ) -> None:
@@ -260,7 +269,9 @@ async def test_a_query_wanting_more_rows_than_ef_search_gets_them_and_leaves_no_
     # candidate list when it wants more rows than ef_search): neither the tenant nor
     # the wider list may stay on the pooled connection for the next user of it.
     app = create_app(
-        memory_settings(hnsw_ef_search=10, database_pool_size=1, database_max_overflow=0),
+        memory_settings(
+            hnsw_ef_search=10, database_pool_size=1, database_max_overflow=0, search_pool_size=1
+        ),
         embedder=embedder,
     )
     headers = bearer(tenant, "alice")
@@ -281,19 +292,17 @@ async def test_a_query_wanting_more_rows_than_ef_search_gets_them_and_leaves_no_
             hits = await query(
                 client, headers, embedding=[rng.gauss(0, 1) for _ in range(dimensions)], limit=25
             )
+        # The one connection of each pool: the search pool's ran the query.
         engine = get_state(app).require_database().engine
         async with engine.connect() as connection:
-            after = (
-                await connection.execute(
-                    text(
-                        "SELECT current_setting('disco.tenant_id', true), "
-                        "current_setting('hnsw.ef_search')"
-                    )
-                )
-            ).one()
+            engine_after = (await connection.execute(text(_LEFT_ON_CONNECTION))).one()
+        async with MemoryState.of(app).require_search().acquire() as connection:
+            search_after = await connection.fetchrow(_LEFT_ON_CONNECTION)
 
     assert len(hits) == 25
-    assert tuple(after) in ((None, "10"), ("", "10"))
+    assert search_after is not None
+    assert tuple(search_after) in ((None, "10"), ("", "10"))
+    assert tuple(engine_after) in ((None, "10"), ("", "10"))
 
 
 async def test_hnsw_indexes_built_with_other_options_than_the_settings_are_named_at_start(
@@ -306,3 +315,119 @@ async def test_hnsw_indexes_built_with_other_options_than_the_settings_are_named
 
     assert as_built == []
     assert other == ["semantic_embedding", "episodic_embedding", "procedures_embedding"]
+
+
+async def test_the_search_pool_answers_what_the_engine_answers_for_every_scope_and_filter(
+    client: httpx.AsyncClient, memory_app: FastAPI, tenant: str, stranger: dict[str, str]
+) -> None:
+    # The query runs on asyncpg connections of its own; before, it ran through the
+    # engine. The same statement must answer the same rows, in the same order,
+    # for each user, visibility, filter, threshold and limit.
+    dimensions = (await client.get("/v1/memory/semantic/model", headers=stranger)).json()[
+        "dimensions"
+    ]
+    rng = random.Random(17)
+
+    def vector() -> list[float]:
+        return [rng.gauss(0, 1) for _ in range(dimensions)]
+
+    users = {user: bearer(tenant, user) for user in ("alice", "bob")}
+    for i in range(24):
+        user = ("alice", "bob")[i % 2]
+        await store(
+            client,
+            users[user],
+            f"{user} fact {i}",
+            embedding=vector(),
+            visibility="public" if i % 3 == 0 else "private",
+            metadata={"kind": ("note", "mail")[i % 2 == 0 and i % 4 == 0], "n": i % 5},
+        )
+    await store(client, stranger, "another tenant's public fact", embedding=vector(),
+                visibility="public")  # fmt: skip
+    probe = vector()
+    bodies: list[dict[str, object]] = [
+        {"embedding": probe, "limit": 10},
+        {"embedding": probe, "limit": 30},
+        {"embedding": probe, "limit": 10, "include_public": False},
+        {"embedding": probe, "limit": 10, "filter": {"kind": "mail"}},
+        {"embedding": probe, "limit": 10, "filter": {"n": 2, "kind": "note"}},
+        {"embedding": probe, "limit": 10, "threshold": 0.0},
+        {"embedding": probe, "limit": 10, "filter": {"kind": "nowhere"}},
+    ]
+
+    database = get_state(memory_app).require_database()
+    answered = 0
+    for user, headers in users.items():
+        for body in bodies:
+            hits = await query(client, headers, **body)
+            async with database.unit_of_work(tenant, user) as session:
+                rows = (
+                    await session.execute(
+                        _QUERY,
+                        {
+                            "tenant_id": tenant,
+                            "user_id": user,
+                            "embedding": Vector(body["embedding"]),
+                            "limit": body["limit"],
+                            "threshold": body.get("threshold"),
+                            "filter": json.dumps(body.get("filter", {})),
+                            "include_public": body.get("include_public", True),
+                            "ef_search": None,
+                        },
+                    )
+                ).all()
+            assert [(h["record"]["memory_id"], round(h["score"], 6)) for h in hits] == [
+                (row.memory_id, round(row.score, 6)) for row in rows
+            ], (user, body)
+            assert all(
+                h["record"]["user_id"] == user or h["record"]["visibility"] == "public"
+                for h in hits
+            )
+            answered += len(hits)
+    assert answered > 0
+
+
+async def test_a_nul_in_the_filter_is_refused_with_the_stable_error(
+    client: httpx.AsyncClient, alice: dict[str, str]
+) -> None:
+    # Postgres refuses the NUL in jsonb: the search pool's error is answered as the
+    # engine's would be (422 nul_character), not as a 500.
+    response = await client.post(
+        "/v1/memory/semantic/query",
+        json={"text": "anything", "filter": {"k": "a\u0000b"}},
+        headers=alice,
+    )
+
+    assert response.status_code == 422
+    assert error_code(response) == "nul_character"
+
+
+async def test_a_search_connection_the_server_dropped_is_replaced_and_the_query_answers(
+    memory_settings: Callable[..., MemorySettings], embedder: SharedEmbedder, tenant: str
+) -> None:
+    app = create_app(memory_settings(search_pool_size=1), embedder=embedder)
+    headers = bearer(tenant, "alice")
+    async with LifespanManager(app, startup_timeout=60):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://memory") as client:
+            memory = await store(client, headers, "The backup runs at midnight.")
+            before = await query(client, headers, text="When does the backup run?")
+            search = MemoryState.of(app).require_search()
+            engine = get_state(app).require_database().engine
+            afters, replaced = [], []
+            # A few times: what the next statement meets depends on how far the
+            # client got in reading the server's goodbye.
+            for _ in range(3):
+                async with search.acquire() as connection:
+                    pid = connection.get_server_pid()
+                async with engine.connect() as connection:
+                    await connection.execute(
+                        text("SELECT pg_terminate_backend(:pid)"), {"pid": pid}
+                    )
+                afters.append(await query(client, headers, text="When does the backup run?"))
+                async with search.acquire() as connection:
+                    replaced.append(connection.get_server_pid() != pid)
+
+    assert [hit["record"]["memory_id"] for hit in before] == [memory["memory_id"]]
+    assert afters == [before] * 3
+    assert replaced == [True] * 3

@@ -51,6 +51,7 @@ from disco_service._metrics import ServiceMetrics
 from disco_service._operations import CheckResult, Liveness, Readiness
 from disco_service._outbox import OutboxRelay, outbox_envelope, publish_after_commit
 from disco_service._pagination import InvalidCursor, Keyset, PageRequest, Paginator
+from disco_service._routing import JSONRoute
 from disco_service._run import run_service
 from disco_service._settings import (
     DEFAULT_DATABASE_URL,
@@ -75,6 +76,7 @@ __all__ = [
     "Identity",
     "IdentityDep",
     "InvalidCursor",
+    "JSONRoute",
     "Keyset",
     "LifespanHook",
     "Liveness",

@@ -153,7 +153,11 @@ class ServiceSettings(BusSettings):
         ),
     )
     otel_sql_spans: bool = Field(
-        default=True, description="A client span per SQL statement (SQLAlchemy instrumentation)."
+        default=True,
+        description=(
+            "A client span per SQL statement (SQLAlchemy instrumentation) when spans are "
+            "exported (DISCO_OTEL_EXPORTER_OTLP_ENDPOINT set)."
+        ),
     )
     otel_http_client_spans: bool = Field(
         default=True, description="A client span per outgoing HTTP call (httpx instrumentation)."

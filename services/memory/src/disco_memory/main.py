@@ -16,7 +16,7 @@ from disco_memory.plan_context.endpoints import router as plan_context_router
 from disco_memory.plans.endpoints import router as plans_router
 from disco_memory.procedural.endpoints import router as procedural_router
 from disco_memory.semantic.endpoints import router as semantic_router
-from disco_memory.semantic.repository import configure_search
+from disco_memory.semantic.repository import SearchPool, configure_search
 from disco_memory.sessions.endpoints import router as sessions_router
 from disco_memory.settings import MemorySettings
 from disco_memory.snapshots.endpoints import router as snapshots_router
@@ -73,6 +73,22 @@ async def embeddings(state: MemoryState) -> AsyncIterator[None]:
 
 
 @asynccontextmanager
+async def semantic_search(state: MemoryState) -> AsyncIterator[None]:
+    """Open the similarity query's connection pool while the app runs."""
+    settings = state.settings
+    # A client span per query only when spans leave the process, as for the
+    # engine's statements (disco_service.create_service_app).
+    traced = settings.otel_sql_spans and settings.otel_exporter_otlp_endpoint is not None
+    tracer = state.tracer_provider.get_tracer("disco_memory.search") if traced else None
+    state.search = await SearchPool.open(settings, tracer=tracer)
+    try:
+        yield
+    finally:
+        search, state.search = state.search, None
+        await search.close(settings.shutdown_grace_seconds)
+
+
+@asynccontextmanager
 async def expiry(state: MemoryState) -> AsyncIterator[None]:
     """Run the TTL sweeper while the app runs."""
     async with ttl_sweeper(state.require_database(), state.settings):
@@ -93,7 +109,7 @@ def create_app(
         title="disco memory",
         description=DESCRIPTION,
         routers=ROUTERS,
-        lifespan_hooks=(embeddings, expiry),
+        lifespan_hooks=(embeddings, semantic_search, expiry),
     )
 
 

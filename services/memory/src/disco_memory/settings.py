@@ -128,6 +128,16 @@ class MemorySettings(ServiceSettings):
         validation_alias=_env("HNSW_EF_CONSTRUCTION"),
         description="HNSW candidate list size while building the vector indexes (>= 2 * m).",
     )
+    search_pool_size: int | None = Field(
+        default=None,
+        ge=1,
+        le=200,
+        validation_alias=_env("SEARCH_POOL_SIZE"),
+        description=(
+            "Connections kept for similarity queries by vector or text (their own asyncpg "
+            "pool, opened as needed); unset means DISCO_DATABASE_POOL_SIZE."
+        ),
+    )
     ttl_sweep_interval_seconds: float = Field(
         default=30.0,
         gt=0,

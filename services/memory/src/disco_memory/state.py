@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from disco_memory.embeddings import EmbeddingProvider, create_provider
 from disco_memory.runtime import MemoryRuntime
+from disco_memory.semantic.repository import SearchPool
 from disco_memory.settings import MemorySettings
 from disco_service import ServiceState
 
@@ -19,6 +20,7 @@ class MemoryState(ServiceState[MemorySettings]):
 
     Attributes:
         runtime: the embedding provider (started in the lifespan) and the query cache.
+        search: the similarity query's connections (opened in the lifespan).
     """
 
     def __init__(
@@ -28,3 +30,10 @@ class MemoryState(ServiceState[MemorySettings]):
         self.runtime = MemoryRuntime(
             settings=settings, embedder=embedder or create_provider(settings)
         )
+        self.search: SearchPool | None = None
+
+    def require_search(self) -> SearchPool:
+        """The similarity query's connections, or an error saying the app is not running."""
+        if self.search is None:
+            raise RuntimeError("the memory app's search pool opens in its lifespan: run it there")
+        return self.search

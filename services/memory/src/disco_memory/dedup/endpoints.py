@@ -10,9 +10,9 @@ from disco_common.ids import Id
 from disco_common.memory import DedupMark, DedupMarkPut
 from disco_memory.dedup import service
 from disco_memory.dedup.repository import DedupRepository
-from disco_service import IdentityDep, NotFound, SessionDep, error_responses
+from disco_service import IdentityDep, JSONRoute, NotFound, SessionDep, error_responses
 
-router = APIRouter(prefix="/v1/memory/dedup", tags=["dedup"])
+router = APIRouter(prefix="/v1/memory/dedup", tags=["dedup"], route_class=JSONRoute)
 
 
 async def _repository(session: SessionDep, identity: IdentityDep) -> DedupRepository:

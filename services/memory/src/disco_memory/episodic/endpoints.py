@@ -19,9 +19,9 @@ from disco_memory.deps import RuntimeDep
 from disco_memory.episodic import service
 from disco_memory.episodic.repository import EpisodicRepository
 from disco_memory.sessions.repository import SessionRepository
-from disco_service import IdentityDep, NotFound, SessionDep, error_responses
+from disco_service import IdentityDep, JSONRoute, NotFound, SessionDep, error_responses
 
-router = APIRouter(prefix="/v1/memory/episodic", tags=["episodic memory"])
+router = APIRouter(prefix="/v1/memory/episodic", tags=["episodic memory"], route_class=JSONRoute)
 
 
 async def _repository(session: SessionDep, identity: IdentityDep) -> EpisodicRepository:

@@ -14,12 +14,13 @@ from disco_service import (
     ErasureRepository,
     Identity,
     IdentityDep,
+    JSONRoute,
     SessionDep,
     error_responses,
     require_role,
 )
 
-router = APIRouter(prefix="/v1/memory/erasure", tags=["erasure"])
+router = APIRouter(prefix="/v1/memory/erasure", tags=["erasure"], route_class=JSONRoute)
 
 SCHEMA = "memory"
 

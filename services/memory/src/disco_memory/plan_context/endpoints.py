@@ -11,9 +11,9 @@ from disco_common.memory import PlanContextRecord, PlanContextStore
 from disco_memory._shared import IfMatch, expected_version, set_etag
 from disco_memory.plan_context import service
 from disco_memory.plan_context.repository import PlanContextRepository
-from disco_service import IdentityDep, NotFound, SessionDep, error_responses
+from disco_service import IdentityDep, JSONRoute, NotFound, SessionDep, error_responses
 
-router = APIRouter(prefix="/v1/memory/plan-context", tags=["plan context"])
+router = APIRouter(prefix="/v1/memory/plan-context", tags=["plan context"], route_class=JSONRoute)
 
 
 async def _repository(session: SessionDep, identity: IdentityDep) -> PlanContextRepository:

@@ -13,9 +13,9 @@ from disco_memory._shared import IfMatch, expected_version, set_etag
 from disco_memory.plans import service
 from disco_memory.plans.repository import PlanRepository
 from disco_memory.sessions.repository import SessionRepository
-from disco_service import IdentityDep, NotFound, SessionDep, error_responses
+from disco_service import IdentityDep, JSONRoute, NotFound, SessionDep, error_responses
 
-router = APIRouter(prefix="/v1/memory/plans", tags=["plans"])
+router = APIRouter(prefix="/v1/memory/plans", tags=["plans"], route_class=JSONRoute)
 
 
 async def _repository(session: SessionDep, identity: IdentityDep) -> PlanRepository:

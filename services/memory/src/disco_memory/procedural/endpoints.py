@@ -20,9 +20,11 @@ from disco_memory._shared import IfMatch, expected_version, set_etag
 from disco_memory.deps import RuntimeDep
 from disco_memory.procedural import service
 from disco_memory.procedural.repository import ProcedureRepository
-from disco_service import IdentityDep, NotFound, SessionDep, error_responses
+from disco_service import IdentityDep, JSONRoute, NotFound, SessionDep, error_responses
 
-router = APIRouter(prefix="/v1/memory/procedural", tags=["procedural memory"])
+router = APIRouter(
+    prefix="/v1/memory/procedural", tags=["procedural memory"], route_class=JSONRoute
+)
 
 
 async def _repository(session: SessionDep, identity: IdentityDep) -> ProcedureRepository:

@@ -21,9 +21,9 @@ from disco_memory.runtime import MemoryRuntime
 from disco_memory.semantic import service
 from disco_memory.semantic.repository import SemanticRepository, SemanticSearch
 from disco_memory.state import MemoryState
-from disco_service import IdentityDep, NotFound, SessionDep, error_responses
+from disco_service import IdentityDep, JSONRoute, NotFound, SessionDep, error_responses
 
-router = APIRouter(prefix="/v1/memory/semantic", tags=["semantic memory"])
+router = APIRouter(prefix="/v1/memory/semantic", tags=["semantic memory"], route_class=JSONRoute)
 
 
 async def _repository(session: SessionDep, identity: IdentityDep) -> SemanticRepository:
@@ -41,10 +41,10 @@ class _Query:
 
 async def _query(request: Request, identity: IdentityDep) -> _Query:
     # One dependency for the hot path (each one FastAPI resolves costs about as
-    # much as the rest of the route): the engine and the runtime from the state.
+    # much as the rest of the route): the search pool and the runtime from the state.
     state = MemoryState.of(request)
-    engine = state.require_database().engine
-    return _Query(SemanticSearch(engine, identity.tenant_id, identity.user_id), state.runtime)
+    search = SemanticSearch(state.require_search(), identity.tenant_id, identity.user_id)
+    return _Query(search, state.runtime)
 
 
 # Queries are reads of one statement each: no unit of work (no BEGIN, no COMMIT).

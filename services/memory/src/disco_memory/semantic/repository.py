@@ -2,17 +2,30 @@
 
 from __future__ import annotations
 
-import json
+import asyncio
 import re
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
+import asyncpg
+import pydantic_core
+from opentelemetry.trace import SpanKind, Tracer
 from pgvector import Vector
 from pgvector.asyncpg import register_vector
-from sqlalchemy import RowMapping, TextClause, event, text
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy import RowMapping, TextClause, event, make_url, text
+from sqlalchemy.exc import DBAPIError, InterfaceError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-__all__ = ["SemanticRepository", "SemanticSearch", "configure_search", "set_search_options"]
+from disco_memory.settings import MemorySettings
+
+__all__ = [
+    "SearchPool",
+    "SemanticRepository",
+    "SemanticSearch",
+    "configure_search",
+    "set_search_options",
+]
 
 _COLUMNS = (
     "m.memory_id, m.external_id, m.content, m.content_hash, "
@@ -80,9 +93,9 @@ def _positional(statement: TextClause) -> tuple[str, tuple[str, ...]]:
     return re.sub(r"(?<!:):([a-z_]+)\b", number, statement.text), tuple(names)
 
 
-# The hot query is sent as driver SQL (asyncpg's $n placeholders), outside any
-# unit of work: asyncpg keeps it prepared per connection and SQLAlchemy's
-# statement compilation is skipped; the SQL is _QUERY's own.
+# The hot query is sent by asyncpg itself (see SearchPool): driver SQL with $n
+# placeholders, prepared once per connection by asyncpg's statement cache; the
+# SQL is _QUERY's own.
 _QUERY_SQL, _QUERY_PARAMS = _positional(_QUERY)
 
 
@@ -113,15 +126,12 @@ def configure_search(engine: AsyncEngine, *, ef_search: int) -> None:
       ``relaxed_order`` returns.
 
     Statements are prepared once per connection (SQLAlchemy's asyncpg dialect
-    keeps a cache of prepared statements per connection).
+    keeps a cache of prepared statements per connection). The similarity query
+    itself runs on :class:`SearchPool`'s connections, set up the same way.
     """
-    statement = f"SET hnsw.ef_search = {int(ef_search)}; SET hnsw.iterative_scan = 'relaxed_order'"
 
-    async def setup(connection: Any) -> None:
-        schema = await connection.fetchval(_VECTOR_SCHEMA)
-        if schema is not None:
-            await register_vector(connection, schema=schema)
-        await connection.execute(statement)
+    async def setup(connection: asyncpg.Connection) -> None:
+        await _prepare_for_search(connection, ef_search=ef_search)
 
     @event.listens_for(engine.sync_engine, "checkout")
     def _on_checkout(dbapi_connection: Any, record: Any, proxy: Any) -> None:
@@ -131,12 +141,14 @@ def configure_search(engine: AsyncEngine, *, ef_search: int) -> None:
         record.info[_CONFIGURED] = ef_search
 
 
-def _decoded(row: Any) -> dict[str, Any]:
-    values = dict(row)
-    metadata = values.get("metadata")
-    if isinstance(metadata, str):  # jsonb without SQLAlchemy's codec
-        values["metadata"] = json.loads(metadata)
-    return values
+async def _prepare_for_search(connection: asyncpg.Connection, *, ef_search: int) -> None:
+    """pgvector's binary codec and the HNSW options, on one new asyncpg connection."""
+    schema = await connection.fetchval(_VECTOR_SCHEMA)
+    if schema is not None:
+        await register_vector(connection, schema=schema)
+    await connection.execute(
+        f"SET hnsw.ef_search = {int(ef_search)}; SET hnsw.iterative_scan = 'relaxed_order'"
+    )
 
 
 class SemanticRepository:
@@ -232,12 +244,163 @@ class SemanticRepository:
         return result.first() is not None
 
 
+# A pooled connection that died (a restarted database, a dropped socket): the pool
+# replaces it, and the query is tried once more on a fresh one.
+# A server that ended the connection (an administrator, a restart) may also leave
+# asyncpg's protocol in a state that refuses the next statement (InternalClientError).
+_CONNECTION_LOST = (
+    asyncpg.PostgresConnectionError,
+    asyncpg.AdminShutdownError,
+    asyncpg.CrashShutdownError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.InterfaceError,
+    asyncpg.InternalClientError,
+    ConnectionError,
+)
+
+
+def _database_error(exc: Exception) -> Exception:
+    """``exc`` as the error the kit's handlers answer like the engine's (503 when the
+    database is away, 422 for a NUL, else 500): SQLAlchemy's wrapping of it."""
+    if isinstance(exc, asyncpg.PostgresError):
+        return DBAPIError(_QUERY_SQL, None, exc)
+    if isinstance(exc, (asyncpg.InterfaceError, asyncpg.InternalClientError)):
+        return InterfaceError(_QUERY_SQL, None, exc, connection_invalidated=True)
+    return exc  # ConnectionError, TimeoutError: the kit answers them as they are
+
+
+def _json_text(value: object) -> str:
+    return pydantic_core.to_json(value).decode()
+
+
+class SearchPool:
+    """asyncpg connections of the similarity query alone (the service's hottest statement).
+
+    The query goes to asyncpg directly rather than through the engine: SQLAlchemy's
+    pool checkout and return, result wrapping and statement events cost the service
+    more CPU than the rest of the request (measured with bench/table.py). It stays
+    the statement of :data:`_QUERY`, prepared once per connection (asyncpg's
+    statement cache), with pgvector's binary codec and the HNSW options set once per
+    connection (:func:`configure_search` does the same on the engine). The function
+    scopes its own transaction to the tenant and user and the statement is its own
+    transaction, so nothing stays on a connection: it goes back to the pool without
+    asyncpg's reset round trip.
+
+    Connections open as queries need them (at most ``search_pool_size``) and close
+    after five idle minutes. With ``tracer`` each query is a client span (the
+    engine's statements are spans of the SQLAlchemy instrumentation).
+    """
+
+    def __init__(
+        self, pool: asyncpg.Pool, *, acquire_timeout: float, tracer: Tracer | None = None
+    ) -> None:
+        self._pool = pool
+        self._acquire_timeout = acquire_timeout
+        self._tracer = tracer
+        self._span_attributes: dict[str, str | int] = {"db.system": "postgresql"}
+
+    @classmethod
+    async def open(cls, settings: MemorySettings, *, tracer: Tracer | None = None) -> SearchPool:
+        """A pool on ``settings``' database (no connection opened yet)."""
+        url = make_url(settings.database_url)
+        ef_search = settings.hnsw_ef_search
+
+        async def init(connection: asyncpg.Connection) -> None:
+            await _prepare_for_search(connection, ef_search=ef_search)
+            # jsonb (the metadata) arrives as Python values, parsed by pydantic-core.
+            await connection.set_type_codec(
+                "jsonb",
+                schema="pg_catalog",
+                encoder=_json_text,
+                decoder=pydantic_core.from_json,
+                format="text",
+            )
+
+        async def keep(connection: asyncpg.Connection) -> None:
+            """No reset on release: nothing session-level changed (see the class)."""
+
+        pool = await asyncpg.create_pool(
+            url.set(drivername="postgresql").render_as_string(hide_password=False),
+            min_size=0,
+            max_size=settings.search_pool_size or settings.database_pool_size,
+            init=init,
+            reset=keep,
+            timeout=settings.database_connect_timeout_seconds,
+            # As the engine's connections (disco_service.Database): the client's
+            # bound a second after the server's statement_timeout.
+            command_timeout=settings.database_statement_timeout_ms / 1000 + 1.0,
+            server_settings={
+                "application_name": f"disco-{settings.service_name}-search",
+                "statement_timeout": str(settings.database_statement_timeout_ms),
+            },
+        )
+        search = cls(pool, acquire_timeout=settings.database_pool_timeout_seconds, tracer=tracer)
+        search._span_attributes.update(
+            {
+                "db.name": url.database or "",
+                "db.statement": _QUERY_SQL,
+                "net.peer.name": url.host or "",
+                "net.peer.port": url.port or 5432,
+            }
+        )
+        return search
+
+    async def close(self, timeout: float) -> None:  # noqa: ASYNC109 - a shutdown's budget
+        """Close every connection (dropped when they do not close within ``timeout``)."""
+        try:
+            await asyncio.wait_for(self._pool.close(), timeout)
+        except TimeoutError:
+            self._pool.terminate()
+
+    def acquire(self) -> AbstractAsyncContextManager[asyncpg.Connection]:
+        """One of the pool's connections, for as long as the block runs."""
+        return self._pool.acquire(timeout=self._acquire_timeout)  # type: ignore[return-value]
+
+    async def fetch(self, parameters: Sequence[object]) -> list[asyncpg.Record]:
+        """The rows of the similarity query for ``parameters`` (in :data:`_QUERY_PARAMS`
+        order).
+
+        Raises:
+            sqlalchemy.exc.DBAPIError: the database refused or is away (see
+                :func:`_database_error`); TimeoutError: no connection free in time,
+                or no answer within the statement bound.
+        """
+        if self._tracer is None:
+            return await self._fetch(parameters)
+        with self._tracer.start_as_current_span(
+            "SELECT", kind=SpanKind.CLIENT, attributes=self._span_attributes
+        ):
+            return await self._fetch(parameters)
+
+    async def _fetch(self, parameters: Sequence[object]) -> list[asyncpg.Record]:
+        for attempt in (1, 2):
+            try:
+                async with self.acquire() as connection:
+                    try:
+                        return await connection.fetch(_QUERY_SQL, *parameters)
+                    except (TimeoutError, *_CONNECTION_LOST):
+                        # No answer within the bound, or a connection the server
+                        # ended: drop it (the pool opens another) rather than wait on
+                        # a cancellation or hand it to the next query.
+                        connection.terminate()
+                        raise
+            except _CONNECTION_LOST as exc:
+                if attempt == 2:
+                    error = _database_error(exc)
+                    if error is exc:
+                        raise
+                    raise error from exc
+            except asyncpg.PostgresError as exc:
+                raise _database_error(exc) from exc
+        raise AssertionError("unreachable")
+
+
 class SemanticSearch:
     """Similarity queries for one user (and the tenant's public memories), each one
     statement in its own implicit transaction: no BEGIN, scope statement or COMMIT."""
 
-    def __init__(self, engine: AsyncEngine, tenant_id: str, user_id: str) -> None:
-        self._engine = engine
+    def __init__(self, pool: SearchPool, tenant_id: str, user_id: str) -> None:
+        self._pool = pool
         self._scope = {"tenant_id": tenant_id, "user_id": user_id}
 
     async def query(
@@ -261,17 +424,5 @@ class SemanticSearch:
             "include_public": include_public,
             "ef_search": ef_search,
         }
-        parameters = tuple(values[name] for name in _QUERY_PARAMS)
-        for attempt in (1, 2):
-            try:
-                async with self._engine.connect() as connection:
-                    # No BEGIN/COMMIT: the one statement is its own transaction.
-                    await connection.execution_options(isolation_level="AUTOCOMMIT")
-                    result = await connection.exec_driver_sql(_QUERY_SQL, parameters)
-                    return [_decoded(row) for row in result.mappings()]
-            except DBAPIError as exc:
-                # A pooled connection from before a database restart: the pool is
-                # invalidated now, and the second try gets a fresh connection.
-                if not exc.connection_invalidated or attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
+        rows = await self._pool.fetch(tuple(values[name] for name in _QUERY_PARAMS))
+        return [dict(row) for row in rows]

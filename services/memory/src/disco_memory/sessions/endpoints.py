@@ -11,9 +11,9 @@ from disco_common.memory import SessionCreate, SessionListQuery, SessionRecord
 from disco_common.pagination import Page
 from disco_memory.sessions import service
 from disco_memory.sessions.repository import SessionRepository
-from disco_service import IdentityDep, NotFound, SessionDep, error_responses
+from disco_service import IdentityDep, JSONRoute, NotFound, SessionDep, error_responses
 
-router = APIRouter(prefix="/v1/memory/sessions", tags=["sessions"])
+router = APIRouter(prefix="/v1/memory/sessions", tags=["sessions"], route_class=JSONRoute)
 
 
 async def _repository(session: SessionDep, identity: IdentityDep) -> SessionRepository:

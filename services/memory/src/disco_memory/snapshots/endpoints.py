@@ -11,9 +11,11 @@ from disco_common.memory import AgentStateSnapshot, AgentStateSnapshotPut, Agent
 from disco_memory._shared import IfMatch, expected_version, set_etag
 from disco_memory.snapshots import service
 from disco_memory.snapshots.repository import SnapshotRepository
-from disco_service import IdentityDep, NotFound, SessionDep, error_responses
+from disco_service import IdentityDep, JSONRoute, NotFound, SessionDep, error_responses
 
-router = APIRouter(prefix="/v1/memory/snapshots", tags=["agent-state snapshots"])
+router = APIRouter(
+    prefix="/v1/memory/snapshots", tags=["agent-state snapshots"], route_class=JSONRoute
+)
 
 
 async def _repository(session: SessionDep, identity: IdentityDep) -> SnapshotRepository:

@@ -13,9 +13,9 @@ from disco_memory._shared import IfMatch, expected_version, set_etag
 from disco_memory.task_context import service
 from disco_memory.task_context.repository import TaskContextRepository
 from disco_memory.task_context.schemas import TaskContextListQuery
-from disco_service import IdentityDep, NotFound, SessionDep, error_responses
+from disco_service import IdentityDep, JSONRoute, NotFound, SessionDep, error_responses
 
-router = APIRouter(prefix="/v1/memory/task-context", tags=["task context"])
+router = APIRouter(prefix="/v1/memory/task-context", tags=["task context"], route_class=JSONRoute)
 
 
 async def _repository(session: SessionDep, identity: IdentityDep) -> TaskContextRepository:

@@ -12,9 +12,9 @@ from disco_common.pagination import Page, PageQuery
 from disco_memory._shared import IfMatch, expected_version, set_etag
 from disco_memory.working import service
 from disco_memory.working.repository import WorkingMemoryRepository
-from disco_service import IdentityDep, NotFound, SessionDep, error_responses
+from disco_service import IdentityDep, JSONRoute, NotFound, SessionDep, error_responses
 
-router = APIRouter(prefix="/v1/memory/working", tags=["working memory"])
+router = APIRouter(prefix="/v1/memory/working", tags=["working memory"], route_class=JSONRoute)
 
 
 async def _repository(session: SessionDep, identity: IdentityDep) -> WorkingMemoryRepository:
