@@ -41,7 +41,12 @@ from disco.bus import BusClient
 from disco.settings import BusSettings
 from disco_common.auth import Role
 from tests.fixtures.infra import migrated_database
-from tests.fixtures.processes import ServiceProcess, start_services, stop_services
+from tests.fixtures.processes import (
+    STACK_BUS_ENV,
+    ServiceProcess,
+    start_services,
+    stop_services,
+)
 
 SERVICES = ("registry", "memory", "tracker", "gateway")
 CHECKS = "not_a_server_error,response_schema_conformance,status_code_conformance"
@@ -162,6 +167,7 @@ def fuzz_stack(
         "DISCO_KAFKA_BOOTSTRAP": bootstrap,
         "DISCO_TOPIC_PREFIX": prefix,
         "DISCO_LOG_JSON": "true",
+        **STACK_BUS_ENV,
         # POST /v1/publish?wait=: nobody answers the fuzzer's requests, so keep it short.
         "DISCO_GATEWAY_PUBLISH_MAX_WAIT_SECONDS": "0.5",
     }

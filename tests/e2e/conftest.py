@@ -34,7 +34,12 @@ from disco.settings import BusSettings
 from disco_common.envelope import Envelope
 from tests.fixtures.bus import group_caught_up, read_envelopes
 from tests.fixtures.infra import migrated_database
-from tests.fixtures.processes import ServiceProcess, start_services, stop_services
+from tests.fixtures.processes import (
+    STACK_BUS_ENV,
+    ServiceProcess,
+    start_services,
+    stop_services,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICES = ("registry", "memory", "tracker")
@@ -97,10 +102,7 @@ def e2e_stack(
         "DISCO_HOST": "127.0.0.1",
         "DISCO_KAFKA_BOOTSTRAP": kafka_bootstrap,
         "DISCO_TOPIC_PREFIX": prefix,
-        "DISCO_KAFKA_SESSION_TIMEOUT_MS": "2000",
-        "DISCO_KAFKA_HEARTBEAT_INTERVAL_MS": "300",
-        "DISCO_BUS_RETRY_BACKOFF_MS": "50",
-        "DISCO_BUS_RETRY_BACKOFF_MAX_MS": "500",
+        **STACK_BUS_ENV,
         "DISCO_LOG_JSON": "true",
         "PYTHONPATH": str(ROOT),
     }

@@ -37,6 +37,7 @@ from disco_common.auth import Role
 from tests.e2e.conftest import AgentProcess, start_agents, stop_agents
 from tests.fixtures.infra import migrated_database
 from tests.fixtures.processes import (
+    STACK_BUS_ENV,
     ServiceProcess,
     start_services,
     stop_processes,
@@ -168,10 +169,7 @@ def gateway_stack(
         "DISCO_HOST": "127.0.0.1",
         "DISCO_KAFKA_BOOTSTRAP": kafka_bootstrap,
         "DISCO_TOPIC_PREFIX": prefix,
-        "DISCO_KAFKA_SESSION_TIMEOUT_MS": "2000",
-        "DISCO_KAFKA_HEARTBEAT_INTERVAL_MS": "300",
-        "DISCO_BUS_RETRY_BACKOFF_MS": "50",
-        "DISCO_BUS_RETRY_BACKOFF_MAX_MS": "500",
+        **STACK_BUS_ENV,
         "DISCO_LOG_JSON": "true",
         "DISCO_DATABASE_URL": database.app,
         "DISCO_TENANT_ID": TENANT,

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import openai
 import structlog
 
 from disco.runtime._drivers import (
@@ -26,6 +25,11 @@ from disco.runtime._drivers import (
     ToolSpec,
 )
 from disco.runtime._messages import CompletionOptions, Message, Usage
+
+if TYPE_CHECKING:
+    # The SDK costs most of a second of CPU to import; a process that never builds
+    # a client (the gateway, every agent without an LLM) does not pay it.
+    import openai
 
 __all__ = ["OpenAIChatDriver"]
 
@@ -126,6 +130,8 @@ class OpenAIChatDriver(ChatDriver):
     async def start(self) -> None:
         """Build the client (idempotent)."""
         if self._client is None:
+            import openai
+
             self._client = openai.AsyncOpenAI(
                 base_url=self.base_url,
                 api_key=self.api_key or os.environ.get("OPENAI_API_KEY") or _NO_KEY,
@@ -180,6 +186,8 @@ class OpenAIChatDriver(ChatDriver):
         return body
 
     def _error(self, exc: Exception) -> LLMError:
+        import openai
+
         if isinstance(exc, openai.APITimeoutError):
             return LLMError(
                 f"the model server at {self.where} did not answer within {self.timeout_seconds}s "
@@ -216,6 +224,8 @@ class OpenAIChatDriver(ChatDriver):
         options: CompletionOptions | None = None,
         json_mode: bool = False,
     ) -> AsyncIterator[ChatChunk]:
+        import openai
+
         client = await self._client_or_start()
         body = self._request(messages, tools, options, json_mode)
         if not self.streaming:
@@ -232,6 +242,8 @@ class OpenAIChatDriver(ChatDriver):
             raise self._error(exc) from exc
 
     async def _whole(self, client: openai.AsyncOpenAI, body: dict[str, Any]) -> ChatChunk:
+        import openai
+
         try:
             completion = await client.chat.completions.create(**body)
         except openai.OpenAIError as exc:
