@@ -16,6 +16,7 @@ when the model answered without tools).
 from __future__ import annotations
 
 import inspect
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -117,7 +118,7 @@ class _Named:
         return type(self).__name__
 
 
-class _CountLimit(_Named):
+class _CountLimit(_Named, ABC):
     """Forbid going on once a count over the execution's steps reaches ``maximum``."""
 
     _what: ClassVar[str]
@@ -128,8 +129,9 @@ class _CountLimit(_Named):
             raise ValueError(f"{type(self).__name__} needs {argument} >= 1, got {maximum}")
         self.maximum = maximum
 
+    @abstractmethod
     def _count(self, state: AgentState) -> int:
-        raise NotImplementedError
+        """The count this limit compares with ``maximum``."""
 
     def evaluate(self, state: AgentState) -> CriterionResult:
         count = self._count(state)
