@@ -8,7 +8,9 @@ the helper listens on a Unix socket only and stops at interpreter exit.
 
 from __future__ import annotations
 
+import fcntl
 import os
+import pwd
 import re
 import shutil
 import subprocess
@@ -25,6 +27,12 @@ __all__ = ["EmbeddedPostgres"]
 # PostgreSQL refuses to run as root; when we are root we run it as this user.
 _SYSTEM_USER = "embedded_postgres"
 SUPERUSER = "postgres"
+# flock()ed while the system user is looked up or created: two processes that
+# both find it missing would both run `useradd`, and the later one rewrites the
+# passwd file with another uid than the one the first already chowned to (seen
+# on a fresh machine: parallel test workers' initdb got "Permission denied").
+# A flock is apart from the fcntl lock useradd itself takes on the passwd files.
+_USER_LOCK = Path("/etc/passwd")
 
 
 def _embedded_postgres() -> Any:
@@ -57,7 +65,7 @@ class EmbeddedPostgres:
     log_path: Path
     durable: bool = True
     host: str = LOOPBACK
-    _user: str | None = field(default=None, init=False, repr=False)
+    _user: pwd.struct_passwd | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.data_dir = self.data_dir.resolve()
@@ -168,8 +176,11 @@ class EmbeddedPostgres:
         if os.geteuid() != 0:
             return
         utils = _embedded_postgres().utils
-        entry = utils.ensure_user_exists(_SYSTEM_USER)
-        self._user = _SYSTEM_USER
+        with _USER_LOCK.open("rb") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            utils.ensure_user_exists(_SYSTEM_USER)
+            entry = pwd.getpwnam(_SYSTEM_USER)
+        self._user = entry
         bin_dir = _bin_dir()
         utils.ensure_prefix_permissions(self.data_dir)
         utils.ensure_prefix_permissions(self.log_path)
@@ -194,13 +205,16 @@ class EmbeddedPostgres:
         if user is None and as_system_user and os.geteuid() == 0:
             self._prepare_user_and_dirs()
             user = self._user
+        # The uid and gid the folders were chowned to, not the name looked up again.
         return subprocess.run(
             [str(executable), *args],
             check=check,
             capture_output=True,
             text=True,
             timeout=timeout,
-            user=user,
+            user=None if user is None else user.pw_uid,
+            group=None if user is None else user.pw_gid,
+            extra_groups=None if user is None else [],
             # pg_ctl leaves the server running in the background; it must not
             # hold our pipes open or inherit our terminal's Ctrl-C.
             stdin=subprocess.DEVNULL,
