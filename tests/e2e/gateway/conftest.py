@@ -34,7 +34,7 @@ from disco.auth import DEV_AUTH_SECRET, mint_dev_token
 from disco.bus import BusClient
 from disco.settings import BusSettings
 from disco_common.auth import Role
-from tests.e2e.conftest import AgentProcess, start_agents, stop_agents
+from tests.e2e.conftest import AgentProcess, launch_agents, stop_agents
 from tests.fixtures.infra import migrated_database
 from tests.fixtures.processes import (
     STACK_BUS_ENV,
@@ -85,20 +85,31 @@ class GatewayProcess:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> GatewayProcess:
+        return self.launch().wait_serving()
+
+    def launch(self) -> GatewayProcess:
+        """Start the process without waiting for it (:meth:`wait_serving` waits)."""
         self.starts += 1
-        log = self.logs / f"gateway-{self.port}-{self.starts}.log"
         env = {
             **self.env,
             "DISCO_GATEWAY_PORT": str(self.port),
             "DISCO_GATEWAY_PUBLIC_URL": self.url,
         }
-        self.process = _spawn([sys.executable, "-m", "disco_gateway"], env, log)
+        self.process = _spawn([sys.executable, "-m", "disco_gateway"], env, self._log)
+        return self
+
+    def wait_serving(self) -> GatewayProcess:
+        assert self.process is not None, "launch() first"
         try:
-            wait_until_serving(self.process, self.url, log, timeout=90)
+            wait_until_serving(self.process, self.url, self._log, timeout=90)
         except (AssertionError, RuntimeError) as exc:
-            tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])
+            tail = "\n".join(self._log.read_text(errors="replace").splitlines()[-30:])
             raise RuntimeError(f"{exc}\n{tail}") from None
         return self
+
+    @property
+    def _log(self) -> Path:
+        return self.logs / f"gateway-{self.port}-{self.starts}.log"
 
     def kill(self) -> None:
         """As abrupt as a crash: SIGKILL, nothing cleaned up."""
@@ -211,10 +222,13 @@ def gateway_stack(
         database_admin=database.admin,
     )
     try:
-        agents.append(start_agents(stack, "gateway"))  # type: ignore[arg-type]
+        # The agents, the hello tool and the shared gateway start side by side.
+        agents.append(launch_agents(stack, "gateway"))  # type: ignore[arg-type]
         processes.append(
             _spawn([sys.executable, "examples/hello_tool.py"], base, logs / "hello.log")
         )
+        stack.new_gateway().launch()
+        agents[0].wait_ready()
         _wait_registered(urls["registry"], [PUBLIC_AGENT])
         yield stack
     finally:
@@ -229,7 +243,7 @@ def gateway_stack(
 @pytest.fixture(scope="package")
 def gateway(gateway_stack: GatewayStack) -> GatewayProcess:
     """The gateway instance most tests share."""
-    return gateway_stack.new_gateway().start()
+    return gateway_stack.gateways[0].wait_serving()
 
 
 @contextlib.asynccontextmanager
