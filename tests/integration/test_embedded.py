@@ -33,3 +33,23 @@ def test_the_broker_says_which_port_is_taken(tmp_path: Path) -> None:
             second.start()
     finally:
         first.stop()
+
+
+def test_postgres_is_running_until_it_stops_or_dies(tmp_path: Path) -> None:
+    server = EmbeddedPostgres(
+        data_dir=tmp_path / "pg", port=free_port(), log_path=tmp_path / "pg.log", durable=False
+    )
+    assert not server.is_running()  # no data folder yet
+    server.start()
+    try:
+        assert server.is_running()
+        assert server.psql("SELECT 1").strip() == "1"
+    finally:
+        server.stop()
+    assert not server.is_running()
+
+    # A lock file left by a server that died: its pid is no process any more.
+    (server.data_dir / "postmaster.pid").write_text(f"{2**22 + 1}\n{server.data_dir}\n")
+    assert not server.is_running()
+    (server.data_dir / "postmaster.pid").write_text("garbage\n")
+    assert not server.is_running()

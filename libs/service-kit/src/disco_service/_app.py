@@ -40,6 +40,14 @@ def _untraced(scope: Scope) -> bool:
     return scope.get("path") in _UNTRACED_PATHS
 
 
+async def _settle(task: asyncio.Task[None]) -> None:
+    """Cancel a start still running (the service's start failed) and wait for it."""
+    task.cancel()
+    await asyncio.wait([task])
+    if not task.cancelled():
+        task.exception()  # retrieved: the start's own error was raised already, if any
+
+
 def _database_check(database: Database, timeout: float) -> ReadinessCheck:
     async def check() -> None:
         await database.ping(timeout)
@@ -139,8 +147,18 @@ def create_service_app(
                     await relay.start()
                     stack.push_async_callback(relay.stop, settings.shutdown_grace_seconds)
                     state.relay = relay
+                starting: list[asyncio.Task[None]] = []
                 for hook in lifespan_hooks:
-                    await stack.enter_async_context(hook(state))
+                    try:
+                        await stack.enter_async_context(hook(state))
+                    finally:
+                        begun = state._take_starting()
+                        for task in begun:
+                            # Exits run last in, first out: settled before its hook's exit.
+                            stack.push_async_callback(_settle, task)
+                        starting += begun
+                if starting:
+                    await asyncio.gather(*starting)
                 log.info(
                     "service_started",
                     database=settings.redacted_database_url() if database else None,

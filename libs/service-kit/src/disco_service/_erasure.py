@@ -149,7 +149,7 @@ async def erasure_follower(state: ServiceState[Any]) -> AsyncIterator[None]:
     async def on_erasure(envelope: Envelope) -> None:
         await _follow(state, envelope)
 
-    await consumer.start()
+    state.start_alongside(consumer.start(), name=consumer.group)
     try:
         yield
     finally:

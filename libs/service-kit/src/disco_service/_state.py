@@ -13,8 +13,9 @@ wiring (``_app``, ``_deps``, ``_operations``, ``_run``): it closes no cycle.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Generic, Self, TypeVar
+import asyncio
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Generic, Self, TypeVar
 
 from fastapi import FastAPI
 from opentelemetry.sdk.trace import TracerProvider
@@ -61,6 +62,7 @@ class ServiceState(Generic[SettingsT_co]):
         self.bus: BusClient | None = None
         self.relay: OutboxRelay | None = None
         self.readiness_checks: dict[str, ReadinessCheck] = {}
+        self._starting: list[asyncio.Task[None]] = []
 
     @property
     def settings(self) -> SettingsT_co:
@@ -101,6 +103,24 @@ class ServiceState(Generic[SettingsT_co]):
                 "and run it inside its lifespan"
             )
         return self.bus
+
+    def start_alongside(self, start: Coroutine[Any, Any, None], *, name: str) -> None:
+        """Run ``start`` now, side by side with the rest of the service's start.
+
+        For a lifespan hook's slow start that needs nothing after it, such as a
+        consumer joining its group: a join waits for the group's coordinator
+        (half a session timeout on the embedded broker, the initial rebalance
+        delay on Kafka), so a service with three groups joined one after the
+        other started three times slower. The service counts as started once
+        every such start finished; one that fails fails the start, and one
+        still running when the start fails is cancelled before the hook that
+        began it is exited.
+        """
+        self._starting.append(asyncio.create_task(start, name=f"start-{name}"))
+
+    def _take_starting(self) -> list[asyncio.Task[None]]:
+        starting, self._starting = self._starting, []
+        return starting
 
 
 def get_state(connection: HTTPConnection | FastAPI) -> ServiceState[ServiceSettings]:

@@ -259,6 +259,9 @@ class BusConsumer(StartStop):
                     f"consumer group {self.group!r} cannot reach the broker at "
                     f"{settings.kafka_bootstrap}: {exc}"
                 ) from exc
+            except BaseException:
+                await consumer.stop()  # cancelled mid-join: nothing left running
+                raise
             pacer.attach(consumer)
             self._pacer = pacer
             self._consumer = consumer

@@ -121,8 +121,8 @@ async def a2a_lifespan(state: GatewayState) -> AsyncIterator[None]:
         applier.on(Topic.NOTIFICATION_EVENTS.value, NotificationType.HUMAN_INPUT.value)(
             answers.question
         )
-        await applier.start()
         stack.push_async_callback(applier.stop, settings.shutdown_grace_seconds)
+        state.start_alongside(applier.start(), name=settings.consumer_group)
         sweeper = asyncio.create_task(_retention(state), name="disco-gateway-retention")
         stack.callback(sweeper.cancel)
         yield

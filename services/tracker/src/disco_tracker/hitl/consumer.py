@@ -36,7 +36,7 @@ async def hitl_watch(state: TrackerState) -> AsyncIterator[None]:
     async def sweep() -> int:
         return await sweep_timeouts(database)
 
-    await consumer.start()
+    state.start_alongside(consumer.start(), name=consumer.group)
     try:
         async with periodically(sweep, settings.hitl_sweep_interval_seconds, "hitl_sweep"):
             yield

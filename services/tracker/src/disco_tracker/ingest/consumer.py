@@ -114,7 +114,11 @@ class IngestConsumer:
             **options,
         )
         consumer.subscribe([bus.topic_name(t) for t in INGEST_TOPICS], listener=_Rebalance(self))
-        await consumer.start()
+        try:
+            await consumer.start()
+        except BaseException:
+            await consumer.stop()  # cancelled or refused mid-join: nothing left running
+            raise
         pacer.attach(consumer)
         self._consumer = consumer
         self._stopping = False
@@ -378,7 +382,7 @@ async def ingest(state: TrackerState) -> AsyncIterator[None]:
     """Lifespan hook: run the ingest consumer for the service's lifetime."""
     consumer = IngestConsumer(state)
     state.ingest = consumer
-    await consumer.start()
+    state.start_alongside(consumer.start(), name=consumer.group)
     try:
         yield
     finally:
