@@ -147,9 +147,10 @@ async def main() -> int:
             *assistant.AGENTS,
         ]
         print(f"starting {len(agents)} agents: {', '.join(a.name for a in agents)}")
-        for agent in agents:
-            await agent.start()
         try:
+            # Side by side: each start joins its agent's consumer group, which takes the
+            # broker a while (half a session timeout on the embedded one).
+            await asyncio.gather(*(agent.start() for agent in agents))
             await asyncio.gather(*(agent.wait_ready(60) for agent in agents))
 
             hello = await caller.request(
@@ -184,8 +185,7 @@ async def main() -> int:
 
             await ask_the_assistant(caller)
         finally:
-            for agent in agents:
-                await agent.stop(grace=5)
+            await asyncio.gather(*(agent.stop(grace=5) for agent in agents))
     print("\nTry the HITL path too: see examples/README.md (travel_planner.py + answer.py).")
     return 0
 

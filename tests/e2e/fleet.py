@@ -19,13 +19,12 @@ async def main(role: str) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stopping.set)
-    for agent in agents:
-        await agent.start()
+    # Side by side: each start joins its agent's group, about a second each here.
+    await asyncio.gather(*(agent.start() for agent in agents))
     await asyncio.gather(*(agent.wait_ready(60) for agent in agents))
     print("ready", flush=True)
     await stopping.wait()
-    for agent in agents:
-        await agent.stop(grace=5)
+    await asyncio.gather(*(agent.stop(grace=5) for agent in agents))
 
 
 if __name__ == "__main__":
