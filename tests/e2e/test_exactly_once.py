@@ -49,7 +49,16 @@ async def test_a_worker_killed_at_random_five_times_loses_no_task_and_applies_no
     tasks = TASKS
     ledger = tmp_path / "ledger"
     runs = tmp_path / "ledger.runs"
-    stack = dataclasses.replace(e2e_stack, env={**e2e_stack.env, CAMPAIGN_LEDGER_ENV: str(ledger)})
+    # A restarted worker rejoins its group once the killed member's session is over
+    # (the embedded broker waits it out twice): a short session keeps the five restarts
+    # quick. The worker is alone in its group; a session lost to a stall only redelivers.
+    env = {
+        **e2e_stack.env,
+        CAMPAIGN_LEDGER_ENV: str(ledger),
+        "DISCO_KAFKA_SESSION_TIMEOUT_MS": "1000",
+        "DISCO_KAFKA_HEARTBEAT_INTERVAL_MS": "300",
+    }
+    stack = dataclasses.replace(e2e_stack, env=env)
     kill_at = sorted(random.sample(range(1, tasks), KILLS))
     worker: AgentProcess = await asyncio.to_thread(start_agents, stack, "campaign")
     try:
