@@ -724,7 +724,7 @@ class BusConsumer(StartStop):
             if not offsets:
                 return
             try:
-                await consumer.commit(offsets)
+                await _commit(consumer, offsets)
             except (CommitFailedError, IllegalStateError) as exc:
                 # The group rebalanced under us: the new owner re-reads from the
                 # last committed offset, which at-least-once allows.
@@ -778,6 +778,32 @@ class BusConsumer(StartStop):
     def failure(self) -> BaseException | None:
         """The fatal error that stopped the consumer, if one did."""
         return self._fatal
+
+
+_SLOW_COMMIT_SECONDS = 0.5
+
+
+async def _commit(consumer: AIOKafkaConsumer, offsets: dict[TopicPartition, int]) -> None:
+    """``consumer.commit(offsets)``; one still running after half a second gets the
+    cluster's metadata refreshed.
+
+    aiokafka retries a commit inside ``commit()`` for as long as the broker answers
+    with a retriable error. The one that lasts is ``UnknownTopicOrPartition`` from a
+    broker that lost the topic (the embedded one keeps topics in memory and comes
+    back empty after a restart): it is created again only when a client asks for its
+    metadata, which the periodic refresh did up to ``DISCO_KAFKA_METADATA_MAX_AGE_MS``
+    later, and meanwhile the consumer neither committed nor saw its new partitions.
+    aiokafka's consumer has no public way to ask for metadata (its client does).
+    """
+    commit = asyncio.ensure_future(consumer.commit(offsets))
+    try:
+        done, _ = await asyncio.wait({commit}, timeout=_SLOW_COMMIT_SECONDS)
+    except BaseException:
+        commit.cancel()  # as a plain await would have
+        raise
+    if not done:
+        consumer._client.force_metadata_update()
+    await commit
 
 
 def _backoff(attempt: int, base_ms: int, max_ms: int) -> float:
