@@ -44,6 +44,7 @@ to answer tasks on the bus::
   show them).
 """
 
+from disco.runtime._approvals import ApprovalChannel, NoPendingApprovalError
 from disco.runtime._continuation import (
     ContinuationCriteria,
     ContinuationEvaluation,
@@ -96,7 +97,7 @@ from disco.runtime._messages import (
     Usage,
 )
 from disco.runtime._openai import OpenAIChatDriver
-from disco.runtime._runner import AgentRunner, ApprovalChannel, NoPendingApprovalError
+from disco.runtime._runner import AgentRunner
 from disco.runtime._scripted import ScriptedDriver, ScriptedReply, ScriptedRequest, ScriptedToolCall
 from disco.runtime._serializers import (
     FullSerializer,

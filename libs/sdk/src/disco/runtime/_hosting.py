@@ -38,6 +38,7 @@ from disco.agents import (
     Worker,
 )
 from disco.clients import MemoryClient, ServiceUnavailableError
+from disco.runtime._approvals import NoPendingApprovalError
 from disco.runtime._events import (
     ApprovalRequested,
     EventSink,
@@ -46,7 +47,6 @@ from disco.runtime._events import (
     StepCompleted,
     ToolStarted,
 )
-from disco.runtime._runner import NoPendingApprovalError
 from disco.runtime._snapshots import MemorySnapshotStore, SnapshotError
 from disco.runtime._state import AgentState, AgentStatus
 from disco.runtime._ui import BusEventSink, UIEventAdapter

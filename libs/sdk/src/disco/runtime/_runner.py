@@ -11,57 +11,45 @@ restart, in another one that resumed the state from its snapshot.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import time
 from collections.abc import Callable, Iterable, Sequence
-from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Protocol, TypedDict
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from disco.runtime._approvals import ApprovalChannel, NoPendingApprovalError
 from disco.runtime._continuation import ContinuationCriteria, Criterion, StepsLimit, UserCriterion
 from disco.runtime._drivers import ChatAccumulator, ChatDriver
+from disco.runtime._emitter import Clock, Emitter
 from disco.runtime._events import (
     ApprovalDecided,
     ApprovalRequested,
     ContinuationEvaluated,
     EventSink,
     NullSink,
-    RuntimeEvent,
     StatusChanged,
     StepCompleted,
     StepStarted,
     StreamChunk,
-    ToolFinished,
-    ToolLogged,
-    ToolStarted,
 )
-from disco.runtime._messages import CompletionOptions, Message, ToolCall, Usage
+from disco.runtime._messages import CompletionOptions, Message, Usage
 from disco.runtime._snapshots import SnapshotStore
 from disco.runtime._state import (
     AgentState,
     AgentStatus,
     AgentStep,
     ApprovalDecision,
-    ApprovalWait,
     InFlightStep,
     StepType,
 )
-from disco.runtime._tools import (
-    AgentTool,
-    ToolArgumentsError,
-    Toolbox,
-    _current_call,
-    _LogSink,
-    result_text,
-)
+from disco.runtime._tool_calls import ToolCallExecutor, unique_ids
+from disco.runtime._tools import AgentTool, Toolbox
 from disco_common.ids import new_id, utcnow
 
 if TYPE_CHECKING:
     from disco.agents import Tool, Worker
 
-__all__ = ["AgentRunner", "ApprovalChannel", "NoPendingApprovalError"]
+__all__ = ["AgentRunner"]
 
 _log = structlog.get_logger("disco.runtime")
 
@@ -71,81 +59,6 @@ DEFAULT_APPROVAL_TIMEOUT_SECONDS = 900
 def _monotonic() -> float:
     # One place the loop reads its clock (running time, durations): tests replace it.
     return time.monotonic()
-
-
-class NoPendingApprovalError(LookupError):
-    """A decision for a tool call the state does not wait for (a late or repeated decision)."""
-
-
-class ApprovalChannel(Protocol):
-    """How a host lets people know that a tool call waits for approval.
-
-    :meth:`open` is called once the waiting state is saved, before the
-    ``TOOL_APPROVAL_REQUESTED`` event is emitted: a decision can only come
-    once the request is known, and then the state it resumes is saved.
-    """
-
-    async def open(self, state: AgentState) -> None:
-        """``state.approval`` waits for a decision: make it reachable."""
-        ...
-
-
-class _Clock:
-    __slots__ = ("_mark",)
-
-    def __init__(self) -> None:
-        self._mark = _monotonic()
-
-    def lap(self) -> float:
-        now = _monotonic()
-        elapsed, self._mark = now - self._mark, now
-        return elapsed
-
-
-class _Ids(TypedDict):
-    session_id: str
-    execution_id: str
-    agent_id: str
-
-
-class _Emitter:
-    """The run's events, stamped with the state's ids."""
-
-    __slots__ = ("agent_id", "execution_id", "session_id", "sink")
-
-    def __init__(self, sink: EventSink, state: AgentState) -> None:
-        self.sink = sink
-        self.session_id = state.session_id
-        self.execution_id = state.execution_id
-        self.agent_id = state.agent_id
-
-    def ids(self) -> _Ids:
-        return {
-            "session_id": self.session_id,
-            "execution_id": self.execution_id,
-            "agent_id": self.agent_id,
-        }
-
-    async def emit(self, event: RuntimeEvent) -> None:
-        try:
-            await self.sink.emit(event)
-        except Exception as exc:  # events are telemetry: never break the loop
-            _log.warning("an event sink failed", kind=type(event).__name__, error=repr(exc))
-
-    async def flush(self) -> None:
-        try:
-            await self.sink.flush()
-        except Exception as exc:
-            _log.warning("an event sink failed to flush", error=repr(exc))
-
-
-def _denied_text(decision: ApprovalDecision) -> str:
-    who = f" by {decision.decided_by}" if decision.decided_by else ""
-    why = f": {decision.reason}" if decision.reason else ""
-    return (
-        f"The call was denied{who}{why}. It did not run. Do not call it again unless the user "
-        "asks you to; tell the user instead."
-    )
 
 
 class AgentRunner:
@@ -205,6 +118,7 @@ class AgentRunner:
         self.description = description
         self._specs = self.toolbox.specs()
         self._tool_names = tuple(self.toolbox.names)
+        self._tool_calls = ToolCallExecutor(self.toolbox)
 
     # -- hosting ----------------------------------------------------------------------
 
@@ -329,7 +243,7 @@ class AgentRunner:
             ),
         )
         if announce:
-            emitter = _Emitter(events or NullSink(), state)
+            emitter = Emitter(events or NullSink(), state)
             await emitter.emit(
                 ApprovalDecided(
                     **emitter.ids(),
@@ -367,8 +281,8 @@ class AgentRunner:
         """
         if state.status is not AgentStatus.IN_PROGRESS:
             return state
-        emitter = _Emitter(events or NullSink(), state)
-        clock = _Clock()
+        emitter = Emitter(events or NullSink(), state)
+        clock = Clock(_monotonic)
         if state.system_prompt != self.system_prompt:
             state = state.with_(system_prompt=self.system_prompt)
         if not state.steps and state.in_flight is None:
@@ -378,7 +292,9 @@ class AgentRunner:
                 if state.in_flight is None:
                     state = await self._infer(state, emitter, clock)
                 if state.in_flight is not None:
-                    state = await self._run_tools(state, emitter, clock)
+                    state = await self._tool_calls.run(
+                        state, emitter, clock, self.approval_timeout_seconds
+                    )
                     if state.status is AgentStatus.AWAITING_APPROVAL:
                         return await self._wait_for_approval(state, emitter, approvals)
                     state = self._close_step(state)
@@ -401,7 +317,7 @@ class AgentRunner:
                 raise exc.error from None
             return await self._fail(state, exc, emitter, clock)
 
-    async def _infer(self, state: AgentState, emitter: _Emitter, clock: _Clock) -> AgentState:
+    async def _infer(self, state: AgentState, emitter: Emitter, clock: Clock) -> AgentState:
         number = len(state.steps) + 1
         messages = state.messages_for_inference()
         await emitter.emit(
@@ -432,7 +348,7 @@ class AgentRunner:
         state = state.with_(usage=state.usage + response.usage).with_time(seconds)
         content = response.content.replace("\x00", "\ufffd")
         if response.tool_calls:
-            calls = _unique_ids(response.tool_calls)
+            calls = unique_ids(response.tool_calls)
             flight = InFlightStep(
                 number=number,
                 started_at=started_at,
@@ -462,151 +378,6 @@ class AgentRunner:
             # Only the final answer joins the conversation (seed 001).
             messages_after = (*messages_after, Message.assistant(content))
         return state.with_(messages=messages_after, steps=(*state.steps, step))
-
-    async def _run_tools(self, state: AgentState, emitter: _Emitter, clock: _Clock) -> AgentState:
-        flight = state.in_flight
-        assert flight is not None
-        calls = {call.id: call for call in flight.tool_calls}
-        while flight.remaining:
-            call = calls[flight.remaining[0]]
-            clock.lap()
-            outcome = await self._call(state, flight, call, emitter)
-            if outcome is None:
-                # Waits for approval: ``_call`` said so in the state it returns below.
-                wait = self._approval_wait(call, state)
-                return state.with_(status=AgentStatus.AWAITING_APPROVAL, approval=wait)
-            content, error = outcome
-            seconds = clock.lap()
-            flight = flight.model_copy(
-                update={
-                    "remaining": flight.remaining[1:],
-                    "errors": (*flight.errors, error) if error else flight.errors,
-                    "seconds": flight.seconds + seconds,
-                }
-            )
-            message = Message.tool(call.id, call.name, content)
-            state = state.with_(
-                execution_buffer=(*state.execution_buffer, message), in_flight=flight
-            ).with_time(seconds)
-        return state
-
-    def _approval_wait(self, call: ToolCall, state: AgentState) -> ApprovalWait:
-        existing = state.approval
-        if existing is not None and existing.tool_call_id == call.id:
-            return existing
-        tool = self.toolbox.get(call.name)
-        shown: Any = None
-        if tool is not None:
-            with contextlib.suppress(ValueError):
-                shown = tool.shown_arguments(tool.validate(call.parsed_arguments()).model_dump())
-        now = utcnow()
-        return ApprovalWait(
-            tool_call_id=call.id,
-            tool_name=call.name,
-            arguments=shown,
-            requested_at=now,
-            timeout_seconds=self.approval_timeout_seconds,
-            deadline=now + timedelta(seconds=self.approval_timeout_seconds),
-        )
-
-    async def _call(
-        self, state: AgentState, flight: InFlightStep, call: ToolCall, emitter: _Emitter
-    ) -> tuple[str, str | None] | None:
-        """Run one call: ``(text for the model, error or None)``, or None to wait for approval."""
-        tool = self.toolbox.get(call.name)
-        if tool is None:
-            known = ", ".join(self._tool_names) or "none"
-            error = f"unknown tool {call.name!r}; the tools are: {known}"
-            await emitter.emit(
-                ToolFinished(**emitter.ids(), call=call, success=False, error=error, executed=False)
-            )
-            return f"error: {error}", error
-        try:
-            raw = call.parsed_arguments()
-            arguments = tool.validate(raw)
-        except (ValueError, ToolArgumentsError) as exc:
-            error = str(exc)
-            await emitter.emit(
-                ToolFinished(**emitter.ids(), call=call, success=False, error=error, executed=False)
-            )
-            return f"error: {error}. Call the tool again with valid arguments.", error
-        try:
-            needs_approval = tool.needs_approval(arguments)
-        except Exception as exc:  # a broken policy asks rather than acts
-            _log.warning("a tool's approval policy failed; asking", tool=tool.name, error=repr(exc))
-            needs_approval = True
-        if needs_approval:
-            decision = flight.decisions.get(call.id)
-            if decision is None:
-                return None
-            if not decision.approved:
-                text = _denied_text(decision)
-                await emitter.emit(
-                    ToolFinished(
-                        **emitter.ids(),
-                        call=call,
-                        success=False,
-                        error=f"denied: {decision.reason or 'no reason given'}",
-                        executed=False,
-                    )
-                )
-                return text, None
-        shown = tool.shown_arguments(arguments.model_dump())
-        await emitter.emit(ToolStarted(**emitter.ids(), call=call, arguments=shown))
-        started = _monotonic()
-        result, failure = await self._invoke(tool, call, arguments, emitter)
-        duration_ms = (_monotonic() - started) * 1000.0
-        if failure is not None:
-            await emitter.emit(
-                ToolFinished(
-                    **emitter.ids(),
-                    call=call,
-                    success=False,
-                    error=failure,
-                    duration_ms=duration_ms,
-                )
-            )
-            message = f"{type(failure).__name__}: {failure}"
-            return f"error: {message}", message
-        await emitter.emit(
-            ToolFinished(
-                **emitter.ids(), call=call, success=True, result=result, duration_ms=duration_ms
-            )
-        )
-        return result_text(result), None
-
-    async def _invoke(
-        self, tool: AgentTool, call: ToolCall, arguments: Any, emitter: _Emitter
-    ) -> tuple[Any, Exception | None]:
-        loop = asyncio.get_running_loop()
-        logs: asyncio.Queue[ToolLogged | None] = asyncio.Queue()
-
-        def write(tool_call_id: str, tool_name: str, level: str, message: str) -> None:
-            event = ToolLogged(
-                **emitter.ids(),
-                tool_call_id=tool_call_id,
-                tool_name=tool_name,
-                level=level,
-                message=message,
-            )
-            loop.call_soon_threadsafe(logs.put_nowait, event)
-
-        async def relay() -> None:
-            while (event := await logs.get()) is not None:
-                await emitter.emit(event)
-
-        relaying = asyncio.create_task(relay())
-        token = _current_call.set(_LogSink(call.id, call.name, write))
-        try:
-            return await tool.invoke(arguments), None
-        except Exception as exc:
-            return None, exc
-        finally:
-            _current_call.reset(token)
-            # Logs written from a thread arrive through call_soon_threadsafe: let them land.
-            await asyncio.sleep(0)
-            logs.put_nowait(None)
-            await relaying
 
     def _close_step(self, state: AgentState) -> AgentState:
         flight = state.in_flight
@@ -639,7 +410,7 @@ class AgentRunner:
         return state.with_failure(reason)
 
     async def _wait_for_approval(
-        self, state: AgentState, emitter: _Emitter, approvals: ApprovalChannel | None
+        self, state: AgentState, emitter: Emitter, approvals: ApprovalChannel | None
     ) -> AgentState:
         wait = state.approval
         assert wait is not None
@@ -681,12 +452,12 @@ class AgentRunner:
             return state
         try:
             return await self._wait_for_approval(
-                state, _Emitter(events or NullSink(), state), approvals
+                state, Emitter(events or NullSink(), state), approvals
             )
         except _Durability as exc:
             raise exc.error from None
 
-    async def _announce_status(self, state: AgentState, emitter: _Emitter) -> None:
+    async def _announce_status(self, state: AgentState, emitter: Emitter) -> None:
         await emitter.emit(
             StatusChanged(
                 **emitter.ids(),
@@ -700,7 +471,7 @@ class AgentRunner:
         )
 
     async def _fail(
-        self, state: AgentState, exc: Exception, emitter: _Emitter, clock: _Clock
+        self, state: AgentState, exc: Exception, emitter: Emitter, clock: Clock
     ) -> AgentState:
         message = f"{type(exc).__name__}: {exc}"
         _log.warning(
@@ -751,14 +522,3 @@ class _Durability(Exception):
     def __init__(self, error: Exception) -> None:
         super().__init__(str(error))
         self.error = error
-
-
-def _unique_ids(calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
-    seen: set[str] = set()
-    unique: list[ToolCall] = []
-    for index, call in enumerate(calls):
-        if call.id in seen:
-            call = call.model_copy(update={"id": f"{call.id}-{index}"})
-        seen.add(call.id)
-        unique.append(call)
-    return tuple(unique)
