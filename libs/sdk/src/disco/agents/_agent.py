@@ -3,36 +3,24 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import signal
 import socket
-import sys
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import structlog
 
 from disco._lifecycle import StartStop
+from disco.agents._agent_parts import durable_dedup_store, start_parts, stop_parts
+from disco.agents._agent_process import serve_until_signalled, start_when_reachable
 from disco.agents._common import capability_for
 from disco.agents._errors import AgentDefinitionError, AgentError
 from disco.agents._handlers import HandlerSpec, describe, inspect_handler
-from disco.agents._ports import AgentMemory, ContextMemory, Registrar, RequestValidator
-from disco.bus import (
-    ANY_EVENT,
-    BusClient,
-    BusConsumer,
-    BusUnavailableError,
-    CredentialSigner,
-    DedupMarks,
-    DedupStore,
-    DurableDedupStore,
-    serve_metrics,
-    stop_metrics,
-)
-from disco.bus._metrics import default_bus_metrics
+from disco.agents._platform import AgentIdentity, PlatformContext
+from disco.agents._ports import AgentMemory, Registrar, RequestValidator
+from disco.bus import ANY_EVENT, BusClient, BusConsumer, DedupStore
 from disco.settings import BusSettings
 from disco_common.envelope import Envelope
 from disco_common.registry import (
@@ -56,77 +44,10 @@ __all__ = ["Agent", "AgentIdentity", "PlatformContext"]
 
 _log = structlog.get_logger("disco.agents")
 
-_FIRST_RECONNECT_DELAY = 0.5
-
 HandlerT = TypeVar("HandlerT", bound=Callable[..., Awaitable[Any]])
 Dispatch = Callable[[Envelope], Awaitable[None]]
 
 _KNOWN_TOPICS = {topic.value for topic in Topic}
-
-
-@dataclass(frozen=True, slots=True)
-class AgentIdentity:
-    """Who an agent instance is."""
-
-    name: str
-    """The agent's name (its consumer group; instances of one name share the load)."""
-    agent_id: str
-    """This instance's registration id."""
-    instance_id: str
-    """The process behind it (``host:pid``)."""
-    version: str = "0.1.0"
-
-
-@dataclass(slots=True)
-class PlatformContext:
-    """What every handler can reach besides its input.
-
-    Attributes:
-        bus: publishes events (``publish``, ``request``, ``respond``, ``announce``).
-        memory: the memory the agent runs with (:class:`~disco.agents.AgentMemory`:
-            task and plan contexts, the plans listing, working memory): the memory
-            service's :class:`~disco.clients.MemoryClient`, or under
-            :mod:`disco.testing` an in-memory stand-in. ``isinstance(context.memory,
-            MemoryClient)`` reaches the rest of the memory service's API.
-        registry: the registry service client (discovery, schemas), or ``None``
-            when the agent runs without a registry.
-        agent: who this agent instance is.
-        tracker: the tracker service client (e.g. the questions to humans and where
-            they stand), or ``None`` (under :mod:`disco.testing`). Agents report
-            progress on ``system-events``, never through it.
-    """
-
-    bus: BusClient
-    memory: AgentMemory
-    registry: RegistryClient | None
-    agent: AgentIdentity
-    validator: RequestValidator | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
-    tracker: TrackerClient | None = None
-
-    async def validate_request(self, event_type: str, data: Any) -> None:
-        """Check an ``action-requests`` payload against its registered schema, if any.
-
-        Raises:
-            ValueError: (``PayloadValidationError``) listing every violation.
-        """
-        if self.validator is not None:
-            await self.validator.validate(event_type, data)
-
-    @property
-    def context_memory(self) -> ContextMemory:
-        """The memory client as the task/plan layers use it.
-
-        Raises:
-            AgentError: the agent has no memory client.
-        """
-        if self.memory is None:
-            raise AgentError(
-                f"agent {self.agent.name!r} has no memory client: Workers and Planners keep "
-                "task and plan contexts in the memory service (set DISCO_MEMORY_URL, or pass "
-                "memory=... to the agent; disco.testing has an in-memory one)"
-            )
-        return self.memory
 
 
 @dataclass(slots=True)
@@ -459,68 +380,7 @@ class Agent(StartStop):
                 raise
 
     async def _start_parts(self) -> None:
-        bus_settings = self._bus_settings if self._bus_settings is not None else BusSettings()
-        metrics = None
-        if bus_settings.metrics_port is not None:
-            metrics = default_bus_metrics()
-            serve_metrics(bus_settings.metrics_port, bus_settings.metrics_host)
-            self._metrics_served = (bus_settings.metrics_port, bus_settings.metrics_host)
-        # The agent's identity vouches for the tenant of what it publishes.
-        signer = (
-            CredentialSigner.from_settings(bus_settings, self._client_settings)
-            if self._client_settings is not None
-            else None
-        )
-        bus = BusClient(bus_settings, name=self.name, metrics=metrics, credentials=signer)
-        self._bus = bus
-        await bus.start()
-        memory, registry, tracker = self._memory, self._registry, self._tracker
-        needs_registry = self._register or self._validate_requests
-        if memory is None or tracker is None or (registry is None and needs_registry):
-            from disco.clients import ServiceClientSettings
-
-            settings = (
-                self._client_settings
-                if self._client_settings is not None
-                else ServiceClientSettings()
-            )
-            if memory is None:
-                memory = self._build_memory_client(settings)
-            if registry is None and needs_registry:
-                registry = self._build_registry_client(settings)
-            if tracker is None:
-                # No connection is made until it is used: cheap for agents that never do.
-                tracker = self._build_tracker_client(settings)
-        for client in self._owned:
-            await client.start()
-        validator: RequestValidator | None = None
-        if registry is not None and self._validate_requests:
-            validator = self._build_validator(registry)
-            bus.set_request_validator(validator.validate)
-        self._context = PlatformContext(
-            bus=bus,
-            memory=memory,
-            registry=registry,
-            agent=self.identity,
-            validator=validator,
-            tracker=tracker,
-        )
-        await self._on_starting(self._context)
-        if registry is not None and self._register:
-            self._registrar = self._build_registrar(registry, self.registration())
-            await self._registrar.start()
-        consumer = BusConsumer(bus, self.name, dedup_store=self._dedup_store(memory, bus_settings))
-        for route in self._routes.values():
-            consumer.add_handler(route.topic, route.event_type, route.dispatch)
-        self._consumer = consumer
-        await consumer.start()
-        _log.info(
-            "agent started",
-            agent=self.name,
-            agent_id=self.identity.agent_id,
-            kind=self.kind,
-            routes=[f"{t}:{e}" for t, e in self._routes],
-        )
+        await start_parts(self)
 
     def _dedup_store(self, memory: AgentMemory | None, settings: BusSettings) -> DedupStore | None:
         """The durable dedup store when it is on (None: the consumer's in-process one).
@@ -528,23 +388,7 @@ class Agent(StartStop):
         Raises:
             AgentError: ``durable_dedup=True`` with a memory that keeps no marks.
         """
-        wanted = self._durable_dedup
-        if wanted is False or (wanted is None and not self.durable_dedup_default):
-            return None
-        marks: object = memory  # AgentMemory says nothing about marks; a MemoryClient keeps them
-        if not isinstance(marks, DedupMarks):
-            if wanted:
-                raise AgentError(
-                    f"agent {self.name!r}: durable_dedup=True needs a memory that keeps dedup "
-                    f"marks (a MemoryClient), not {type(memory).__name__}"
-                )
-            return None  # a stand-in memory (disco.testing): in-process dedup
-        return DurableDedupStore(
-            marks,
-            self.name,
-            ttl_seconds=settings.bus_dedup_ttl_seconds,
-            window=settings.bus_dedup_window_size,
-        )
+        return durable_dedup_store(self, memory, settings)
 
     def _build_memory_client(self, settings: ServiceClientSettings) -> MemoryClient:
         from disco.clients import MemoryClient
@@ -605,28 +449,7 @@ class Agent(StartStop):
             await self._stop_parts(grace)
 
     async def _stop_parts(self, grace: float) -> None:
-        consumer, self._consumer = self._consumer, None
-        if consumer is not None:
-            await consumer.stop(grace)
-        registrar, self._registrar = self._registrar, None
-        if registrar is not None:
-            try:
-                await registrar.stop()
-            except Exception as exc:  # deregistration is best effort; the TTL expires it
-                _log.warning("deregistration failed", agent=self.name, error=repr(exc))
-        owned, self._owned = self._owned, []
-        for client in owned:
-            with contextlib.suppress(Exception):
-                await client.stop()
-        bus, self._bus = self._bus, None
-        if bus is not None:
-            await bus.stop()
-        served, self._metrics_served = self._metrics_served, None
-        if served is not None:
-            stop_metrics(*served)
-        if self._context is not None:
-            _log.info("agent stopped", agent=self.name, agent_id=self.identity.agent_id)
-        self._context = None
+        await stop_parts(self, grace)
 
     async def run(self) -> None:
         """Start and consume until :meth:`stop`; then stop cleanly.
@@ -640,30 +463,13 @@ class Agent(StartStop):
         Raises:
             BaseException: the fatal error that stopped the agent's consumer.
         """
-        await self._start_when_reachable()
+        await start_when_reachable(self)
         consumer = self._consumer
         assert consumer is not None
         try:
             await consumer.run()
         finally:
             await self.stop()
-
-    async def _start_when_reachable(self) -> None:
-        settings = self._settings_of_bus()
-        delay = _FIRST_RECONNECT_DELAY
-        while True:
-            try:
-                await self.start()
-                return
-            except BusUnavailableError as exc:
-                _log.warning(
-                    "broker unreachable; trying again",
-                    agent=self.name,
-                    retry_in_seconds=delay,
-                    error=str(exc),
-                )
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, settings.bus_reconnect_backoff_max_seconds)
 
     def _settings_of_bus(self) -> BusSettings:
         return self._bus_settings if self._bus_settings is not None else BusSettings()
@@ -676,47 +482,4 @@ class Agent(StartStop):
         that wait for an unanswering broker are cut short, and a stop still
         running at the bound is abandoned and the process exits with status 1.
         """
-        bound = self._settings_of_bus().bus_shutdown_timeout_seconds
-
-        async def main() -> None:
-            loop = asyncio.get_running_loop()
-            stopping = asyncio.Event()
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                with contextlib.suppress(NotImplementedError):
-                    loop.add_signal_handler(sig, stopping.set)
-            runner = asyncio.create_task(self.run())
-            waiter = asyncio.create_task(stopping.wait())
-            done, _ = await asyncio.wait({runner, waiter}, return_when=asyncio.FIRST_COMPLETED)
-            waiter.cancel()
-            if runner in done:
-                await runner
-            elif not await self._stop_within(runner, bound):
-                # Tasks stuck on a broker that does not answer must not hold the
-                # process (asyncio.run would wait for them on the way out).
-                sys.stdout.flush()
-                sys.stderr.flush()
-                os._exit(1)
-
-        asyncio.run(main())
-
-    async def _stop_within(self, runner: asyncio.Task[None], bound: float) -> bool:
-        """Stop ``runner`` (this agent's :meth:`run`) within ``bound`` seconds; whether it did."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + bound
-        if self._consumer is None:
-            runner.cancel()  # still starting (maybe waiting for the broker)
-        else:
-            self._stopping_task = loop.create_task(
-                self.stop(grace=bound / 2), name=f"disco-stop-{self.name}"
-            )
-        done, _ = await asyncio.wait({runner}, timeout=max(0.0, deadline - loop.time()))
-        if runner in done:
-            with contextlib.suppress(asyncio.CancelledError):
-                await runner
-            return True
-        _log.error(
-            "stop did not finish within the bound; exiting anyway",
-            agent=self.name,
-            bound_seconds=bound,
-        )
-        return False
+        serve_until_signalled(self)

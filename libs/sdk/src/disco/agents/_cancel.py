@@ -36,7 +36,7 @@ from disco_common.system_events import (
 from disco_common.tasks import ErrorInfo, SubTaskStatus
 
 if TYPE_CHECKING:
-    from disco.agents._agent import PlatformContext
+    from disco.agents._platform import PlatformContext
     from disco.agents._task import TaskContext
 
 __all__ = ["CANCELLED_ERROR", "RunningTasks", "cancel_task", "request_cancel"]

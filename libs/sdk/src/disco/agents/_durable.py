@@ -44,7 +44,7 @@ from disco_common.tasks import ErrorInfo, TaskContextData
 from disco_common.topics import Topic
 
 if TYPE_CHECKING:
-    from disco.agents._agent import PlatformContext
+    from disco.agents._platform import PlatformContext
 
 __all__ = [
     "CONFLICT_RETRIES",

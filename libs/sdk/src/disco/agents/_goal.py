@@ -18,8 +18,8 @@ from disco_common.plans import PlanContextData
 from disco_common.tasks import ActionResultData, ErrorInfo
 
 if TYPE_CHECKING:
-    from disco.agents._agent import PlatformContext
     from disco.agents._planner import Planner
+    from disco.agents._platform import PlatformContext
 
 __all__ = ["GoalContext"]
 

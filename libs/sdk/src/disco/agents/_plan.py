@@ -55,8 +55,8 @@ from disco_common.tasks import ActionResultData, ErrorInfo
 from disco_common.topics import Topic
 
 if TYPE_CHECKING:
-    from disco.agents._agent import PlatformContext
     from disco.agents._planner import Planner
+    from disco.agents._platform import PlatformContext
 
 __all__ = ["HELD", "PlanContext"]
 

@@ -27,7 +27,7 @@ from disco_common.system_events import (
 from disco_common.topics import Topic
 
 if TYPE_CHECKING:
-    from disco.agents._agent import PlatformContext
+    from disco.agents._platform import PlatformContext
 
 __all__ = [
     "Moves",

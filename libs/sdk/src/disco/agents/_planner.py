@@ -71,7 +71,7 @@ from disco_common.registry import AgentCapability, EventDefinition, Visibility
 from disco_common.topics import Topic
 
 if TYPE_CHECKING:
-    from disco.agents._agent import PlatformContext
+    from disco.agents._platform import PlatformContext
     from disco.clients import RegistryClient, ServiceClientSettings, TrackerClient
     from disco.llm import LLMDriver
 

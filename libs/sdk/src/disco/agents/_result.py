@@ -15,7 +15,7 @@ from disco_common.tasks import SubTaskStatus
 from disco_common.topics import Topic
 
 if TYPE_CHECKING:
-    from disco.agents._agent import PlatformContext
+    from disco.agents._platform import PlatformContext
     from disco.agents._worker import Worker
 
 __all__ = ["ResultContext"]

@@ -56,7 +56,7 @@ from disco_common.tasks import (
 )
 
 if TYPE_CHECKING:
-    from disco.agents._agent import PlatformContext
+    from disco.agents._platform import PlatformContext
 
 __all__ = ["DEFAULT_TASK_TTL_SECONDS", "TaskContext", "delegation_spec"]
 

@@ -36,7 +36,7 @@ from disco_common.tasks import HumanInputWait, SubTaskInfo, SubTaskStatus, TaskC
 from disco_common.topics import Topic
 
 if TYPE_CHECKING:
-    from disco.agents._agent import PlatformContext
+    from disco.agents._platform import PlatformContext
 
 __all__ = [
     "announce_delegation",
