@@ -30,6 +30,7 @@ from disco.agents._errors import AgentDefinitionError, TaskConflictError, TaskSt
 from disco.agents._faults import CrashPoint, crash_point
 from disco.agents._handlers import to_json
 from disco.agents._progress import ProgressReporter
+from disco.agents._sub_tasks import group_ids, group_members, group_results, record_answer
 from disco.agents._task_wire import (
     announce_delegation,
     announce_task,
@@ -190,11 +191,7 @@ class TaskContext(DurableContext[TaskContextData], Generic[InputT]):
     @property
     def parallel_groups(self) -> list[str]:
         """The fan-out group ids, in delegation order."""
-        groups: dict[str, None] = {}
-        for info in self._data.sub_tasks.values():
-            if info.parallel_group_id is not None:
-                groups[info.parallel_group_id] = None
-        return list(groups)
+        return group_ids(self._data)
 
     def parallel_group(self, parallel_group_id: str) -> list[SubTaskInfo]:
         """The sub-tasks of one fan-out group, in delegation order.
@@ -202,11 +199,7 @@ class TaskContext(DurableContext[TaskContextData], Generic[InputT]):
         Raises:
             TaskStateError: no such group (the message lists the known ones).
         """
-        members = [
-            info
-            for info in self._data.sub_tasks.values()
-            if info.parallel_group_id == parallel_group_id
-        ]
+        members = group_members(self._data, parallel_group_id)
         if not members:
             raise TaskStateError(
                 f"task {self.task_id!r} has no parallel group {parallel_group_id!r}; its groups: "
@@ -236,29 +229,9 @@ class TaskContext(DurableContext[TaskContextData], Generic[InputT]):
                 f"task {self.task_id!r} has no sub-task {sub_task_id!r}; its sub-tasks: "
                 f"{list(self._data.sub_tasks)}"
             )
-        if info.status is not SubTaskStatus.PENDING:
-            return
-        # Answered: the request will never be re-sent, its payload need not be kept.
-        info.request_data = None
-        info.request_kept = False
-        self._kept_bytes = None
-        if success:
-            info.status = SubTaskStatus.COMPLETED
-            info.result = to_json(result)
-        else:
-            info.status = SubTaskStatus.FAILED
-            info.result = to_json(result)
-            info.error = as_error(error or "the sub-task failed", kind="TaskFailed")
-        info.finished_at = utc_now()
-        if self._data.human_input is not None and (
-            self._data.human_input.correlation_id == sub_task_id
-        ):
-            self._data.human_input = None
-        if self._data.status in (TaskStatus.WAITING, TaskStatus.AWAITING_INPUT) and not any(
-            s.status is SubTaskStatus.PENDING for s in self._data.sub_tasks.values()
-        ):
-            self._data.status = TaskStatus.RUNNING
-        self._dirty = True
+        if record_answer(self._data, info, result, success=success, error=error):
+            self._kept_bytes = None
+            self._dirty = True
 
     def aggregate_parallel_results(
         self, parallel_group_id: str | None = None
@@ -279,13 +252,7 @@ class TaskContext(DurableContext[TaskContextData], Generic[InputT]):
                     f"task {self.task_id!r} has no parallel group: delegate_parallel(...) first"
                 )
             parallel_group_id = groups[-1]
-        members = self.parallel_group(parallel_group_id)
-        if any(info.status is SubTaskStatus.PENDING for info in members):
-            return None
-        return {
-            info.sub_task_id: info.result if info.status is SubTaskStatus.COMPLETED else None
-            for info in members
-        }
+        return group_results(self.parallel_group(parallel_group_id))
 
     def is_complete(self) -> bool:
         """Whether every delegated sub-task has answered."""
