@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from disco.bus import _client
+from disco.bus import _gc as _client
 from disco.settings import BusSettings
 
 

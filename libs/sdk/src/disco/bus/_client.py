@@ -1,45 +1,37 @@
-"""``BusClient``: publish, request, respond, announce; provisioning and readiness."""
+"""``BusClient``: publish, request, respond, announce; provisioning and readiness.
+
+The publish path behind these methods (building, signing, writing, acknowledging)
+is :class:`~disco.bus._publishing.Publishing`; topic creation is
+:func:`~disco.bus._provisioning.create_topics`.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import gc
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any, cast, overload
 
 import structlog
 from aiokafka import AIOKafkaClient, AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.errors import KafkaError, UnknownError
+from aiokafka.errors import KafkaError
 from aiokafka.structs import ConsumerRecord
-from opentelemetry.trace import Span, TracerProvider
+from opentelemetry.trace import TracerProvider
 from typing_extensions import Unpack
 
 from disco._lifecycle import StartStop, stop_within
 from disco.auth import TokenProvider
-from disco.bus._credentials import CredentialSigner, override_header
-from disco.bus._envelopes import (
-    ContextAttributes,
-    EnvelopeAttributes,
-    build_envelope,
-    fast_id,
-    ready_envelope,
-    rejected,
-)
-from disco.bus._errors import (
-    BusNotStartedError,
-    BusUnavailableError,
-    MessageTooLargeError,
-    PublishError,
-    RequestTimeout,
-    TopicProvisioningError,
-)
+from disco.bus._credentials import CredentialSigner
+from disco.bus._envelopes import ContextAttributes, EnvelopeAttributes, fast_id
+from disco.bus._errors import BusUnavailableError, PublishError, RequestTimeout
+from disco.bus._gc import _tune_gc
 from disco.bus._metrics import BusMetrics
 from disco.bus._partitioner import partition_for
 from disco.bus._producer import RecordWriter
+from disco.bus._provisioning import create_topics
+from disco.bus._publishing import Publishing, RequestValidator
 from disco.bus._replies import ReplyListener
-from disco.bus._tracing import BusTracer, span_traceparent
-from disco.bus._wire import dead_letter_headers, record_size
+from disco.bus._tracing import BusTracer
+from disco.bus._wire import dead_letter_headers
 from disco.settings import BusSettings
 from disco_common.envelope import ActionRequest, ActionResult, Envelope, KafkaHeaders
 from disco_common.topics import DLQ_SUFFIX, Topic, dlq_topic, topic_name
@@ -47,77 +39,10 @@ from disco_common.topics import DLQ_SUFFIX, Topic, dlq_topic, topic_name
 __all__ = ["BusClient"]
 
 
-RequestValidator = Callable[[str, Any], Awaitable[None]]
-"""Checks an ``action-requests`` payload: ``await validator(event_type, data)`` raises to refuse."""
-
 _log = structlog.get_logger("disco.bus")
 
-# Kafka error codes that mean "already there", which provisioning accepts.
-_TOPIC_ALREADY_EXISTS = 36
 
-_UNKNOWN_ERROR_RETRIES = 3
-"""Extra sends of an envelope the broker refused with an "unknown server error"."""
-
-_GC_YOUNG_THRESHOLD = 10_000
-"""Allocations between two young-generation collections once tuned (Python's default: 700)."""
-
-_gc_tuned = False
-
-
-def _tune_gc() -> None:
-    """Once per process (``bus_gc_tuning``): ``gc.freeze()`` the startup heap and
-    collect the young generation every 10,000 allocations rather than 700.
-
-    Python's full collections walk every tracked object; a disco process holds
-    ~100k of them from its imports (pydantic schemas, OpenTelemetry, aiokafka).
-    Envelopes, records and spans in flight live just long enough to survive a
-    young collection at 700 allocations, so they were walked again and again and
-    promoted until a full collection ran (measured, 2,000 publishes in flight:
-    26 full collections of ~170 ms in 240k publishes; publish -> handler spent
-    ~19 us per message in the collector, ~31 us with tracing). What is alive at the
-    first start lives as long as the process anyway; at 10,000 allocations most
-    in-flight objects are gone before the collector looks. A higher threshold set
-    by the application is kept.
-    """
-    global _gc_tuned
-    if _gc_tuned:
-        return
-    _gc_tuned = True
-    gc.freeze()
-    young, middle, old = gc.get_threshold()
-    if 0 < young < _GC_YOUNG_THRESHOLD:
-        gc.set_threshold(_GC_YOUNG_THRESHOLD, middle, old)
-
-
-class _Acknowledgement(asyncio.Future[Envelope]):
-    """The future :meth:`BusClient.send` returns: it settles itself from aiokafka's
-    delivery future (one object per publish rather than a future and a closure)."""
-
-    __slots__ = ("client", "envelope", "name", "span")
-
-    client: BusClient
-    envelope: Envelope
-    name: str
-    span: Span | None
-
-    def settle(self, delivery: asyncio.Future[Any]) -> None:
-        """Count and end the span of the delivery, then resolve to the envelope (or
-        fail with :class:`PublishError`)."""
-        cancelled = delivery.cancelled()
-        error = None if cancelled else delivery.exception()
-        envelope = self.envelope
-        self.client._published(self.name, envelope, self.span, error)
-        if self.done():
-            return
-        if cancelled:
-            self.cancel()
-        elif error is not None:
-            self.set_exception(rejected(self.name, envelope, error))
-        else:
-            self.set_result(envelope)
-
-
-class BusClient(StartStop):
+class BusClient(Publishing, StartStop):
     """Publishes envelopes to the bus and waits for responses.
 
     Every method names its topic (there is no inference); topics are the
@@ -289,29 +214,7 @@ class BusClient(StartStop):
         missing = [name for name in dict.fromkeys(names) if name not in self._provisioned]
         if not missing:
             return names
-        settings = self.settings
-        admin = AIOKafkaAdminClient(**settings.kafka_connection_options())
-        try:
-            await admin.start()
-            response = await admin.create_topics(
-                [
-                    NewTopic(name, settings.kafka_partitions, settings.kafka_replication_factor)
-                    for name in missing
-                ]
-            )
-        except KafkaError as exc:
-            raise BusUnavailableError(
-                f"cannot provision topics at {settings.kafka_bootstrap}: {exc}"
-            ) from exc
-        finally:
-            await admin.close()
-        for name, code, message, *_ in response.topic_errors:
-            if code not in (0, _TOPIC_ALREADY_EXISTS):
-                raise TopicProvisioningError(
-                    f"the broker refused to create topic {name!r} (error {code}: {message}); "
-                    "check DISCO_KAFKA_PARTITIONS and DISCO_KAFKA_REPLICATION_FACTOR against the "
-                    "cluster"
-                )
+        await create_topics(self.settings, missing)
         self._provisioned.update(missing)
         return names
 
@@ -607,138 +510,6 @@ class BusClient(StartStop):
 
     # -- internals -------------------------------------------------------------
 
-    def _broker_name(self, topic: str | Topic) -> str:
-        name = self._names.get(topic)
-        if name is None:
-            name = self._names[str(topic)] = self.topic_name(topic)
-        return name
-
-    def _build(
-        self, topic: str | Topic, event_type: str, data: Any, attributes: Mapping[str, Any]
-    ) -> tuple[Envelope, Span | None]:
-        """The envelope, and its publish span when tracing: the span starts first,
-        so the envelope is built with the span's ``traceparent`` (no copy after)."""
-        tracer = self.tracer
-        if not tracer.enabled:
-            return build_envelope(topic, event_type, data, attributes, source=self.source), None
-        span = tracer.start_send(self._broker_name(topic))
-        try:
-            envelope = build_envelope(
-                topic,
-                event_type,
-                data,
-                attributes,
-                source=self.source,
-                traceparent=span_traceparent(span),
-            )
-        except BaseException as exc:
-            tracer.end(span, exc)
-            raise
-        tracer.describe_send(span, envelope, self.name)
-        return envelope, span
-
-    def _ready(
-        self, name: str, topic: str | Topic, envelope: Envelope
-    ) -> tuple[Envelope, Span | None]:
-        """A ready-made envelope checked for ``topic``, with its publish span when tracing."""
-        if not self.tracer.enabled:
-            return ready_envelope(topic, envelope), None
-        envelope = ready_envelope(topic, envelope, retrace=False)
-        span = self.tracer.start_send(name, envelope.traceparent)
-        self.tracer.describe_send(span, envelope, self.name)
-        traceparent = span_traceparent(span)
-        if traceparent is not None and traceparent != envelope.traceparent:
-            envelope = envelope.model_copy(update={"traceparent": traceparent})
-        return envelope, span
-
-    async def _enqueue(
-        self, name: str, envelope: Envelope, span: Span | None
-    ) -> asyncio.Future[Envelope]:
-        """Put ``envelope`` in the producer; a future resolves to it once acknowledged."""
-        try:
-            delivery = await self._write_envelope(name, envelope)
-        except BaseException as exc:
-            self._published(name, envelope, span, exc)
-            raise
-        acknowledged = _Acknowledgement(loop=asyncio.get_running_loop())
-        acknowledged.client, acknowledged.name = self, name
-        acknowledged.envelope, acknowledged.span = envelope, span
-        delivery.add_done_callback(acknowledged.settle)
-        return acknowledged
-
-    async def _deliver(self, name: str, envelope: Envelope, span: Span | None) -> Envelope:
-        """Send ``envelope`` and wait for the broker's acknowledgement.
-
-        An "unknown server error" is tried again a few times: Tansu answers so
-        when two writes race for a partition's first offset just after it
-        restarted without its data (its log says ``AlreadyExists``; the record
-        was not stored). Sending the same envelope again is safe anyway:
-        consumers deduplicate by envelope id.
-        """
-        try:
-            for attempt in range(_UNKNOWN_ERROR_RETRIES + 1):
-                delivery = await self._write_envelope(name, envelope)
-                try:
-                    await delivery
-                except UnknownError as exc:
-                    if attempt == _UNKNOWN_ERROR_RETRIES:
-                        raise rejected(name, envelope, exc) from exc
-                    await asyncio.sleep(0.05 * 2**attempt)
-                except KafkaError as exc:
-                    raise rejected(name, envelope, exc) from exc
-                else:
-                    break
-        except BaseException as exc:
-            self._published(name, envelope, span, exc)
-            raise
-        self._published(name, envelope, span, None)
-        return envelope
-
-    def _published(
-        self, name: str, envelope: Envelope, span: Span | None, error: BaseException | None
-    ) -> None:
-        """Count and end the span of one publish, done or failed."""
-        if span is not None:
-            self.tracer.end(span, error)
-        metrics = self.metrics
-        if metrics is not None:
-            key = (name, envelope.type, error is None)
-            child = self._counted.get(key)
-            if child is None:
-                logical = name.removeprefix(self.settings.topic_prefix)
-                counter = metrics.produced if error is None else metrics.produce_failures
-                child = self._counted[key] = counter.labels(self.name, logical, envelope.type)
-            child.inc()
-
-    async def _write_envelope(self, name: str, envelope: Envelope) -> asyncio.Future[Any]:
-        if self._request_validator is not None and isinstance(envelope, ActionRequest):
-            await self._request_validator(envelope.type, envelope.data)
-        signer = self._signer
-        if signer is None:
-            credential = override_header()
-        else:
-            credential = signer.header_now() or await signer.header()
-        # What record_for() makes, without the record object (one allocation fewer per publish).
-        key = envelope.kafka_key()
-        value = envelope.to_kafka_value()
-        headers = envelope.kafka_headers()
-        if credential is not None:
-            headers.append(credential)
-        limit = self.settings.bus_max_message_bytes
-        # Count exactly only when it could matter: headers and framing of a
-        # disco record stay far below 2 KiB.
-        if len(value) + len(key) + 2048 > limit:
-            size = record_size(key, value, headers)
-            if size > limit:
-                raise MessageTooLargeError(name, envelope.type, size, limit)
-        return await self._require_writer().write(name, key, value, headers)
-
-    async def _write(
-        self, name: str, key: bytes | None, value: bytes | None, headers: KafkaHeaders
-    ) -> asyncio.Future[Any]:
-        """Hand a record to aiokafka, one writer at a time; return its delivery future."""
-        return await self._require_writer().write(name, key, value, headers)
-
     async def _reply_listener(self, topic: str) -> ReplyListener:
         listener = self._listeners.get(topic)
         if listener is not None and listener.running:
@@ -754,12 +525,3 @@ class BusClient(StartStop):
                 await listener.start()
                 self._listeners[topic] = listener
         return listener
-
-    def _require_writer(self) -> RecordWriter:
-        writer = self._writer
-        if writer is None:
-            raise BusNotStartedError(
-                "the BusClient is not started: use `async with BusClient(...)` or "
-                "`await bus.start()` before publishing"
-            )
-        return writer
