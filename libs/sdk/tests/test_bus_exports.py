@@ -43,6 +43,7 @@ def test_disco_bus_exports_exactly_its_public_api() -> None:
         "signing_with",
         "stop_metrics",
         "tenant_guard",
+        "tune_gc",
     ]
     assert all(hasattr(disco.bus, name) for name in disco.bus.__all__)
 

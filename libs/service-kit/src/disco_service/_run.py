@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import gc
-
 import uvicorn
 from fastapi import FastAPI
 from opentelemetry import trace
 
+from disco.bus import tune_gc
 from disco_service._logging import configure_logging
 from disco_service._server import guarded_http_protocol
 from disco_service._settings import ServiceSettings
@@ -17,26 +16,6 @@ __all__ = ["run_service", "server_config"]
 
 # uvicorn's own exit code for "the app did not start".
 _STARTUP_FAILURE = 3
-
-# Allocations between young collections (CPython's default: 700). A request
-# allocates thousands of container objects, nearly all freed by reference
-# counting; at 700 the gateway ran a young collection more than once per request.
-_GC_YOUNG_THRESHOLD = 10_000
-
-
-def _quiet_collector() -> None:
-    """Keep the cyclic collector off what lives as long as the process.
-
-    Everything imported (modules, classes, the app: about 220,000 objects in the
-    gateway) is moved to the permanent generation, so that a full collection
-    walks only what requests left behind. Measured on the gateway under load
-    (bench/gateway.py, py-spy --native): 15% of its samples were the collector,
-    a full collection paused it for about half a second.
-    """
-    gc.collect()
-    gc.freeze()
-    _, older, oldest = gc.get_threshold()
-    gc.set_threshold(_GC_YOUNG_THRESHOLD, older, oldest)
 
 
 def server_config(
@@ -100,7 +79,8 @@ def run_service(
         ws_per_message_deflate=ws_per_message_deflate,
     )
     server = uvicorn.Server(config)
-    _quiet_collector()
+    # Keep the cyclic collector off what lives as long as the process (the app).
+    tune_gc(collect=True)
     server.run()
     if not server.started:
         raise SystemExit(_STARTUP_FAILURE)

@@ -19,6 +19,8 @@
 - :class:`BusMetrics` counts what clients produce and consumer groups handle
   (Prometheus); :func:`serve_metrics` serves them. Spans per publish and per
   handler call follow OpenTelemetry's messaging conventions.
+- :func:`tune_gc` keeps the garbage collector off what lives as long as the
+  process; a ``BusClient`` applies it at its first start (``bus_gc_tuning``).
 
 Settings come from :class:`disco.settings.BusSettings` (``DISCO_*``).
 """
@@ -47,6 +49,7 @@ from disco.bus._errors import (
     RequestTimeout,
     TopicProvisioningError,
 )
+from disco.bus._gc import tune_gc
 from disco.bus._metrics import BusMetrics, serve_metrics, stop_metrics
 from disco.bus._polling import FetchPacer, pacer_for
 from disco.bus._reader import ReadRecord, TopicReader
@@ -90,4 +93,5 @@ __all__ = [
     "signing_with",
     "stop_metrics",
     "tenant_guard",
+    "tune_gc",
 ]

@@ -23,7 +23,7 @@ from disco.auth import TokenProvider
 from disco.bus._credentials import CredentialSigner
 from disco.bus._envelopes import ContextAttributes, EnvelopeAttributes, fast_id
 from disco.bus._errors import BusUnavailableError, PublishError, RequestTimeout
-from disco.bus._gc import _tune_gc
+from disco.bus._gc import tune_gc
 from disco.bus._metrics import BusMetrics
 from disco.bus._partitioner import partition_for
 from disco.bus._producer import RecordWriter
@@ -141,7 +141,7 @@ class BusClient(Publishing, StartStop):
                 return
             settings = self.settings
             if settings.bus_gc_tuning:
-                _tune_gc()
+                tune_gc()
             producer = AIOKafkaProducer(
                 acks="all",
                 # Tansu rejects aiokafka's idempotent producer; delivery is
