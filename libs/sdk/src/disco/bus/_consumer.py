@@ -3,33 +3,26 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import random
 import re
-import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
-from typing import Any
+from collections.abc import Callable
 
 import structlog
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
-from aiokafka.structs import ConsumerRecord
+from aiokafka.errors import KafkaError
 
-from disco._context import HandlerContext, enter_handler, exit_handler
 from disco._lifecycle import STOP_NETWORK_SECONDS, StartStop, stop_within
 from disco.bus._client import BusClient
-from disco.bus._credentials import tenant_guard
+from disco.bus._commits import OffsetCommitter
 from disco.bus._dedup import DedupStore, InMemoryDedupStore
 from disco.bus._errors import (
     BusError,
     BusNotStartedError,
     BusUnavailableError,
     HandlerRegistrationError,
-    NonRetryableError,
 )
-from disco.bus._metrics import InFlight, LagSampler
-from disco.bus._partitions import Abandoned, PartitionWorker, Rebalance, finish, finish_all
+from disco.bus._handling import RecordHandler
+from disco.bus._metrics import LagSampler
+from disco.bus._partitions import PartitionWorker, Rebalance, finish, finish_all
 from disco.bus._polling import FetchPacer, pacer_for
 from disco.bus._restarts import beyond_end, describe_partitions
 from disco.bus._routes import (
@@ -40,32 +33,16 @@ from disco.bus._routes import (
     check_handler,
     describe,
 )
-from disco_common.auth import TENANT_CREDENTIAL_HEADER, UNAUTHENTICATED_TENANT
-from disco_common.envelope import TENANT_HEADER, Envelope, EnvelopeError, envelope_class_for
-from disco_common.topics import DLQ_SUFFIX, Topic, dlq_topic
+from disco_common.envelope import envelope_class_for
+from disco_common.topics import DLQ_SUFFIX, Topic
 
 __all__ = ["BusConsumer"]
 
 _log = structlog.get_logger("disco.bus")
 
 _GROUP = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-_STRUCTURED_HEADERS = frozenset(
-    {"content-type", "ce_id", TENANT_HEADER, TENANT_CREDENTIAL_HEADER, "tenant_id"}
-)
-"""Headers of a structured-mode record as disco writes it (besides ``ce_type`` and
-``traceparent``): a record with only these is parsed from its value alone."""
 _LOOK_INTERVAL = 1.0
 """Seconds between two looks for a broker that restarted without its data."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Labelled:
-    """The metric children one (topic, event type) of a group counts into."""
-
-    consumed: Any
-    retries: Any
-    duration: Any
-    in_flight: InFlight
 
 
 class BusConsumer(StartStop):
@@ -119,34 +96,24 @@ class BusConsumer(StartStop):
             if dedup_store is not None
             else InMemoryDedupStore(settings.bus_dedup_window_size, settings.bus_dedup_ttl_seconds)
         )
-        # Who vouches for each envelope's tenant (None: not required, dev).
-        self._guard = tenant_guard(settings)
+        self._handling = RecordHandler(self)
         self._max_buffered = max(1, max_buffered_per_partition)
         self._rebalance_grace = rebalance_grace
         self._routes: dict[str, dict[str, Handler]] = {}
         self._consumer: AIOKafkaConsumer | None = None
         self._owns_client = False
         self._fetcher: asyncio.Task[None] | None = None
-        self._committer: asyncio.Task[None] | None = None
         self._workers: dict[TopicPartition, PartitionWorker] = {}
         self._paused: set[TopicPartition] = set()
-        self._done: dict[TopicPartition, int] = {}
-        self._committed: dict[TopicPartition, int] = {}
-        self._commit_wanted = asyncio.Event()
-        self._commit_lock = asyncio.Lock()
+        self._committer = OffsetCommitter(self)
         self._lifecycle = asyncio.Lock()
         self._assigned = asyncio.Event()
         self._stopping = False
         self._stopped = asyncio.Event()
         self._fatal: BaseException | None = None
         self._fatal_stop: asyncio.Task[None] | None = None
-        self._prefix = settings.topic_prefix
-        self._tracing = False
         self._lag: LagSampler | None = None
         self._pacer: FetchPacer | None = None
-        # Broker topic name -> (logical topic, routes, envelope class), set at start.
-        self._routing: dict[str, tuple[str, dict[str, Handler], type[Envelope]]] = {}
-        self._metric_children: dict[tuple[str, str], _Labelled] = {}
 
     # -- registration ----------------------------------------------------------
 
@@ -226,7 +193,7 @@ class BusConsumer(StartStop):
             settings = self.client.settings
             await self.client.ensure_topics(self._routes)
             pacer = await pacer_for(settings)
-            self._routing = {
+            self._handling.routing = {
                 self.client.topic_name(topic): (topic, routes, envelope_class_for(topic))
                 for topic, routes in self._routes.items()
             }
@@ -265,24 +232,20 @@ class BusConsumer(StartStop):
             pacer.attach(consumer)
             self._pacer = pacer
             self._consumer = consumer
-            self._done.clear()
-            self._committed.clear()
             self._stopping = False
             self._stopped.clear()
             self._fatal = None
             self._fetcher = asyncio.create_task(
                 self._fetch_loop(consumer), name=f"disco-fetch-{self.group}"
             )
-            self._committer = asyncio.create_task(
-                self._commit_loop(consumer), name=f"disco-commit-{self.group}"
-            )
+            self._committer.start(consumer)
             if self.client.metrics is not None:
                 self._lag = LagSampler(
                     self.client.metrics,
                     consumer,
                     group=self.group,
-                    logical=self._logical_topic,
-                    handled=self._done.get,
+                    logical=self._handling.logical_topic,
+                    handled=self._committer.handled,
                     interval=settings.metrics_lag_interval_seconds,
                 )
                 self._lag.start()
@@ -321,10 +284,7 @@ class BusConsumer(StartStop):
             for worker in workers:
                 worker.close()
             await finish_all([task for worker in workers for task in worker.tasks], grace)
-            if self._committer is not None:
-                self._committer.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await self._committer
+            await self._committer.stop()
             lag, self._lag = self._lag, None
             if lag is not None:
                 await lag.stop()
@@ -332,7 +292,7 @@ class BusConsumer(StartStop):
                 # A broker that is down would hold the commit (and leaving the
                 # group) forever: what is not committed is redelivered.
                 async with asyncio.timeout(STOP_NETWORK_SECONDS):
-                    await self._commit_done(consumer)
+                    await self._committer.commit(consumer)
             except TimeoutError:
                 _log.warning(
                     "final commit cut short: the broker does not answer (the records "
@@ -343,7 +303,7 @@ class BusConsumer(StartStop):
                 self._workers.clear()
                 self._paused.clear()
                 self._consumer = None
-                self._fetcher = self._committer = None
+                self._fetcher = None
                 await stop_within(consumer.stop(), f"consumer group {self.group!r}")
                 if self._owns_client:
                     self._owns_client = False
@@ -384,7 +344,7 @@ class BusConsumer(StartStop):
                 if batches:
                     pacer.saw_records()
                 # Looked up per batch, not per record (it may read os.environ).
-                self._tracing = self.client.tracer.enabled
+                self._handling.tracing = self.client.tracer.enabled
                 for tp, records in batches.items():
                     if self._stopping or tp not in consumer.assignment():
                         continue
@@ -425,8 +385,7 @@ class BusConsumer(StartStop):
             [task for worker in workers for task in worker.tasks], self._rebalance_grace
         )
         for tp in assigned:
-            self._done.pop(tp, None)
-            self._committed.pop(tp, None)
+            self._committer.forget(tp)
             if tp in self._paused:
                 self._paused.discard(tp)
                 consumer.resume(tp)
@@ -446,298 +405,6 @@ class BusConsumer(StartStop):
             if tp in consumer.assignment():
                 consumer.resume(tp)
 
-    # -- handling --------------------------------------------------------------
-
-    def _wants(self, record: ConsumerRecord[bytes, bytes]) -> bool:
-        """Whether a handler may want ``record``, from its topic and ``ce_type`` header
-        alone (records of event types nobody here handles are skipped unparsed)."""
-        routing = self._routing.get(record.topic)
-        if routing is None:
-            return False
-        routes = routing[1]
-        if ANY_EVENT in routes:
-            return True
-        for name, value in record.headers:
-            if name == "ce_type" and value:
-                return value.decode("utf-8", errors="replace") in routes
-        return True  # no header: the value says
-
-    async def _handle(self, record: ConsumerRecord[bytes, bytes]) -> None:
-        routing = self._routing.get(record.topic)
-        if routing is None:
-            return
-        topic, routes, kind = routing
-        ce_type: str | None = None
-        traceparent: str | None = None
-        structured = True  # only the headers disco writes: not a binary-mode record
-        for name, value in record.headers:
-            if name == "ce_type" and value:
-                ce_type = value.decode("utf-8", errors="replace")
-            elif name == "traceparent" and value:
-                traceparent = value.decode("utf-8", errors="replace")
-            elif name not in _STRUCTURED_HEADERS:
-                structured = False
-        if ce_type is not None and ce_type not in routes and ANY_EVENT not in routes:
-            return  # someone else's event: skip without parsing
-        try:
-            envelope = (
-                kind.from_kafka_value(record.value)
-                if structured
-                else kind.from_kafka_record(record.value, record.headers)
-            )
-        except EnvelopeError as exc:
-            await self._dead_letter(record, "EnvelopeError", exc.reason, attempts=0)
-            return
-        if ce_type is not None and ce_type != envelope.type:
-            await self._dead_letter(
-                record,
-                "EnvelopeError",
-                f"the ce_type header {ce_type!r} does not match the envelope's type "
-                f"{envelope.type!r}",
-                attempts=0,
-            )
-            return
-        handler = routes.get(envelope.type) or routes.get(ANY_EVENT)
-        if handler is None:
-            return
-        if self._guard is not None and (
-            refused := await self._guard.refusal(envelope.tenant_id, record.headers)
-        ):
-            await self._dead_letter(record, UNAUTHENTICATED_TENANT, refused, attempts=0)
-            return
-        # In the envelope's context (a durable store acts for its tenant; the
-        # handler reads it): entered once for the dedup check, the handler's
-        # first attempt and the dedup mark.
-        context = HandlerContext(
-            envelope=envelope,
-            topic=topic,
-            partition=record.partition,
-            offset=record.offset,
-            group=self.group,
-        )
-        entered = enter_handler(context)
-        try:
-            store = self.dedup_store
-            # The in-process window answers at once: no coroutine per record.
-            if (
-                store.seen_now(envelope.id)
-                if type(store) is InMemoryDedupStore
-                else await store.seen(envelope.id)
-            ):
-                _log.debug("duplicate envelope skipped", event_id=envelope.id, topic=topic)
-                return
-            labels = self._labelled(topic, envelope.type) if self.client.metrics else None
-            if labels is not None:
-                labels.consumed.inc()
-                labels.in_flight.count += 1
-            try:
-                await self._attempts(
-                    record, context, handler, traceparent or envelope.traceparent, labels
-                )
-            finally:
-                if labels is not None:
-                    labels.in_flight.count -= 1
-        finally:
-            exit_handler(entered)
-
-    def _labelled(self, topic: str, event_type: str) -> _Labelled:
-        """The metric children of ``(topic, event_type)`` in this group (looked up once)."""
-        key = (topic, event_type)
-        labelled = self._metric_children.get(key)
-        if labelled is None:
-            metrics = self.client.metrics
-            assert metrics is not None
-            labels = (self.group, topic, event_type)
-            labelled = self._metric_children[key] = _Labelled(
-                consumed=metrics.consumed.labels(*labels),
-                retries=metrics.retries.labels(*labels),
-                duration=metrics.handler_duration.labels(*labels),
-                in_flight=metrics.in_flight_of(self.group),
-            )
-        return labelled
-
-    async def _attempts(
-        self,
-        record: ConsumerRecord[bytes, bytes],
-        context: HandlerContext,
-        handler: Handler,
-        traceparent: str | None,
-        labels: _Labelled | None,
-    ) -> None:
-        """Call ``handler`` until it succeeds or gives up (``context`` is entered)."""
-        settings = self.client.settings
-        attempts = settings.bus_retry_attempts
-        envelope, topic = context.envelope, context.topic
-        tracer = self.client.tracer if self._tracing else None
-        metrics = self.client.metrics
-        for attempt in range(1, attempts + 1):
-            entered = None
-            if attempt > 1:
-                if labels is not None:
-                    labels.retries.inc()
-                entered = enter_handler(replace(context, attempt=attempt))
-            started = time.perf_counter()
-            try:
-                if tracer is not None:
-                    span, token = tracer.start_process(
-                        record.topic,
-                        envelope,
-                        traceparent,
-                        group=self.group,
-                        partition=record.partition,
-                        offset=record.offset,
-                    )
-                    try:
-                        await handler(envelope)
-                    except BaseException as exc:
-                        tracer.end_process(span, token, exc)
-                        raise
-                    tracer.end_process(span, token)
-                else:
-                    # No SDK, no span to record: publishing inside the handler
-                    # still carries the incoming traceparent on (BusClient
-                    # falls back to the handled envelope's).
-                    await handler(envelope)
-            except Exception as exc:
-                if labels is not None and metrics is not None:
-                    labels.duration.observe(time.perf_counter() - started)
-                    metrics.handler_failures.labels(
-                        self.group, topic, envelope.type, type(exc).__qualname__
-                    ).inc()
-                final = attempt >= attempts or isinstance(exc, NonRetryableError)
-                _log.warning(
-                    "handler failed",
-                    topic=topic,
-                    event_id=envelope.id,
-                    event_type=envelope.type,
-                    attempt=attempt,
-                    attempts=attempts,
-                    giving_up=final,
-                    error=repr(exc),
-                )
-                if final:
-                    await self._dead_letter(
-                        record, type(exc).__qualname__, str(exc) or repr(exc), attempt
-                    )
-                    return
-                if self._stopping:
-                    raise Abandoned from exc
-                await asyncio.sleep(
-                    _backoff(
-                        attempt, settings.bus_retry_backoff_ms, settings.bus_retry_backoff_max_ms
-                    )
-                )
-                if self._stopping:
-                    raise Abandoned from exc
-            else:
-                if labels is not None:
-                    labels.duration.observe(time.perf_counter() - started)
-                store = self.dedup_store
-                if type(store) is InMemoryDedupStore:
-                    store.mark_now(envelope.id)
-                else:
-                    await store.mark(envelope.id)
-                return
-            finally:
-                if entered is not None:
-                    exit_handler(entered)
-
-    async def _dead_letter(
-        self, record: ConsumerRecord[bytes, bytes], error_type: str, message: str, attempts: int
-    ) -> None:
-        target = dlq_topic(record.topic)
-        delay = 0.1
-        while True:
-            try:
-                await self.client.dead_letter(
-                    record,
-                    error_type=error_type,
-                    error_message=message,
-                    attempts=attempts,
-                    group=self.group,
-                )
-            except BusError as exc:
-                cause = exc.__cause__
-                if isinstance(cause, KafkaError) and not cause.retriable:
-                    # Retrying cannot help (e.g. the record is over the broker's
-                    # size limit with the error headers): stop and say so.
-                    raise BusError(
-                        f"cannot dead-letter offset {record.offset} of {record.topic!r} "
-                        f"(partition {record.partition}) to {target!r}: {cause!r}"
-                    ) from exc
-                # Without the DLQ copy the offset must not move; keep trying
-                # until the broker is back or we are told to stop.
-                _log.error("dead-lettering failed, retrying", dlq=target, error=repr(exc))
-                if self._stopping:
-                    raise Abandoned from exc
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
-            else:
-                if self.client.metrics is not None:
-                    self.client.metrics.dead_letters.labels(
-                        self.group, self._logical_topic(record.topic), error_type
-                    ).inc()
-                _log.warning(
-                    "record dead-lettered",
-                    dlq=target,
-                    offset=record.offset,
-                    partition=record.partition,
-                    error_type=error_type,
-                    reason=message,
-                )
-                return
-
-    # -- committing ------------------------------------------------------------
-
-    def _record_done(self, tp: TopicPartition, offset: int) -> None:
-        self._done[tp] = offset + 1
-        self._commit_wanted.set()
-
-    async def _commit_loop(self, consumer: AIOKafkaConsumer) -> None:
-        # At most one commit per interval: under load, one commit covers many
-        # records (each commit is a write at the broker); stop() and a rebalance
-        # commit at once whatever the interval.
-        interval = self.client.settings.bus_commit_interval_ms / 1000
-        try:
-            while True:
-                await self._commit_wanted.wait()
-                self._commit_wanted.clear()
-                await self._commit_done(consumer)
-                if interval:
-                    await asyncio.sleep(interval)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            self._fail(exc)
-
-    async def _commit_done(
-        self, consumer: AIOKafkaConsumer, only: Iterable[TopicPartition] | None = None
-    ) -> None:
-        async with self._commit_lock:
-            owned = consumer.assignment()
-            wanted = set(only) if only is not None else set(self._done)
-            offsets = {
-                tp: offset
-                for tp, offset in self._done.items()
-                if tp in wanted and tp in owned and offset > self._committed.get(tp, -1)
-            }
-            if not offsets:
-                return
-            try:
-                await _commit(consumer, offsets)
-            except (CommitFailedError, IllegalStateError) as exc:
-                # The group rebalanced under us: the new owner re-reads from the
-                # last committed offset, which at-least-once allows.
-                _log.warning("commit rejected after a rebalance", error=repr(exc))
-                return
-            except KafkaError as exc:
-                _log.warning("commit failed, will retry", error=repr(exc))
-                if not self._stopping:
-                    await asyncio.sleep(0.2)
-                    self._commit_wanted.set()
-                return
-            self._committed.update(offsets)
-
     # -- rebalancing -----------------------------------------------------------
 
     async def _on_revoked(self, revoked: set[TopicPartition]) -> None:
@@ -749,22 +416,17 @@ class BusConsumer(StartStop):
             [task for worker in workers for task in worker.tasks], self._rebalance_grace
         )
         if consumer is not None:
-            await self._commit_done(consumer, only=revoked)
+            await self._committer.commit(consumer, only=revoked)
         if self._lag is not None:
             self._lag.forget(revoked)
         for tp in revoked:
             self._paused.discard(tp)
-            self._done.pop(tp, None)
-            self._committed.pop(tp, None)
+            self._committer.forget(tp)
         self._assigned.clear()
 
     def _on_assigned(self, assigned: set[TopicPartition]) -> None:
         if assigned:
             self._assigned.set()
-
-    def _logical_topic(self, name: str) -> str:
-        routing = self._routing.get(name)
-        return routing[0] if routing is not None else name.removeprefix(self._prefix)
 
     def _fail(self, exc: BaseException) -> None:
         if self._fatal is None and not self._stopping:
@@ -778,36 +440,3 @@ class BusConsumer(StartStop):
     def failure(self) -> BaseException | None:
         """The fatal error that stopped the consumer, if one did."""
         return self._fatal
-
-
-_SLOW_COMMIT_SECONDS = 0.5
-
-
-async def _commit(consumer: AIOKafkaConsumer, offsets: dict[TopicPartition, int]) -> None:
-    """``consumer.commit(offsets)``; one still running after half a second gets the
-    cluster's metadata refreshed.
-
-    aiokafka retries a commit inside ``commit()`` for as long as the broker answers
-    with a retriable error. The one that lasts is ``UnknownTopicOrPartition`` from a
-    broker that lost the topic (the embedded one keeps topics in memory and comes
-    back empty after a restart): it is created again only when a client asks for its
-    metadata, which the periodic refresh did up to ``DISCO_KAFKA_METADATA_MAX_AGE_MS``
-    later, and meanwhile the consumer neither committed nor saw its new partitions.
-    aiokafka's consumer has no public way to ask for metadata (its client does).
-    """
-    commit = asyncio.ensure_future(consumer.commit(offsets))
-    try:
-        done, _ = await asyncio.wait({commit}, timeout=_SLOW_COMMIT_SECONDS)
-    except BaseException:
-        commit.cancel()  # as a plain await would have
-        raise
-    if not done:
-        consumer._client.force_metadata_update()
-    await commit
-
-
-def _backoff(attempt: int, base_ms: int, max_ms: int) -> float:
-    """Seconds before retry ``attempt + 1``: exponential, capped, with "equal jitter"."""
-    ceiling = min(max_ms, base_ms << (attempt - 1)) / 1000
-    jitter: float = random.uniform(0, ceiling / 2)
-    return ceiling / 2 + jitter

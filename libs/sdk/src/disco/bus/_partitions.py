@@ -71,7 +71,7 @@ class PartitionWorker:
     def feed(self, records: Iterable[ConsumerRecord[bytes, bytes]]) -> None:
         """Queue fetched records, each on its lane (or waiting for one); records no
         handler wants are done at once."""
-        wants = self.owner._wants
+        wants = self.owner._handling.wants
         outstanding = self._outstanding
         skipped_to: int | None = None
         for record in records:
@@ -83,7 +83,7 @@ class PartitionWorker:
                     skipped_to = record.offset
                 continue
             if skipped_to is not None:
-                self.owner._record_done(self.tp, skipped_to)
+                self.owner._committer.record_done(self.tp, skipped_to)
                 skipped_to = None
             outstanding.append(record.offset)
             key = record.key
@@ -97,7 +97,7 @@ class PartitionWorker:
             else:
                 self._assign(lane, record)
         if skipped_to is not None:
-            self.owner._record_done(self.tp, skipped_to)
+            self.owner._committer.record_done(self.tp, skipped_to)
 
     def close(self) -> None:
         """Finish the records in hand, drop the rest, and end."""
@@ -166,7 +166,7 @@ class PartitionWorker:
             while outstanding and outstanding[0] in finished:
                 done = outstanding.popleft()
                 finished.discard(done)
-            self.owner._record_done(self.tp, done)
+            self.owner._committer.record_done(self.tp, done)
         else:
             self._finished.add(record.offset)
         if lane.load == 0 and self._waiting:
@@ -174,6 +174,7 @@ class PartitionWorker:
 
     async def _run(self, lane: _Lane) -> None:
         owner = self.owner
+        handle = owner._handling.handle
         queue = lane.queue
         try:
             while True:
@@ -184,7 +185,7 @@ class PartitionWorker:
                     await lane.ready.wait()
                     continue
                 record = queue.popleft()
-                await owner._handle(record)
+                await handle(record)
                 self._finished_record(lane, record)
         except Abandoned:
             return
