@@ -140,6 +140,13 @@ class AgentProcess:
     def pid(self) -> int:
         return self.process.pid
 
+    def go(self) -> AgentProcess:
+        """Start the agents of a process launched on standby (``launch_agents(standby=True)``)."""
+        assert self.process.stdin is not None, "not launched on standby"
+        self.process.stdin.write(b"go\n")
+        self.process.stdin.flush()
+        return self
+
     def wait_ready(self, timeout: float = 90.0) -> AgentProcess:
         """Wait for the process's ``ready`` line (every agent in it consumes)."""
         if not self.ready.wait(timeout):
@@ -150,16 +157,19 @@ class AgentProcess:
         return self
 
 
-def launch_agents(stack: Stack, role: str) -> AgentProcess:
-    """Start ``python -m tests.e2e.fleet ROLE``; :meth:`AgentProcess.wait_ready` waits for it."""
+def launch_agents(stack: Stack, role: str, *, standby: bool = False) -> AgentProcess:
+    """Start ``python -m tests.e2e.fleet ROLE``; :meth:`AgentProcess.wait_ready` waits for it.
+
+    With ``standby``, the process builds its agents and waits for :meth:`AgentProcess.go`.
+    """
     log = stack.logs / f"agents-{role}-{time.monotonic_ns()}.log"
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.e2e.fleet", role],
+        [sys.executable, "-m", "tests.e2e.fleet", role, *(["--standby"] if standby else [])],
         env=stack.env,
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=log.open("wb"),
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.PIPE if standby else subprocess.DEVNULL,
     )
     agent = AgentProcess(role, process, log)
     assert process.stdout is not None

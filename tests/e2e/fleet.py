@@ -2,6 +2,9 @@
 
 Settings come from ``DISCO_*`` variables. Prints ``ready`` once every agent
 consumes (so the test knows when to go on), then runs until SIGTERM/SIGINT.
+With ``--standby`` it imports and builds its agents, then waits for a line on
+stdin before it starts them: a test that kills a process and replaces it has
+the replacement waiting, its imports done, instead of starting one.
 """
 
 from __future__ import annotations
@@ -13,8 +16,10 @@ import sys
 from tests.e2e.agents import ROLES
 
 
-async def main(role: str) -> None:
+async def main(role: str, *, standby: bool = False) -> None:
     agents = ROLES[role]()
+    if standby:
+        await asyncio.to_thread(sys.stdin.readline)
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -28,4 +33,4 @@ async def main(role: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1]))
+    asyncio.run(main(sys.argv[1], standby="--standby" in sys.argv[2:]))

@@ -26,7 +26,15 @@ import pytest
 
 from disco.bus import BusClient
 from tests.e2e.agents import CAMPAIGN_LEDGER_ENV
-from tests.e2e.conftest import TENANT, AgentProcess, Stack, Watcher, start_agents, stop_agents
+from tests.e2e.conftest import (
+    TENANT,
+    AgentProcess,
+    Stack,
+    Watcher,
+    launch_agents,
+    start_agents,
+    stop_agents,
+)
 from tests.fixtures.waiting import eventually
 
 CAMPAIGN_TASKS_ENV = "DISCO_CAMPAIGN_TASKS"
@@ -61,6 +69,8 @@ async def test_a_worker_killed_at_random_five_times_loses_no_task_and_applies_no
     stack = dataclasses.replace(e2e_stack, env=env)
     kill_at = sorted(random.sample(range(1, tasks), KILLS))
     worker: AgentProcess = await asyncio.to_thread(start_agents, stack, "campaign")
+    # The next worker waits with its imports done, so a restart is the rejoin alone.
+    standby = launch_agents(stack, "campaign", standby=True)
     try:
         requests = [
             await caller.request(
@@ -79,7 +89,8 @@ async def test_a_worker_killed_at_random_five_times_loses_no_task_and_applies_no
             )
             worker.process.send_signal(signal.SIGKILL)
             await asyncio.to_thread(worker.process.wait, 10)
-            worker = await asyncio.to_thread(start_agents, stack, "campaign")
+            worker = await asyncio.to_thread(standby.go().wait_ready)
+            standby = launch_agents(stack, "campaign", standby=True)
 
         asked = {request.correlation_id for request in requests}
 
@@ -98,7 +109,7 @@ async def test_a_worker_killed_at_random_five_times_loses_no_task_and_applies_no
                 lambda: len(answered()) == tasks, timeout=DEADLINE, what="every answer"
             )
     finally:
-        stop_agents(worker)
+        stop_agents(worker, standby)
 
     effects = Counter(line.split(" ", 1)[1] for line in _lines(ledger))
     lost_effects = tasks - len(effects)
