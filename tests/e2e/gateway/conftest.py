@@ -140,9 +140,8 @@ class GatewayStack:
     def bus_settings(self) -> BusSettings:
         return BusSettings(kafka_bootstrap=self.bootstrap, topic_prefix=self.prefix)
 
-    def new_gateway(self, **env: str) -> GatewayProcess:
-        """A gateway instance of the stack (``env`` adds or overrides its variables)."""
-        gateway = GatewayProcess({**self.gateway_env, **env}, self.logs)
+    def new_gateway(self) -> GatewayProcess:
+        gateway = GatewayProcess(self.gateway_env, self.logs)
         self.gateways.append(gateway)
         return gateway
 

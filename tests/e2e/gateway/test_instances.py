@@ -24,11 +24,7 @@ async def test_a_gateway_killed_mid_task_shows_it_completed_once_restarted(
     gateway_stack: GatewayStack,
 ) -> None:
     marker = uuid.uuid4().hex
-    # Restarted, it rejoins the gateways' group once its killed self's session is over
-    # (the embedded broker waits it out twice): a short session keeps that quick.
-    doomed = gateway_stack.new_gateway(
-        DISCO_KAFKA_SESSION_TIMEOUT_MS="1000", DISCO_KAFKA_HEARTBEAT_INTERVAL_MS="300"
-    ).start()
+    doomed = gateway_stack.new_gateway().start()
     async with bus_side(gateway_stack) as bus:
         async with a2a_client(doomed.url, "JSONRPC", agent="gw-relay") as client:
             client._config.streaming = False
