@@ -176,9 +176,14 @@ def launch_agents(stack: Stack, role: str, *, standby: bool = False) -> AgentPro
     stdout: IO[bytes] = process.stdout
 
     def read() -> None:
-        for line in stdout:
-            if line.strip() == b"ready":
-                agent.ready.set()
+        # The agents log to stdout (structlog's default): keep it with their stderr,
+        # so that a failing test's agents can be read afterwards.
+        with log.open("ab", buffering=0) as kept:
+            for line in stdout:
+                if line.strip() == b"ready":
+                    agent.ready.set()
+                else:
+                    kept.write(line)
 
     threading.Thread(target=read, daemon=True).start()
     return agent
