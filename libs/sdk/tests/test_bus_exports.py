@@ -37,6 +37,7 @@ def test_disco_bus_exports_exactly_its_public_api() -> None:
         "TenantGuard",
         "TopicProvisioningError",
         "TopicReader",
+        "commit_offsets",
         "pacer_for",
         "serve_metrics",
         "sign_as",

@@ -19,6 +19,8 @@
 - :class:`BusMetrics` counts what clients produce and consumer groups handle
   (Prometheus); :func:`serve_metrics` serves them. Spans per publish and per
   handler call follow OpenTelemetry's messaging conventions.
+- :func:`commit_offsets` commits a raw aiokafka consumer's offsets the way
+  :class:`BusConsumer` does (a consumer of a service's own, for batches).
 - :func:`tune_gc` keeps the garbage collector off what lives as long as the
   process; a ``BusClient`` applies it at its first start (``bus_gc_tuning``).
 
@@ -26,6 +28,7 @@ Settings come from :class:`disco.settings.BusSettings` (``DISCO_*``).
 """
 
 from disco.bus._client import BusClient
+from disco.bus._commits import commit_offsets
 from disco.bus._consumer import BusConsumer
 from disco.bus._credentials import (
     CredentialError,
@@ -87,6 +90,7 @@ __all__ = [
     "TenantGuard",
     "TopicProvisioningError",
     "TopicReader",
+    "commit_offsets",
     "pacer_for",
     "serve_metrics",
     "sign_as",

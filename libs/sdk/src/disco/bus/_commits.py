@@ -15,7 +15,7 @@ from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 if TYPE_CHECKING:
     from disco.bus._consumer import BusConsumer
 
-__all__ = ["OffsetCommitter"]
+__all__ = ["OffsetCommitter", "commit_offsets"]
 
 _log = structlog.get_logger("disco.bus")
 
@@ -104,7 +104,7 @@ class OffsetCommitter:
             if not offsets:
                 return
             try:
-                await _commit(consumer, offsets)
+                await commit_offsets(consumer, offsets)
             except (CommitFailedError, IllegalStateError) as exc:
                 # The group rebalanced under us: the new owner re-reads from the
                 # last committed offset, which at-least-once allows.
@@ -119,7 +119,7 @@ class OffsetCommitter:
             self._committed.update(offsets)
 
 
-async def _commit(consumer: AIOKafkaConsumer, offsets: dict[TopicPartition, int]) -> None:
+async def commit_offsets(consumer: AIOKafkaConsumer, offsets: dict[TopicPartition, int]) -> None:
     """``consumer.commit(offsets)``; one still running after half a second gets the
     cluster's metadata refreshed.
 

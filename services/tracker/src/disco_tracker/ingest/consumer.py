@@ -28,7 +28,14 @@ from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 from aiokafka.structs import ConsumerRecord
 
-from disco.bus import BusClient, BusError, FetchPacer, pacer_for, tenant_guard
+from disco.bus import (
+    BusClient,
+    BusError,
+    FetchPacer,
+    commit_offsets,
+    pacer_for,
+    tenant_guard,
+)
 from disco_common.auth import UNAUTHENTICATED_TENANT
 from disco_common.envelope import EnvelopeError, envelope_class_for
 from disco_common.system_events import SystemEventType
@@ -368,7 +375,7 @@ class IngestConsumer:
     ) -> None:
         offsets = {tp: records[-1].offset + 1 for tp, records in batches.items() if records}
         try:
-            await consumer.commit(offsets)
+            await commit_offsets(consumer, offsets)
         except (CommitFailedError, IllegalStateError) as exc:
             # The group moved the partitions meanwhile: the new owner re-reads from
             # the last commit, and the timeline skips what was applied.
