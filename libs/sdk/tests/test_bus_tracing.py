@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
@@ -19,9 +20,12 @@ from opentelemetry.sdk.trace.sampling import (
 )
 from opentelemetry.trace import SpanKind, StatusCode
 
+from disco._context import HandlerContext, enter_handler, exit_handler
+from disco.bus import BusClient
 from disco.bus._envelopes import fast_id
 from disco.bus._tracing import BusTracer, current_traceparent
-from disco_common.envelope import Envelope
+from disco.settings import BusSettings
+from disco_common.envelope import Envelope, EnvelopeError
 
 INCOMING = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
@@ -191,6 +195,11 @@ def test_envelope_ids_are_distinct_uuid4_across_many_pool_refills() -> None:
         "00--af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
         "00-0af7651916cd43dd8448eb211c80319c--7ad6b7169203331-01",
         "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331--1",
+        # ... nor the underscores, spaces and upper case int() would take too.
+        "00-0af7651916cd43dd8448eb211c8031_c-b7ad6b7169203331-01",
+        "00- af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        "00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01",
+        "01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
     ],
 )
 def test_a_malformed_traceparent_header_starts_a_new_trace(
@@ -343,3 +352,142 @@ def test_a_recorded_but_unsampled_span_is_not_exported_by_a_batch_processor() ->
     assert exporter.get_finished_spans() == ()
     assert sent.traceparent is not None
     assert int(sent.traceparent.rsplit("-", 1)[1], 16) & 0x01 == 0  # not sampled
+
+
+# -- through a client's publish (the span numbered first, made with its envelope) ----
+
+
+def _client(provider: TracerProvider) -> BusClient:
+    """A client whose records go nowhere: each is acknowledged at once."""
+    bus = BusClient(
+        BusSettings(kafka_bootstrap="127.0.0.1:1", topic_prefix="x."),
+        name="billing",
+        tracer_provider=provider,
+    )
+
+    async def acknowledged(name: str, envelope: Envelope) -> asyncio.Future[Any]:
+        delivery = asyncio.get_running_loop().create_future()
+        delivery.set_result(None)
+        return delivery
+
+    bus._write_envelope = acknowledged  # type: ignore[method-assign]
+    return bus
+
+
+def _provider(exporter: InMemorySpanExporter, *, batch: bool = False) -> TracerProvider:
+    provider = TracerProvider()  # the SDK's default sampler: ParentBased(ALWAYS_ON)
+    processor = BatchSpanProcessor(exporter) if batch else SimpleSpanProcessor(exporter)
+    provider.add_span_processor(processor)
+    return provider
+
+
+async def test_a_publish_is_one_send_span_described_whole_whose_context_the_envelope_carries(
+    exporter: InMemorySpanExporter,
+) -> None:
+    bus = _client(_provider(exporter))
+
+    sent = await bus.publish("business-facts", "order.placed", {"n": 1}, plan_id="p-7")
+
+    [span] = exporter.get_finished_spans()
+    assert span.name == "send x.business-facts"
+    assert span.kind is SpanKind.PRODUCER
+    assert span.parent is None  # outside any span or handler: a new trace
+    assert sent.traceparent == (
+        f"00-{span.context.trace_id:032x}-{span.context.span_id:016x}-"
+        f"{int(span.context.trace_flags):02x}"
+    )
+    assert span.context.trace_flags.sampled
+    assert span.attributes == {
+        "messaging.system": "kafka",
+        "messaging.operation.type": "send",
+        "messaging.operation.name": "send",
+        "messaging.destination.name": "x.business-facts",
+        "messaging.message.id": sent.id,
+        "messaging.client.id": "billing",
+        "messaging.kafka.message.key": "p-7",
+        "cloudevents.event_id": sent.id,
+        "cloudevents.event_type": "order.placed",
+    }
+    assert span.start_time is not None
+    assert span.end_time is not None
+    assert span.start_time <= span.end_time
+
+
+@pytest.mark.parametrize(("incoming", "recorded"), [(INCOMING, True), (UNSAMPLED, False)])
+async def test_a_publish_in_a_handler_without_a_span_continues_the_handled_envelope_trace(
+    exporter: InMemorySpanExporter, incoming: str, recorded: bool
+) -> None:
+    bus = _client(_provider(exporter))
+    entered = enter_handler(HandlerContext(envelope=_envelope(incoming), topic="t"))
+    try:
+        sent = await bus.publish("business-facts", "order.done", {})
+    finally:
+        exit_handler(entered)
+
+    trace_id, parent_id = incoming.split("-")[1:3]
+    assert sent.traceparent is not None
+    assert sent.traceparent.split("-")[1] == trace_id
+    assert sent.traceparent.split("-")[2] != parent_id  # the send span's own id
+    assert bool(int(sent.traceparent.rsplit("-", 1)[1], 16) & 0x01) is recorded
+    if recorded:
+        [span] = exporter.get_finished_spans()
+        assert span.parent is not None
+        assert span.parent.is_remote
+        assert format(span.parent.span_id, "016x") == parent_id
+    else:
+        assert exporter.get_finished_spans() == ()
+
+
+async def test_a_publish_inside_a_process_span_is_its_child_and_a_starting_processor_sees_it(
+    exporter: InMemorySpanExporter,
+) -> None:
+    provider = _provider(exporter)
+    starts = _Starts(InMemorySpanExporter())  # its on_start needs the span at once
+    bus = _client(provider)
+    with bus.tracer.consume("t", _envelope(INCOMING), INCOMING, group="g", partition=0, offset=1):
+        first = await bus.publish("business-facts", "order.done", {})
+        provider.add_span_processor(starts)
+        second = await bus.publish("business-facts", "order.done", {})
+
+    first_span, second_span, process = exporter.get_finished_spans()
+    for span, sent in ((first_span, first), (second_span, second)):
+        assert span.parent is not None
+        assert span.parent.span_id == process.context.span_id
+        assert span.attributes is not None
+        assert span.attributes["messaging.message.id"] == sent.id
+    assert starts.started == ["send x.business-facts"]  # added after the process span began
+
+
+async def test_an_envelope_that_cannot_be_built_leaves_an_error_send_span(
+    exporter: InMemorySpanExporter,
+) -> None:
+    bus = _client(_provider(exporter))
+
+    with pytest.raises(EnvelopeError):
+        await bus.publish("business-facts", "not a type!", {})
+
+    [span] = exporter.get_finished_spans()
+    assert span.name == "send x.business-facts"
+    assert span.status.status_code is StatusCode.ERROR
+    assert span.attributes is not None
+    assert "messaging.message.id" not in span.attributes
+    assert [event.name for event in span.events] == ["exception"]
+
+
+async def test_a_batch_processor_exports_every_publish_span_across_many_batches() -> None:
+    exporter = InMemorySpanExporter()
+    provider = _provider(exporter, batch=True)
+    bus = _client(provider)
+
+    acks = [await bus.send("business-facts", "order.placed", {"n": n}) for n in range(1500)]
+    sent = await asyncio.gather(*acks)
+    provider.force_flush()
+
+    exported = {
+        (span.attributes or {}).get("messaging.message.id")
+        for span in exporter.get_finished_spans()
+    }
+    assert exported == {envelope.id for envelope in sent}
+    provider.shutdown()
+    # After shutdown spans are dropped (as the SDK's own are), never an error.
+    await bus.publish("business-facts", "order.placed", {})

@@ -106,7 +106,24 @@ class Publishing:
         tracer = self.tracer
         if not tracer.enabled:
             return build_envelope(topic, event_type, data, attributes, source=self.source), None
-        span = tracer.start_send(self._broker_name(topic))
+        name = self._broker_name(topic)
+        opened = tracer.open_send(name)
+        if opened is not None:
+            # The common case: the span is numbered first and made once the envelope is.
+            try:
+                envelope = build_envelope(
+                    topic,
+                    event_type,
+                    data,
+                    attributes,
+                    source=self.source,
+                    traceparent=opened.traceparent,
+                )
+            except BaseException as exc:
+                tracer.end(tracer.send_span(opened, name, None, self.name), exc)
+                raise
+            return envelope, tracer.send_span(opened, name, envelope, self.name)
+        span = tracer.start_send(name)
         try:
             envelope = build_envelope(
                 topic,

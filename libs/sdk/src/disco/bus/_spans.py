@@ -19,8 +19,12 @@ it builds itself from validated envelopes, so it records them here instead:
   (``on_start``, ``on_end``);
 - a static sampler (``ALWAYS_ON``/``ALWAYS_OFF``) is not asked per span: its
   answer never changes;
-- a ``BatchSpanProcessor``'s queue is fed through its own ``emit`` with the spans
-  whose context is sampled (what its ``on_end`` checks and does);
+- a ``BatchSpanProcessor``'s queue takes the spans whose context is sampled (what
+  its ``on_end`` checks), directly while it is below one batch, else through its
+  own ``emit`` (which wakes its thread and counts drops);
+- a publish's span is numbered first (:meth:`LightTracer.open`: ids, sampling
+  decision, ``traceparent``, start time) and made once its envelope exists, with
+  all its attributes at once;
 - span contexts of ids the SDK's ``RandomIdGenerator`` made are built without
   ``SpanContext.__new__``'s range checks (the same tuple).
 
@@ -31,10 +35,11 @@ for an SDK tracer, and uses any other tracer through the plain API.
 
 from __future__ import annotations
 
+import random
 import time
 import traceback
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from opentelemetry import trace
 from opentelemetry.attributes import BoundedAttributes
@@ -62,12 +67,13 @@ from opentelemetry.trace import (
 )
 from opentelemetry.util import types
 
-from disco.bus._tracing import span_context as _span_context
+_DEFAULT_STATE = trace.DEFAULT_TRACE_STATE
 
-__all__ = ["LightSpan", "LightTracer", "light_tracer"]
+__all__ = ["LightSpan", "LightTracer", "OpenedSpan", "light_tracer"]
 
 _RANDOM: int = getattr(TraceFlags, "RANDOM_TRACE_ID", 0)
 _time_ns = time.time_ns
+_random_bits = random.getrandbits
 _UNSET = Status(StatusCode.UNSET)
 # Trace flags by (sampled, random trace id): made once, not per span.
 _FLAGS = {
@@ -77,9 +83,14 @@ _FLAGS = {
     for sampled in (False, True)
     for random_id in (False, True)
 }
+# The traceparent's flags field, by trace flags.
+_FLAG_TEXT = [f"{flags:02x}" for flags in range(256)]
 _NEEDED = ("sampler", "resource", "span_processor", "id_generator", "instrumentation_info")
 # Processors (exactly these classes) whose ``on_start`` does nothing: not called per span.
 _NO_START: frozenset[type] = frozenset({SpanProcessor, BatchSpanProcessor, SimpleSpanProcessor})
+# What a BatchSpanProcessor's batcher (``opentelemetry.sdk._shared_internal.BatchProcessor``)
+# must have for its queue to be fed directly (else its processor's ``on_end`` is called).
+_BATCH_NEEDED = ("emit", "_queue", "_shutdown", "_max_export_batch_size")
 _PARENT_BASED_DELEGATES = (
     "_root",
     "_remote_parent_sampled",
@@ -120,7 +131,7 @@ class LightTracer:
     """Starts :class:`LightSpan` s with an SDK tracer's ids, sampler and processors."""
 
     __slots__ = (
-        "_emits",
+        "_batches",
         "_ids",
         "_known",
         "_on_end",
@@ -129,6 +140,7 @@ class LightTracer:
         "_random_ids",
         "_sampler",
         "_scope",
+        "_span_class",
         "_start_needed",
         "_static",
         "_trusted_ids",
@@ -153,15 +165,26 @@ class LightTracer:
         self._known: object = None
         self._start_needed = True
         self._on_end: tuple[Any, ...] = ()
-        self._emits: tuple[Any, ...] = ()
+        self._batches: tuple[Any, ...] = ()
+        # What every span of this tracer shares is its class's: not set per span.
+        self._span_class: type[LightSpan] = type(
+            "LightSpan",
+            (LightSpan,),
+            {
+                "__module__": __name__,
+                "_tracer": self,
+                "_resource": self.resource,
+                "_instrumentation_scope": self._scope,
+            },
+        )
         self._plan()
 
     def _plan(self) -> None:
         """How to hand spans to the processors: a multi-processor's own processors are
         called directly (``on_start`` only if one does something there), and a
         ``BatchSpanProcessor``'s queue is fed directly with the sampled spans (what its
-        ``on_end`` does, less its checks of the span's flags); looked at again
-        whenever its processors change (``add_span_processor``)."""
+        ``on_end`` does, less its checks of the span's flags: see :meth:`finish`);
+        looked at again whenever its processors change (``add_span_processor``)."""
         processor = self._processor
         if isinstance(processor, SynchronousMultiSpanProcessor):
             processors = processor._span_processors
@@ -171,14 +194,14 @@ class LightTracer:
             processors = (processor,)
             self._known = None
             self._start_needed = True
-        emits, on_end = [], []
+        batches, on_end = [], []
         for each in processors:
-            emit = getattr(getattr(each, "_batch_processor", None), "emit", None)
-            if type(each) is BatchSpanProcessor and callable(emit):
-                emits.append(emit)
+            batch = getattr(each, "_batch_processor", None)
+            if type(each) is BatchSpanProcessor and all(hasattr(batch, n) for n in _BATCH_NEEDED):
+                batches.append(batch)
             else:
                 on_end.append(each.on_end)
-        self._emits, self._on_end = tuple(emits), tuple(on_end)
+        self._batches, self._on_end = tuple(batches), tuple(on_end)
 
     def _decision(self, parent: SpanContext, valid: bool) -> Decision | None:
         """The sampler's decision when it needs no call, else None."""
@@ -215,6 +238,12 @@ class LightTracer:
         trace_id, _, _, parent_flags, parent_state, valid = parent
         if valid:
             random_id = bool(parent_flags & _RANDOM)
+        elif self._trusted_ids:
+            # RandomIdGenerator.generate_trace_id(), without the call.
+            trace_id = _random_bits(128)
+            while not trace_id:
+                trace_id = _random_bits(128)
+            random_id = True
         else:
             trace_id = self._ids.generate_trace_id()
             random_id = self._random_ids
@@ -234,27 +263,120 @@ class LightTracer:
         # Decision.is_sampled() / is_recording(), without the calls.
         sampled = decision is Decision.RECORD_AND_SAMPLE
         flags = _FLAGS[sampled, random_id]
-        span_id = self._ids.generate_span_id()
+        if self._trusted_ids:
+            span_id = _random_bits(64)  # RandomIdGenerator.generate_span_id()
+            while not span_id:
+                span_id = _random_bits(64)
+        else:
+            span_id = self._ids.generate_span_id()
         span_context = (
-            _span_context(trace_id, span_id, False, flags, trace_state)
+            # SpanContext(...) without its range checks, as _span_context() builds it.
+            tuple.__new__(
+                SpanContext,
+                (trace_id, span_id, False, flags, trace_state or _DEFAULT_STATE, True),
+            )
             if self._trusted_ids
             else SpanContext(trace_id, span_id, False, flags, trace_state)
         )
         if decision is Decision.DROP:
             return NonRecordingSpan(span_context)
-        span = LightSpan(self, name, kind, span_context, parent if valid else None, attributes)
-        span._sampled = sampled
+        span = self._span_class(name, kind, span_context, parent if valid else None, attributes)
+        if sampled:
+            span._sampled = True
         if self._start_needed:
             processor.on_start(span, context)  # type: ignore[arg-type]
         return span
 
+    def open(self, parent: SpanContext) -> OpenedSpan | None:
+        """The ids of a new span child of ``parent`` (valid or not: a root), decided
+        and numbered as :meth:`start` would, for a span whose attributes are only
+        known later (a publish's, from the envelope that carries its
+        ``traceparent``): nothing is allocated for it but the context.
+
+        None when the sampler must be asked, a processor's ``on_start`` called or
+        the ids generator is not the SDK's: :meth:`start` then does it all.
+        """
+        processor = self._processor
+        if self._known is not None and processor._span_processors is not self._known:
+            self._plan()
+        if self._start_needed or not self._trusted_ids:
+            return None
+        trace_id, _, _, parent_flags, trace_state, valid = parent
+        decision = self._static
+        if decision is None:
+            if self._parent_based is None:
+                return None
+            decision = self._decision(parent, valid)
+        if valid:
+            random_id = bool(parent_flags & _RANDOM)
+        else:
+            trace_id = _random_bits(128)  # RandomIdGenerator.generate_trace_id()
+            while not trace_id:
+                trace_id = _random_bits(128)
+            random_id = True
+            trace_state = _DEFAULT_STATE
+        span_id = _random_bits(64)
+        while not span_id:
+            span_id = _random_bits(64)
+        flags = _FLAGS[decision is Decision.RECORD_AND_SAMPLE, random_id]
+        context = tuple.__new__(SpanContext, (trace_id, span_id, False, flags, trace_state, True))
+        traceparent = (
+            f"00-{trace_id.to_bytes(16, 'big').hex()}-"
+            f"{span_id.to_bytes(8, 'big').hex()}-{_FLAG_TEXT[flags]}"
+        )
+        # OpenedSpan(...) without its Python-level __new__.
+        return tuple.__new__(
+            OpenedSpan, (context, parent if valid else None, decision, traceparent, _time_ns())
+        )
+
+    def span(
+        self,
+        opened: OpenedSpan,
+        name: str,
+        kind: SpanKind,
+        attributes: dict[str, types.AnyValue],
+    ) -> trace.Span:
+        """The span :meth:`open` numbered, started when it was opened."""
+        context, parent, decision, _, started = opened
+        if decision is Decision.DROP:
+            return NonRecordingSpan(context)
+        span = self._span_class(name, kind, context, parent, attributes)
+        span._start_time = started
+        if decision is Decision.RECORD_AND_SAMPLE:
+            span._sampled = True
+        return span
+
     def finish(self, span: LightSpan) -> None:
-        """Hand an ended span to the processors."""
+        """Hand an ended span to the processors.
+
+        A batch processor's queue takes a sampled span directly while it stays
+        below one batch (what ``BatchProcessor.emit`` does then, less its fork
+        check: the batcher re-initialises itself in a forked child anyway, from
+        ``os.register_at_fork``); the span that completes a batch, fills the
+        queue or arrives after shutdown goes through ``emit``, which wakes the
+        exporting thread, logs and counts drops.
+        """
         if span._sampled:
-            for emit in self._emits:
-                emit(span)
+            for batch in self._batches:
+                queue = batch._queue
+                if len(queue) < batch._max_export_batch_size - 1 and not batch._shutdown:
+                    queue.appendleft(span)
+                else:
+                    batch.emit(span)
         for on_end in self._on_end:
             on_end(span)
+
+
+class OpenedSpan(NamedTuple):
+    """A span numbered by :meth:`LightTracer.open`, not made yet."""
+
+    context: SpanContext
+    parent: SpanContext | None
+    decision: Decision
+    traceparent: str
+    """The W3C ``traceparent`` of ``context``."""
+    started: int
+    """Its start time (ns since the epoch)."""
 
 
 class LightSpan(trace.Span, ReadableSpan):
@@ -272,9 +394,11 @@ class LightSpan(trace.Span, ReadableSpan):
     _sampled = False
     """Set by the tracer: whether batch processors export it."""
 
+    _tracer: LightTracer
+    """The tracer, resource and scope are those of the class each tracer makes."""
+
     def __init__(
         self,
-        tracer: LightTracer,
         name: str,
         kind: SpanKind,
         context: SpanContext,
@@ -283,14 +407,11 @@ class LightSpan(trace.Span, ReadableSpan):
     ) -> None:
         # ReadableSpan's fields, set here rather than through its constructor
         # (those every new span has alike are the class's, until one is set).
-        self._tracer = tracer
         self._name = name
         self._kind = kind
         self._context = context
         self._parent = parent
         self._attributes = attributes
-        self._resource = tracer.resource
-        self._instrumentation_scope = tracer._scope
         self._start_time = _time_ns()
 
     def end(self, end_time: int | None = None) -> None:

@@ -20,6 +20,7 @@ never cut by a disco hop.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,7 +28,10 @@ from typing import TYPE_CHECKING, cast
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.context.contextvars_context import ContextVarsRuntimeContext
 from opentelemetry.trace import (
+    INVALID_SPAN,
     NonRecordingSpan,
     Span,
     SpanContext,
@@ -37,10 +41,13 @@ from opentelemetry.trace import (
     Tracer,
     TracerProvider,
 )
+from opentelemetry.trace.propagation import _SPAN_KEY
 from opentelemetry.util import types
 
 if TYPE_CHECKING:
-    from disco.bus._spans import LightSpan, LightTracer
+    from contextvars import ContextVar, Token
+
+    from disco.bus._spans import LightSpan, LightTracer, OpenedSpan
 
 from disco._context import maybe_current_context
 from disco_common.envelope import Envelope
@@ -57,9 +64,54 @@ _SCOPE = "disco.bus"
 _NO_SDK = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
 
 
+def _runtime_context_var() -> ContextVar[Context] | None:
+    """The context variable behind OpenTelemetry's current context, when it is the
+    API's default runtime context (``ContextVarsRuntimeContext``), else None."""
+    runtime = getattr(otel_context, "_RUNTIME_CONTEXT", None)
+    if type(runtime) is not ContextVarsRuntimeContext:
+        return None
+    variable: ContextVar[Context] | None = getattr(runtime, "_current_context", None)
+    return variable
+
+
+_CONTEXT = _runtime_context_var()
+"""Read and set directly on the bus's hot paths: ``trace.get_current_span()`` and
+``attach(set_span_in_context(...))`` are four and five calls deep around this one
+variable (the API picks its runtime context once, at import)."""
+
+
+def current_span() -> Span:
+    """``trace.get_current_span()``: the current span, else ``INVALID_SPAN``."""
+    if _CONTEXT is None:
+        return trace.get_current_span()
+    span = _CONTEXT.get().get(_SPAN_KEY)
+    if span is None or not isinstance(span, Span):
+        return INVALID_SPAN
+    return span
+
+
+def attach_span(span: Span) -> object:
+    """``context.attach(trace.set_span_in_context(span))``; undo with :func:`detach`."""
+    if _CONTEXT is None:
+        return otel_context.attach(trace.set_span_in_context(span))
+    return _CONTEXT.set(Context({**_CONTEXT.get(), _SPAN_KEY: span}))
+
+
+def detach(token: object) -> None:
+    """``context.detach(token)`` for a token of :func:`attach_span`."""
+    if _CONTEXT is not None:
+        try:
+            _CONTEXT.reset(cast("Token[Context]", token))
+        except (ValueError, RuntimeError):
+            pass  # not this context's token: the API's detach logs it, as it always did
+        else:
+            return
+    otel_context.detach(token)  # type: ignore[arg-type]
+
+
 def current_traceparent() -> str | None:
     """The W3C ``traceparent`` of the current span, or ``None`` if there is none."""
-    return span_traceparent(trace.get_current_span())
+    return span_traceparent(current_span())
 
 
 def span_traceparent(span: Span) -> str | None:
@@ -103,26 +155,33 @@ def span_context(
     return tuple.__new__(SpanContext, (trace_id, span_id, is_remote, trace_flags, state, True))
 
 
-def _remote(traceparent: str | None) -> SpanContext | None:
-    """The span context a W3C ``traceparent`` names (version 00), else None."""
-    if traceparent is None or len(traceparent) != 55 or not traceparent.startswith("00-"):
+_TRACEPARENT = re.compile(r"00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")
+"""A version-00 ``traceparent`` (``int(..., 16)`` alone would take signs, ``_`` and spaces)."""
+
+
+def _remote(traceparent: str | None, *, checked: bool = False) -> SpanContext | None:
+    """The span context a W3C ``traceparent`` names (version 00), else None.
+
+    ``checked``: the text is an envelope's ``traceparent``, which the envelope's
+    model validated (lower-case hex in the header's shape): only its version
+    and ids are looked at.
+    """
+    if traceparent is None:
+        return None
+    if checked:
+        if not traceparent.startswith("00-"):
+            return None
+    elif _TRACEPARENT.fullmatch(traceparent) is None:
         return None
     try:
         trace_id = int(traceparent[3:35], 16)
         span_id = int(traceparent[36:52], 16)
-        flags = int(traceparent[53:55], 16)
-    except ValueError:
+        flags = _TRACE_FLAGS[int(traceparent[53:55], 16)]
+    except (ValueError, IndexError):  # an envelope made without validation
         return None
-    # int() takes a sign too: "-…" must not pass as an id.
-    if (
-        trace_id <= 0
-        or span_id <= 0
-        or flags < 0
-        or traceparent[35] != "-"
-        or traceparent[52] != "-"
-    ):
+    if trace_id <= 0 or span_id <= 0:
         return None
-    return span_context(trace_id, span_id, True, _TRACE_FLAGS[flags])
+    return tuple.__new__(SpanContext, (trace_id, span_id, True, flags, _DEFAULT_STATE, True))
 
 
 _TRACE_FLAGS = [trace.TraceFlags(flags) for flags in range(256)]
@@ -208,7 +267,7 @@ class BusTracer:
         light = self._light
         if light is not None:
             if parent is None:
-                parent, current = trace.get_current_span().get_span_context(), True
+                parent, current = current_span().get_span_context(), True
             return light.start(name, kind, parent, attributes, current)
         context = None
         if parent is not None and not current:
@@ -225,13 +284,14 @@ class BusTracer:
         envelope's own), else of the handled envelope's (a handler publishing
         without a current span continues the handled envelope's trace).
         """
-        parent: SpanContext | None = trace.get_current_span().get_span_context()
+        parent: SpanContext | None = current_span().get_span_context()
         current = parent is not None and parent.is_valid
         if not current:
+            # Both are an envelope's (validated) traceparent.
             if traceparent is None:
                 handled = maybe_current_context()
                 traceparent = handled.envelope.traceparent if handled is not None else None
-            remote = _remote(traceparent)
+            remote = _remote(traceparent, checked=True)
             if remote is not None:
                 parent = remote
             else:  # a new trace: the (invalid) current context is the parent
@@ -240,6 +300,53 @@ class BusTracer:
         if known is None:
             known = self._send_attributes[name] = _shared("send", name, {})
         return self._start(known[0], SpanKind.PRODUCER, parent, known[1].copy(), current=current)
+
+    def open_send(self, name: str) -> OpenedSpan | None:
+        """Number the ``send`` span of a publish to broker topic ``name`` (child of the
+        current span, else of the handled envelope's ``traceparent``), to be made by
+        :meth:`send_span` once its envelope, which carries that ``traceparent``, is
+        built: the span is made once, with all its attributes.
+
+        None when the span cannot be numbered ahead (an SDK set-up that must see it
+        start): use :meth:`start_send` and :meth:`describe_send`.
+        """
+        light = self._light
+        if light is None:
+            return None
+        parent = current_span().get_span_context()
+        if not parent.is_valid:
+            handled = maybe_current_context()
+            if handled is not None:
+                remote = _remote(handled.envelope.traceparent, checked=True)
+                if remote is not None:
+                    parent = remote
+        return light.open(parent)
+
+    def send_span(
+        self, opened: OpenedSpan, name: str, envelope: Envelope | None, client_id: str
+    ) -> Span:
+        """The ``send`` span :meth:`open_send` numbered, describing ``envelope`` (None:
+        it could not be built)."""
+        known = self._send_attributes.get(name)
+        if known is None:
+            known = self._send_attributes[name] = _shared("send", name, {})
+        if envelope is None:
+            attributes = known[1].copy()
+        else:
+            message_id = envelope.id
+            attributes = {
+                **known[1],
+                "messaging.message.id": message_id,
+                "messaging.client.id": client_id,
+                "messaging.kafka.message.key": (
+                    envelope.plan_id or envelope.correlation_id or message_id
+                ),
+                "cloudevents.event_id": message_id,
+                "cloudevents.event_type": envelope.type,
+            }
+        light = self._light
+        assert light is not None  # opened by it
+        return light.span(opened, known[0], SpanKind.PRODUCER, attributes)
 
     def describe_send(self, span: Span, envelope: Envelope, client_id: str) -> None:
         """Add what the envelope says to its ``send`` span."""
@@ -301,7 +408,7 @@ class BusTracer:
         self._start(
             f"receive {name}",
             SpanKind.CONSUMER,
-            _remote(envelope.traceparent),
+            _remote(envelope.traceparent, checked=True),
             {
                 "messaging.system": "kafka",
                 "messaging.operation.type": "receive",
@@ -326,7 +433,10 @@ class BusTracer:
         offset: int,
     ) -> tuple[Span, object]:
         """Start the ``process`` span of one handler call, child of the record's
-        ``traceparent``, and make it the current span; undo with :meth:`end_process`."""
+        ``traceparent``, and make it the current span; undo with :meth:`end_process`.
+
+        The ``traceparent`` header is parsed as the envelope's own (validated) when it
+        is the same text, else checked in full."""
         key = (name, group, partition)
         known = self._process_attributes.get(key)
         if known is None:
@@ -344,13 +454,14 @@ class BusTracer:
         attributes["messaging.message.id"] = message_id
         attributes["cloudevents.event_id"] = message_id
         attributes["cloudevents.event_type"] = envelope.type
-        span = self._start(known[0], SpanKind.CONSUMER, _remote(traceparent), attributes)
-        return span, otel_context.attach(trace.set_span_in_context(span))
+        parent = _remote(traceparent, checked=traceparent == envelope.traceparent)
+        span = self._start(known[0], SpanKind.CONSUMER, parent, attributes)
+        return span, attach_span(span)
 
     @staticmethod
     def end_process(span: Span, token: object, error: BaseException | None = None) -> None:
         """Detach and end a ``process`` span (recording ``error``, as ``use_span`` does)."""
-        otel_context.detach(token)  # type: ignore[arg-type]
+        detach(token)
         BusTracer.end(span, error)
 
     @contextmanager
