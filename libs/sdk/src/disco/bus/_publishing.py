@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from aiokafka.errors import KafkaError, UnknownError
 from opentelemetry.trace import Span
@@ -107,35 +107,27 @@ class Publishing:
         if not tracer.enabled:
             return build_envelope(topic, event_type, data, attributes, source=self.source), None
         name = self._broker_name(topic)
+        # The common case: the span is numbered first and made once the envelope is
+        # (opened); else it starts now and is described once the envelope is.
         opened = tracer.open_send(name)
-        if opened is not None:
-            # The common case: the span is numbered first and made once the envelope is.
-            try:
-                envelope = build_envelope(
-                    topic,
-                    event_type,
-                    data,
-                    attributes,
-                    source=self.source,
-                    traceparent=opened.traceparent,
-                )
-            except BaseException as exc:
-                tracer.end(tracer.send_span(opened, name, None, self.name), exc)
-                raise
-            return envelope, tracer.send_span(opened, name, envelope, self.name)
-        span = tracer.start_send(name)
+        span: Span | None = None
+        if opened is None:
+            span = tracer.start_send(name)
+            traceparent = span_traceparent(span)
+        else:
+            traceparent = opened.traceparent
         try:
             envelope = build_envelope(
-                topic,
-                event_type,
-                data,
-                attributes,
-                source=self.source,
-                traceparent=span_traceparent(span),
+                topic, event_type, data, attributes, source=self.source, traceparent=traceparent
             )
         except BaseException as exc:
-            tracer.end(span, exc)
+            if opened is not None:
+                span = tracer.send_span(opened, name, None, self.name)
+            tracer.end(cast(Span, span), exc)
             raise
+        if opened is not None:
+            return envelope, tracer.send_span(opened, name, envelope, self.name)
+        span = cast(Span, span)
         tracer.describe_send(span, envelope, self.name)
         return envelope, span
 
