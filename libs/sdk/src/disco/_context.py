@@ -1,9 +1,10 @@
 """The handler context: what the envelope being handled is, reachable from anywhere.
 
 The bus sets it while a handler runs. ``BusClient.publish`` reads it to fill
-``causation_id`` and to inherit tenant, user, session and plan; structlog
-context variables (``event_id``, ``event_type``, ``tenant_id``) carry the
-envelope, so every log line a handler writes says which event it was on.
+``causation_id`` and to inherit tenant, user, session and plan; every log line a
+handler writes says which event it was on (``event_id``, ``event_type``,
+``tenant_id``): added by ``disco.telemetry.add_handler_context`` when structlog's
+processors include it, else bound as structlog context variables.
 """
 
 from __future__ import annotations
@@ -110,16 +111,25 @@ def handler_context(context: HandlerContext | Envelope) -> Iterator[HandlerConte
         exit_handler(entered)
 
 
-_Entered = tuple[Token[HandlerContext | None], Mapping[str, Token[Any]]]
+_Entered = tuple[Token[HandlerContext | None], Mapping[str, Token[Any]] | None]
 
 
-def enter_handler(context: HandlerContext) -> _Entered:
+def enter_handler(context: HandlerContext, *, log_fields: bool = True) -> _Entered:
     """Set ``context`` and bind its log fields; undo with :func:`exit_handler`.
 
     The bus's per-message path, without a generator-based context manager.
+
+    Args:
+        log_fields: bind ``event_id``, ``event_type`` and ``tenant_id`` as structlog
+            context variables. The bus leaves them out where structlog's processors
+            add them when a line is written (``disco.telemetry.add_handler_context``,
+            which ``configure_logging`` installs): binding them costs more than a
+            tenth of handling a record, for lines that are rarely written.
     """
-    envelope = context.envelope
     token = _current.set(context)
+    if not log_fields:
+        return token, None
+    envelope = context.envelope
     # bind/reset rather than bound_contextvars(): the latter snapshots every
     # bound variable on each call, which the bus would pay once per message.
     log_tokens = structlog.contextvars.bind_contextvars(
@@ -131,5 +141,6 @@ def enter_handler(context: HandlerContext) -> _Entered:
 def exit_handler(entered: _Entered) -> None:
     """Undo :func:`enter_handler`."""
     token, log_tokens = entered
-    structlog.contextvars.reset_contextvars(**log_tokens)
+    if log_tokens is not None:
+        structlog.contextvars.reset_contextvars(**log_tokens)
     _current.reset(token)

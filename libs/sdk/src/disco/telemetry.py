@@ -25,7 +25,13 @@ from structlog.types import EventDict, Processor, WrappedLogger
 
 from disco._context import maybe_current_context
 
-__all__ = ["add_handler_context", "add_trace_ids", "configure_logging", "configure_tracing"]
+__all__ = [
+    "add_handler_context",
+    "add_trace_ids",
+    "configure_logging",
+    "configure_tracing",
+    "handler_fields_added",
+]
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
@@ -54,6 +60,13 @@ def add_handler_context(logger: WrappedLogger, method: str, event: EventDict) ->
             if len(parts) == 4:
                 event["trace_id"], event["span_id"] = parts[1], parts[2]
     return event
+
+
+def handler_fields_added() -> bool:
+    """Whether structlog's configured processors add a handler's log fields when a
+    line is written (:func:`add_handler_context`, as :func:`configure_logging`
+    sets them up): the bus then does not bind them as context variables."""
+    return add_handler_context in structlog.get_config()["processors"]
 
 
 def configure_logging(

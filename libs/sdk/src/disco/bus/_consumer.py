@@ -33,6 +33,7 @@ from disco.bus._routes import (
     check_handler,
     describe,
 )
+from disco.telemetry import handler_fields_added
 from disco_common.envelope import envelope_class_for
 from disco_common.topics import DLQ_SUFFIX, Topic
 
@@ -345,6 +346,7 @@ class BusConsumer(StartStop):
                     pacer.saw_records()
                 # Looked up per batch, not per record (it may read os.environ).
                 self._handling.tracing = self.client.tracer.enabled
+                self._handling.log_fields = not handler_fields_added()
                 for tp, records in batches.items():
                     if self._stopping or tp not in consumer.assignment():
                         continue

@@ -69,8 +69,11 @@ class RecordHandler:
         self._prefix = settings.topic_prefix
         # Broker topic name -> (logical topic, routes, envelope class), set at start.
         self.routing: dict[str, tuple[str, dict[str, Handler], type[Envelope]]] = {}
-        # Whether handler calls get spans; the consumer sets it per fetched batch.
+        # Whether handler calls get spans, and whether their log fields are bound as
+        # structlog context variables (not when structlog's processors add them);
+        # the consumer sets both per fetched batch.
         self.tracing = False
+        self.log_fields = True
         self._metric_children: dict[tuple[str, str], _Labelled] = {}
 
     def logical_topic(self, name: str) -> str:
@@ -152,7 +155,7 @@ class RecordHandler:
             offset=record.offset,
             group=owner.group,
         )
-        entered = enter_handler(context)
+        entered = enter_handler(context, log_fields=self.log_fields)
         try:
             store = owner.dedup_store
             # The in-process window answers at once: no coroutine per record.
@@ -214,7 +217,9 @@ class RecordHandler:
             if attempt > 1:
                 if labels is not None:
                     labels.retries.inc()
-                entered = enter_handler(replace(context, attempt=attempt))
+                entered = enter_handler(
+                    replace(context, attempt=attempt), log_fields=self.log_fields
+                )
             started = time.perf_counter()
             try:
                 if tracer is not None:
