@@ -526,6 +526,14 @@ async def main(bootstrap: str, messages: int, rounds: int, repeats: int) -> None
                 "round trip p99 (ms)", p99_disco, p99_on, ".2f", f"{p99_on - p99_disco:+.2f}", ""
             )
         )
+        # CPU per message (medians of the runs) moves less than rates on a shared machine.
+        for name, label in (
+            ("publish (us CPU/msg)", "disco publish"),
+            ("publish->handler (us CPU/msg)", "disco publish->handler"),
+        ):
+            off_cpu = statistics.median(cpu_us[label])
+            on_cpu = statistics.median(cpu_us[f"{label} {suffix}"])
+            print(obs_row(name, off_cpu, on_cpu, ".1f", f"{on_cpu - off_cpu:+.1f}", ""))
     print(f"(spans exported while observed: {EXPORTED.spans:,})")
     # CPU per message (this process: client, producer, consumer; the broker is
     # another process) is steadier than rates on a shared machine.
