@@ -74,6 +74,25 @@ __all__ = ["LightSpan", "LightTracer", "OpenedSpan", "light_tracer"]
 _RANDOM: int = getattr(TraceFlags, "RANDOM_TRACE_ID", 0)
 _time_ns = time.time_ns
 _random_bits = random.getrandbits
+
+
+def _new_trace_id() -> int:
+    """What the SDK's ``RandomIdGenerator.generate_trace_id()`` returns (a non-zero
+    128-bit random id), without the generator's method call."""
+    trace_id = _random_bits(128)
+    while not trace_id:
+        trace_id = _random_bits(128)
+    return trace_id
+
+
+def _new_span_id() -> int:
+    """``RandomIdGenerator.generate_span_id()``, as :func:`_new_trace_id`."""
+    span_id = _random_bits(64)
+    while not span_id:
+        span_id = _random_bits(64)
+    return span_id
+
+
 _UNSET = Status(StatusCode.UNSET)
 # Trace flags by (sampled, random trace id): made once, not per span.
 _FLAGS = {
@@ -239,11 +258,7 @@ class LightTracer:
         if valid:
             random_id = bool(parent_flags & _RANDOM)
         elif self._trusted_ids:
-            # RandomIdGenerator.generate_trace_id(), without the call.
-            trace_id = _random_bits(128)
-            while not trace_id:
-                trace_id = _random_bits(128)
-            random_id = True
+            trace_id, random_id = _new_trace_id(), True
         else:
             trace_id = self._ids.generate_trace_id()
             random_id = self._random_ids
@@ -263,14 +278,9 @@ class LightTracer:
         # Decision.is_sampled() / is_recording(), without the calls.
         sampled = decision is Decision.RECORD_AND_SAMPLE
         flags = _FLAGS[sampled, random_id]
-        if self._trusted_ids:
-            span_id = _random_bits(64)  # RandomIdGenerator.generate_span_id()
-            while not span_id:
-                span_id = _random_bits(64)
-        else:
-            span_id = self._ids.generate_span_id()
+        span_id = _new_span_id() if self._trusted_ids else self._ids.generate_span_id()
         span_context = (
-            # SpanContext(...) without its range checks, as _span_context() builds it.
+            # SpanContext(...) without its range checks (the ids are the generator's).
             tuple.__new__(
                 SpanContext,
                 (trace_id, span_id, False, flags, trace_state or _DEFAULT_STATE, True),
@@ -310,14 +320,8 @@ class LightTracer:
         if valid:
             random_id = bool(parent_flags & _RANDOM)
         else:
-            trace_id = _random_bits(128)  # RandomIdGenerator.generate_trace_id()
-            while not trace_id:
-                trace_id = _random_bits(128)
-            random_id = True
-            trace_state = _DEFAULT_STATE
-        span_id = _random_bits(64)
-        while not span_id:
-            span_id = _random_bits(64)
+            trace_id, random_id, trace_state = _new_trace_id(), True, _DEFAULT_STATE
+        span_id = _new_span_id()
         flags = _FLAGS[decision is Decision.RECORD_AND_SAMPLE, random_id]
         context = tuple.__new__(SpanContext, (trace_id, span_id, False, flags, trace_state, True))
         traceparent = (

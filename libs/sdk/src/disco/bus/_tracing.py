@@ -55,7 +55,6 @@ from disco_common.envelope import Envelope
 __all__ = [
     "BusTracer",
     "current_traceparent",
-    "span_context",
     "span_traceparent",
     "tracing_enabled",
 ]
@@ -138,21 +137,6 @@ def tracing_enabled() -> bool:
 
 
 _DEFAULT_STATE = trace.DEFAULT_TRACE_STATE
-
-
-def span_context(
-    trace_id: int,
-    span_id: int,
-    is_remote: bool,
-    trace_flags: trace.TraceFlags,
-    trace_state: trace.TraceState | None = None,
-) -> SpanContext:
-    """``SpanContext(trace_id, span_id, is_remote, trace_flags, trace_state)`` for ids
-    known to be valid (non-zero, 128 and 64 bits: made by an id generator or read from
-    32 and 16 hex digits), without the constructor's checks (a third of its cost,
-    measured). The tuple is exactly what ``SpanContext.__new__`` builds."""
-    state = _DEFAULT_STATE if trace_state is None else trace_state
-    return tuple.__new__(SpanContext, (trace_id, span_id, is_remote, trace_flags, state, True))
 
 
 _TRACEPARENT = re.compile(r"00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")
