@@ -569,7 +569,7 @@ async def registry_rows(
 ) -> None:
     from disco_common.registry import AgentRegistration
     from disco_registry.agents.service import compile_registration
-    from disco_registry.discovery.repository import _DISCOVER
+    from disco_registry.discovery.repository import DISCOVER
 
     migration = importlib.import_module(
         "disco_registry.migrations.versions.0005_registry_one_round_trip"
@@ -665,7 +665,6 @@ async def registry_rows(
             )
         )
         # Discovery by consumed event.
-        discover, discover_names = memory_bench.asyncpg_sql(_DISCOVER.text)
 
         def event_type() -> str:
             return f"task-{rng.randrange(registry_bench.CAPABILITY_POOL):03d}.requested"
@@ -675,11 +674,9 @@ async def registry_rows(
 
         async def raw_discover() -> None:
             # The service's statement as it sends it: one statement, its own transaction.
-            values = {"tenant": registry_bench.TENANT, "user": "bench", "capabilities": [],
-                      "consumed": event_type(), "produced": None, "query": None,
-                      "limit": 50}  # fmt: skip
             async with pool.acquire() as conn:
-                await conn.fetchval(discover, *[values[n] for n in discover_names])
+                await conn.fetchval(DISCOVER, registry_bench.TENANT, "bench", [], event_type(),
+                                    None, None, 50)  # fmt: skip
 
         for _ in range(100):
             await api_discover()

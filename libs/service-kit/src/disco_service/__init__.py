@@ -14,7 +14,7 @@ Migrations import :mod:`disco_service.migration_helpers`.
 
 from disco_service._app import LifespanHook, create_service_app
 from disco_service._auth import Identity, TokenVerifier
-from disco_service._db import Database, statement_alone
+from disco_service._db import Database, on_driver, statement_alone
 from disco_service._deps import (
     BusDep,
     IdentityDep,
@@ -108,6 +108,7 @@ __all__ = [
     "get_state",
     "identify",
     "install_error_handlers",
+    "on_driver",
     "outbox_envelope",
     "publish_after_commit",
     "require_role",

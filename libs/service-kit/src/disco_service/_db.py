@@ -18,9 +18,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TypeVar
 
+import asyncpg
 from sqlalchemy import event, text
 from sqlalchemy.engine import Connection, ExceptionContext
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import (
     AsyncConnection,
     AsyncEngine,
@@ -29,11 +30,12 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 from sqlalchemy.orm import Session, SessionTransaction
+from sqlalchemy.util import greenlet_spawn
 
 from disco_service._faults import database_unavailable
 from disco_service._settings import ServiceSettings
 
-__all__ = ["Database", "statement_alone"]
+__all__ = ["Database", "on_driver", "statement_alone"]
 
 TENANT_SETTING = "disco.tenant_id"
 USER_SETTING = "disco.user_id"
@@ -206,6 +208,56 @@ async def statement_alone(
             if not exc.connection_invalidated or attempt == 2:
                 raise
     raise AssertionError("unreachable")
+
+
+# What says the connection, not the statement, failed: replace it and try once more.
+# InternalClientError: asyncpg's protocol state when the server ended the session
+# (pg_terminate_backend, a restart) before the client read the news; raised before
+# the statement is sent ("cannot switch to state ...; another operation is in progress").
+_CONNECTION_LOST = (
+    asyncpg.PostgresConnectionError,
+    asyncpg.InterfaceError,
+    asyncpg.exceptions.InternalClientError,
+    ConnectionError,
+)
+
+
+async def on_driver(
+    engine: AsyncEngine, statement: str, work: Callable[[asyncpg.Connection], Awaitable[_T]]
+) -> _T:
+    """``work`` (one statement, ``statement``, in the driver's ``$n`` placeholders) on
+    the asyncpg connection of a pooled connection, in its own implicit transaction.
+
+    For the statements a caller waits on, on every request: SQLAlchemy's connection,
+    cursor and result wrappers (and their SQL span) cost more CPU than a short
+    statement itself. Errors are SQLAlchemy's all the same (``DBAPIError`` with the
+    driver's error as ``orig``), so a service's database-fault handling reads them as
+    it reads any other. A connection that died with a restarted database is replaced
+    and ``work`` tried once more, as :func:`statement_alone` does, so it must be safe
+    to repeat; one whose statement timed out on the client's bound is dropped.
+    """
+    for attempt in (1, 2):
+        pooled = await engine.raw_connection()
+        driver: asyncpg.Connection = pooled.driver_connection  # type: ignore[assignment]
+        failed: BaseException | None = None
+        try:
+            return await work(driver)
+        except TimeoutError as exc:
+            failed = exc
+            driver.terminate()  # no answer: the connection is of no further use
+            raise
+        except _CONNECTION_LOST as exc:
+            failed = exc
+            if attempt == 2:
+                raise OperationalError(statement, None, exc, connection_invalidated=True) from exc
+        except asyncpg.PostgresError as exc:
+            raise DBAPIError(statement, None, exc) from exc
+        finally:
+            if failed is None:
+                pooled.close()  # back to the pool: no transaction to reset, no I/O
+            else:
+                await greenlet_spawn(pooled.invalidate, failed)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 async def _begin(session: AsyncSession) -> None:

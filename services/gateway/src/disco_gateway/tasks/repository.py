@@ -15,11 +15,9 @@ from typing import Any, Literal
 
 import asyncpg
 from sqlalchemy import RowMapping, text
-from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.util import greenlet_spawn
 
-from disco_service import Database, Keyset
+from disco_service import Database, Keyset, on_driver
 
 __all__ = [
     "TASK_EVENTS_CHANNEL",
@@ -65,16 +63,6 @@ _WRITE_TASK = (
 )
 _ADD_TURN = "SELECT gateway.a2a_add_turn($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb)"
 _TERMINAL = list(TERMINAL_STATES)
-# What says the connection, not the statement, failed: replace it and try once more.
-# InternalClientError: asyncpg's protocol state when the server ended the session
-# (pg_terminate_backend, a restart) before the client read the news; raised before
-# the statement is sent ("cannot switch to state ...; another operation is in progress").
-_CONNECTION_LOST = (
-    asyncpg.PostgresConnectionError,
-    asyncpg.InterfaceError,
-    asyncpg.exceptions.InternalClientError,
-    ConnectionError,
-)
 _DELETE = text(f"DELETE FROM gateway.a2a_tasks WHERE {_SCOPE}")  # noqa: S608
 _EVENTS_AFTER = text(
     "SELECT version, event FROM gateway.a2a_task_events "
@@ -359,43 +347,17 @@ class ScopedWrites:
     (tenant and user, under row-level security) and commits on its own.
 
     They run on a connection of the service's pool, but on the driver (asyncpg)
-    directly: SQLAlchemy's connection, cursor and result wrappers (and their SQL
-    span) cost more CPU than the statement itself, on every A2A message. Errors
-    are SQLAlchemy's all the same (``DBAPIError`` with the driver's error as
-    ``orig``), so the service's database-fault handling reads them as it reads any
-    other. A connection that died with a restarted database is replaced once, as
-    :meth:`disco_service.Database.unit_of_work` does; one whose statement timed out
-    is dropped.
+    directly (:func:`disco_service.on_driver`): SQLAlchemy's wrappers cost more CPU
+    than the statement itself, on every A2A message.
     """
 
     def __init__(self, database: Database) -> None:
         self._database = database
 
     async def _one(self, statement: str, *args: Any) -> asyncpg.Record | None:
-        for attempt in (1, 2):
-            pooled = await self._database.engine.raw_connection()
-            driver: asyncpg.Connection = pooled.driver_connection  # type: ignore[assignment]
-            failed: BaseException | None = None
-            try:
-                return await driver.fetchrow(statement, *args)
-            except TimeoutError as exc:
-                failed = exc
-                driver.terminate()  # no answer: the connection is of no further use
-                raise
-            except _CONNECTION_LOST as exc:
-                failed = exc
-                if attempt == 2:
-                    raise OperationalError(
-                        statement, None, exc, connection_invalidated=True
-                    ) from exc
-            except asyncpg.PostgresError as exc:
-                raise DBAPIError(statement, None, exc) from exc
-            finally:
-                if failed is None:
-                    pooled.close()  # back to the pool: no transaction to reset, no I/O
-                else:
-                    await greenlet_spawn(pooled.invalidate, failed)
-        raise AssertionError("unreachable")  # pragma: no cover
+        return await on_driver(
+            self._database.engine, statement, lambda driver: driver.fetchrow(statement, *args)
+        )
 
     async def add_turn(self, tenant_id: str, turn: TurnRow) -> None:
         """Record a turn (a second record of the same turn is ignored)."""

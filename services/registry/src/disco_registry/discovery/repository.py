@@ -15,23 +15,23 @@ caller's own agents before public ones, then by name.
 
 A discovery is one round trip: ``registry.discover_agents_as`` (migration
 ``registry_0005``) sets the tenant and user of its own implicit transaction
-and answers the function, so no BEGIN, scope statement or COMMIT is sent.
+and answers the function, so no BEGIN, scope statement or COMMIT is sent. It
+goes to the driver directly (:func:`disco_service.on_driver`): discovery is the
+registry's hottest read, and SQLAlchemy's wrappers cost more CPU than the call.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from disco_common.registry import DiscoveryQuery
-from disco_service import statement_alone
+from disco_service import on_driver
 
 __all__ = ["DiscoveryRepository"]
 
-_DISCOVER = text(
-    "SELECT registry.discover_agents_as(:tenant, :user, "
-    "CAST(:capabilities AS text[]), :consumed, :produced, :query, :limit)"
-)
+# In the driver's placeholders: tenant, user, capabilities, consumed event,
+# produced event, text, limit.
+DISCOVER = "SELECT registry.discover_agents_as($1, $2, $3::text[], $4, $5, $6, $7)"
 
 
 class DiscoveryRepository:
@@ -48,16 +48,18 @@ class DiscoveryRepository:
         the statement scopes its transaction to them.
         """
         required = list(dict.fromkeys([*query.capabilities, *filter(None, [query.capability])]))
-        values = {
-            "tenant": tenant_id,
-            "user": user_id,
-            "capabilities": required,
-            "consumed": query.consumed_event,
-            "produced": query.produced_event,
-            "query": query.text,
-            "limit": query.limit,
-        }
-        result = await statement_alone(
-            self._engine, lambda connection: connection.execute(_DISCOVER, values)
+        answer = await on_driver(
+            self._engine,
+            DISCOVER,
+            lambda driver: driver.fetchval(
+                DISCOVER,
+                tenant_id,
+                user_id,
+                required,
+                query.consumed_event,
+                query.produced_event,
+                query.text,
+                query.limit,
+            ),
         )
-        return str(result.scalar_one())
+        return str(answer)
