@@ -54,6 +54,8 @@ def test_the_kit_exports_exactly_its_public_api() -> None:
         "get_state",
         "identify",
         "install_error_handlers",
+        "listen",
+        "listening",
         "on_driver",
         "outbox_envelope",
         "publish_after_commit",

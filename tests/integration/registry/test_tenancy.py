@@ -162,7 +162,7 @@ async def test_the_discovery_function_answers_only_for_the_tenant_of_the_transac
     owner, other = new_tenant(), new_tenant()
     task = unique("secret-task")
     await register(http, owner, registration(capabilities=[capability(task)]))
-    call = "SELECT registry.discover_agents(ARRAY[$1]::text[], NULL, NULL, NULL, 20)"
+    call = "SELECT answer FROM registry.discover_agents(ARRAY[$1]::text[], NULL, NULL, NULL, 20)"
 
     as_other = await app_role(database, other)
     as_owner = await app_role(database, owner)
@@ -186,8 +186,11 @@ async def test_one_statement_discovery_scopes_only_its_own_statement(
     owner, other = new_tenant(), new_tenant()
     task = unique("scoped-task")
     await register(http, owner, registration(capabilities=[capability(task)]))
-    call = "SELECT registry.discover_agents_as($1, 'u', ARRAY[$2]::text[], NULL, NULL, NULL, 20)"
-    plain = "SELECT registry.discover_agents(ARRAY[$1]::text[], NULL, NULL, NULL, 20)"
+    call = (
+        "SELECT answer FROM registry.discover_agents_as($1, 'u', ARRAY[$2]::text[], NULL, NULL, "
+        "NULL, 20)"
+    )
+    plain = "SELECT answer FROM registry.discover_agents(ARRAY[$1]::text[], NULL, NULL, NULL, 20)"
 
     conn = await asyncpg.connect(database.app)
     try:

@@ -46,6 +46,7 @@ from disco_service._errors import (
     install_error_handlers,
 )
 from disco_service._faults import database_unavailable, retry_while_unavailable
+from disco_service._listen import listen, listening
 from disco_service._logging import configure_logging
 from disco_service._metrics import ServiceMetrics
 from disco_service._operations import CheckResult, Liveness, Readiness
@@ -108,6 +109,8 @@ __all__ = [
     "get_state",
     "identify",
     "install_error_handlers",
+    "listen",
+    "listening",
     "on_driver",
     "outbox_envelope",
     "publish_after_commit",

@@ -7,6 +7,7 @@ from fastapi import FastAPI
 from disco_registry.agents.endpoints import router as agents_router
 from disco_registry.cards.endpoints import router as cards_router
 from disco_registry.discovery.endpoints import router as discovery_router
+from disco_registry.discovery.lifespan import discovery_cache_lifespan
 from disco_registry.events.endpoints import router as events_router
 from disco_registry.liveness.lifespan import sweeper_lifespan
 from disco_registry.payload_schemas.endpoints import router as schemas_router
@@ -29,9 +30,9 @@ DESCRIPTION = (
 def create_app(settings: RegistrySettings | None = None) -> FastAPI:
     """The registry app (settings from ``DISCO_*`` variables when not given).
 
-    Nothing connects here: the database, the bus, the outbox relay and the
-    TTL sweeper start in the lifespan; the heartbeat batcher uses the database
-    once it is there.
+    Nothing connects here: the database, the bus, the outbox relay, the
+    listener for discovery changes and the TTL sweeper start in the lifespan;
+    the heartbeat batcher uses the database once it is there.
     """
     return create_service_app(
         RegistryState(settings if settings is not None else RegistrySettings()),
@@ -40,7 +41,7 @@ def create_app(settings: RegistrySettings | None = None) -> FastAPI:
         # Discovery first: FastAPI tries routes in order, and discovery is the registry's
         # hottest route (the paths of different routers never overlap).
         routers=[discovery_router, agents_router, cards_router, events_router, schemas_router],
-        lifespan_hooks=[sweeper_lifespan, erasure_follower],
+        lifespan_hooks=[discovery_cache_lifespan, sweeper_lifespan, erasure_follower],
     )
 
 

@@ -60,3 +60,23 @@ class RegistrySettings(GatewayLinkSettings):
             "events it owns are purged."
         ),
     )
+    discovery_cache_bytes: int = Field(
+        default=32 * 1024 * 1024,
+        ge=0,
+        validation_alias=AliasChoices("DISCO_REGISTRY_DISCOVERY_CACHE_BYTES"),
+        description=(
+            "Size of the discovery answers each instance keeps until a write or an expiry "
+            "changes them, in characters of JSON (0: none kept, every discovery asks the "
+            "database)."
+        ),
+    )
+    discovery_cache_seconds: float = Field(
+        default=30.0,
+        ge=0,
+        le=3600,
+        validation_alias=AliasChoices("DISCO_REGISTRY_DISCOVERY_CACHE_SECONDS"),
+        description=(
+            "The longest a kept discovery answer is served (0: none kept); writes and "
+            "expiries drop answers sooner."
+        ),
+    )

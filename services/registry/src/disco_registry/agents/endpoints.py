@@ -14,6 +14,7 @@ from disco_common.registry import (
     AgentRegistration,
     Heartbeat,
     HeartbeatAck,
+    Visibility,
 )
 from disco_registry.agents import service
 from disco_registry.deps import AgentIdPath, HeartbeatsDep
@@ -54,6 +55,7 @@ async def register_agent(
         registration=registration,
         default_ttl_seconds=state.settings.default_ttl_seconds,
     )
+    state.discovery_cache.wrote(identity.tenant_id, public=record.visibility == Visibility.PUBLIC)
     # The record was validated when it was built from its row: serialised once here
     # (returning it would make FastAPI validate it again against response_model).
     return Response(
@@ -128,7 +130,7 @@ async def heartbeat(
 )
 async def deregister_agent(
     agent_id: AgentIdPath,
-    session: SessionDep,
+    request: Request,
     identity: IdentityDep,
     instance_id: Annotated[
         Id | None,
@@ -139,11 +141,18 @@ async def deregister_agent(
     ] = True,
 ) -> Response:
     """Remove the agent (or one instance) and announce ``agent.deregistered``."""
-    await service.deregister(
-        session,
-        tenant_id=identity.tenant_id,
-        agent_id=agent_id,
-        instance_id=instance_id,
-        remove_events=remove_events,
-    )
+    # Its own unit of work (not SessionDep): discovery answers this instance keeps are
+    # dropped once it committed, before the response.
+    state = RegistryState.of(request)
+    async with state.require_database().unit_of_work(
+        identity.tenant_id, identity.user_id
+    ) as session:
+        visibility = await service.deregister(
+            session,
+            tenant_id=identity.tenant_id,
+            agent_id=agent_id,
+            instance_id=instance_id,
+            remove_events=remove_events,
+        )
+    state.discovery_cache.wrote(identity.tenant_id, public=visibility == Visibility.PUBLIC)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

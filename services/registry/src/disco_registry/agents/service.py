@@ -394,8 +394,9 @@ async def deregister(
     agent_id: str,
     instance_id: str | None,
     remove_events: bool,
-) -> None:
-    """Remove an instance, or the whole agent, and announce ``agent.deregistered``.
+) -> str:
+    """Remove an instance, or the whole agent, and announce ``agent.deregistered``; the
+    agent's visibility (``tenant`` or ``public``).
 
     With ``instance_id`` only that instance leaves; the agent goes with its last
     live instance. Without it the agent and every instance go. The events the
@@ -421,7 +422,7 @@ async def deregister(
                 instance_id=instance_id,
                 events_removed=0,
             )
-            return
+            return locked.visibility
     await agents.delete(tenant_id=tenant_id, agent_id=agent_id)
     removed = 0
     if remove_events:
@@ -436,3 +437,4 @@ async def deregister(
         instance_id=instance_id,
         events_removed=removed,
     )
+    return locked.visibility

@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from disco_common.registry import DiscoveredAgent, DiscoveryQuery
 from disco_registry.discovery import service
 from disco_registry.state import RegistryState
-from disco_service import IdentityDep, error_responses
+from disco_service import Identity, IdentityDep, error_responses
 
 __all__ = ["router"]
 
@@ -21,10 +20,18 @@ router = APIRouter(prefix="/v1/discover", tags=["discovery"], responses=error_re
 _JSON = "application/json"
 
 
-def _engine(request: Request) -> AsyncEngine:
-    # Taken from the state here rather than as a dependency: discovery is the
+async def _discover(request: Request, identity: Identity, query: DiscoveryQuery) -> Response:
+    # The state is read here rather than through dependencies: discovery is the
     # registry's hottest route, and each dependency FastAPI resolves costs.
-    return RegistryState.of(request).require_database().engine
+    state = RegistryState.of(request)
+    answer = await service.discover_json(
+        state.require_database().engine,
+        state.discovery_cache,
+        tenant_id=identity.tenant_id,
+        user_id=identity.user_id,
+        query=query,
+    )
+    return Response(content=answer, media_type=_JSON)
 
 
 _DESCRIPTION = (
@@ -44,10 +51,7 @@ _DESCRIPTION = (
 async def discover_get(
     query: Annotated[DiscoveryQuery, Query()], request: Request, identity: IdentityDep
 ) -> Response:
-    answer = await service.discover_json(
-        _engine(request), tenant_id=identity.tenant_id, user_id=identity.user_id, query=query
-    )
-    return Response(content=answer, media_type=_JSON)
+    return await _discover(request, identity, query)
 
 
 @router.post(
@@ -58,7 +62,4 @@ async def discover_get(
     description=_DESCRIPTION,
 )
 async def discover_post(query: DiscoveryQuery, request: Request, identity: IdentityDep) -> Response:
-    answer = await service.discover_json(
-        _engine(request), tenant_id=identity.tenant_id, user_id=identity.user_id, query=query
-    )
-    return Response(content=answer, media_type=_JSON)
+    return await _discover(request, identity, query)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import time
+
 from pydantic import TypeAdapter
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from disco_common.registry import DiscoveredAgent, DiscoveryQuery
-from disco_registry.discovery.repository import DiscoveryRepository
+from disco_registry.discovery.cache import DiscoveryCache, DiscoveryKey
+from disco_registry.discovery.repository import DiscoveryRepository, required_capabilities
 
 __all__ = ["discover", "discover_json"]
 
@@ -14,7 +17,12 @@ _ANSWER = TypeAdapter(list[DiscoveredAgent])
 
 
 async def discover_json(
-    engine: AsyncEngine, *, tenant_id: str, user_id: str, query: DiscoveryQuery
+    engine: AsyncEngine,
+    cache: DiscoveryCache | None,
+    *,
+    tenant_id: str,
+    user_id: str,
+    query: DiscoveryQuery,
 ) -> str:
     """Live agents visible to the tenant matching every criterion of ``query``.
 
@@ -26,17 +34,41 @@ async def discover_json(
 
     The answer is the JSON text of a list of :class:`DiscoveredAgent`, built by
     the database: routes send it as it is (:func:`discover` gives models).
-    A read only: it runs outside the request's unit of work, in one statement.
+    A read only: it runs outside the request's unit of work, in one statement,
+    unless ``cache`` still holds the answer (see
+    :mod:`disco_registry.discovery.cache`).
     """
-    return await DiscoveryRepository(engine).discover_json(
+    key: DiscoveryKey = (
+        tenant_id,
+        tuple(required_capabilities(query)),
+        query.consumed_event,
+        query.produced_event,
+        query.text,
+        query.limit,
+    )
+    if cache is not None and cache.trusted:
+        kept = cache.get(key)
+        if kept is not None:
+            return kept
+    ticket = cache.ticket() if cache is not None else 0
+    asked_at = time.monotonic()
+    answer, fresh_seconds = await DiscoveryRepository(engine).discover_json(
         tenant_id=tenant_id, user_id=user_id, query=query
     )
+    if cache is not None:
+        cache.put(key, ticket, answer, fresh_seconds, asked_at=asked_at)
+    return answer
 
 
 async def discover(
-    engine: AsyncEngine, *, tenant_id: str, user_id: str, query: DiscoveryQuery
+    engine: AsyncEngine,
+    cache: DiscoveryCache | None,
+    *,
+    tenant_id: str,
+    user_id: str,
+    query: DiscoveryQuery,
 ) -> list[DiscoveredAgent]:
     """:func:`discover_json`, parsed into :class:`DiscoveredAgent` models."""
     return _ANSWER.validate_json(
-        await discover_json(engine, tenant_id=tenant_id, user_id=user_id, query=query)
+        await discover_json(engine, cache, tenant_id=tenant_id, user_id=user_id, query=query)
     )

@@ -13,11 +13,11 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import structlog
 
-from disco_tracker.background import in_background
+from disco_service import listening
 from disco_tracker.ingest.repository import FEED_CHANNEL
 
 if TYPE_CHECKING:
@@ -57,43 +57,15 @@ class FeedHub:
                 await ticket.wait()
 
 
-def _setter(event: asyncio.Event) -> Any:
-    def set_it(_connection: Any) -> None:
-        event.set()
-
-    return set_it
-
-
-async def _listen(state: TrackerState) -> None:
-    hub = state.feed
-
-    def on_notify(_connection: Any, _pid: int, _channel: str, payload: str) -> None:
-        hub.changed(payload)
-
-    while True:
-        try:
-            database = state.require_database()
-            async with database.engine.connect() as connection:
-                raw = (await connection.get_raw_connection()).driver_connection
-                assert raw is not None
-                lost = asyncio.Event()
-                raw.add_termination_listener(_setter(lost))
-                await raw.add_listener(FEED_CHANNEL, on_notify)
-                try:
-                    await lost.wait()
-                finally:
-                    with contextlib.suppress(Exception):
-                        await raw.remove_listener(FEED_CHANNEL, on_notify)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            # Streams poll meanwhile; try again shortly.
-            log.warning("feed_listener_lost", error=repr(exc))
-        await asyncio.sleep(_RECONNECT_SECONDS)
-
-
 @asynccontextmanager
 async def feed_listener(state: TrackerState) -> AsyncIterator[None]:
     """Lifespan hook: listen for feed notifications for the service's lifetime."""
-    async with in_background(_listen(state), "tracker-feed-listener"):
+    # Streams poll meanwhile when the connection is lost (a lost notification
+    # delays a change, never loses it).
+    async with listening(
+        state.require_database(),
+        FEED_CHANNEL,
+        state.feed.changed,
+        reconnect_seconds=_RECONNECT_SECONDS,
+    ):
         yield

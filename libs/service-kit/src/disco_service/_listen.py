@@ -1,0 +1,108 @@
+"""Postgres ``LISTEN`` for a service's lifetime, on one pooled connection.
+
+A service that keeps something derived from the database (a cache, a wake-up
+for streams) learns of other instances' commits by ``NOTIFY``. Notifications
+sent while nobody listens are gone, so the caller hears when listening starts
+(``on_listening``: anything derived before may be stale) and when the
+connection is lost (``on_lost``: stop trusting what is derived until the next
+``on_listening``). The connection is tried again every ``reconnect_seconds``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import structlog
+
+from disco_service._db import Database
+
+__all__ = ["listen", "listening"]
+
+_log = structlog.get_logger("disco_service.listen")
+
+
+def _nothing() -> None:
+    return None
+
+
+def _setter(event: asyncio.Event) -> Callable[[Any], None]:
+    def set_it(_connection: Any) -> None:
+        event.set()
+
+    return set_it
+
+
+async def listen(
+    database: Database,
+    channel: str,
+    on_notify: Callable[[str], None],
+    *,
+    on_listening: Callable[[], None] = _nothing,
+    on_lost: Callable[[], None] = _nothing,
+    reconnect_seconds: float = 1.0,
+) -> None:
+    """``LISTEN`` to ``channel`` until cancelled, calling ``on_notify(payload)`` for each
+    notification (in the event loop: keep it short).
+
+    ``on_listening`` is called once the ``LISTEN`` is in force (after every
+    reconnection too), ``on_lost`` when the connection failed or ended.
+    """
+
+    def notified(_connection: Any, _pid: int, _channel: str, payload: str) -> None:
+        on_notify(payload)
+
+    while True:
+        try:
+            async with database.engine.connect() as connection:
+                raw = (await connection.get_raw_connection()).driver_connection
+                assert raw is not None
+                lost = asyncio.Event()
+                raw.add_termination_listener(_setter(lost))
+                await raw.add_listener(channel, notified)
+                try:
+                    on_listening()
+                    await lost.wait()
+                finally:
+                    on_lost()
+                    with contextlib.suppress(Exception):
+                        await raw.remove_listener(channel, notified)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            on_lost()
+            _log.warning("listen_connection_lost", channel=channel, error=repr(exc))
+        await asyncio.sleep(reconnect_seconds)
+
+
+@asynccontextmanager
+async def listening(
+    database: Database,
+    channel: str,
+    on_notify: Callable[[str], None],
+    *,
+    on_listening: Callable[[], None] = _nothing,
+    on_lost: Callable[[], None] = _nothing,
+    reconnect_seconds: float = 1.0,
+) -> AsyncIterator[None]:
+    """:func:`listen` in a task while the block runs (a lifespan step); cancelled after."""
+    task = asyncio.create_task(
+        listen(
+            database,
+            channel,
+            on_notify,
+            on_listening=on_listening,
+            on_lost=on_lost,
+            reconnect_seconds=reconnect_seconds,
+        ),
+        name=f"disco-listen-{channel}",
+    )
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
