@@ -47,7 +47,6 @@ import asyncio
 import io
 import os
 import random
-import re
 import statistics
 import subprocess
 import sys
@@ -72,6 +71,7 @@ from disco.auth import DEV_AUTH_SECRET, mint_dev_token
 from disco_common.auth import Role
 from disco_memory.embeddings import EmbeddingPurpose, LocalEmbeddingProvider
 from disco_memory.semantic.repository import _QUERY
+from disco_service import driver_sql
 
 TENANT = "bench"
 USER = "bench"
@@ -167,19 +167,6 @@ async def seed(
         await conn.close()
 
 
-def asyncpg_sql(sql: str) -> tuple[str, list[str]]:
-    """SQLAlchemy ``:name`` parameters as asyncpg ``$n`` (same SQL the service runs)."""
-    names: list[str] = []
-
-    def number(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name not in names:
-            names.append(name)
-        return f"${names.index(name) + 1}"
-
-    return re.sub(r"(?<!:):([a-z_]+)", number, sql), names
-
-
 # Exact answers for recall: the nearest memories by a full scan (no index).
 _EXACT = (
     "SELECT memory_id FROM memory.semantic_memories "
@@ -204,7 +191,7 @@ class RawQuery:
 
     @classmethod
     async def open(cls, app_url: str, ef_search: int) -> RawQuery:
-        sql, names = asyncpg_sql(_QUERY.text)
+        sql, names = driver_sql(_QUERY)
         conn = await asyncpg.connect(app_url)
         await register_vector(conn)
         await conn.execute(

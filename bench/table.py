@@ -80,6 +80,7 @@ from disco.bus import BusClient
 from disco.settings import BusSettings
 from disco_common.auth import Role
 from disco_common.topics import Topic
+from disco_service import driver_sql
 
 ANSWERED = "bench.tool.answered"
 HERE = str(Path(__file__).resolve().parent)
@@ -609,9 +610,7 @@ async def registry_rows(
         # what the registry derives from a registration computed beforehand (untimed).
         # The agent and instance upsert the registration function runs (its p_ arguments
         # as parameters).
-        upsert, upsert_names = memory_bench.asyncpg_sql(
-            re.sub(r"\bp_(\w+)", r":\1", migration.UPSERT_SQL)
-        )
+        upsert, upsert_names = driver_sql(re.sub(r"\bp_(\w+)", r":\1", migration.UPSERT_SQL))
         raw_tenant = f"{registry_bench.TENANT}-raw"
 
         def raw_values(body: dict[str, Any]) -> list[Any]:

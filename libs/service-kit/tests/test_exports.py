@@ -45,6 +45,7 @@ def test_the_kit_exports_exactly_its_public_api() -> None:
         "configure_logging",
         "create_service_app",
         "database_unavailable",
+        "driver_sql",
         "erasure_follower",
         "error_response",
         "error_responses",

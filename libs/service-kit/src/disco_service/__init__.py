@@ -14,7 +14,7 @@ Migrations import :mod:`disco_service.migration_helpers`.
 
 from disco_service._app import LifespanHook, create_service_app
 from disco_service._auth import Identity, TokenVerifier
-from disco_service._db import Database, on_driver, statement_alone
+from disco_service._db import Database, driver_sql, on_driver, statement_alone
 from disco_service._deps import (
     BusDep,
     IdentityDep,
@@ -100,6 +100,7 @@ __all__ = [
     "configure_logging",
     "create_service_app",
     "database_unavailable",
+    "driver_sql",
     "erasure_follower",
     "error_response",
     "error_responses",

@@ -30,12 +30,13 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 from sqlalchemy.orm import Session, SessionTransaction
+from sqlalchemy.sql.elements import TextClause
 from sqlalchemy.util import greenlet_spawn
 
 from disco_service._faults import database_unavailable
 from disco_service._settings import ServiceSettings
 
-__all__ = ["Database", "on_driver", "statement_alone"]
+__all__ = ["Database", "driver_sql", "on_driver", "statement_alone"]
 
 TENANT_SETTING = "disco.tenant_id"
 USER_SETTING = "disco.user_id"
@@ -220,6 +221,24 @@ _CONNECTION_LOST = (
     asyncpg.exceptions.InternalClientError,
     ConnectionError,
 )
+
+
+_NAMED_PARAMETER = re.compile(r"(?<!:):([a-z_]+)\b")
+
+
+def driver_sql(statement: TextClause | str) -> tuple[str, tuple[str, ...]]:
+    """``statement``'s SQL with the driver's ``$n`` placeholders for its ``:name``
+    parameters (``::`` casts left alone), and the parameter names in ``$n`` order: the
+    same statement, for :func:`on_driver`."""
+    names: list[str] = []
+
+    def number(match: re.Match[str]) -> str:
+        if match.group(1) not in names:
+            names.append(match.group(1))
+        return f"${names.index(match.group(1)) + 1}"
+
+    sql = statement.text if isinstance(statement, TextClause) else statement
+    return _NAMED_PARAMETER.sub(number, sql), tuple(names)
 
 
 async def on_driver(

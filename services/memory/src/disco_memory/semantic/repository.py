@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
@@ -13,11 +12,12 @@ import pydantic_core
 from opentelemetry.trace import SpanKind, Tracer
 from pgvector import Vector
 from pgvector.asyncpg import register_vector
-from sqlalchemy import RowMapping, TextClause, event, make_url, text
+from sqlalchemy import RowMapping, event, make_url, text
 from sqlalchemy.exc import DBAPIError, InterfaceError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from disco_memory.settings import MemorySettings
+from disco_service import driver_sql
 
 __all__ = [
     "SearchPool",
@@ -80,23 +80,10 @@ _QUERY = text(
 )
 
 
-def _positional(statement: TextClause) -> tuple[str, tuple[str, ...]]:
-    """``statement``'s SQL with asyncpg's ``$n`` placeholders, and its parameter names
-    in that order."""
-    names: list[str] = []
-
-    def number(match: re.Match[str]) -> str:
-        if match.group(1) not in names:
-            names.append(match.group(1))
-        return f"${names.index(match.group(1)) + 1}"
-
-    return re.sub(r"(?<!:):([a-z_]+)\b", number, statement.text), tuple(names)
-
-
 # The hot query is sent by asyncpg itself (see SearchPool): driver SQL with $n
 # placeholders, prepared once per connection by asyncpg's statement cache; the
 # SQL is _QUERY's own.
-_QUERY_SQL, _QUERY_PARAMS = _positional(_QUERY)
+_QUERY_SQL, _QUERY_PARAMS = driver_sql(_QUERY)
 
 
 async def set_search_options(session: AsyncSession, *, ef_search: int) -> None:

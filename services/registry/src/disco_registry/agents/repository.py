@@ -14,11 +14,11 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Row, text
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from disco_common.canonical import canonical_json
 from disco_common.registry import AgentCapability, AgentRecord, AgentStatus, EventDefinition
-from disco_service import Keyset
+from disco_service import Keyset, driver_sql, on_driver
 
 __all__ = [
     "AgentFilters",
@@ -75,6 +75,7 @@ _REGISTER = text(
     "CAST(:produced_events AS text[]), :search_text, :definition_hash, CAST(:owned AS jsonb), "
     ":topic, CAST(:envelope AS jsonb))"
 )
+_REGISTER_SQL, _REGISTER_NAMES = driver_sql(_REGISTER)
 
 # One statement for a whole batch of heartbeats of one tenant (the service's hot
 # path): unknown agents simply produce no row. Rows are written in key order so
@@ -255,11 +256,48 @@ def _record(values: dict[str, Any]) -> AgentRecord:
     )
 
 
+def _register_values(write: RegistrationWrite, user_id: str | None) -> dict[str, Any]:
+    agent = write.agent
+    return {
+        "tenant": agent.tenant_id,
+        "user": user_id,
+        "agent": agent.agent_id,
+        "name": agent.name,
+        "version": agent.version,
+        "description": agent.description,
+        "tags": agent.tags,
+        "instance_id": agent.instance_id,
+        "visibility": agent.visibility,
+        "ttl": agent.ttl_seconds,
+        "metadata": _json(agent.metadata),
+        "capabilities": _json(agent.capabilities),
+        "events": _json(agent.events),
+        "discovery": _json(agent.discovery),
+        "capability_names": agent.capability_names,
+        "consumed_events": agent.consumed_events,
+        "produced_events": agent.produced_events,
+        "search_text": agent.search_text,
+        "definition_hash": agent.definition_hash,
+        "key": instance_key(agent.instance_id),
+        "owned": write.owned_events,
+        "topic": write.announcement.topic,
+        "envelope": write.announcement.envelope,
+    }
+
+
+def _registered(write: RegistrationWrite, values: dict[str, Any]) -> tuple[AgentRecord, bool]:
+    created = bool(values.pop("created"))
+    record = _record(values).model_copy(
+        update={"capabilities": write.capabilities, "events": write.events}
+    )
+    return record, created
+
+
 async def register(
-    executor: AsyncSession | AsyncConnection, write: RegistrationWrite, *, user_id: str | None
+    session: AsyncSession, write: RegistrationWrite, *, user_id: str | None
 ) -> tuple[AgentRecord, bool]:
-    """Register ``write.agent`` and write its announcement in one statement; its record
-    and whether it was created.
+    """Register ``write.agent`` and write its announcement in one statement, in the
+    session's transaction; its record and whether it was created.
 
     The statement scopes its transaction to the agent's tenant and ``user_id``
     (the caller's verified identity), locks the agent row (concurrent
@@ -268,46 +306,28 @@ async def register(
     expiring after ``ttl_seconds``), gives the instances the agent's visibility,
     makes the agent's owned event definitions exactly ``write.owned_events``
     when the definition changed, and writes ``write.announcement`` to the
-    outbox. Run on a connection in autocommit it is its own transaction; on a
-    session it joins the session's.
+    outbox.
     """
-    agent = write.agent
-    row = (
-        await executor.execute(
-            _REGISTER,
-            {
-                "tenant": agent.tenant_id,
-                "user": user_id,
-                "agent": agent.agent_id,
-                "name": agent.name,
-                "version": agent.version,
-                "description": agent.description,
-                "tags": agent.tags,
-                "instance_id": agent.instance_id,
-                "visibility": agent.visibility,
-                "ttl": agent.ttl_seconds,
-                "metadata": _json(agent.metadata),
-                "capabilities": _json(agent.capabilities),
-                "events": _json(agent.events),
-                "discovery": _json(agent.discovery),
-                "capability_names": agent.capability_names,
-                "consumed_events": agent.consumed_events,
-                "produced_events": agent.produced_events,
-                "search_text": agent.search_text,
-                "definition_hash": agent.definition_hash,
-                "key": instance_key(agent.instance_id),
-                "owned": write.owned_events,
-                "topic": write.announcement.topic,
-                "envelope": write.announcement.envelope,
-            },
-        )
-    ).one()
-    values = dict(row._mapping)
-    created = bool(values.pop("created"))
-    record = _record(values).model_copy(
-        update={"capabilities": write.capabilities, "events": write.events}
+    row = (await session.execute(_REGISTER, _register_values(write, user_id))).one()
+    return _registered(write, dict(row._mapping))
+
+
+async def register_alone(
+    engine: AsyncEngine, write: RegistrationWrite, *, user_id: str | None
+) -> tuple[AgentRecord, bool]:
+    """:func:`register` as its own implicit transaction, on the driver directly (the
+    common registration: no schema reference to read first).
+
+    A repeat after a dropped connection is harmless: the registration is an
+    upsert and its announcement keeps its envelope id (consumers deduplicate).
+    """
+    values = _register_values(write, user_id)
+    arguments = [values[name] for name in _REGISTER_NAMES]
+    row = await on_driver(
+        engine, _REGISTER_SQL, lambda driver: driver.fetchrow(_REGISTER_SQL, *arguments)
     )
-    return record, created
+    assert row is not None  # the function answers the registered record, always
+    return _registered(write, dict(row))
 
 
 class AgentRepository:

@@ -31,12 +31,13 @@ from disco_registry.agents.repository import (
     AgentRepository,
     AgentRow,
     RegistrationWrite,
+    register_alone,
 )
 from disco_registry.agents.repository import register as register_statement
 from disco_registry.errors import AgentNotFound, ConflictingEventDefinition
 from disco_registry.events.repository import EventRepository, OwnedEvent, owned_events_json
 from disco_registry.payload_schemas.service import resolve_refs
-from disco_service import Database, Paginator, statement_alone
+from disco_service import Database, Paginator
 
 __all__ = [
     "Beat",
@@ -226,12 +227,7 @@ async def register(
             outcome = await register_statement(session, write, user_id=user_id)
     else:
         write = _prepare(tenant_id, registration, {}, default_ttl_seconds)
-        # A repeat after a dropped connection is harmless: the registration is an
-        # upsert and its announcement keeps its envelope id (consumers deduplicate).
-        outcome = await statement_alone(
-            database.engine,
-            lambda connection: register_statement(connection, write, user_id=user_id),
-        )
+        outcome = await register_alone(database.engine, write, user_id=user_id)
     database.notify_outbox_commit()
     return outcome
 
