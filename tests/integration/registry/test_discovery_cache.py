@@ -4,6 +4,7 @@ lost listening connection each end them (two instances, one real database)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -59,6 +60,21 @@ def agent(task: str, **overrides: Any) -> dict[str, Any]:
     return registration(capabilities=[capability(task)], **overrides)
 
 
+async def served_from_cache(
+    http: httpx.AsyncClient, cache: DiscoveryCache, tenant: str, task: str
+) -> None:
+    """Until a repeated discovery is answered from the cache. Tries again when another
+    test's public agent (this database is shared) dropped every answer in between."""
+
+    async def repeated_from_cache() -> bool:
+        await names(http, tenant, task)
+        served = cache.served
+        await names(http, tenant, task)
+        return cache.served > served
+
+    await eventually(repeated_from_cache, timeout=10, what="an answer served from the cache")
+
+
 async def test_an_answer_is_kept_and_a_write_on_the_same_instance_ends_it_at_once(
     instances: tuple[httpx.AsyncClient, httpx.AsyncClient, DiscoveryCache],
 ) -> None:
@@ -67,7 +83,7 @@ async def test_an_answer_is_kept_and_a_write_on_the_same_instance_ends_it_at_onc
     first = agent(task)
     await register(one, tenant, first)
     assert await names(one, tenant, task) == [first["name"]]
-    assert cache.size_bytes > 0
+    await served_from_cache(one, cache, tenant, task)
 
     second = agent(task)
     await register(one, tenant, second)
@@ -166,11 +182,12 @@ async def test_nothing_is_kept_while_the_listening_connection_is_lost(
     assert cache.size_bytes == 0
     second = await register(two, tenant, agent(task))
     assert await names(one, tenant, task) == sorted([first["name"], second["name"]])
-    assert cache.size_bytes == 0  # not kept while deaf
+    # Not kept while deaf (unless listening already came back, a second after the loss).
+    assert cache.size_bytes == 0 or cache.trusted
 
     await eventually(lambda: cache.trusted, timeout=10, what="listening again")
     assert await names(one, tenant, task) == sorted([first["name"], second["name"]])
-    assert cache.size_bytes > 0
+    await served_from_cache(one, cache, tenant, task)
 
 
 async def _equals(names_now: Any, expected: list[str]) -> bool:
@@ -196,4 +213,5 @@ async def test_metrics_say_where_answers_came_from_and_whether_the_instance_list
     assert f'disco_registry_discovery_answers_total{{source="cache"}} {cache.served}.0' in text
     assert f'disco_registry_discovery_answers_total{{source="database"}} {cache.asked}.0' in text
     assert "disco_registry_discovery_cache_listening 1.0" in text
-    assert f"disco_registry_discovery_cache_bytes {cache.size_bytes}.0" in text
+    # The size moves with other tests' notifications: it is there, and a count.
+    assert re.search(r"^disco_registry_discovery_cache_bytes \d+\.0$", text, re.MULTILINE)
