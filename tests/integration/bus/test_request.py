@@ -96,3 +96,34 @@ async def test_the_reply_listener_starts_at_the_end_of_the_response_topic(bus: B
             "add.requested", {"a": 1, "b": 1}, response_event="add.completed", wait=20
         )
     assert answer.data == {"sum": 2}
+
+
+async def test_a_response_for_another_tenant_is_passed_over_for_the_requests_own(
+    bus: BusClient,
+) -> None:
+    # Anyone who reads action-requests can copy a correlation id: a response claiming
+    # another tenant, published first, must not be taken for the answer.
+    consumer = BusConsumer(bus, "impostor-then-calculator")
+
+    @consumer.on(Topic.ACTION_REQUESTS, "add.requested")
+    async def add(envelope: Envelope) -> None:
+        request = envelope.as_(ActionRequest)
+        for tenant, data in (("intruder", {"sum": -1}), (request.tenant_id, {"sum": 5})):
+            await bus.respond(
+                request.response_event,
+                data,
+                correlation_id=request.correlation_id or request.id,
+                topic=request.response_topic,
+                tenant_id=tenant,
+            )
+
+    async with consumer:
+        answer = await bus.request(
+            "add.requested",
+            {"a": 2, "b": 3},
+            response_event="add.completed",
+            tenant_id="acme",
+            wait=20,
+        )
+
+    assert (answer.tenant_id, answer.data) == ("acme", {"sum": 5})

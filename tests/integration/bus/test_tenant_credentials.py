@@ -18,7 +18,13 @@ from disco.auth import DevTokenMinter, mint_dev_token
 from disco.bus import BusClient, BusConsumer, DlqHeader
 from disco.settings import BusSettings
 from disco_common.auth import TENANT_CREDENTIAL_HEADER, UNAUTHENTICATED_TENANT, Role
-from disco_common.envelope import BusinessFact, headers_dict
+from disco_common.envelope import (
+    ActionRequest,
+    ActionResult,
+    BusinessFact,
+    Envelope,
+    headers_dict,
+)
 from disco_common.topics import Topic
 from tests.integration.bus.conftest import Recorder, read_topic
 
@@ -38,7 +44,9 @@ def _forged(n: int) -> BusinessFact:
 
 
 async def _produce(
-    bootstrap: str, topic: str, records: list[tuple[BusinessFact, str | None]]
+    bootstrap: str,
+    topic: str,
+    records: list[tuple[BusinessFact, str | None]] | list[tuple[ActionResult, str | None]],
 ) -> None:
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
     await producer.start()
@@ -153,3 +161,53 @@ async def test_in_dev_unsigned_envelopes_still_flow(
 
     assert recorder.ids == [unsigned.id]
     assert dead == []
+
+
+async def test_a_response_no_credential_vouches_for_is_passed_over_for_the_signed_one(
+    bus_settings: BusSettings, kafka_bootstrap: str
+) -> None:
+    settings = BusSettings(
+        **{
+            **bus_settings.model_dump(),
+            "auth_secret": SECRET,
+            "bus_require_tenant_credential": True,
+        }
+    )
+    shop = DevTokenMinter(SECRET, tenant_id=VICTIM, user_id="shop", roles=(Role.USER,))
+    async with BusClient(settings, name="shop", credentials=shop) as bus:
+        await bus.ensure_topics()
+        consumer = BusConsumer(bus, "pricing")
+
+        @consumer.on(Topic.ACTION_REQUESTS, "price.requested")
+        async def price(envelope: Envelope) -> None:
+            request = envelope.as_(ActionRequest)
+            forged = ActionResult(
+                source="urn:attacker",
+                type=request.response_event,
+                tenant_id=VICTIM,
+                correlation_id=request.correlation_id,
+                data={"price": 0},
+            )
+            # Unsigned, then signed for another tenant: both claim the victim.
+            await _produce(
+                kafka_bootstrap,
+                bus.topic_name(Topic.ACTION_RESULTS),
+                [(forged, None), (forged, mint_dev_token(SECRET, "acme", "mallory"))],
+            )
+            await bus.respond(
+                request.response_event,
+                {"price": 42},
+                correlation_id=request.correlation_id or request.id,
+                tenant_id=VICTIM,
+            )
+
+        async with consumer:
+            answer = await bus.request(
+                "price.requested",
+                {"sku": "x"},
+                response_event="price.completed",
+                tenant_id=VICTIM,
+                wait=20,
+            )
+
+    assert answer.data == {"price": 42}

@@ -414,7 +414,7 @@ class BusClient(Publishing, StartStop):
         # Listener positioned and waiter registered before the request leaves:
         # the answer cannot arrive unseen.
         listener = await self._reply_listener(response_topic)
-        async with listener.expect(correlation_id) as response:
+        async with listener.expect(correlation_id, tenant_id=request.tenant_id) as response:
             await self._deliver(name, request, span)
             try:
                 async with asyncio.timeout(wait):

@@ -9,9 +9,11 @@ from collections.abc import AsyncIterator, Sequence
 
 import structlog
 
+from disco.bus._credentials import tenant_guard
 from disco.bus._errors import BusError, BusNotStartedError
-from disco.bus._reader import TopicReader
+from disco.bus._reader import ReadRecord, TopicReader
 from disco.settings import BusSettings
+from disco_common.auth import UNAUTHENTICATED_TENANT
 from disco_common.envelope import (
     BINARY_HEADER_PREFIX,
     WIRE_NAMES,
@@ -37,6 +39,12 @@ class ReplyListener:
     ``correlation_id`` someone waits for to that waiter. Register a waiter with
     :meth:`expect` *before* publishing the request: the listener is already
     positioned by then, so a response cannot slip past it.
+
+    A response is taken only from the tenant the request was made for, and,
+    where tenant credentials are required, only when a valid credential vouches
+    for that tenant (as every consumer requires): anyone who can read a request
+    can copy its correlation id, so anything else is logged and passed over, and
+    the waiter goes on waiting for the real answer.
     """
 
     def __init__(self, settings: BusSettings, topic: str) -> None:
@@ -46,7 +54,8 @@ class ReplyListener:
         self._name = f"{settings.topic_prefix}{topic}"
         self._reader: TopicReader | None = None
         self._task: asyncio.Task[None] | None = None
-        self._waiters: dict[str, asyncio.Future[Envelope]] = {}
+        self._waiters: dict[str, tuple[asyncio.Future[Envelope], str | None]] = {}
+        self._guard = tenant_guard(settings)
         self._failure: BaseException | None = None
         self._lock = asyncio.Lock()
 
@@ -91,8 +100,11 @@ class ReplyListener:
             self._fail_all(BusNotStartedError("the reply listener was stopped"))
 
     @contextlib.asynccontextmanager
-    async def expect(self, correlation_id: str) -> AsyncIterator[asyncio.Future[Envelope]]:
-        """A future for the first envelope carrying ``correlation_id``.
+    async def expect(
+        self, correlation_id: str, *, tenant_id: str | None = None
+    ) -> AsyncIterator[asyncio.Future[Envelope]]:
+        """A future for the first envelope carrying ``correlation_id`` from ``tenant_id``
+        (the request's tenant).
 
         Enter it before publishing the request; it is forgotten on exit.
         """
@@ -103,7 +115,7 @@ class ReplyListener:
         if correlation_id in self._waiters:
             raise BusError(f"a request with correlation_id {correlation_id!r} is already waiting")
         future: asyncio.Future[Envelope] = asyncio.get_running_loop().create_future()
-        self._waiters[correlation_id] = future
+        self._waiters[correlation_id] = (future, tenant_id)
         reader = self._reader
         assert reader is not None
         try:
@@ -121,7 +133,9 @@ class ReplyListener:
                 if not self._waiters:
                     continue
                 for record in records:
-                    self._offer(record.value, record.headers)
+                    waiter = self._waiter_of(record)
+                    if waiter is not None:
+                        await self._offer(record, *waiter)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -129,9 +143,10 @@ class ReplyListener:
             self._failure = exc
             self._fail_all(exc)
 
-    def _offer(self, value: bytes | None, headers: Sequence[tuple[str, bytes]]) -> None:
+    def _waiter_of(self, record: ReadRecord) -> tuple[asyncio.Future[Envelope], str | None] | None:
         # Only the correlation id matters until it matches a waiter: skip the
         # full validation of everyone else's responses.
+        headers: Sequence[tuple[str, bytes]] = record.headers
         correlation_id: object
         if is_binary_mode(headers):
             correlation_id = next(
@@ -140,25 +155,40 @@ class ReplyListener:
             )
         else:
             try:
-                correlation_id = wire_attribute(json.loads(value or b"null"), "correlation_id")
+                document = json.loads(record.value or b"null")
+                correlation_id = wire_attribute(document, "correlation_id")
             except (ValueError, AttributeError):
-                return
-        future = self._waiters.get(correlation_id) if isinstance(correlation_id, str) else None
-        if future is None or future.done():
-            return
+                return None
+        waiter = self._waiters.get(correlation_id) if isinstance(correlation_id, str) else None
+        if waiter is None or waiter[0].done():
+            return None
+        return waiter
+
+    async def _offer(
+        self, record: ReadRecord, future: asyncio.Future[Envelope], expected: str | None
+    ) -> None:
         try:
-            envelope = self._kind.from_kafka_record(value, headers)
+            envelope = self._kind.from_kafka_record(record.value, record.headers)
         except EnvelopeError as exc:
+            _log.warning("malformed response ignored", topic=self._name, reason=exc.reason)
+            return
+        refused: str | None = None
+        if expected is not None and envelope.tenant_id != expected:
+            refused = f"a response for tenant {envelope.tenant_id!r} to a request of {expected!r}"
+        elif self._guard is not None:
+            refused = await self._guard.refusal(envelope.tenant_id, record.headers)
+        if refused:
             _log.warning(
-                "malformed response ignored",
+                UNAUTHENTICATED_TENANT,
                 topic=self._name,
-                correlation_id=correlation_id,
-                reason=exc.reason,
+                correlation_id=envelope.correlation_id,
+                reason=refused,
             )
             return
-        future.set_result(envelope)
+        if not future.done():
+            future.set_result(envelope)
 
     def _fail_all(self, exc: BaseException) -> None:
-        for future in self._waiters.values():
+        for future, _ in self._waiters.values():
             if not future.done():
                 future.set_exception(exc)
