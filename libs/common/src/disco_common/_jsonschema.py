@@ -13,6 +13,7 @@ import functools
 import json
 from typing import Annotated, Any
 
+import pydantic_core
 from jsonschema import exceptions as js_exceptions
 from jsonschema.protocols import Validator
 from jsonschema.validators import Draft202012Validator, validator_for
@@ -65,12 +66,25 @@ def _validator(canonical: bytes) -> Validator:
     return _validator_class(canonical)(json.loads(canonical))
 
 
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _checked(written: bytes) -> None:
+    # ``written`` is the document as pydantic-core writes it, keys in the order given:
+    # a cheap key for the documents that arrive again and again (every registration
+    # of an agent repeats its schemas); the check itself goes by the canonical form.
+    _validator_class(canonical_json(json.loads(written)))
+
+
 def check_json_schema(document: dict[str, JsonValue]) -> dict[str, JsonValue]:
     """Return ``document`` if it is a valid JSON Schema, else raise ValueError saying where.
 
     The draft is taken from ``$schema`` (Draft 2020-12 when absent).
     """
-    _validator_class(canonical_json(document))
+    try:
+        # NaN and infinities as such, so that they fail the canonical form's check.
+        written = pydantic_core.to_json(document, inf_nan_mode="constants")
+    except pydantic_core.PydanticSerializationError as exc:
+        raise ValueError(f"not a JSON document: {exc}") from None
+    _checked(written)
     return document
 
 
