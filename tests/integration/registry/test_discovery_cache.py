@@ -106,11 +106,7 @@ async def test_a_registration_on_another_instance_reaches_the_kept_answer(
     await register(two, tenant, second)
 
     expected = sorted([first["name"], second["name"]])
-    await eventually(
-        lambda: _equals(names(one, tenant, task), expected),
-        timeout=10,
-        what="the other instance's registration discovered",
-    )
+    await discovers(one, tenant, task, expected, "the other instance's registration")
 
 
 async def test_an_expiry_written_in_sql_by_hand_reaches_the_kept_answer(
@@ -122,17 +118,9 @@ async def test_an_expiry_written_in_sql_by_hand_reaches_the_kept_answer(
     record = await register(one, tenant, agent(task))
     assert await names(one, tenant, task) == [record["name"]]
 
-    await sql(
-        database.admin,
-        "UPDATE registry.agent_instances SET expires_at = now() - interval '1 second' "
-        "WHERE tenant_id = $1 AND agent_id = $2",
-        tenant,
-        record["agent_id"],
-    )
+    await expire_in(database, tenant, record["agent_id"], -1.0)
 
-    await eventually(
-        lambda: _equals(names(one, tenant, task), []), timeout=10, what="the agent gone"
-    )
+    await discovers(one, tenant, task, [], "the agent gone")
 
 
 async def test_a_kept_answer_ends_when_its_first_instance_expires_with_no_write(
@@ -144,22 +132,10 @@ async def test_a_kept_answer_ends_when_its_first_instance_expires_with_no_write(
     record = await register(one, tenant, agent(task))
     # Due in two seconds: nothing is written when that time comes (the sweeper only
     # removes the instance afterwards, which changes no answer and notifies nobody).
-    await sql(
-        database.admin,
-        "UPDATE registry.agent_instances SET expires_at = now() + interval '2 seconds' "
-        "WHERE tenant_id = $1 AND agent_id = $2",
-        tenant,
-        record["agent_id"],
-    )
-    await eventually(
-        lambda: _equals(names(one, tenant, task), [record["name"]]),
-        timeout=10,
-        what="the answer with the instance due soon",
-    )
+    await expire_in(database, tenant, record["agent_id"], 2.0)
+    await discovers(one, tenant, task, [record["name"]], "the answer with the instance due soon")
 
-    await eventually(
-        lambda: _equals(names(one, tenant, task), []), timeout=10, what="the agent expired"
-    )
+    await discovers(one, tenant, task, [], "the agent expired")
 
 
 async def test_nothing_is_kept_while_the_listening_connection_is_lost(
@@ -190,8 +166,27 @@ async def test_nothing_is_kept_while_the_listening_connection_is_lost(
     await served_from_cache(one, cache, tenant, task)
 
 
-async def _equals(names_now: Any, expected: list[str]) -> bool:
-    return bool(await names_now == expected)
+async def discovers(
+    http: httpx.AsyncClient, tenant: str, task: str, expected: list[str], what: str
+) -> None:
+    """Until discovery by ``task`` answers the agent names ``expected``."""
+
+    async def answered() -> bool:
+        return await names(http, tenant, task) == expected
+
+    await eventually(answered, timeout=10, what=what)
+
+
+async def expire_in(database: DatabaseUrls, tenant: str, agent_id: str, seconds: float) -> None:
+    """Make the agent's instances expire ``seconds`` from now (by hand, in SQL)."""
+    await sql(
+        database.admin,
+        "UPDATE registry.agent_instances SET expires_at = now() + make_interval(secs => $3) "
+        "WHERE tenant_id = $1 AND agent_id = $2",
+        tenant,
+        agent_id,
+        seconds,
+    )
 
 
 async def test_metrics_say_where_answers_came_from_and_whether_the_instance_listens(
