@@ -7,9 +7,9 @@ on free loopback ports. Prints:
 
 - consume rate through ``BusConsumer`` with the in-process dedup store (what a
   Tool uses by default) beside ``DurableDedupStore`` (the memory service's
-  dedup marks: a lookup before each handler, the mark written after it in the
-  background; what Workers and Planners use by default), on the same broker,
-  best of ``--repeats``;
+  dedup marks: one question per fetched batch and tenant, the marks written
+  after their handlers in background batches; what Workers and Planners use by
+  default), on the same broker, best of ``--repeats``;
 - recovery after a kill -9 and restart of the broker: seconds until a
   ``BusClient.request(wait=...)`` answered by a handler in another group gets
   its first answer again (each try waits 2 s), over ``--restarts`` restarts.
@@ -186,13 +186,15 @@ def main() -> None:
     print(f"  consume, in-process dedup store      {fast:8.0f} envelopes/s")
     print(
         f"  consume, durable dedup store (memory) {durable:8.0f} envelopes/s "
-        f"({durable / fast:.0%} of in-process; a GET before and a PUT after each handler)"
+        f"({durable / fast:.0%} of in-process; one question per fetched batch and tenant, "
+        "marks written in batches)"
     )
-    print(
-        f"  broker kill -9 + restart -> first answer again: median "
-        f"{statistics.median(recovery):.1f} s, max {max(recovery):.1f} s "
-        f"over {len(recovery)} restarts (2 s per unanswered try)"
-    )
+    if recovery:
+        print(
+            f"  broker kill -9 + restart -> first answer again: median "
+            f"{statistics.median(recovery):.1f} s, max {max(recovery):.1f} s "
+            f"over {len(recovery)} restarts (2 s per unanswered try)"
+        )
 
 
 if __name__ == "__main__":

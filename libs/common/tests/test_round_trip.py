@@ -574,6 +574,10 @@ EXAMPLES: list[BaseModel] = [
     dc.DeleteResult(deleted=3),
     dc.DedupMarkPut(ttl_seconds=3600),
     dc.DedupMark(group="workers", event_id="evt-1", created_at=T0),
+    dc.DedupCheck(event_ids=["evt-1", "evt-2"]),
+    dc.DedupChecked(handled=["evt-2"]),
+    dc.DedupMarksPut(event_ids=["evt-1", "evt-2"], ttl_seconds=3600),
+    dc.DedupMarksMade(created=1),
     dc.EpisodicTurnCreate(
         session_id="s-1", agent_id="assistant", role=dc.EpisodicRole.TOOL, content="{}"
     ),

@@ -75,3 +75,50 @@ async def test_the_durable_store_remembers_across_instances_for_the_acting_tenan
             elsewhere = await second.seen(event)
 
     assert (before, after, elsewhere) == (False, True, False)
+
+
+async def test_a_batch_is_asked_about_and_marked_in_one_call_each(
+    client: httpx.AsyncClient, alice: dict[str, str], bob: dict[str, str]
+) -> None:
+    events = [new_id("event") for _ in range(4)]
+    await client.put(f"/v1/memory/dedup/workers/{events[2]}", json={}, headers=alice)
+
+    made = await client.post(
+        "/v1/memory/dedup/workers/marks",
+        json={"event_ids": [events[0], events[2], events[0]], "ttl_seconds": 60},
+        headers=bob,
+    )
+    checked = await client.post(
+        "/v1/memory/dedup/workers/check", json={"event_ids": list(reversed(events))}, headers=alice
+    )
+    elsewhere = await client.post(
+        "/v1/memory/dedup/workers/check",
+        json={"event_ids": events},
+        headers=bearer(new_id("tenant")),
+    )
+    kept = await client.get(f"/v1/memory/dedup/workers/{events[2]}", headers=alice)
+
+    assert (made.status_code, made.json()) == (200, {"created": 1})  # events[2] was live
+    assert checked.json() == {"handled": [events[2], events[0]]}  # in the order asked
+    assert elsewhere.json() == {"handled": []}
+    assert kept.json()["expires_at"] is None  # a live mark is kept as it was
+
+
+async def test_a_batch_of_none_or_too_many_ids_is_refused_with_the_error_shape(
+    client: httpx.AsyncClient, alice: dict[str, str]
+) -> None:
+    empty = await client.post(
+        "/v1/memory/dedup/workers/check", json={"event_ids": []}, headers=alice
+    )
+    too_many = await client.post(
+        "/v1/memory/dedup/workers/marks",
+        json={"event_ids": [f"e{n}" for n in range(501)]},
+        headers=alice,
+    )
+    bad_id = await client.post(
+        "/v1/memory/dedup/workers/check", json={"event_ids": [" bad"]}, headers=alice
+    )
+
+    for response in (empty, too_many, bad_id):
+        assert response.status_code == 422
+        assert set(response.json()["error"]) == {"code", "message", "details"}

@@ -13,7 +13,7 @@ from aiokafka.errors import KafkaError
 from disco._lifecycle import STOP_NETWORK_SECONDS, StartStop, stop_within
 from disco.bus._client import BusClient
 from disco.bus._commits import OffsetCommitter
-from disco.bus._dedup import DedupStore, InMemoryDedupStore
+from disco.bus._dedup import DedupStore, DurableDedupStore, InMemoryDedupStore
 from disco.bus._errors import (
     BusError,
     BusNotStartedError,
@@ -347,6 +347,10 @@ class BusConsumer(StartStop):
                 # Looked up per batch, not per record (it may read os.environ).
                 self._handling.tracing = self.client.tracer.enabled
                 self._handling.log_fields = not handler_fields_added()
+                if isinstance(self.dedup_store, DurableDedupStore):
+                    # One question to the service per tenant of the batch, asked now.
+                    for records in batches.values():
+                        self.dedup_store.expect(records)
                 for tp, records in batches.items():
                     if self._stopping or tp not in consumer.assignment():
                         continue

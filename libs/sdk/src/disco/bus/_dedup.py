@@ -5,14 +5,21 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
 import structlog
+from aiokafka.structs import ConsumerRecord
+
+from disco._context import maybe_current_context
+from disco_common.envelope import TENANT_HEADER
+from disco_common.memory import DEDUP_BATCH_MAX
 
 __all__ = ["DedupMarks", "DedupStore", "DurableDedupStore", "InMemoryDedupStore"]
 
 _log = structlog.get_logger("disco.bus")
+
+_ID_HEADER = "ce_id"
 
 
 @runtime_checkable
@@ -108,15 +115,32 @@ class DedupMarks(Protocol):
     """Where a :class:`DurableDedupStore` keeps its marks: the memory service's
     ``/v1/memory/dedup`` (:class:`~disco.clients.MemoryClient` is one)."""
 
-    async def get_dedup_mark(self, group: str, event_id: str) -> object | None:
-        """The mark of ``event_id`` for ``group``, or None."""
+    async def check_dedup_marks(
+        self,
+        group: str,
+        event_ids: Sequence[str],
+        *,
+        tenant_id: str | None = None,
+        user_id: str | None = None,
+    ) -> Collection[str]:
+        """Which of ``event_ids`` (at most 500) ``group`` handled, acting for ``tenant_id``
+        (the handler context's envelope's tenant when None)."""
         ...
 
-    async def put_dedup_mark(
-        self, group: str, event_id: str, *, ttl_seconds: int | None = None
+    async def put_dedup_marks(
+        self,
+        group: str,
+        event_ids: Sequence[str],
+        *,
+        ttl_seconds: int | None = None,
+        tenant_id: str | None = None,
+        user_id: str | None = None,
     ) -> object:
-        """Make the mark (idempotent)."""
+        """Make the marks (idempotent), acting for ``tenant_id`` (and ``user_id``)."""
         ...
+
+
+_Marker = tuple[str | None, str | None]  # whom a mark is written for: (tenant, user)
 
 
 class DurableDedupStore:
@@ -128,15 +152,22 @@ class DurableDedupStore:
     whichever instance gets it. Marks are per tenant (the envelope's, from the
     handler context) and go with its erasure.
 
-    It never stops the consumer: when the service cannot be asked, an envelope
-    counts as not seen (it is handled, as at-least-once allows), and a mark is
-    written in the background (in the envelope's context), at most
-    ``max_pending`` at a time, a failed one logged and dropped; either way the
-    worst outcome is a handler running again. So a handler killed after its
-    effect and before the mark also runs again: effects outside disco's stores
-    use the handler's idempotency key (:attr:`disco.HandlerContext.idempotency_key`).
+    The service is asked once per fetched batch, not once per envelope: the
+    consumer hands each batch to :meth:`expect` before its handlers run, and the
+    ids of each tenant in it go in one question (at most 500 ids each); an
+    envelope handled before its answer came waits for it. Marks are written in
+    the background, a batch per tenant and user at a time: while one write is
+    in flight, the next marks queue for the one after (at most ``max_pending``
+    waiting; a mark beyond that waits for room).
 
-    A small in-process window in front saves the service a round trip for
+    It never stops the consumer: when the service cannot be asked, an envelope
+    counts as not seen (it is handled, as at-least-once allows), and a failed
+    write is logged and dropped; either way the worst outcome is a handler
+    running again. So a handler killed after its effect and before the mark
+    also runs again: effects outside disco's stores use the handler's
+    idempotency key (:attr:`disco.HandlerContext.idempotency_key`).
+
+    A small in-process window in front saves the service a question for
     duplicates this process saw itself.
     """
 
@@ -153,15 +184,64 @@ class DurableDedupStore:
         self.group = group
         self.ttl_seconds = ttl_seconds
         self._recent = InMemoryDedupStore(window, ttl_seconds)
-        self._pending: set[asyncio.Task[None]] = set()
+        # Ids asked about ahead of their handlers: the tenant asked for and the answer
+        # (the ids handled, or None when it could not be had). Oldest first, bounded.
+        self._asked: OrderedDict[str, tuple[str | None, asyncio.Future[frozenset[str] | None]]]
+        self._asked = OrderedDict()
+        self._asked_max = max(1, window)
+        self._asking: set[asyncio.Task[None]] = set()
+        self._unwritten: dict[_Marker, list[str]] = {}
+        self._writers: dict[_Marker, asyncio.Task[None]] = {}
+        self._pending = 0
         self._max_pending = max(1, max_pending)
+        self._room = asyncio.Event()
+
+    def expect(self, records: Iterable[ConsumerRecord[bytes, bytes]]) -> None:
+        """Ask about a fetched batch's envelopes now, one question per tenant, so that
+        their :meth:`seen` finds the answer (records are read by their ``ce_id`` and
+        ``ce_tenantid`` headers; one without an id is asked about when handled)."""
+        by_tenant: dict[str | None, list[str]] = {}
+        for record in records:
+            event_id: str | None = None
+            tenant_id: str | None = None
+            for name, value in record.headers:
+                if name == _ID_HEADER:
+                    event_id = value.decode("utf-8", "replace")
+                elif name == TENANT_HEADER:
+                    tenant_id = value.decode("utf-8", "replace")
+            if event_id is None or event_id in self._asked or self._recent.seen_now(event_id):
+                continue
+            by_tenant.setdefault(tenant_id, []).append(event_id)
+        loop = asyncio.get_running_loop()
+        for tenant_id, ids in by_tenant.items():
+            for start in range(0, len(ids), DEDUP_BATCH_MAX):
+                chunk = ids[start : start + DEDUP_BATCH_MAX]
+                answer: asyncio.Future[frozenset[str] | None] = loop.create_future()
+                for event_id in chunk:
+                    self._asked[event_id] = (tenant_id, answer)
+                task = asyncio.create_task(
+                    self._ask(tenant_id, chunk, answer), name=f"disco-dedup-{self.group}"
+                )
+                self._asking.add(task)
+                task.add_done_callback(self._asking.discard)
+        while len(self._asked) > self._asked_max:
+            self._asked.popitem(last=False)  # never handled here (no route, revoked...)
 
     async def seen(self, event_id: str) -> bool:
-        """Whether the group handled ``event_id`` (asks the service unless seen here)."""
-        if await self._recent.seen(event_id):
+        """Whether the group handled ``event_id`` (asks the service unless seen here or
+        asked about already with its batch)."""
+        if self._recent.seen_now(event_id):
             return True
+        context = maybe_current_context()
+        tenant_id = context.envelope.tenant_id if context is not None else None
+        asked = self._asked.pop(event_id, None)
+        if asked is not None and asked[0] == tenant_id:
+            # Shielded: a handler cancelled while waiting must not cancel the batch's answer.
+            handled = await asyncio.shield(asked[1])
+            if handled is not None:
+                return event_id in handled
         try:
-            return await self.marks.get_dedup_mark(self.group, event_id) is not None
+            return event_id in await self.marks.check_dedup_marks(self.group, [event_id])
         except Exception as exc:
             _log.warning(
                 "dedup marks unavailable: handling the envelope as new",
@@ -173,27 +253,74 @@ class DurableDedupStore:
 
     async def mark(self, event_id: str) -> None:
         """Remember ``event_id`` here now, and durably in the background."""
-        await self._recent.mark(event_id)
-        while len(self._pending) >= self._max_pending:
-            await asyncio.wait(self._pending, return_when=asyncio.FIRST_COMPLETED)
-        # The task copies the handler context: the mark is the envelope's tenant's.
-        task = asyncio.create_task(self._write(event_id), name=f"disco-dedup-{self.group}")
-        self._pending.add(task)
-        task.add_done_callback(self._pending.discard)
+        self._recent.mark_now(event_id)
+        context = maybe_current_context()
+        marker: _Marker = (
+            (context.envelope.tenant_id, context.envelope.user_id)
+            if context is not None
+            else (None, None)
+        )
+        while self._pending >= self._max_pending:
+            self._room.clear()
+            await self._room.wait()
+        self._unwritten.setdefault(marker, []).append(event_id)
+        self._pending += 1
+        if marker not in self._writers:
+            self._writers[marker] = asyncio.create_task(
+                self._write_queued(marker), name=f"disco-dedup-{self.group}"
+            )
 
     async def flush(self) -> None:
         """Wait until the marks written in the background are stored (or dropped)."""
-        while self._pending:
-            await asyncio.wait(set(self._pending))
+        while self._writers:
+            await asyncio.wait(set(self._writers.values()))
 
-    async def _write(self, event_id: str) -> None:
-        ttl = max(1, round(self.ttl_seconds)) if self.ttl_seconds else None
+    async def _ask(
+        self,
+        tenant_id: str | None,
+        event_ids: list[str],
+        answer: asyncio.Future[frozenset[str] | None],
+    ) -> None:
         try:
-            await self.marks.put_dedup_mark(self.group, event_id, ttl_seconds=ttl)
+            handled = await self.marks.check_dedup_marks(self.group, event_ids, tenant_id=tenant_id)
         except Exception as exc:
             _log.warning(
-                "dedup mark not stored (a redelivery would run the handler again)",
+                "dedup marks unavailable: asking again for each envelope",
                 group=self.group,
-                event_id=event_id,
+                envelopes=len(event_ids),
                 error=repr(exc),
             )
+            answer.set_result(None)
+        else:
+            answer.set_result(frozenset(handled))
+
+    async def _write_queued(self, marker: _Marker) -> None:
+        ttl = max(1, round(self.ttl_seconds)) if self.ttl_seconds else None
+        try:
+            while queue := self._unwritten.get(marker):
+                batch = queue[:DEDUP_BATCH_MAX]
+                del queue[:DEDUP_BATCH_MAX]
+                try:
+                    await self.marks.put_dedup_marks(
+                        self.group,
+                        batch,
+                        ttl_seconds=ttl,
+                        tenant_id=marker[0],
+                        user_id=marker[1],
+                    )
+                except Exception as exc:
+                    _log.warning(
+                        "dedup marks not stored (a redelivery would run the handler again)",
+                        group=self.group,
+                        envelopes=len(batch),
+                        error=repr(exc),
+                    )
+                finally:
+                    self._pending -= len(batch)
+                    self._room.set()
+        finally:
+            # No await between the empty check above and here: a mark queued in
+            # between would have found this writer still registered.
+            del self._writers[marker]
+            if not self._unwritten.get(marker):
+                self._unwritten.pop(marker, None)

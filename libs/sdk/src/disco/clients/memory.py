@@ -13,10 +13,12 @@ another version raises :class:`~disco.clients.ServiceConflictError` (code
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
 
 from pydantic import JsonValue
 
+from disco.clients._base import acting_for
 from disco.clients._memory_calls import BASE as _BASE
 from disco.clients._memory_calls import MemoryCalls
 from disco.clients._memory_calls import segment as _seg
@@ -25,8 +27,12 @@ from disco_common.memory import (
     AgentStateSnapshot,
     AgentStateSnapshotPut,
     AgentStateSnapshotSummary,
+    DedupCheck,
+    DedupChecked,
     DedupMark,
     DedupMarkPut,
+    DedupMarksMade,
+    DedupMarksPut,
     DeleteResult,
     ErasureResult,
     PlanContextRecord,
@@ -145,6 +151,48 @@ class MemoryClient(MemoryCalls):
             DedupMark,
             json=DedupMarkPut(ttl_seconds=ttl_seconds),
         )
+
+    async def check_dedup_marks(
+        self,
+        group: str,
+        event_ids: Sequence[str],
+        *,
+        tenant_id: str | None = None,
+        user_id: str | None = None,
+    ) -> list[str]:
+        """Which of ``event_ids`` (at most 500) consumer group ``group`` handled, in one call.
+
+        ``tenant_id`` (and ``user_id``): whom the call acts for (the handler context's
+        envelope, or this client's identity, when None).
+        """
+        with _acting(tenant_id, user_id):
+            answer = await self.call(
+                "POST",
+                f"{_BASE}/dedup/{_seg(group)}/check",
+                DedupChecked,
+                json=DedupCheck(event_ids=list(event_ids)),
+            )
+        return answer.handled
+
+    async def put_dedup_marks(
+        self,
+        group: str,
+        event_ids: Sequence[str],
+        *,
+        ttl_seconds: int | None = None,
+        tenant_id: str | None = None,
+        user_id: str | None = None,
+    ) -> int:
+        """Remember that ``group`` handled ``event_ids`` (at most 500), in one call; how many
+        marks are new (live ones are kept as they are)."""
+        with _acting(tenant_id, user_id):
+            made = await self.call(
+                "POST",
+                f"{_BASE}/dedup/{_seg(group)}/marks",
+                DedupMarksMade,
+                json=DedupMarksPut(event_ids=list(event_ids), ttl_seconds=ttl_seconds),
+            )
+        return made.created
 
     async def store_task_context(
         self,
@@ -412,3 +460,12 @@ class MemoryClient(MemoryCalls):
     async def erase_tenant(self) -> ErasureResult:
         """Delete everything of the caller's tenant, in one transaction (``admin`` only)."""
         return await self.call("DELETE", f"{_BASE}/erasure/tenant", ErasureResult)
+
+
+@contextlib.contextmanager
+def _acting(tenant_id: str | None, user_id: str | None) -> Iterator[None]:
+    if tenant_id is None:
+        yield
+        return
+    with acting_for(tenant_id, user_id):
+        yield

@@ -7,7 +7,14 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Response, status
 
 from disco_common.ids import Id
-from disco_common.memory import DedupMark, DedupMarkPut
+from disco_common.memory import (
+    DedupCheck,
+    DedupChecked,
+    DedupMark,
+    DedupMarkPut,
+    DedupMarksMade,
+    DedupMarksPut,
+)
 from disco_memory.dedup import service
 from disco_memory.dedup.repository import DedupRepository
 from disco_service import IdentityDep, JSONRoute, NotFound, SessionDep, error_responses
@@ -20,6 +27,20 @@ async def _repository(session: SessionDep, identity: IdentityDep) -> DedupReposi
 
 
 RepositoryDep = Annotated[DedupRepository, Depends(_repository)]
+
+
+@router.post("/{group}/check", response_model=DedupChecked, responses=error_responses(422))
+async def check_marks(group: Id, body: DedupCheck, repository: RepositoryDep) -> DedupChecked:
+    """Which of these envelopes ``group`` handled: one question for a fetched batch."""
+    return await service.check_marks(repository, group, body)
+
+
+@router.post("/{group}/marks", response_model=DedupMarksMade, responses=error_responses(422))
+async def put_marks(
+    group: Id, body: DedupMarksPut, repository: RepositoryDep, identity: IdentityDep
+) -> DedupMarksMade:
+    """Remember that ``group`` handled these envelopes (live marks are kept as they are)."""
+    return await service.put_marks(repository, group, body, user_id=identity.user_id)
 
 
 @router.get("/{group}/{event_id}", response_model=DedupMark, responses=error_responses(404))

@@ -29,6 +29,25 @@ _PUT = text(
     RETURNING {_COLUMNS}
     """  # noqa: S608
 )
+_CHECK = text(
+    "SELECT m.event_id FROM memory.dedup_marks m "  # noqa: S608
+    "WHERE m.tenant_id = :tenant_id AND m.consumer_group = :group "
+    f"AND m.event_id = ANY(CAST(:event_ids AS text[])) AND {_LIVE}"
+)
+# Rows in id order, so that two batches sharing ids cannot deadlock.
+_PUT_MANY = text(
+    f"""
+    INSERT INTO memory.dedup_marks AS m
+        (tenant_id, consumer_group, event_id, user_id, expires_at)
+    SELECT :tenant_id, :group, e.event_id, :user_id, :expires_at
+    FROM unnest(CAST(:event_ids AS text[])) AS e(event_id)
+    ORDER BY e.event_id
+    ON CONFLICT (tenant_id, consumer_group, event_id) DO UPDATE SET
+        user_id = EXCLUDED.user_id, expires_at = EXCLUDED.expires_at, created_at = now()
+    WHERE NOT {_LIVE}
+    RETURNING m.event_id
+    """  # noqa: S608
+)
 
 
 class DedupRepository:
@@ -55,3 +74,21 @@ class DedupRepository:
             "expires_at": expires_at,
         }
         return (await self._session.execute(_PUT, params)).mappings().first()
+
+    async def live_among(self, group: str, event_ids: list[str]) -> set[str]:
+        """Those of ``event_ids`` with a live mark."""
+        params = {"tenant_id": self._tenant_id, "group": group, "event_ids": event_ids}
+        return set((await self._session.execute(_CHECK, params)).scalars())
+
+    async def put_many(
+        self, group: str, event_ids: list[str], *, user_id: str, expires_at: datetime | None
+    ) -> int:
+        """Make the marks (each id once); how many are new (live ones are kept)."""
+        params = {
+            "tenant_id": self._tenant_id,
+            "group": group,
+            "event_ids": event_ids,
+            "user_id": user_id,
+            "expires_at": expires_at,
+        }
+        return len((await self._session.execute(_PUT_MANY, params)).all())

@@ -1,14 +1,21 @@
-"""Dedup marks: look one up, make one (idempotently)."""
+"""Dedup marks: look them up, make them (idempotently), one or a batch at a time."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from disco_common.ids import utcnow
-from disco_common.memory import DedupMark, DedupMarkPut
+from disco_common.memory import (
+    DedupCheck,
+    DedupChecked,
+    DedupMark,
+    DedupMarkPut,
+    DedupMarksMade,
+    DedupMarksPut,
+)
 from disco_memory.dedup.repository import DedupRepository
 
-__all__ = ["get_mark", "put_mark"]
+__all__ = ["check_marks", "get_mark", "put_mark", "put_marks"]
 
 
 async def get_mark(repository: DedupRepository, group: str, event_id: str) -> DedupMark | None:
@@ -21,12 +28,33 @@ async def put_mark(
     repository: DedupRepository, group: str, event_id: str, body: DedupMarkPut, *, user_id: str
 ) -> tuple[DedupMark, bool]:
     """Make the mark; the mark and whether it is new (a live one is kept unchanged)."""
-    expires_at = (
-        utcnow() + timedelta(seconds=body.ttl_seconds) if body.ttl_seconds is not None else None
-    )
+    expires_at = _expiry(body.ttl_seconds)
     row = await repository.put(group, event_id, user_id=user_id, expires_at=expires_at)
     if row is not None:
         return DedupMark.model_validate(dict(row)), True
     existing = await repository.get(group, event_id)
     assert existing is not None  # live a moment ago, in this transaction
     return DedupMark.model_validate(dict(existing)), False
+
+
+async def check_marks(repository: DedupRepository, group: str, body: DedupCheck) -> DedupChecked:
+    """Which of the ids asked about ``group`` handled (a live mark), in the order asked."""
+    live = await repository.live_among(group, list(dict.fromkeys(body.event_ids)))
+    return DedupChecked(handled=[event_id for event_id in body.event_ids if event_id in live])
+
+
+async def put_marks(
+    repository: DedupRepository, group: str, body: DedupMarksPut, *, user_id: str
+) -> DedupMarksMade:
+    """Make the marks (a live one is kept unchanged); how many are new."""
+    created = await repository.put_many(
+        group,
+        list(dict.fromkeys(body.event_ids)),
+        user_id=user_id,
+        expires_at=_expiry(body.ttl_seconds),
+    )
+    return DedupMarksMade(created=created)
+
+
+def _expiry(ttl_seconds: int | None) -> datetime | None:
+    return utcnow() + timedelta(seconds=ttl_seconds) if ttl_seconds is not None else None
