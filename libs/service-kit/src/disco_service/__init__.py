@@ -14,6 +14,7 @@ Migrations import :mod:`disco_service.migration_helpers`.
 
 from disco_service._app import LifespanHook, create_service_app
 from disco_service._auth import Identity, TokenVerifier
+from disco_service._background import in_background
 from disco_service._db import Database, driver_sql, on_driver, statement_alone
 from disco_service._deps import (
     BusDep,
@@ -109,6 +110,7 @@ __all__ = [
     "get_session",
     "get_state",
     "identify",
+    "in_background",
     "install_error_handlers",
     "listen",
     "listening",

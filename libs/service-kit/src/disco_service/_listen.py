@@ -18,6 +18,7 @@ from typing import Any
 
 import structlog
 
+from disco_service._background import in_background
 from disco_service._db import Database
 
 __all__ = ["listen", "listening"]
@@ -89,20 +90,13 @@ async def listening(
     reconnect_seconds: float = 1.0,
 ) -> AsyncIterator[None]:
     """:func:`listen` in a task while the block runs (a lifespan step); cancelled after."""
-    task = asyncio.create_task(
-        listen(
-            database,
-            channel,
-            on_notify,
-            on_listening=on_listening,
-            on_lost=on_lost,
-            reconnect_seconds=reconnect_seconds,
-        ),
-        name=f"disco-listen-{channel}",
+    job = listen(
+        database,
+        channel,
+        on_notify,
+        on_listening=on_listening,
+        on_lost=on_lost,
+        reconnect_seconds=reconnect_seconds,
     )
-    try:
+    async with in_background(job, f"disco-listen-{channel}"):
         yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task

@@ -15,7 +15,7 @@ import structlog
 from sqlalchemy import text
 
 from disco_memory.settings import MemorySettings
-from disco_service import Database
+from disco_service import Database, in_background
 
 __all__ = ["purge_expired", "ttl_sweeper"]
 
@@ -51,10 +51,5 @@ async def _sweep_forever(database: Database, settings: MemorySettings) -> None:
 @contextlib.asynccontextmanager
 async def ttl_sweeper(database: Database, settings: MemorySettings) -> AsyncIterator[None]:
     """Run the sweeper in the background while the context is open."""
-    task = asyncio.create_task(_sweep_forever(database, settings), name="disco-memory-ttl")
-    try:
+    async with in_background(_sweep_forever(database, settings), "disco-memory-ttl"):
         yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task

@@ -1,16 +1,16 @@
-"""Background jobs of the service's lifetime: long-running ones, and ones every few seconds."""
+"""Background jobs of the service's lifetime that run every few seconds."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
 
 import structlog
 
-__all__ = ["in_background", "periodically"]
+from disco_service import in_background
+
+__all__ = ["periodically"]
 
 log = structlog.get_logger("disco_tracker")
 
@@ -23,18 +23,6 @@ async def _repeat(job: Callable[[], Awaitable[object]], interval: float, name: s
             # A database hiccup must not end the job; the next round retries.
             log.exception(f"{name}_failed")
         await asyncio.sleep(interval)
-
-
-@asynccontextmanager
-async def in_background(job: Coroutine[Any, Any, None], name: str) -> AsyncIterator[None]:
-    """Run ``job`` as a task until the block exits, then cancel it."""
-    task = asyncio.create_task(job, name=name)
-    try:
-        yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 @asynccontextmanager
