@@ -50,32 +50,46 @@ async def listen(
     notification (in the event loop: keep it short).
 
     ``on_listening`` is called once the ``LISTEN`` is in force (after every
-    reconnection too), ``on_lost`` when the connection failed or ended.
+    reconnection too), ``on_lost`` once when that ends (the connection lost, or
+    this job cancelled). Before the first ``on_listening``, nothing is heard.
     """
 
     def notified(_connection: Any, _pid: int, _channel: str, payload: str) -> None:
         on_notify(payload)
 
     while True:
+        heard = False
         try:
             async with database.engine.connect() as connection:
                 raw = (await connection.get_raw_connection()).driver_connection
                 assert raw is not None
                 lost = asyncio.Event()
                 raw.add_termination_listener(_setter(lost))
-                await raw.add_listener(channel, notified)
                 try:
+                    await raw.add_listener(channel, notified)
+                    heard = True
                     on_listening()
                     await lost.wait()
-                finally:
-                    on_lost()
+                except asyncio.CancelledError:
+                    # Stopped, the connection still good: it goes back to the pool.
                     with contextlib.suppress(Exception):
                         await raw.remove_listener(channel, notified)
+                    raise
+                except BaseException:
+                    await connection.invalidate()
+                    raise
+                # Lost: the pool must not hand this connection out again.
+                await connection.invalidate()
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            on_lost()
-            _log.warning("listen_connection_lost", channel=channel, error=repr(exc))
+            if not heard:
+                _log.warning("listen_connection_failed", channel=channel, error=repr(exc))
+        finally:
+            if heard:
+                on_lost()  # once per spell of listening, cancelled or lost
+        if heard:
+            _log.warning("listen_connection_lost", channel=channel)
         await asyncio.sleep(reconnect_seconds)
 
 
