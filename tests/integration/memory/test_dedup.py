@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 import httpx
 
-from disco.bus import DurableDedupStore
+from disco.bus import BusClient, BusConsumer, DurableDedupStore
 from disco.clients import MemoryClient, acting_for
+from disco.settings import BusSettings
 from disco_common.auth import Role
+from disco_common.envelope import Envelope
+from disco_common.topics import Topic
 from tests.integration.memory.conftest import bearer, new_id
 
 
@@ -122,3 +126,54 @@ async def test_a_batch_of_none_or_too_many_ids_is_refused_with_the_error_shape(
     for response in (empty, too_many, bad_id):
         assert response.status_code == 422
         assert set(response.json()["error"]) == {"code", "message", "details"}
+
+
+async def test_a_consumer_skips_what_its_group_handled_before_asking_once_per_batch(
+    memory_client_for: Callable[..., MemoryClient],
+    tenant: str,
+    kafka_bootstrap: str,
+    topic_prefix: str,
+) -> None:
+    settings = BusSettings(
+        kafka_bootstrap=kafka_bootstrap,
+        topic_prefix=topic_prefix,
+        kafka_session_timeout_ms=2000,
+        kafka_heartbeat_interval_ms=300,
+        kafka_fetch_max_wait_ms=20,
+    )
+    group = new_id("orders")
+    handled: list[str] = []
+    arrived = asyncio.Event()
+
+    async def placed(envelope: Envelope) -> None:
+        handled.append(envelope.id)
+        arrived.set()
+
+    async def run(bus: BusClient, memory: MemoryClient, until: int) -> None:
+        # A new store each run, as a new process of the group would have.
+        consumer = BusConsumer(bus, group, dedup_store=DurableDedupStore(memory, group))
+        consumer.add_handler(Topic.BUSINESS_FACTS, "order.placed", placed)
+        async with consumer, asyncio.timeout(30):
+            while len(handled) < until:
+                arrived.clear()
+                await arrived.wait()
+        # Stopped: the marks of what it handled are stored (no flush by the caller).
+
+    async with (
+        memory_client_for("platform", "agent", roles=(Role.SERVICE,)) as memory,
+        BusClient(settings, name="orders") as bus,
+    ):
+        await bus.ensure_topics()
+        first = [await bus.announce("order.placed", {"n": n}, tenant_id=tenant) for n in range(3)]
+        await run(bus, memory, until=3)
+        with acting_for(tenant):
+            marked = await memory.check_dedup_marks(group, [e.id for e in first])
+        # The same envelopes published again (an outbox relay after a crash, say), and a new one.
+        for envelope in first:
+            await bus.publish_envelope(Topic.BUSINESS_FACTS, envelope)
+        fresh = await bus.announce("order.placed", {"n": 3}, tenant_id=tenant)
+        await run(bus, memory, until=4)
+
+    assert sorted(marked) == sorted(e.id for e in first)
+    # Each once (partitions interleave, so in no particular order): the copies were skipped.
+    assert sorted(handled) == sorted([*(e.id for e in first), fresh.id])

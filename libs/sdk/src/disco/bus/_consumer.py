@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 from collections.abc import Callable
 
@@ -285,6 +286,11 @@ class BusConsumer(StartStop):
             for worker in workers:
                 worker.close()
             await finish_all([task for worker in workers for task in worker.tasks], grace)
+            if isinstance(self.dedup_store, DurableDedupStore):
+                # The marks of what was handled, stored while the service is still there.
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(STOP_NETWORK_SECONDS):
+                        await self.dedup_store.flush()
             await self._committer.stop()
             lag, self._lag = self._lag, None
             if lag is not None:
