@@ -12,7 +12,7 @@ import structlog
 from aiokafka.structs import ConsumerRecord
 
 from disco._context import maybe_current_context
-from disco_common.envelope import TENANT_HEADER
+from disco_common.envelope import tenant_header
 from disco_common.memory import DEDUP_BATCH_MAX
 
 __all__ = ["DedupMarks", "DedupStore", "DurableDedupStore", "InMemoryDedupStore"]
@@ -202,13 +202,10 @@ class DurableDedupStore:
         ``ce_tenantid`` headers; one without an id is asked about when handled)."""
         by_tenant: dict[str | None, list[str]] = {}
         for record in records:
-            event_id: str | None = None
-            tenant_id: str | None = None
-            for name, value in record.headers:
-                if name == _ID_HEADER:
-                    event_id = value.decode("utf-8", "replace")
-                elif name == TENANT_HEADER:
-                    tenant_id = value.decode("utf-8", "replace")
+            headers = record.headers
+            raw_id = next((value for name, value in headers if name == _ID_HEADER), None)
+            event_id = raw_id.decode("utf-8", "replace") if raw_id is not None else None
+            tenant_id = tenant_header(headers)
             if event_id is None or event_id in self._asked or self._recent.seen_now(event_id):
                 continue
             by_tenant.setdefault(tenant_id, []).append(event_id)

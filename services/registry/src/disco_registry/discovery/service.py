@@ -4,21 +4,18 @@ from __future__ import annotations
 
 import time
 
-from pydantic import TypeAdapter
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from disco_common.registry import DiscoveredAgent, DiscoveryQuery
+from disco_common.registry import DiscoveryQuery
 from disco_registry.discovery.cache import DiscoveryCache, DiscoveryKey
 from disco_registry.discovery.repository import DiscoveryRepository, required_capabilities
 
-__all__ = ["discover", "discover_json"]
-
-_ANSWER = TypeAdapter(list[DiscoveredAgent])
+__all__ = ["discover_json"]
 
 
 async def discover_json(
     engine: AsyncEngine,
-    cache: DiscoveryCache | None,
+    cache: DiscoveryCache,
     *,
     tenant_id: str,
     user_id: str,
@@ -33,7 +30,7 @@ async def discover_json(
     tenant's own agents come before public ones, then by name.
 
     The answer is the JSON text of a list of :class:`DiscoveredAgent`, built by
-    the database: routes send it as it is (:func:`discover` gives models).
+    the database: routes send it as it is.
     A read only: it runs outside the request's unit of work, in one statement,
     unless ``cache`` still holds the answer (see
     :mod:`disco_registry.discovery.cache`).
@@ -46,29 +43,14 @@ async def discover_json(
         query.text,
         query.limit,
     )
-    if cache is not None and cache.trusted:
+    if cache.trusted:
         kept = cache.get(key)
         if kept is not None:
             return kept
-    ticket = cache.ticket() if cache is not None else 0
+    ticket = cache.ticket()
     asked_at = time.monotonic()
     answer, fresh_seconds = await DiscoveryRepository(engine).discover_json(
         tenant_id=tenant_id, user_id=user_id, query=query
     )
-    if cache is not None:
-        cache.put(key, ticket, answer, fresh_seconds, asked_at=asked_at)
+    cache.put(key, ticket, answer, fresh_seconds, asked_at=asked_at)
     return answer
-
-
-async def discover(
-    engine: AsyncEngine,
-    cache: DiscoveryCache | None,
-    *,
-    tenant_id: str,
-    user_id: str,
-    query: DiscoveryQuery,
-) -> list[DiscoveredAgent]:
-    """:func:`discover_json`, parsed into :class:`DiscoveredAgent` models."""
-    return _ANSWER.validate_json(
-        await discover_json(engine, cache, tenant_id=tenant_id, user_id=user_id, query=query)
-    )
