@@ -149,3 +149,42 @@ async def test_send_queues_many_events_and_each_future_resolves_once_acknowledge
         e.id for e in sent
     )
     assert [e.data for e in sent] == [{"row": n} for n in range(50)]
+
+
+async def test_a_burst_larger_than_the_writer_queues_arrives_whole_and_in_order_per_key(
+    bus_settings: BusSettings, kafka_bootstrap: str
+) -> None:
+    # Small batches, so that the burst fills far more than the writer queues before
+    # writers wait (back-pressure), across three partitions.
+    settings = bus_settings.model_copy(update={"kafka_max_batch_bytes": 2048})
+    async with BusClient(settings, name="tester") as bus:
+        await bus.ensure_topics([Topic.BUSINESS_FACTS])
+        acks = [
+            await bus.send(
+                Topic.BUSINESS_FACTS, "row.imported", {"n": n}, correlation_id=f"key-{n % 5}"
+            )
+            for n in range(1500)
+        ]
+        sent = await asyncio.gather(*acks)
+
+    records = await read_topic(kafka_bootstrap, bus.topic_name(Topic.BUSINESS_FACTS), 1500)
+    facts = [BusinessFact.from_kafka_value(record.value) for record in records]
+    assert sorted(fact.id for fact in facts) == sorted(envelope.id for envelope in sent)
+    for key in range(5):
+        numbers = [fact.data["n"] for fact in facts if fact.correlation_id == f"key-{key}"]
+        assert numbers == list(range(key, 1500, 5))
+
+
+async def test_stopping_the_client_sends_what_was_written_but_not_yet_acknowledged(
+    bus_settings: BusSettings, kafka_bootstrap: str
+) -> None:
+    async with BusClient(bus_settings, name="tester") as bus:
+        await bus.ensure_topics([Topic.BUSINESS_FACTS])
+        acks = [await bus.send(Topic.BUSINESS_FACTS, "row.imported", {"n": n}) for n in range(20)]
+    # The client stopped without anyone awaiting the acknowledgements.
+
+    sent = await asyncio.gather(*acks)
+    records = await read_topic(kafka_bootstrap, bus.topic_name(Topic.BUSINESS_FACTS), 20)
+    assert sorted(BusinessFact.from_kafka_value(r.value).id for r in records) == sorted(
+        e.id for e in sent
+    )

@@ -1,109 +1,160 @@
-"""One writer into aiokafka's accumulator at a time: :class:`RecordWriter`.
+"""Records into aiokafka in whole batches: :class:`RecordWriter`.
 
-When a partition's batch is full, concurrent ``send()`` calls all wait for its
-drain and wake together, again and again (measured: ~4 wake-ups per message, a
-tenth of the raw rate). So a caller that finds the writer idle sends directly;
-otherwise it queues here and one pump task feeds the queue in order, in a tight
-loop, as a raw producer loop would.
+``AIOKafkaProducer.send`` costs about 14 µs of CPU per record (checks,
+partitioning, a queue slot and a future per record, and a RecordMetadata per
+record on the ack); appending to a batch builder and handing the batch over
+with ``send_batch`` costs about 8 (measured on this bus's records). So the
+writer keeps one open batch per partition: a record is appended to its
+partition's batch at once, and a flusher task hands every open batch to the
+producer as soon as the event loop gets to it — records written in one burst
+(before the writer yields) leave together, a lone record leaves on the next
+turn of the loop, as it would through ``send``. The producer's linger, batch
+size and acks apply to these batches as to its own.
+
+Order holds per partition: batches are handed over in the order they were
+opened, by one task, and the producer sends a partition's batches in order.
+Back-pressure: when more than :data:`_MAX_QUEUED_BATCHES` batches wait for the
+producer, writers wait too.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
-from dataclasses import dataclass
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
+from aiokafka.producer.message_accumulator import BatchBuilder
 
 from disco.bus._errors import PublishError
+from disco.bus._partitioner import partition_for
 from disco_common.envelope import KafkaHeaders
 
 __all__ = ["RecordWriter"]
 
+_MAX_QUEUED_BATCHES = 64
+"""Full batches waiting for the producer before writers wait (64 x the batch size)."""
 
-@dataclass(slots=True)
-class _Pending:
-    """A record waiting for its turn to enter the producer."""
 
-    name: str
-    key: bytes | None
-    value: bytes | None
-    headers: KafkaHeaders
-    delivery: asyncio.Future[asyncio.Future[Any]]
+class _Batch:
+    """One partition's open or queued batch and the delivery future of each record."""
+
+    __slots__ = ("builder", "deliveries", "name", "partition")
+
+    def __init__(self, name: str, partition: int, builder: BatchBuilder) -> None:
+        self.name = name
+        self.partition = partition
+        self.builder = builder
+        self.deliveries: list[asyncio.Future[Any]] = []
+
+    def settle(self, sent: asyncio.Future[Any]) -> None:
+        """Resolve each record's delivery as the batch's: acknowledged, failed or cancelled."""
+        if sent.cancelled():
+            for delivery in self.deliveries:
+                delivery.cancel()
+            return
+        error = sent.exception()
+        if error is None:
+            for delivery in self.deliveries:
+                if not delivery.done():
+                    delivery.set_result(None)
+        else:
+            self.fail(error)
+
+    def fail(self, error: BaseException) -> None:
+        for delivery in self.deliveries:
+            if not delivery.done():
+                delivery.set_exception(error)
 
 
 class RecordWriter:
-    """Hands records to one :class:`AIOKafkaProducer`, one writer at a time, in order."""
+    """Hands records to one :class:`AIOKafkaProducer` in per-partition batches, in order."""
 
     def __init__(self, producer: AIOKafkaProducer) -> None:
         self.producer = producer
-        self._writing = False
-        self._backlog: deque[_Pending] = deque()
-        self._pump: asyncio.Task[None] | None = None
+        self._open: dict[tuple[str, int], _Batch] = {}
+        self._queued: deque[_Batch] = deque()
+        self._flusher: asyncio.Task[None] | None = None
+        self._room: asyncio.Future[None] | None = None
+        self._stopping = False
 
     async def write(
         self, name: str, key: bytes | None, value: bytes | None, headers: KafkaHeaders
     ) -> asyncio.Future[Any]:
-        """Hand a record to aiokafka; return its delivery future.
+        """Add a record to its partition's batch; return its delivery future (None
+        once the broker acknowledged it; the producer's error if it did not).
 
         Raises:
-            PublishError: the producer refused the record.
+            PublishError: the topic is unknown to the broker, or the writer is stopped.
         """
-        producer = self.producer
+        if self._stopping:
+            raise PublishError(f"the producer is stopped; a record for {name!r} was not sent")
         try:
-            if self._writing or self._backlog:
-                queued = _Pending(
-                    name, key, value, headers, asyncio.get_running_loop().create_future()
-                )
-                self._backlog.append(queued)
-                self._start_pump()
-                return await queued.delivery
-            self._writing = True
-            try:
-                delivery: asyncio.Future[Any] = await producer.send(
-                    name, value=value, key=key, headers=headers
-                )
-            finally:
-                self._writing = False
-                if self._backlog:
-                    self._start_pump()
-            return delivery
+            partitions = list(await self.producer.partitions_for(name))
         except KafkaError as exc:
             raise PublishError(f"the producer refused a record for {name!r}: {exc}") from exc
+        partition = partition_for(key, partitions, partitions)
+        slot = (name, partition)
+        batch = self._open.get(slot)
+        if batch is None:
+            batch = self._open[slot] = _Batch(name, partition, self.producer.create_batch())
+        if batch.builder.append(key=key, value=value, timestamp=None, headers=headers) is None:
+            # Full: it goes to the queue, and the record starts the next one (an
+            # empty batch takes any record; the size was checked before).
+            self._queued.append(batch)
+            batch = self._open[slot] = _Batch(name, partition, self.producer.create_batch())
+            batch.builder.append(key=key, value=value, timestamp=None, headers=headers)
+        delivery: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        batch.deliveries.append(delivery)
+        self._wake()
+        if len(self._queued) > _MAX_QUEUED_BATCHES:
+            await self._wait_for_room()
+        return delivery
 
     async def stop(self) -> None:
-        """Let the pump finish what it took, then stop the producer."""
-        pump, self._pump = self._pump, None
-        if pump is not None:
-            await asyncio.gather(pump, return_exceptions=True)
+        """Hand over every batch written so far, then stop (and flush) the producer."""
+        self._stopping = True
+        self._wake()
+        flusher = self._flusher
+        if flusher is not None:
+            await asyncio.gather(flusher, return_exceptions=True)
         await self.producer.stop()
 
-    def _start_pump(self) -> None:
-        if self._pump is None or self._pump.done():
-            self._pump = asyncio.create_task(self._drain_backlog(), name="disco-publish")
+    def _wake(self) -> None:
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush(), name="disco-publish")
 
-    async def _drain_backlog(self) -> None:
-        backlog = self._backlog
-        while backlog:
-            if self._writing:
-                return  # a direct writer is mid-send; it restarts the pump when done
-            pending = backlog.popleft()
-            if pending.delivery.cancelled():
-                continue
-            self._writing = True
+    async def _wait_for_room(self) -> None:
+        if self._room is None or self._room.done():
+            self._room = asyncio.get_running_loop().create_future()
+        await asyncio.shield(self._room)
+
+    async def _flush(self) -> None:
+        # Runs when the loop gets to it: everything written until then is in the
+        # open batches, which close now (records written meanwhile open new ones).
+        queued = self._queued
+        while queued or self._open:
+            if self._open:
+                queued.extend(self._open.values())
+                self._open.clear()
+            batch = queued.popleft()
             try:
-                delivery = await self.producer.send(
-                    pending.name, value=pending.value, key=pending.key, headers=pending.headers
+                sent = await self.producer.send_batch(
+                    batch.builder, batch.name, partition=batch.partition
                 )
             except BaseException as exc:
-                if not pending.delivery.done():
-                    pending.delivery.set_exception(exc)
+                batch.fail(exc)
                 if isinstance(exc, asyncio.CancelledError):
+                    for waiting in queued:
+                        waiting.fail(exc)
+                    queued.clear()
                     raise
             else:
-                if not pending.delivery.done():
-                    pending.delivery.set_result(delivery)
-            finally:
-                self._writing = False
+                sent.add_done_callback(batch.settle)
+            room = self._room
+            if room is not None and not room.done() and len(queued) <= _MAX_QUEUED_BATCHES // 2:
+                room.set_result(None)
+        room = self._room
+        if room is not None and not room.done():
+            room.set_result(None)

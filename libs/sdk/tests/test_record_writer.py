@@ -1,0 +1,128 @@
+"""The bus's record writer over a producer that fails on cue (the broker itself is
+exercised in tests/integration/bus/test_publish.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from aiokafka.errors import KafkaTimeoutError, UnknownTopicOrPartitionError
+from aiokafka.producer.message_accumulator import BatchBuilder
+
+from disco.bus._errors import PublishError
+from disco.bus._producer import RecordWriter
+
+
+class _Producer:
+    """What the writer uses of AIOKafkaProducer: batches handed over are kept, and
+    acknowledged (or failed) when the test says."""
+
+    def __init__(self, *, batch_bytes: int = 16_384, refuse: BaseException | None = None):
+        self.batch_bytes = batch_bytes
+        self.refuse = refuse
+        self.handed: list[tuple[str, int, int, asyncio.Future[Any]]] = []
+        self.stopped = False
+
+    async def partitions_for(self, topic: str) -> set[int]:
+        if topic == "missing":
+            raise UnknownTopicOrPartitionError()
+        return {0, 1, 2}
+
+    def create_batch(self) -> BatchBuilder:
+        return BatchBuilder(self.batch_bytes, 0)
+
+    async def send_batch(self, batch: BatchBuilder, topic: str, *, partition: int) -> Any:
+        if self.refuse is not None:
+            raise self.refuse
+        sent: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.handed.append((topic, partition, batch.record_count(), sent))
+        return sent
+
+    async def stop(self) -> None:
+        self.stopped = True
+
+
+async def _settled(deliveries: list[asyncio.Future[Any]]) -> list[Any]:
+    return await asyncio.gather(*deliveries, return_exceptions=True)
+
+
+async def test_records_written_in_one_burst_leave_as_one_batch_per_partition() -> None:
+    producer = _Producer()
+    writer = RecordWriter(producer)  # type: ignore[arg-type]
+
+    deliveries = [await writer.write("t", b"same-key", b"v", []) for _ in range(10)]
+    await asyncio.sleep(0)  # the flusher's turn
+
+    assert [(topic, count) for topic, _, count, _ in producer.handed] == [("t", 10)]
+    assert not any(delivery.done() for delivery in deliveries)
+    producer.handed[0][3].set_result(None)
+    assert await _settled(deliveries) == [None] * 10
+
+
+async def test_a_failed_batch_fails_every_record_in_it_and_no_other() -> None:
+    producer = _Producer()
+    writer = RecordWriter(producer)  # type: ignore[arg-type]
+    first = [await writer.write("t", b"a", b"v", []) for _ in range(3)]
+    await asyncio.sleep(0)
+    second = [await writer.write("t", b"a", b"v", []) for _ in range(2)]
+    await asyncio.sleep(0)
+
+    producer.handed[0][3].set_exception(KafkaTimeoutError())
+    producer.handed[1][3].set_result(None)
+
+    assert all(isinstance(r, KafkaTimeoutError) for r in await _settled(first))
+    assert await _settled(second) == [None, None]
+
+
+async def test_a_batch_the_producer_will_not_take_fails_its_records() -> None:
+    producer = _Producer(refuse=KafkaTimeoutError())
+    writer = RecordWriter(producer)  # type: ignore[arg-type]
+
+    deliveries = [await writer.write("t", b"k", b"v", []) for _ in range(4)]
+
+    assert all(isinstance(r, KafkaTimeoutError) for r in await _settled(deliveries))
+
+
+async def test_an_unknown_topic_is_refused_at_once() -> None:
+    writer = RecordWriter(_Producer())  # type: ignore[arg-type]
+
+    with pytest.raises(PublishError, match="missing"):
+        await writer.write("missing", b"k", b"v", [])
+
+
+async def test_writers_wait_while_too_many_full_batches_queue_and_go_on_as_they_drain() -> None:
+    # Each record fills a batch: every write queues one; the producer takes none
+    # until the test lets the flusher run.
+    producer = _Producer(batch_bytes=64)
+    writer = RecordWriter(producer)  # type: ignore[arg-type]
+    handed_while_writing: list[int] = []
+    deliveries = []
+    for _ in range(200):
+        deliveries.append(await writer.write("t", b"k", b"x" * 100, []))
+        handed_while_writing.append(len(producer.handed))
+
+    # Nothing but the wait for room yields to the flusher in this loop.
+    assert handed_while_writing[60] == 0
+    assert handed_while_writing[-1] > 0
+    await asyncio.sleep(0)
+    assert sum(count for _, _, count, _ in producer.handed) == 200
+    for *_, sent in producer.handed:
+        sent.set_result(None)
+    assert await _settled(deliveries) == [None] * 200
+
+
+async def test_stop_hands_over_what_was_written_then_stops_the_producer() -> None:
+    producer = _Producer()
+    writer = RecordWriter(producer)  # type: ignore[arg-type]
+    deliveries = [await writer.write("t", str(n).encode(), b"v", []) for n in range(6)]
+
+    await writer.stop()
+
+    assert sum(count for _, _, count, _ in producer.handed) == 6
+    assert producer.stopped
+    with pytest.raises(PublishError, match="stopped"):
+        await writer.write("t", b"k", b"v", [])
+    for *_, sent in producer.handed:
+        sent.set_result(None)
+    assert await _settled(deliveries) == [None] * 6
