@@ -49,7 +49,7 @@ async def _settled(deliveries: list[asyncio.Future[Any]]) -> list[Any]:
 
 async def test_records_written_in_one_burst_leave_as_one_batch_per_partition() -> None:
     producer = _Producer()
-    writer = RecordWriter(producer)  # type: ignore[arg-type]
+    writer = RecordWriter(producer)
 
     deliveries = [await writer.write("t", b"same-key", b"v", []) for _ in range(10)]
     await asyncio.sleep(0)  # the flusher's turn
@@ -62,7 +62,7 @@ async def test_records_written_in_one_burst_leave_as_one_batch_per_partition() -
 
 async def test_a_failed_batch_fails_every_record_in_it_and_no_other() -> None:
     producer = _Producer()
-    writer = RecordWriter(producer)  # type: ignore[arg-type]
+    writer = RecordWriter(producer)
     first = [await writer.write("t", b"a", b"v", []) for _ in range(3)]
     await asyncio.sleep(0)
     second = [await writer.write("t", b"a", b"v", []) for _ in range(2)]
@@ -77,7 +77,7 @@ async def test_a_failed_batch_fails_every_record_in_it_and_no_other() -> None:
 
 async def test_a_batch_the_producer_will_not_take_fails_its_records() -> None:
     producer = _Producer(refuse=KafkaTimeoutError())
-    writer = RecordWriter(producer)  # type: ignore[arg-type]
+    writer = RecordWriter(producer)
 
     deliveries = [await writer.write("t", b"k", b"v", []) for _ in range(4)]
 
@@ -85,7 +85,7 @@ async def test_a_batch_the_producer_will_not_take_fails_its_records() -> None:
 
 
 async def test_an_unknown_topic_is_refused_at_once() -> None:
-    writer = RecordWriter(_Producer())  # type: ignore[arg-type]
+    writer = RecordWriter(_Producer())
 
     with pytest.raises(PublishError, match="missing"):
         await writer.write("missing", b"k", b"v", [])
@@ -95,7 +95,7 @@ async def test_writers_wait_while_too_many_full_batches_queue_and_go_on_as_they_
     # Each record fills a batch: every write queues one; the producer takes none
     # until the test lets the flusher run.
     producer = _Producer(batch_bytes=64)
-    writer = RecordWriter(producer)  # type: ignore[arg-type]
+    writer = RecordWriter(producer)
     handed_while_writing: list[int] = []
     deliveries = []
     for _ in range(200):
@@ -114,7 +114,7 @@ async def test_writers_wait_while_too_many_full_batches_queue_and_go_on_as_they_
 
 async def test_stop_hands_over_what_was_written_then_stops_the_producer() -> None:
     producer = _Producer()
-    writer = RecordWriter(producer)  # type: ignore[arg-type]
+    writer = RecordWriter(producer)
     deliveries = [await writer.write("t", str(n).encode(), b"v", []) for n in range(6)]
 
     await writer.stop()
