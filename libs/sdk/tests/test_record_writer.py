@@ -126,3 +126,24 @@ async def test_stop_hands_over_what_was_written_then_stops_the_producer() -> Non
     for *_, sent in producer.handed:
         sent.set_result(None)
     assert await _settled(deliveries) == [None] * 6
+
+
+async def test_cancelling_the_flusher_cancels_what_it_had_not_handed_over() -> None:
+    producer = _Producer()
+    gate = asyncio.Event()
+    send_batch = producer.send_batch
+
+    async def slow_send_batch(batch: BatchBuilder, topic: str, *, partition: int) -> Any:
+        await gate.wait()
+        return await send_batch(batch, topic, partition=partition)
+
+    producer.send_batch = slow_send_batch  # type: ignore[method-assign]
+    writer = RecordWriter(producer)
+    deliveries = [await writer.write("t", str(n).encode(), b"v", []) for n in range(9)]
+    await asyncio.sleep(0)  # the flusher waits on its first batch
+    assert writer._flusher is not None
+
+    writer._flusher.cancel()
+    await asyncio.gather(writer._flusher, return_exceptions=True)
+
+    assert all(delivery.cancelled() for delivery in deliveries)

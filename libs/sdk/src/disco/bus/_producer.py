@@ -134,27 +134,38 @@ class RecordWriter:
         # Runs when the loop gets to it: everything written until then is in the
         # open batches, which close now (records written meanwhile open new ones).
         queued = self._queued
-        while queued or self._open:
-            if self._open:
-                queued.extend(self._open.values())
-                self._open.clear()
-            batch = queued.popleft()
-            try:
-                sent = await self.producer.send_batch(
-                    batch.builder, batch.name, partition=batch.partition
-                )
-            except BaseException as exc:
-                batch.fail(exc)
-                if isinstance(exc, asyncio.CancelledError):
-                    for waiting in queued:
-                        waiting.fail(exc)
-                    queued.clear()
+        try:
+            while queued or self._open:
+                if self._open:
+                    queued.extend(self._open.values())
+                    self._open.clear()
+                batch = queued.popleft()
+                try:
+                    sent = await self.producer.send_batch(
+                        batch.builder, batch.name, partition=batch.partition
+                    )
+                except asyncio.CancelledError:
+                    queued.appendleft(batch)
                     raise
-            else:
-                sent.add_done_callback(batch.settle)
-            room = self._room
-            if room is not None and not room.done() and len(queued) <= _MAX_QUEUED_BATCHES // 2:
-                room.set_result(None)
+                except BaseException as exc:
+                    batch.fail(exc)
+                else:
+                    sent.add_done_callback(batch.settle)
+                if len(queued) <= _MAX_QUEUED_BATCHES // 2:
+                    self._make_room()
+        except asyncio.CancelledError:
+            # The loop is going away: nothing written and not handed over will be.
+            queued.extend(self._open.values())
+            self._open.clear()
+            for batch in queued:
+                for delivery in batch.deliveries:
+                    delivery.cancel()
+            queued.clear()
+            raise
+        finally:
+            self._make_room()
+
+    def _make_room(self) -> None:
         room = self._room
         if room is not None and not room.done():
             room.set_result(None)
