@@ -30,6 +30,7 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 from sqlalchemy.orm import Session, SessionTransaction
+from sqlalchemy.pool import QueuePool
 from sqlalchemy.sql.elements import TextClause
 from sqlalchemy.util import greenlet_spawn
 
@@ -272,11 +273,21 @@ async def on_driver(
         except asyncpg.PostgresError as exc:
             raise DBAPIError(statement, None, exc) from exc
         finally:
-            if failed is None:
-                pooled.close()  # back to the pool: no transaction to reset, no I/O
-            else:
+            if failed is not None:
                 await greenlet_spawn(pooled.invalidate, failed)
+            elif _pool_is_full(engine):
+                # An overflow connection: the pool closes it, which is I/O (outside a
+                # greenlet it fails, is logged and leaves the connection open).
+                await greenlet_spawn(pooled.close)
+            else:
+                pooled.close()  # back to the pool: no transaction to reset, no I/O
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _pool_is_full(engine: AsyncEngine) -> bool:
+    """Whether a connection handed back now would not fit in the pool (it is closed)."""
+    pool = engine.sync_engine.pool
+    return isinstance(pool, QueuePool) and pool.checkedin() >= pool.size()
 
 
 async def _begin(session: AsyncSession) -> None:
