@@ -64,3 +64,9 @@ def test_a_missing_field_is_named() -> None:
         check_required_fields(request)
     fields = {error["field"] for error in raised.value.data["errors"]}  # type: ignore[index]
     assert {"message.message_id", "message.parts"} <= fields
+
+
+def test_the_card_the_handler_checks_capabilities_on_has_every_required_field() -> None:
+    from disco_gateway.a2a.handler import gateway_card_proto
+
+    validate_proto_required_fields(gateway_card_proto())  # raises on a missing one

@@ -121,6 +121,16 @@ def gateway_card_proto() -> a2a_pb2.AgentCard:
         ),
         default_input_modes=["application/json"],
         default_output_modes=["application/json"],
+        # Never served (each agent's card lists its own skills); a card without any
+        # is not spec-compliant, and the a2a-sdk says so at every start.
+        skills=[
+            a2a_pb2.AgentSkill(
+                id="disco-agents",
+                name="disco agents",
+                description="Calls the disco agent named in the path; its card lists its skills.",
+                tags=["disco"],
+            )
+        ],
     )
 
 
