@@ -4,6 +4,8 @@ exercised in tests/integration/bus/test_publish.py)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -23,11 +25,15 @@ class _Producer:
         self.refuse = refuse
         self.handed: list[tuple[str, int, int, asyncio.Future[Any]]] = []
         self.stopped = False
+        self.partition_count = 3
+        # Metadata listeners (the producer's cluster metadata calls them on updates).
+        self.listeners: list[Callable[[Any], None]] = []
+        self.client = SimpleNamespace(cluster=SimpleNamespace(add_listener=self.listeners.append))
 
     async def partitions_for(self, topic: str) -> set[int]:
         if topic == "missing":
             raise UnknownTopicOrPartitionError()
-        return {0, 1, 2}
+        return set(range(self.partition_count))
 
     def create_batch(self) -> BatchBuilder:
         return BatchBuilder(self.batch_bytes, 0)
@@ -147,3 +153,23 @@ async def test_cancelling_the_flusher_cancels_what_it_had_not_handed_over() -> N
     await asyncio.gather(writer._flusher, return_exceptions=True)
 
     assert all(delivery.cancelled() for delivery in deliveries)
+
+
+async def test_partitions_are_read_again_after_a_metadata_update() -> None:
+    producer = _Producer()
+    writer = RecordWriter(producer)
+    keys = [str(n).encode() for n in range(40)]
+    for key in keys:
+        await writer.write("t", key, b"v", [])
+    await asyncio.sleep(0)
+    assert {partition for _, partition, _, _ in producer.handed} == {0, 1, 2}
+
+    producer.partition_count = 8  # partitions added; the producer's metadata learns it
+    for listener in producer.listeners:
+        listener(None)
+    producer.handed.clear()
+    for key in keys:
+        await writer.write("t", key, b"v", [])
+    await asyncio.sleep(0)
+
+    assert max(partition for _, partition, _, _ in producer.handed) > 2

@@ -73,6 +73,10 @@ class RecordWriter:
 
     def __init__(self, producer: AIOKafkaProducer) -> None:
         self.producer = producer
+        # Each topic's partitions, as the producer's metadata knows them: read once,
+        # forgotten at every metadata update (partitions added, leaders moved).
+        self._partitions: dict[str, list[int]] = {}
+        producer.client.cluster.add_listener(self._metadata_updated)
         self._open: dict[tuple[str, int], _Batch] = {}
         self._queued: deque[_Batch] = deque()
         self._flusher: asyncio.Task[None] | None = None
@@ -90,10 +94,13 @@ class RecordWriter:
         """
         if self._stopping:
             raise PublishError(f"the producer is stopped; a record for {name!r} was not sent")
-        try:
-            partitions = list(await self.producer.partitions_for(name))
-        except KafkaError as exc:
-            raise PublishError(f"the producer refused a record for {name!r}: {exc}") from exc
+        partitions = self._partitions.get(name)
+        if partitions is None:
+            try:
+                partitions = list(await self.producer.partitions_for(name))
+            except KafkaError as exc:
+                raise PublishError(f"the producer refused a record for {name!r}: {exc}") from exc
+            self._partitions[name] = partitions
         partition = partition_for(key, partitions, partitions)
         slot = (name, partition)
         batch = self._open.get(slot)
@@ -120,6 +127,9 @@ class RecordWriter:
         if flusher is not None:
             await asyncio.gather(flusher, return_exceptions=True)
         await self.producer.stop()
+
+    def _metadata_updated(self, cluster: Any) -> None:
+        self._partitions.clear()
 
     def _wake(self) -> None:
         if self._flusher is None or self._flusher.done():
