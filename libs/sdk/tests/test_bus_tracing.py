@@ -365,7 +365,7 @@ def _client(provider: TracerProvider) -> BusClient:
         tracer_provider=provider,
     )
 
-    async def acknowledged(name: str, envelope: Envelope) -> asyncio.Future[Any]:
+    async def acknowledged(name: str, envelope: Envelope, receiver: Any = None) -> Any:
         delivery = asyncio.get_running_loop().create_future()
         delivery.set_result(None)
         return delivery

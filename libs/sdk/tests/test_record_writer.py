@@ -173,3 +173,51 @@ async def test_partitions_are_read_again_after_a_metadata_update() -> None:
     await asyncio.sleep(0)
 
     assert max(partition for _, partition, _, _ in producer.handed) > 2
+
+
+class _Receiver:
+    def __init__(self) -> None:
+        self.outcomes: list[tuple[BaseException | None, bool]] = []
+
+    def received(self, error: BaseException | None, cancelled: bool) -> None:
+        self.outcomes.append((error, cancelled))
+
+
+async def test_a_receiver_is_told_the_outcome_of_its_batch_instead_of_a_future() -> None:
+    producer = _Producer()
+    writer = RecordWriter(producer)
+    acknowledged, failed = _Receiver(), _Receiver()
+
+    assert await writer.write("t", b"a", b"v", [], acknowledged) is None
+    await asyncio.sleep(0)
+    assert await writer.write("t", b"a", b"v", [], failed) is None
+    await asyncio.sleep(0)
+    error = KafkaTimeoutError()
+    producer.handed[0][3].set_result(None)
+    producer.handed[1][3].set_exception(error)
+    await asyncio.sleep(0)  # the batches' done callbacks
+
+    assert acknowledged.outcomes == [(None, False)]
+    assert failed.outcomes == [(error, False)]
+
+
+async def test_a_receiver_of_a_record_never_handed_over_is_told_it_was_cancelled() -> None:
+    producer = _Producer()
+    gate = asyncio.Event()
+    send_batch = producer.send_batch
+
+    async def stuck(batch: BatchBuilder, topic: str, *, partition: int) -> Any:
+        await gate.wait()
+        return await send_batch(batch, topic, partition=partition)
+
+    producer.send_batch = stuck  # type: ignore[method-assign]
+    writer = RecordWriter(producer)
+    receiver = _Receiver()
+    await writer.write("t", b"k", b"v", [], receiver)
+    await asyncio.sleep(0)
+    assert writer._flusher is not None
+
+    writer._flusher.cancel()
+    await asyncio.gather(writer._flusher, return_exceptions=True)
+
+    assert receiver.outcomes == [(None, True)]

@@ -454,11 +454,11 @@ async def test_a_goal_redelivered_after_a_crash_before_publishing_sends_its_firs
         write = bus._write_envelope
         failures: list[str] = []
 
-        async def broker_gone_once(name: str, envelope: Any) -> Any:
+        async def broker_gone_once(name: str, envelope: Any, *receiver: Any) -> Any:
             if envelope.type == "search.requested" and not failures:
                 failures.append(envelope.id)
                 raise PublishError("the broker went away")
-            return await write(name, envelope)
+            return await write(name, envelope, *receiver)
 
         bus._write_envelope = broker_gone_once  # type: ignore[method-assign]
         goal = await kit.request("research.goal", {"topic": "x", "hits": 1}, response_event="r")

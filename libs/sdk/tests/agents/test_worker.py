@@ -462,11 +462,11 @@ async def test_a_request_redelivered_after_a_crash_before_publishing_sends_its_s
         write = bus._write_envelope
         failures: list[str] = []
 
-        async def broker_gone_once(name: str, envelope: Any) -> Any:
+        async def broker_gone_once(name: str, envelope: Any, *receiver: Any) -> Any:
             if envelope.type == "add.requested" and not failures:
                 failures.append(envelope.id)
                 raise PublishError("the broker went away")
-            return await write(name, envelope)
+            return await write(name, envelope, *receiver)
 
         bus._write_envelope = broker_gone_once  # type: ignore[method-assign]
         request = await kit.request("double.requested", {}, response_event="done")

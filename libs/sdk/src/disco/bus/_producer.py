@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import Any
+from typing import Any, Protocol
 
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
@@ -31,41 +31,59 @@ from disco.bus._errors import PublishError
 from disco.bus._partitioner import partition_for
 from disco_common.envelope import KafkaHeaders
 
-__all__ = ["RecordWriter"]
+__all__ = ["DeliveryReceiver", "RecordWriter"]
 
 _MAX_QUEUED_BATCHES = 64
 """Full batches waiting for the producer before writers wait (64 x the batch size)."""
 
 
-class _Batch:
-    """One partition's open or queued batch and the delivery future of each record."""
+class DeliveryReceiver(Protocol):
+    """Told of its record's outcome by the batch itself, in the turn of the loop the
+    broker answered (a done callback on a delivery future would wait for the next)."""
 
-    __slots__ = ("builder", "deliveries", "name", "partition")
+    def received(self, error: BaseException | None, cancelled: bool) -> None: ...
+
+
+class _Batch:
+    """One partition's open or queued batch, and who waits for each of its records:
+    a delivery future or a :class:`DeliveryReceiver`."""
+
+    __slots__ = ("builder", "deliveries", "name", "partition", "receivers")
 
     def __init__(self, name: str, partition: int, builder: BatchBuilder) -> None:
         self.name = name
         self.partition = partition
         self.builder = builder
         self.deliveries: list[asyncio.Future[Any]] = []
+        self.receivers: list[DeliveryReceiver] = []
 
     def settle(self, sent: asyncio.Future[Any]) -> None:
         """Resolve each record's delivery as the batch's: acknowledged, failed or cancelled."""
         if sent.cancelled():
-            for delivery in self.deliveries:
-                delivery.cancel()
+            self.cancel()
             return
         error = sent.exception()
-        if error is None:
-            for delivery in self.deliveries:
-                if not delivery.done():
-                    delivery.set_result(None)
-        else:
+        if error is not None:
             self.fail(error)
+            return
+        for delivery in self.deliveries:
+            if not delivery.done():
+                delivery.set_result(None)
+        for receiver in self.receivers:
+            receiver.received(None, False)
 
     def fail(self, error: BaseException) -> None:
         for delivery in self.deliveries:
             if not delivery.done():
                 delivery.set_exception(error)
+        for receiver in self.receivers:
+            receiver.received(error, False)
+
+    def cancel(self) -> None:
+        for delivery in self.deliveries:
+            delivery.cancel()
+        for receiver in self.receivers:
+            receiver.received(None, True)
 
 
 class RecordWriter:
@@ -73,6 +91,7 @@ class RecordWriter:
 
     def __init__(self, producer: AIOKafkaProducer) -> None:
         self.producer = producer
+        self._loop = asyncio.get_running_loop()
         # Each topic's partitions, as the producer's metadata knows them: read once,
         # forgotten at every metadata update (partitions added, leaders moved).
         self._partitions: dict[str, list[int]] = {}
@@ -84,10 +103,16 @@ class RecordWriter:
         self._stopping = False
 
     async def write(
-        self, name: str, key: bytes | None, value: bytes | None, headers: KafkaHeaders
-    ) -> asyncio.Future[Any]:
+        self,
+        name: str,
+        key: bytes | None,
+        value: bytes | None,
+        headers: KafkaHeaders,
+        receiver: DeliveryReceiver | None = None,
+    ) -> asyncio.Future[Any] | None:
         """Add a record to its partition's batch; return its delivery future (None
-        once the broker acknowledged it; the producer's error if it did not).
+        once the broker acknowledged it; the producer's error if it did not), or
+        tell ``receiver`` instead when one is given (and return None).
 
         Raises:
             PublishError: the topic is unknown to the broker, or the writer is stopped.
@@ -112,8 +137,12 @@ class RecordWriter:
             self._queued.append(batch)
             batch = self._open[slot] = _Batch(name, partition, self.producer.create_batch())
             batch.builder.append(key=key, value=value, timestamp=None, headers=headers)
-        delivery: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        batch.deliveries.append(delivery)
+        delivery: asyncio.Future[Any] | None = None
+        if receiver is None:
+            delivery = self._loop.create_future()
+            batch.deliveries.append(delivery)
+        else:
+            batch.receivers.append(receiver)
         self._wake()
         if len(self._queued) > _MAX_QUEUED_BATCHES:
             await self._wait_for_room()
@@ -168,8 +197,7 @@ class RecordWriter:
             queued.extend(self._open.values())
             self._open.clear()
             for batch in queued:
-                for delivery in batch.deliveries:
-                    delivery.cancel()
+                batch.cancel()
             queued.clear()
             raise
         finally:

@@ -23,7 +23,7 @@ from disco.bus._credentials import CredentialSigner, override_header
 from disco.bus._envelopes import build_envelope, ready_envelope, rejected
 from disco.bus._errors import BusNotStartedError, MessageTooLargeError
 from disco.bus._metrics import BusMetrics
-from disco.bus._producer import RecordWriter
+from disco.bus._producer import DeliveryReceiver, RecordWriter
 from disco.bus._tracing import BusTracer, span_traceparent
 from disco.bus._wire import record_size
 from disco.settings import BusSettings
@@ -52,10 +52,13 @@ class _Acknowledgement(asyncio.Future[Envelope]):
     span: Span | None
 
     def settle(self, delivery: asyncio.Future[Any]) -> None:
+        """:meth:`received`, from a delivery future (as its done callback)."""
+        cancelled = delivery.cancelled()
+        self.received(None if cancelled else delivery.exception(), cancelled)
+
+    def received(self, error: BaseException | None, cancelled: bool) -> None:
         """Count and end the span of the delivery, then resolve to the envelope (or
         fail with :class:`PublishError`)."""
-        cancelled = delivery.cancelled()
-        error = None if cancelled else delivery.exception()
         envelope = self.envelope
         self.client._published(self.name, envelope, self.span, error)
         if self.done():
@@ -149,15 +152,16 @@ class Publishing:
         self, name: str, envelope: Envelope, span: Span | None
     ) -> asyncio.Future[Envelope]:
         """Put ``envelope`` in the producer; a future resolves to it once acknowledged."""
-        try:
-            delivery = await self._write_envelope(name, envelope)
-        except BaseException as exc:
-            self._published(name, envelope, span, exc)
-            raise
         acknowledged = _Acknowledgement(loop=asyncio.get_running_loop())
         acknowledged.client, acknowledged.name = self, name
         acknowledged.envelope, acknowledged.span = envelope, span
-        delivery.add_done_callback(acknowledged.settle)
+        try:
+            delivery = await self._write_envelope(name, envelope, acknowledged)
+        except BaseException as exc:
+            self._published(name, envelope, span, exc)
+            raise
+        if delivery is not None:  # a writer that answers with a future instead
+            delivery.add_done_callback(acknowledged.settle)
         return acknowledged
 
     async def _deliver(self, name: str, envelope: Envelope, span: Span | None) -> Envelope:
@@ -172,6 +176,7 @@ class Publishing:
         try:
             for attempt in range(_UNKNOWN_ERROR_RETRIES + 1):
                 delivery = await self._write_envelope(name, envelope)
+                assert delivery is not None  # no receiver given: a future
                 try:
                     await delivery
                 except UnknownError as exc:
@@ -204,7 +209,11 @@ class Publishing:
                 child = self._counted[key] = counter.labels(self.name, logical, envelope.type)
             child.inc()
 
-    async def _write_envelope(self, name: str, envelope: Envelope) -> asyncio.Future[Any]:
+    async def _write_envelope(
+        self, name: str, envelope: Envelope, receiver: DeliveryReceiver | None = None
+    ) -> asyncio.Future[Any] | None:
+        """Hand ``envelope``'s record to the writer: its delivery future, or None when
+        ``receiver`` is told of the outcome instead."""
         if self._request_validator is not None and isinstance(envelope, ActionRequest):
             await self._request_validator(envelope.type, envelope.data)
         signer = self._signer
@@ -225,13 +234,15 @@ class Publishing:
             size = record_size(key, value, headers)
             if size > limit:
                 raise MessageTooLargeError(name, envelope.type, size, limit)
-        return await self._require_writer().write(name, key, value, headers)
+        return await self._require_writer().write(name, key, value, headers, receiver)
 
     async def _write(
         self, name: str, key: bytes | None, value: bytes | None, headers: KafkaHeaders
     ) -> asyncio.Future[Any]:
-        """Hand a record to aiokafka, one writer at a time; return its delivery future."""
-        return await self._require_writer().write(name, key, value, headers)
+        """Hand a record to aiokafka; return its delivery future."""
+        delivery = await self._require_writer().write(name, key, value, headers)
+        assert delivery is not None  # no receiver given: a future
+        return delivery
 
     def _require_writer(self) -> RecordWriter:
         writer = self._writer

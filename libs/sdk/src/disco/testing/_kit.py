@@ -71,7 +71,10 @@ class _KitBus(BusClient):
     async def ensure_topics(self, topics: Iterable[Any] | None = None) -> list[str]:
         return [str(topic) for topic in topics or Topic]
 
-    async def _write_envelope(self, name: str, envelope: Envelope) -> asyncio.Future[Any]:
+    async def _write_envelope(
+        self, name: str, envelope: Envelope, receiver: Any = None
+    ) -> asyncio.Future[Any]:
+        # Always a future (the publisher reads it when there is one), receiver or not.
         if self._request_validator is not None and isinstance(envelope, ActionRequest):
             await self._request_validator(envelope.type, envelope.data)
         record = record_for(envelope)
