@@ -221,3 +221,30 @@ async def test_a_receiver_of_a_record_never_handed_over_is_told_it_was_cancelled
     await asyncio.gather(writer._flusher, return_exceptions=True)
 
     assert receiver.outcomes == [(None, True)]
+
+
+async def test_a_writer_cancelled_while_waiting_for_room_has_written_nothing() -> None:
+    producer = _Producer(batch_bytes=64)  # every record fills a batch
+    gate = asyncio.Event()
+    send_batch = producer.send_batch
+
+    async def stuck(batch: BatchBuilder, topic: str, *, partition: int) -> Any:
+        await gate.wait()
+        return await send_batch(batch, topic, partition=partition)
+
+    producer.send_batch = stuck  # type: ignore[method-assign]
+    writer = RecordWriter(producer)
+    written = 0
+    while len(writer._queued) < 64:
+        await writer.write("t", b"k", b"x" * 100, [])
+        written += 1
+    waiting = asyncio.create_task(writer.write("t", b"k", b"x" * 100, []))
+    await asyncio.sleep(0)
+    assert not waiting.done()  # no room: it waits
+
+    waiting.cancel()
+    await asyncio.gather(waiting, return_exceptions=True)
+    gate.set()
+    await writer.stop()
+
+    assert sum(count for _, _, count, _ in producer.handed) == written

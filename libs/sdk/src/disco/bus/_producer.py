@@ -13,8 +13,8 @@ size and acks apply to these batches as to its own.
 
 Order holds per partition: batches are handed over in the order they were
 opened, by one task, and the producer sends a partition's batches in order.
-Back-pressure: when more than :data:`_MAX_QUEUED_BATCHES` batches wait for the
-producer, writers wait too.
+Back-pressure: while :data:`_MAX_QUEUED_BATCHES` full batches wait for the
+producer, writers wait before adding their records.
 """
 
 from __future__ import annotations
@@ -117,6 +117,10 @@ class RecordWriter:
         Raises:
             PublishError: the topic is unknown to the broker, or the writer is stopped.
         """
+        # Every wait comes before the record is added: a caller cancelled while waiting
+        # has written nothing, and one that returns has written its record.
+        if len(self._queued) >= _MAX_QUEUED_BATCHES and not self._stopping:
+            await self._wait_for_room()
         if self._stopping:
             raise PublishError(f"the producer is stopped; a record for {name!r} was not sent")
         partitions = self._partitions.get(name)
@@ -144,8 +148,6 @@ class RecordWriter:
         else:
             batch.receivers.append(receiver)
         self._wake()
-        if len(self._queued) > _MAX_QUEUED_BATCHES:
-            await self._wait_for_room()
         return delivery
 
     async def stop(self) -> None:
