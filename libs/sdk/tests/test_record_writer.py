@@ -20,9 +20,19 @@ class _Producer:
     """What the writer uses of AIOKafkaProducer: batches handed over are kept, and
     acknowledged (or failed) when the test says."""
 
-    def __init__(self, *, batch_bytes: int = 16_384, refuse: BaseException | None = None):
+    def __init__(
+        self,
+        *,
+        batch_bytes: int = 16_384,
+        refuse: BaseException | None = None,
+        held: bool = False,
+    ):
         self.batch_bytes = batch_bytes
         self.refuse = refuse
+        # While held, send_batch waits (a producer whose pending batch never drains).
+        self.gate = asyncio.Event()
+        if not held:
+            self.gate.set()
         self.handed: list[tuple[str, int, int, asyncio.Future[Any]]] = []
         self.stopped = False
         self.partition_count = 3
@@ -39,6 +49,7 @@ class _Producer:
         return BatchBuilder(self.batch_bytes, 0)
 
     async def send_batch(self, batch: BatchBuilder, topic: str, *, partition: int) -> Any:
+        await self.gate.wait()
         if self.refuse is not None:
             raise self.refuse
         sent: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -135,15 +146,7 @@ async def test_stop_hands_over_what_was_written_then_stops_the_producer() -> Non
 
 
 async def test_cancelling_the_flusher_cancels_what_it_had_not_handed_over() -> None:
-    producer = _Producer()
-    gate = asyncio.Event()
-    send_batch = producer.send_batch
-
-    async def slow_send_batch(batch: BatchBuilder, topic: str, *, partition: int) -> Any:
-        await gate.wait()
-        return await send_batch(batch, topic, partition=partition)
-
-    producer.send_batch = slow_send_batch  # type: ignore[method-assign]
+    producer = _Producer(held=True)
     writer = RecordWriter(producer)
     deliveries = [await writer.write("t", str(n).encode(), b"v", []) for n in range(9)]
     await asyncio.sleep(0)  # the flusher waits on its first batch
@@ -202,15 +205,7 @@ async def test_a_receiver_is_told_the_outcome_of_its_batch_instead_of_a_future()
 
 
 async def test_a_receiver_of_a_record_never_handed_over_is_told_it_was_cancelled() -> None:
-    producer = _Producer()
-    gate = asyncio.Event()
-    send_batch = producer.send_batch
-
-    async def stuck(batch: BatchBuilder, topic: str, *, partition: int) -> Any:
-        await gate.wait()
-        return await send_batch(batch, topic, partition=partition)
-
-    producer.send_batch = stuck  # type: ignore[method-assign]
+    producer = _Producer(held=True)
     writer = RecordWriter(producer)
     receiver = _Receiver()
     await writer.write("t", b"k", b"v", [], receiver)
@@ -224,15 +219,7 @@ async def test_a_receiver_of_a_record_never_handed_over_is_told_it_was_cancelled
 
 
 async def test_a_writer_cancelled_while_waiting_for_room_has_written_nothing() -> None:
-    producer = _Producer(batch_bytes=64)  # every record fills a batch
-    gate = asyncio.Event()
-    send_batch = producer.send_batch
-
-    async def stuck(batch: BatchBuilder, topic: str, *, partition: int) -> Any:
-        await gate.wait()
-        return await send_batch(batch, topic, partition=partition)
-
-    producer.send_batch = stuck  # type: ignore[method-assign]
+    producer = _Producer(batch_bytes=64, held=True)  # every record fills a batch
     writer = RecordWriter(producer)
     written = 0
     while len(writer._queued) < 64:
@@ -244,7 +231,7 @@ async def test_a_writer_cancelled_while_waiting_for_room_has_written_nothing() -
 
     waiting.cancel()
     await asyncio.gather(waiting, return_exceptions=True)
-    gate.set()
+    producer.gate.set()
     await writer.stop()
 
     assert sum(count for _, _, count, _ in producer.handed) == written
