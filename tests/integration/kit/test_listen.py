@@ -87,3 +87,26 @@ async def test_payloads_arrive_and_a_lost_connection_is_said_and_made_again(
         assert heard.events[-1] == "lost"  # leaving the block stops listening
     finally:
         await db.dispose()
+
+
+async def test_listening_takes_no_connection_from_the_service_pool(
+    make_settings: Callable[..., ServiceSettings], database: DatabaseUrls
+) -> None:
+    channel = f"kit_{uuid.uuid4().hex[:8]}"
+    heard = Heard()
+    # A pool of one connection, no overflow, a short wait for it.
+    db = Database(
+        make_settings(
+            database_pool_size=1, database_max_overflow=0, database_pool_timeout_seconds=1
+        ),
+        schema="kit",
+    )
+    try:
+        async with listening(db, channel, heard.notify, on_listening=heard.listening):
+            assert await heard.until(1) == ["listening"]
+            async with db.engine.connect() as connection:  # the pool's one connection
+                assert (await connection.exec_driver_sql("SELECT 1")).scalar_one() == 1
+            await notify(database.app, channel, "tenant-a")
+            assert await asyncio.wait_for(heard.payloads.get(), 15) == "tenant-a"
+    finally:
+        await db.dispose()

@@ -30,7 +30,7 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 from sqlalchemy.orm import Session, SessionTransaction
-from sqlalchemy.pool import QueuePool
+from sqlalchemy.pool import NullPool, QueuePool
 from sqlalchemy.sql.elements import TextClause
 from sqlalchemy.util import greenlet_spawn
 
@@ -104,6 +104,18 @@ class Database:
             raise ValueError(f"schema {schema!r} must be a lower-case SQL identifier")
         self.schema = schema
         self._connect_timeout = settings.database_connect_timeout_seconds
+        connect_args = {
+            "timeout": settings.database_connect_timeout_seconds,
+            # The client's bound on every statement (asyncpg's command_timeout):
+            # a stalled server cancels nothing, so the server's own
+            # statement_timeout alone would leave the caller waiting. A
+            # second more, so that a live server's cleaner error comes first.
+            "command_timeout": settings.database_statement_timeout_ms / 1000 + 1.0,
+            "server_settings": {
+                "application_name": f"disco-{schema}",
+                "statement_timeout": str(settings.database_statement_timeout_ms),
+            },
+        }
         self.engine: AsyncEngine = create_async_engine(
             settings.database_url,
             pool_size=settings.database_pool_size,
@@ -113,18 +125,12 @@ class Database:
             # that died with a restarted database is caught where a unit of
             # work starts (see _begin) and replaced there, once.
             pool_pre_ping=False,
-            connect_args={
-                "timeout": settings.database_connect_timeout_seconds,
-                # The client's bound on every statement (asyncpg's command_timeout):
-                # a stalled server cancels nothing, so the server's own
-                # statement_timeout alone would leave the caller waiting. A
-                # second more, so that a live server's cleaner error comes first.
-                "command_timeout": settings.database_statement_timeout_ms / 1000 + 1.0,
-                "server_settings": {
-                    "application_name": f"disco-{schema}",
-                    "statement_timeout": str(settings.database_statement_timeout_ms),
-                },
-            },
+            connect_args=connect_args,
+        )
+        # Connections held for as long as a service runs (a LISTEN) are made apart
+        # from the pool, so that they never take a request's place in it.
+        self.unpooled: AsyncEngine = create_async_engine(
+            settings.database_url, poolclass=NullPool, connect_args=connect_args
         )
         event.listen(self.engine.sync_engine, "handle_error", _drop_timed_out)
         self.sessionmaker = async_sessionmaker(
@@ -184,6 +190,7 @@ class Database:
     async def dispose(self) -> None:
         """Close every pooled connection."""
         await self.engine.dispose()
+        await self.unpooled.dispose()
 
 
 _PING = text("SELECT 1")

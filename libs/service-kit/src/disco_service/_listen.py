@@ -1,4 +1,5 @@
-"""Postgres ``LISTEN`` for a service's lifetime, on one pooled connection.
+"""Postgres ``LISTEN`` for a service's lifetime, on a connection of its own (made
+apart from the service's pool: a small pool is never one connection short).
 
 A service that keeps something derived from the database (a cache, a wake-up
 for streams) learns of other instances' commits by ``NOTIFY``. Notifications
@@ -60,7 +61,7 @@ async def listen(
     while True:
         heard = False
         try:
-            async with database.engine.connect() as connection:
+            async with database.unpooled.connect() as connection:
                 raw = (await connection.get_raw_connection()).driver_connection
                 assert raw is not None
                 lost = asyncio.Event()
@@ -71,14 +72,14 @@ async def listen(
                     on_listening()
                     await lost.wait()
                 except asyncio.CancelledError:
-                    # Stopped, the connection still good: it goes back to the pool.
+                    # Stopped, the connection still good: it is closed as it ends.
                     with contextlib.suppress(Exception):
                         await raw.remove_listener(channel, notified)
                     raise
                 except BaseException:
                     await connection.invalidate()
                     raise
-                # Lost: the pool must not hand this connection out again.
+                # Lost: closing it would wait on a dead socket; drop it.
                 await connection.invalidate()
         except asyncio.CancelledError:
             raise
