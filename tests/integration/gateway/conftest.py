@@ -42,13 +42,10 @@ def store(db: Database) -> PostgresTaskStore:
 
 
 @pytest.fixture
-async def stream(db: Database, settings: GatewaySettings) -> AsyncIterator[PostgresTaskEventStream]:
-    listener = TaskEventListener(settings.database_url)
-    await listener.start()
-    try:
+async def stream(db: Database) -> AsyncIterator[PostgresTaskEventStream]:
+    listener = TaskEventListener()
+    async with listener.listening(db):
         yield PostgresTaskEventStream(db, listener)
-    finally:
-        await listener.stop()
 
 
 def new_tenant() -> str:

@@ -15,10 +15,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-import asyncpg
-import structlog
 from a2a.server.cluster.event_stream import TaskEventStream, VersionedEvent
 from a2a.server.cluster.version import TaskVersion
 from a2a.types.a2a_pb2 import StreamResponse
@@ -26,72 +25,35 @@ from google.protobuf.json_format import ParseDict
 
 from disco_gateway.scope import current_scope
 from disco_gateway.tasks.repository import TASK_EVENTS_CHANNEL, TaskRepository
-from disco_service import Database
+from disco_service import Database, listening
 
 __all__ = ["PostgresTaskEventStream", "TaskEventListener"]
 
-_log = structlog.get_logger("disco_gateway.tasks")
 
 _POLL_FALLBACK_SECONDS = 2.0
 
 
-def _plain_dsn(url: str) -> str:
-    scheme, _, rest = url.partition("://")
-    return f"postgresql://{rest}" if scheme.startswith("postgres") else url
-
-
 class TaskEventListener:
-    """One ``LISTEN`` connection per instance; wakes the subscribers of a task.
+    """Wakes the subscribers of a task when its log grows: ``NOTIFY`` heard by the
+    instance's one ``LISTEN`` (:meth:`listening`, the kit's
+    :func:`~disco_service.listening`, which makes it again when it is lost)."""
 
-    Args:
-        database_url: the application role's URL (asyncpg is used as is).
-    """
-
-    def __init__(self, database_url: str) -> None:
-        self._dsn = _plain_dsn(database_url)
-        self._connection: asyncpg.Connection | None = None
+    def __init__(self) -> None:
         self._waiters: dict[tuple[str, str], set[asyncio.Event]] = {}
-        self._keeper: asyncio.Task[None] | None = None
 
-    async def start(self) -> None:
-        """Connect and listen (idempotent)."""
-        if self._keeper is None:
-            await self._connect()
-            self._keeper = asyncio.create_task(self._keep(), name="disco-gateway-listen")
+    def listening(self, database: Database) -> AbstractAsyncContextManager[None]:
+        """Listen while the block runs. Every subscriber is woken when listening
+        starts or ends: a notification may have gone by unheard (they read again)."""
+        return listening(
+            database,
+            TASK_EVENTS_CHANNEL,
+            self._notified,
+            on_listening=self._wake_all,
+            on_lost=self._wake_all,
+        )
 
-    async def _connect(self) -> None:
-        connection = await asyncpg.connect(self._dsn, timeout=10)
-        await connection.add_listener(TASK_EVENTS_CHANNEL, self._notified)
-        self._connection = connection
-
-    async def _keep(self) -> None:
-        # Reconnect when the connection drops; subscribers poll meanwhile.
-        while True:
-            await asyncio.sleep(_POLL_FALLBACK_SECONDS)
-            connection = self._connection
-            if connection is not None and not connection.is_closed():
-                continue
-            try:
-                await self._connect()
-                self._wake_all()
-            except (OSError, asyncpg.PostgresError) as exc:
-                _log.warning("listen connection lost; retrying", error=repr(exc))
-
-    async def stop(self) -> None:
-        """Stop listening (idempotent)."""
-        keeper, self._keeper = self._keeper, None
-        if keeper is not None:
-            keeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await keeper
-        connection, self._connection = self._connection, None
-        if connection is not None:
-            with contextlib.suppress(Exception):
-                await connection.close(timeout=5)
-        self._wake_all()
-
-    def _notified(self, connection: object, pid: int, channel: str, payload: object) -> None:
-        tenant_id, _, task_id = str(payload).partition(" ")
+    def _notified(self, payload: str) -> None:
+        tenant_id, _, task_id = payload.partition(" ")
         for event in self._waiters.get((tenant_id, task_id), ()):
             event.set()
 
