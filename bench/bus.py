@@ -9,6 +9,9 @@ DISCO_KAFKA_BOOTSTRAP names one. Prints one table:
   ``BusClient.send`` of N envelopes (building, validating and serialising each
   one), both gathering acks per window of 2000 records; plus ``publish()``
   awaited in one task per message, the way concurrent handlers publish;
+- awaited publishes: ``AWAITING`` tasks, each sending one record and awaiting its
+  acknowledgement before the next (raw: ``await (await producer.send(...))``;
+  disco: ``await publish()``), the way concurrent handlers publish;
 - produce -> consume rate: the same, with a consumer group reading while the
   producer writes (raw: ``getmany`` + commit per batch; disco: ``BusConsumer``
   calling a handler per envelope, commits after each);
@@ -62,6 +65,7 @@ from disco_common.topics import Topic
 
 PAYLOAD = {"blob": "x" * 189}  # 200 bytes as JSON
 WINDOW = 2000  # records in flight before waiting for their acks (both sides)
+AWAITING = 20  # concurrent publishers each awaiting its ack (the awaited-publish phase)
 assert len(json.dumps(PAYLOAD, separators=(",", ":"))) == 200
 
 
@@ -124,6 +128,25 @@ async def raw_produce(settings: BusSettings, topic: str, n: int) -> float:
                 for i in range(start, min(n, start + WINDOW))
             ]
             await asyncio.gather(*deliveries)
+        return time.perf_counter() - started
+    finally:
+        await producer.stop()
+
+
+async def raw_produce_awaited(settings: BusSettings, topic: str, n: int) -> float:
+    value, headers = _sample_record()
+    keys = _keys(n)
+    producer = AIOKafkaProducer(**_producer_options(settings))
+    await producer.start()
+    try:
+        await producer.send_and_wait(topic, value, key=b"warm-up", headers=headers)
+
+        async def publisher(own: list[bytes]) -> None:
+            for key in own:
+                await (await producer.send(topic, value, key=key, headers=headers))
+
+        started = time.perf_counter()
+        await asyncio.gather(*(publisher(keys[i::AWAITING]) for i in range(AWAITING)))
         return time.perf_counter() - started
     finally:
         await producer.stop()
@@ -327,6 +350,19 @@ async def disco_publish_tasks(settings: BusSettings, topic: str, n: int) -> floa
         return time.perf_counter() - started
 
 
+async def disco_publish_awaited(settings: BusSettings, topic: str, n: int) -> float:
+    async with BusClient(settings, name="bench") as bus:
+        await bus.publish(topic, "bench.happened", PAYLOAD)
+
+        async def publisher(count: int) -> None:
+            for _ in range(count):
+                await bus.publish(topic, "bench.happened", PAYLOAD)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(publisher(len(range(i, n, AWAITING))) for i in range(AWAITING)))
+        return time.perf_counter() - started
+
+
 async def disco_publish_handle(
     settings: BusSettings, topic: str, n: int, *, observed: bool | str = False
 ) -> float:
@@ -428,6 +464,8 @@ async def main(bootstrap: str, messages: int, rounds: int, repeats: int) -> None
         ("raw produce", raw_produce, True),
         ("disco publish", disco_publish, False),
         ("disco publish (task each)", disco_publish_tasks, False),
+        ("raw produce, awaited", raw_produce_awaited, True),
+        ("disco publish, awaited", disco_publish_awaited, False),
         ("raw produce->consume", raw_produce_consume, True),
         ("disco publish->handler", disco_publish_handle, False),
         ("disco publish +trace", functools.partial(disco_publish, observed="trace"), False),
@@ -476,6 +514,15 @@ async def main(bootstrap: str, messages: int, rounds: int, repeats: int) -> None
             "  publish, one task each",
             best["raw produce"],
             best["disco publish (task each)"],
+            ",.0f",
+            "",
+        )
+    )
+    print(
+        row(
+            f"  awaited, {AWAITING} publishers",
+            best["raw produce, awaited"],
+            best["disco publish, awaited"],
             ",.0f",
             "",
         )
