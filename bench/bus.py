@@ -114,7 +114,17 @@ async def _wait_assigned(consumer: AIOKafkaConsumer, seconds: float = 30) -> Non
 # -- raw aiokafka --------------------------------------------------------------
 
 
-async def raw_produce(settings: BusSettings, topic: str, n: int) -> float:
+Headers = list[tuple[str, bytes]]
+
+
+async def _raw_timed(
+    settings: BusSettings,
+    topic: str,
+    n: int,
+    send_all: Callable[[AIOKafkaProducer, bytes, Headers, list[bytes]], Awaitable[None]],
+) -> float:
+    """Seconds ``send_all(producer, value, headers, keys)`` takes on a started, warmed
+    producer, with ``n`` keys made up front."""
     value, headers = _sample_record()
     keys = _keys(n)
     producer = AIOKafkaProducer(**_producer_options(settings))
@@ -122,34 +132,37 @@ async def raw_produce(settings: BusSettings, topic: str, n: int) -> float:
     try:
         await producer.send_and_wait(topic, value, key=b"warm-up", headers=headers)
         started = time.perf_counter()
+        await send_all(producer, value, headers, keys)
+        return time.perf_counter() - started
+    finally:
+        await producer.stop()
+
+
+async def raw_produce(settings: BusSettings, topic: str, n: int) -> float:
+    async def windows(
+        producer: AIOKafkaProducer, value: bytes, headers: Headers, keys: list[bytes]
+    ) -> None:
         for start in range(0, n, WINDOW):
             deliveries = [
                 await producer.send(topic, value, key=keys[i], headers=headers)
                 for i in range(start, min(n, start + WINDOW))
             ]
             await asyncio.gather(*deliveries)
-        return time.perf_counter() - started
-    finally:
-        await producer.stop()
+
+    return await _raw_timed(settings, topic, n, windows)
 
 
 async def raw_produce_awaited(settings: BusSettings, topic: str, n: int) -> float:
-    value, headers = _sample_record()
-    keys = _keys(n)
-    producer = AIOKafkaProducer(**_producer_options(settings))
-    await producer.start()
-    try:
-        await producer.send_and_wait(topic, value, key=b"warm-up", headers=headers)
-
+    async def publishers(
+        producer: AIOKafkaProducer, value: bytes, headers: Headers, keys: list[bytes]
+    ) -> None:
         async def publisher(own: list[bytes]) -> None:
             for key in own:
                 await (await producer.send(topic, value, key=key, headers=headers))
 
-        started = time.perf_counter()
         await asyncio.gather(*(publisher(keys[i::AWAITING]) for i in range(AWAITING)))
-        return time.perf_counter() - started
-    finally:
-        await producer.stop()
+
+    return await _raw_timed(settings, topic, n, publishers)
 
 
 async def raw_produce_consume(settings: BusSettings, topic: str, n: int) -> float:
