@@ -104,7 +104,8 @@ class Database:
             raise ValueError(f"schema {schema!r} must be a lower-case SQL identifier")
         self.schema = schema
         self._connect_timeout = settings.database_connect_timeout_seconds
-        connect_args = {
+        self._url = settings.database_url
+        self._connect_args = connect_args = {
             "timeout": settings.database_connect_timeout_seconds,
             # The client's bound on every statement (asyncpg's command_timeout):
             # a stalled server cancels nothing, so the server's own
@@ -127,11 +128,7 @@ class Database:
             pool_pre_ping=False,
             connect_args=connect_args,
         )
-        # Connections held for as long as a service runs (a LISTEN) are made apart
-        # from the pool, so that they never take a request's place in it.
-        self.unpooled: AsyncEngine = create_async_engine(
-            settings.database_url, poolclass=NullPool, connect_args=connect_args
-        )
+        self._unpooled: AsyncEngine | None = None
         event.listen(self.engine.sync_engine, "handle_error", _drop_timed_out)
         self.sessionmaker = async_sessionmaker(
             self.engine, expire_on_commit=False, sync_session_class=_ScopedSession
@@ -187,10 +184,21 @@ class Database:
         async with asyncio.timeout(timeout):
             await statement_alone(self.engine, lambda connection: connection.execute(_PING))
 
+    @property
+    def unpooled(self) -> AsyncEngine:
+        """An engine without a pool, for connections held as long as a service runs
+        (a ``LISTEN``): they never take a request's place in the pool. Made at first use."""
+        if self._unpooled is None:
+            self._unpooled = create_async_engine(
+                self._url, poolclass=NullPool, connect_args=self._connect_args
+            )
+        return self._unpooled
+
     async def dispose(self) -> None:
         """Close every pooled connection."""
         await self.engine.dispose()
-        await self.unpooled.dispose()
+        if self._unpooled is not None:
+            await self._unpooled.dispose()
 
 
 _PING = text("SELECT 1")

@@ -168,7 +168,7 @@ class RecordWriter:
 
     async def _wait_for_room(self) -> None:
         if self._room is None or self._room.done():
-            self._room = asyncio.get_running_loop().create_future()
+            self._room = self._loop.create_future()
         await asyncio.shield(self._room)
 
     async def _flush(self) -> None:
