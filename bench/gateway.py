@@ -147,8 +147,8 @@ async def bench(
             for index in range(args.tools):
                 spawn(f"hello-{index}", [sys.executable, "examples/hello_tool.py"])
             profile = os.environ.get("BENCH_PROFILE_GATEWAY")  # a cProfile output path
-            runner = ["-m", "cProfile", "-o", profile] if profile else []
-            gateway = spawn("gateway", [sys.executable, *runner, "-m", "disco_gateway"])
+            runner = [str(ROOT / "bench" / "_profiled.py"), profile] if profile else ["-m"]
+            gateway = spawn("gateway", [sys.executable, *runner, "disco_gateway"])
             await wait_ready("gateway", gateway_url, gateway, limit_seconds=90)
             print(f"gateway pid {gateway.pid}, logs in {logs}", flush=True)
             token = mint_dev_token(DEV_AUTH_SECRET, TENANT, "bench", (Role.USER,), 3600)

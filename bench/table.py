@@ -174,7 +174,8 @@ def service_command(module: str) -> list[str]:
     """``python -m module``; under cProfile when ``BENCH_PROFILE_DIR`` names a folder."""
     folder = os.environ.get("BENCH_PROFILE_DIR")
     if folder:
-        return [sys.executable, "-m", "cProfile", "-o", f"{folder}/{module}.prof", "-m", module]
+        profiled = str(Path(__file__).with_name("_profiled.py"))
+        return [sys.executable, profiled, f"{folder}/{module}.prof", module]
     return [sys.executable, "-m", module]
 
 
