@@ -53,3 +53,25 @@ def test_postgres_is_running_until_it_stops_or_dies(tmp_path: Path) -> None:
     assert not server.is_running()
     (server.data_dir / "postmaster.pid").write_text("garbage\n")
     assert not server.is_running()
+
+
+def _worker_threads(pid: int) -> int:
+    tasks = Path(f"/proc/{pid}/task")
+    return sum((task / "comm").read_text().strip() == "tokio-rt-worker" for task in tasks.iterdir())
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads threads from /proc")
+@pytest.mark.parametrize("threads", [1, 3])
+def test_the_broker_runs_the_worker_threads_it_is_given(tmp_path: Path, threads: int) -> None:
+    broker = EmbeddedBroker(port=free_port(), log_path=tmp_path / "b.log", threads=threads)
+    broker.start()
+    try:
+        assert broker.pid is not None
+        assert _worker_threads(broker.pid) == threads
+    finally:
+        broker.stop()
+
+
+def test_the_broker_needs_a_worker_thread(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="at least one worker thread"):
+        EmbeddedBroker(port=free_port(), log_path=tmp_path / "b.log", threads=0).start()

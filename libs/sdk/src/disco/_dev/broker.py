@@ -38,12 +38,23 @@ def broker_binary() -> str:
 
 @dataclass
 class EmbeddedBroker:
-    """One Tansu broker listening on ``127.0.0.1:port``."""
+    """One Tansu broker listening on ``127.0.0.1:port``.
+
+    ``threads``: the broker's worker threads (Tokio's ``TOKIO_WORKER_THREADS``; its
+    own default is one per core). One is the default here: the broker shares the
+    machine with the agents and services it serves, and with a worker per core its
+    threads hand every request to one another, each hand-over a futex wake-up.
+    Measured on two cores (``bench/gateway.py``): one thread gave 1.3x the A2A
+    tasks/s and lower round trips at p50 and p99; ``bench/bus.py``'s produce rate
+    was the same. Raise it (``DISCO_KAFKA_BROKER_THREADS``) for a load that keeps
+    one broker thread busy.
+    """
 
     port: int
     log_path: Path
     host: str = LOOPBACK
     cluster_id: str = "disco"
+    threads: int = 1
     _process: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
     _log: IO[bytes] | None = field(default=None, init=False, repr=False)
 
@@ -64,7 +75,10 @@ class EmbeddedBroker:
         ensure_port_free(self.port, "The Kafka broker", "DISCO_KAFKA_PORT", self.host)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         listener = f"tcp://{self.host}:{self.port}"
+        if self.threads < 1:
+            raise ValueError("the broker needs at least one worker thread")
         env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED_ENV}
+        env["TOKIO_WORKER_THREADS"] = str(self.threads)
         self._log = self.log_path.open("ab")
         self._process = subprocess.Popen(
             [

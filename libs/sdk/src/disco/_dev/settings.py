@@ -35,6 +35,9 @@ class DevSettings(BaseSettings):
     state_dir: Path = Field(default=Path(".disco"), description="Data, logs and pid file.")
     postgres_port: int = Field(default=5432, ge=1, le=65535)
     kafka_port: int = Field(default=9092, ge=1, le=65535)
+    kafka_broker_threads: int = Field(
+        default=1, ge=1, le=64, description="Worker threads of the embedded broker."
+    )
     database_name: str = Field(default="disco", pattern=r"^[a-z_][a-z0-9_]*$")
     database_url: str | None = Field(default=None, description="URL the services connect with.")
     database_admin_url: str | None = Field(default=None, description="Owner URL for migrations.")

@@ -201,7 +201,9 @@ class DevStack:
             self.echo(f"using the Kafka cluster at {bootstrap}")
             return
         self._broker = EmbeddedBroker(
-            port=self.settings.kafka_port, log_path=self.logs_dir / "broker.log"
+            port=self.settings.kafka_port,
+            log_path=self.logs_dir / "broker.log",
+            threads=self.settings.kafka_broker_threads,
         )
         with self.steps.step(
             f"starting the Kafka-protocol broker (Tansu, in memory) on {bootstrap}"
