@@ -8,7 +8,8 @@ import pytest
 from aiokafka.consumer.fetcher import Fetcher
 from pydantic import ValidationError
 
-from disco.bus._polling import FetchPacer
+from disco.bus import BusClient, BusConsumer
+from disco.bus._polling import FetchPacer, pacer_for
 from disco.settings import BusSettings
 
 
@@ -123,3 +124,28 @@ def test_fetch_settings_are_read_from_the_environment(monkeypatch: pytest.Monkey
     settings = BusSettings()
 
     assert (settings.kafka_broker_kind, settings.fetch_waits("kafka")) == ("kafka", (250, 250))
+
+
+@pytest.mark.parametrize(
+    ("kind", "floor", "waits"),
+    [
+        ("embedded", None, (1, 100)),
+        ("embedded", 50, (50, 100)),
+        ("embedded", 500, (500, 500)),
+        ("kafka", 100, (500, 500)),  # long-polling: the floor is below the waits anyway
+    ],
+)
+async def test_a_wait_floor_raises_the_waits_below_it(
+    kind: str, floor: int | None, waits: tuple[int, int]
+) -> None:
+    settings = BusSettings(kafka_broker_kind=kind)
+
+    pacer = await pacer_for(settings, floor_ms=floor)
+
+    assert (pacer.min_wait_ms, pacer.max_wait_ms) == waits
+
+
+def test_a_consumer_refuses_a_wait_floor_below_one_millisecond() -> None:
+    bus = BusClient(BusSettings(kafka_bootstrap="127.0.0.1:1"), name="floor")
+    with pytest.raises(ValueError, match="at least 1"):
+        BusConsumer(bus, "floored", fetch_wait_floor_ms=0)

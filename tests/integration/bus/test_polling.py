@@ -114,3 +114,30 @@ async def test_the_embedded_broker_is_recognised_and_gets_short_busy_waits(
     else:
         assert kind == "embedded"
         assert BusSettings().fetch_waits(kind) == (1, 100)
+
+
+async def test_a_consumer_with_a_wait_floor_never_fetches_faster_and_loses_nothing(
+    bus_settings: BusSettings, recorder: Recorder
+) -> None:
+    settings = backing_off_fast(bus_settings)
+    async with BusClient(settings, name="trailing") as bus:
+        consumer = BusConsumer(bus, "trailing-reader", fetch_wait_floor_ms=200)
+        consumer.add_handler(Topic.BUSINESS_FACTS, "trail.happened", recorder)
+        async with consumer:
+            await consumer.wait_assigned(20)
+            sent: list[str] = []
+            waits: set[int | None] = {consumer.fetch_wait_ms}
+            for burst in range(3):
+                acks = [
+                    await bus.send(Topic.BUSINESS_FACTS, "trail.happened", {"burst": burst, "n": n})
+                    for n in range(30)
+                ]
+                sent += [envelope.id for envelope in await asyncio.gather(*acks)]
+                await recorder.wait_for(len(sent))
+                waits.add(consumer.fetch_wait_ms)
+                await eventually(lambda: consumer.fetch_wait_ms == 300)  # idle: the longest
+
+    assert sorted(recorder.ids) == sorted(sent)
+    assert len(recorder.ids) == len(set(recorder.ids))
+    # While records flowed the wait stayed at the floor, never at the settings' 1 ms.
+    assert min(wait or 0 for wait in waits) >= 200

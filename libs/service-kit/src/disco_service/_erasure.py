@@ -53,6 +53,8 @@ log = structlog.get_logger("disco_service.erasure")
 ERASURE_SOURCE = "disco://service/memory"
 """The only source whose ``erasure.requested`` the followers act on."""
 
+_FETCH_WAIT_FLOOR_MS = 500
+
 
 class ErasureRepository:
     """Runs a schema's erasure functions in the session's transaction (its tenant)."""
@@ -142,7 +144,14 @@ async def _follow(state: ServiceState[Any], envelope: Envelope) -> None:
 async def erasure_follower(state: ServiceState[Any]) -> AsyncIterator[None]:
     """Lifespan hook: erase this service's rows whenever the memory service erased a
     user or a tenant (a consumer group ``<service>-erasure`` on ``system-events``)."""
-    consumer = BusConsumer(state.require_bus(), f"{state.settings.service_name}-erasure")
+    # An erasure may take a moment: no need for the 1 ms fetches of a consumer that
+    # must answer at once, which on the embedded broker a busy system-events makes
+    # by the hundred each second.
+    consumer = BusConsumer(
+        state.require_bus(),
+        f"{state.settings.service_name}-erasure",
+        fetch_wait_floor_ms=_FETCH_WAIT_FLOOR_MS,
+    )
 
     @consumer.on(Topic.SYSTEM_EVENTS, SystemEventType.ERASURE_REQUESTED.value)
     @retry_while_unavailable

@@ -173,7 +173,16 @@ class FetchPacer:
             self.saw_records()
 
 
-async def pacer_for(settings: BusSettings) -> FetchPacer:
-    """A :class:`FetchPacer` with the waits of the broker ``settings`` reach."""
+async def pacer_for(settings: BusSettings, *, floor_ms: int | None = None) -> FetchPacer:
+    """A :class:`FetchPacer` with the waits of the broker ``settings`` reach.
+
+    ``floor_ms``: no wait shorter than this, for a consumer that need not see a
+    record within milliseconds (see :class:`~disco.bus.BusConsumer`'s
+    ``fetch_wait_floor_ms``). On the embedded broker every empty fetch at the
+    shortest wait costs it and the consumer a round trip; at 1 ms a consumer of
+    a busy topic makes hundreds a second.
+    """
     low, high = settings.fetch_waits(await broker_kind(settings))
+    if floor_ms is not None:
+        low, high = max(low, floor_ms), max(high, floor_ms)
     return FetchPacer(low, high, settings.kafka_fetch_backoff_ratio)

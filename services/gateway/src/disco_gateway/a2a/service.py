@@ -114,7 +114,9 @@ async def a2a_lifespan(state: GatewayState) -> AsyncIterator[None]:
         stack.push_async_callback(handler.aclose)
         state.a2a = A2AService(runtime, handler, Publisher(bus, registry))
         stack.callback(setattr, state, "a2a", None)
-        applier = GroupApplier(bus, settings.consumer_group)
+        applier = GroupApplier(
+            bus, settings.consumer_group, trail_seconds=settings.handover_seconds
+        )
         answers = AnswerApplier(runtime)
         applier.on(Topic.ACTION_RESULTS.value, A2A_RESPONSE_EVENT)(answers.answer)
         applier.on(Topic.NOTIFICATION_EVENTS.value, NotificationType.HUMAN_INPUT.value)(

@@ -28,6 +28,8 @@ __all__ = ["GroupApplier", "hand_over"]
 
 Handler = Callable[[Envelope], Awaitable[None]]
 
+_MAX_FETCH_WAIT_FLOOR_MS = 500
+
 
 class GroupApplier:
     """A consumer group over the gateway's instances (idempotent ``start``/``stop``).
@@ -35,10 +37,15 @@ class GroupApplier:
     Args:
         bus: the service's bus client (DLQ, settings).
         group: the group's name (the topic prefix is added on the broker).
+        trail_seconds: how far behind the bus the group may read (the handover
+            delay): its fetches wait up to a sixth of it, at most 500 ms, rather
+            than the 1 ms a consumer that must answer at once uses on the
+            embedded broker (``BusConsumer``'s ``fetch_wait_floor_ms``).
     """
 
-    def __init__(self, bus: BusClient, group: str) -> None:
-        self._consumer = BusConsumer(bus, group)
+    def __init__(self, bus: BusClient, group: str, *, trail_seconds: float) -> None:
+        floor_ms = max(1, min(_MAX_FETCH_WAIT_FLOOR_MS, int(trail_seconds * 1000 / 6)))
+        self._consumer = BusConsumer(bus, group, fetch_wait_floor_ms=floor_ms)
 
     def on(self, topic: str, event_type: str) -> Callable[[Handler], Handler]:
         """Decorator: apply ``event_type`` envelopes of ``topic`` with the function.
