@@ -103,6 +103,20 @@ async def test_a_plan_shows_its_state_tasks_agents_and_outcome(tracker: TrackerA
     assert view["transitions"][-1]["trigger_event"] == "shipping.quoted"
 
 
+async def test_the_ingest_fetches_no_faster_than_it_lingers(tracker: TrackerApp) -> None:
+    # A batch waits for more envelopes that long anyway; shorter fetches would only
+    # cost the broker and the tracker a round trip each.
+    ingest = tracker.state.ingest
+    assert ingest is not None
+    linger = tracker.state.settings.ingest_linger_ms
+    waits = {ingest.fetch_wait_ms}
+    await _published_and_applied(tracker, _recent_scenario(tracker.new_tenant()))
+    waits.add(ingest.fetch_wait_ms)
+
+    assert linger > 1
+    assert min(wait or 0 for wait in waits) >= linger
+
+
 async def test_a_plans_tasks_carry_agents_durations_and_delegation(tracker: TrackerApp) -> None:
     scenario = _recent_scenario(tracker.new_tenant())
     await _published_and_applied(tracker, scenario)

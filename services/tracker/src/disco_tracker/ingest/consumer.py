@@ -84,6 +84,7 @@ class IngestConsumer:
         self._settings = state.settings
         self.metrics: IngestMetrics = state.ingest_metrics
         self._consumer: AIOKafkaConsumer | None = None
+        self._pacer: FetchPacer | None = None
         self._task: asyncio.Task[None] | None = None
         self._batch_lock = asyncio.Lock()
         self._assigned = asyncio.Event()
@@ -95,6 +96,11 @@ class IngestConsumer:
     def group(self) -> str:
         """The consumer group, as the broker names it."""
         return self._state.require_bus().group_name(self._settings.ingest_consumer_group)
+
+    @property
+    def fetch_wait_ms(self) -> int | None:
+        """How long the broker may hold the next fetch; None before :meth:`start`."""
+        return self._pacer.current_wait_ms if self._pacer is not None else None
 
     async def start(self) -> None:
         """Provision the topics, join the group and start applying (idempotent)."""
@@ -108,8 +114,11 @@ class IngestConsumer:
             settings.kafka_request_timeout_ms, settings.kafka_session_timeout_ms + 5000
         )
         # The fetch wait follows the traffic as the SDK's consumers do (short while
-        # envelopes flow, longer when idle), with the waits chosen for this broker.
-        pacer = await pacer_for(settings)
+        # envelopes flow, longer when idle), with the waits chosen for this broker,
+        # but no shorter than the linger: a batch waits that long for more anyway, and
+        # on the embedded broker 1 ms fetches of every partition of five topics would
+        # each cost it (and this process) a round trip, hundreds a second.
+        pacer = await pacer_for(settings, floor_ms=settings.ingest_linger_ms or None)
         consumer = AIOKafkaConsumer(
             group_id=self.group,
             enable_auto_commit=False,
@@ -127,6 +136,7 @@ class IngestConsumer:
             await consumer.stop()  # cancelled or refused mid-join: nothing left running
             raise
         pacer.attach(consumer)
+        self._pacer = pacer
         self._consumer = consumer
         self._stopping = False
         self._task = asyncio.create_task(self._run(consumer, pacer), name="tracker-ingest")
