@@ -28,7 +28,7 @@ HEADS = {
     "registry": "registry_0007",
     "memory": "memory_0006",
     "tracker": "tracker_0004",
-    "gateway": "gateway_0006",
+    "gateway": "gateway_0007",
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 
+import asyncpg
 from sqlalchemy import text
 
 from disco_common.envelope import Notification
@@ -12,11 +13,13 @@ from disco_common.ids import utcnow
 from disco_gateway.sessions.mapping import to_session_event
 from disco_gateway.sessions.repository import (
     SessionEventRepository,
+    forget_positions,
     purge,
     store_batch,
     stream_positions,
 )
 from disco_service import Database
+from tests.fixtures.infra import DatabaseUrls
 from tests.integration.gateway.conftest import new_tenant
 
 
@@ -98,3 +101,32 @@ async def test_the_readers_positions_are_kept_with_the_events_and_never_go_back(
 
     assert positions == {(topic, 0): 7, (topic, 1): 4, (topic, 2): 1}
     assert await _kept(db, tenant, session) == [str(row["event_id"]) for row in rows]
+
+
+async def test_positions_of_topics_no_instance_reads_are_forgotten_once_idle(
+    db: Database, database: DatabaseUrls
+) -> None:
+    run = uuid.uuid4().hex[:6]
+    ours, gone, busy = (f"{run}{name}.notification-events" for name in ("ours", "gone", "busy"))
+    async with db.unit_of_work(None) as connection:
+        await store_batch(connection, [], {(ours, 0): 3, (gone, 0): 5, (gone, 1): 2, (busy, 0): 8})
+    # Two of them last advanced a day ago (the application role cannot write the table).
+    admin = await asyncpg.connect(database.admin)
+    try:
+        await admin.execute(
+            "UPDATE gateway.session_stream_positions SET updated_at = now() - interval '1 day' "
+            "WHERE topic = ANY($1)",
+            [ours, gone],
+        )
+    finally:
+        await admin.close()
+
+    async with db.unit_of_work(None) as connection:
+        forgotten = await forget_positions(
+            connection, keep=[ours], cutoff=utcnow() - timedelta(hours=1)
+        )
+    async with db.unit_of_work(None) as connection:
+        left = await stream_positions(connection, [ours, gone, busy])
+
+    assert forgotten == 2  # both partitions of the idle topic no instance reads
+    assert left == {(ours, 0): 3, (busy, 0): 8}  # ours however idle; another, still advancing

@@ -10,13 +10,13 @@ from datetime import timedelta
 import structlog
 
 from disco_common.ids import utcnow
-from disco_common.topics import Topic
+from disco_common.topics import Topic, topic_name
 from disco_gateway.sessions.hub import SessionHub
-from disco_gateway.sessions.repository import purge
+from disco_gateway.sessions.repository import forget_positions, purge
 from disco_gateway.sessions.service import SessionService
 from disco_gateway.state import GatewayState
 
-__all__ = ["sessions_lifespan"]
+__all__ = ["sessions_lifespan", "sweep_sessions"]
 
 _log = structlog.get_logger("disco_gateway.sessions")
 
@@ -51,17 +51,27 @@ async def sessions_lifespan(state: GatewayState) -> AsyncIterator[None]:
 
 
 async def _retention(state: GatewayState) -> None:
-    """Purge session events past their age or their session's count (every tenant's)."""
-    settings = state.settings
+    """Every ``stream_retention_interval_seconds``: :func:`sweep_sessions`."""
     while True:
-        await asyncio.sleep(settings.stream_retention_interval_seconds)
-        cutoff = utcnow() - timedelta(seconds=settings.stream_retention_seconds)
+        await asyncio.sleep(state.settings.stream_retention_interval_seconds)
         try:
-            async with state.require_database().unit_of_work(None) as session:
-                purged = await purge(
-                    session, cutoff=cutoff, keep=settings.stream_max_events_per_session
-                )
-            if purged:
-                _log.info("session_events_purged", count=purged)
+            await sweep_sessions(state)
         except Exception as exc:
             _log.warning("session_retention_failed", error=repr(exc))
+
+
+async def sweep_sessions(state: GatewayState) -> tuple[int, int]:
+    """Purge session events past their age or their session's count (every tenant's),
+    and forget the stream positions of other environments' topics that have been idle
+    as long; the numbers of events purged and positions forgotten."""
+    settings = state.settings
+    cutoff = utcnow() - timedelta(seconds=settings.stream_retention_seconds)
+    ours = [topic_name(Topic.NOTIFICATION_EVENTS.value, settings.topic_prefix)]
+    async with state.require_database().unit_of_work(None) as session:
+        purged = await purge(session, cutoff=cutoff, keep=settings.stream_max_events_per_session)
+        forgotten = await forget_positions(session, keep=ours, cutoff=cutoff)
+    if purged:
+        _log.info("session_events_purged", count=purged)
+    if forgotten:
+        _log.info("session_stream_positions_forgotten", count=forgotten)
+    return purged, forgotten

@@ -20,6 +20,7 @@ _POSITIONS = text(
     "SELECT topic, partition, next_offset FROM gateway.session_stream_positions_of(:topics)"
 )
 _PURGE = text("SELECT gateway.purge_session_events(:cutoff, :keep)")
+_FORGET_POSITIONS = text("SELECT gateway.forget_session_stream_positions(:keep, :cutoff)")
 _SEQ_OF = text(
     "SELECT seq FROM gateway.session_events WHERE tenant_id = :tenant_id "
     "AND session_id = :session_id AND event_id = :event_id"
@@ -73,6 +74,12 @@ async def stream_positions(
 async def purge(session: AsyncSession, *, cutoff: Any, keep: int) -> int:
     """Delete events older than ``cutoff`` and all but each session's ``keep`` newest."""
     return int(await session.scalar(_PURGE, {"cutoff": cutoff, "keep": keep}) or 0)
+
+
+async def forget_positions(session: AsyncSession, *, keep: Sequence[str], cutoff: Any) -> int:
+    """Forget the stored positions of topics not in ``keep`` that no batch advanced
+    since ``cutoff`` (another environment prefix's, long gone); the number forgotten."""
+    return int(await session.scalar(_FORGET_POSITIONS, {"keep": list(keep), "cutoff": cutoff}) or 0)
 
 
 @dataclass(frozen=True)
