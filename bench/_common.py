@@ -251,6 +251,8 @@ class Infra:
     database_url: str
     bootstrap: str
     postmaster_pid: int | None
+    broker_pid: int | None = None
+    """The embedded broker's process (None: a broker named by ``DISCO_KAFKA_BOOTSTRAP``)."""
 
 
 @contextlib.contextmanager
@@ -283,7 +285,9 @@ def scratch_infra(name: str) -> Iterator[Infra]:
             admin = with_database(admin_root, database)
             app = with_user(admin, "disco_app", "disco_app")
             upgrade(admin, app)
-            yield Infra(app, bootstrap, postmaster_pid(server))
+            yield Infra(
+                app, bootstrap, postmaster_pid(server), broker.pid if broker is not None else None
+            )
         finally:
             if broker is not None:
                 broker.stop()

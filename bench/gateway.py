@@ -16,8 +16,9 @@ fresh database, migrated), then runs as real processes: the registry, the
 - streaming first-event latency: ``SendStreamingMessage`` (HTTP+JSON SSE), time
   to the first event and to the last (p50/p99);
 - tasks/s: blocking ``SendMessage`` from ``--clients`` concurrent clients for
-  ``--seconds``, with the CPU each part of the stack spent per task, as measured
-  and less what it spends idle (its CPU over a few idle seconds before the run,
+  ``--seconds``, with the CPU each part of the stack (gateway, tool, PostgreSQL,
+  the embedded broker, this client) spent per task, as measured and less what it
+  spends idle (its CPU over a few idle seconds before the run,
   at the same rate): on a busy machine, few tasks complete and the idle share
   of each would hide what a task costs.
 
@@ -41,6 +42,7 @@ from pathlib import Path
 
 import httpx
 from _common import (
+    Infra,
     LeanHttp,
     children,
     cpu_seconds,
@@ -102,9 +104,9 @@ async def sequential(count: int, call: object) -> list[float]:
     return samples
 
 
-async def bench(
-    args: argparse.Namespace, database_url: str, bootstrap: str, postmaster: int | None
-) -> None:
+async def bench(args: argparse.Namespace, infra: Infra) -> None:
+    database_url, bootstrap = infra.database_url, infra.bootstrap
+    postmaster, broker = infra.postmaster_pid, infra.broker_pid
     prefix = f"bench{uuid.uuid4().hex[:6]}."
     registry_port, gateway_port = free_port(), free_port()
     registry_url = f"http://127.0.0.1:{registry_port}"
@@ -234,6 +236,8 @@ async def bench(
                 sample = {name: sum(map(cpu_seconds, group)) for name, group in pids.items()}
                 if postmaster is not None:
                     sample["postgres"] = sum(map(cpu_seconds, [postmaster, *children(postmaster)]))
+                if broker is not None:
+                    sample["broker"] = cpu_seconds(broker)
                 sample["client"] = time.process_time()
                 return sample
 
@@ -302,7 +306,7 @@ def main() -> None:
     parser.add_argument("--tools", type=int, default=1, help="hello tool processes")
     args = parser.parse_args()
     with scratch_infra("gateway") as infra:
-        asyncio.run(bench(args, infra.database_url, infra.bootstrap, infra.postmaster_pid))
+        asyncio.run(bench(args, infra))
 
 
 if __name__ == "__main__":
