@@ -16,7 +16,7 @@ from disco_gateway.sessions.repository import forget_positions, purge
 from disco_gateway.sessions.service import SessionService
 from disco_gateway.state import GatewayState
 
-__all__ = ["sessions_lifespan", "sweep_sessions"]
+__all__ = ["sessions_lifespan"]
 
 _log = structlog.get_logger("disco_gateway.sessions")
 
