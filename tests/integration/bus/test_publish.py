@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from datetime import UTC, datetime, timedelta
 from typing import cast
 
 import pytest
@@ -16,6 +17,7 @@ from disco_common.envelope import (
     CLOUDEVENTS_CONTENT_TYPE,
     ActionRequest,
     BusinessFact,
+    Envelope,
     EnvelopeError,
 )
 from disco_common.topics import Topic
@@ -62,6 +64,22 @@ async def test_the_key_is_plan_then_correlation_then_id(
     [record] = await read_topic(kafka_bootstrap, bus.topic_name(Topic.SYSTEM_EVENTS), 1)
 
     assert record.key == (expected_key or sent.id).encode()
+
+
+async def test_an_event_published_after_the_fact_carries_the_time_it_happened(
+    bus: BusClient, kafka_bootstrap: str
+) -> None:
+    happened = datetime.now(UTC) - timedelta(seconds=3)
+    sent = await bus.publish(Topic.SYSTEM_EVENTS, "plan.started", {}, time=happened)
+    now = await bus.publish(Topic.SYSTEM_EVENTS, "plan.started", {})
+
+    records = await read_topic(kafka_bootstrap, bus.topic_name(Topic.SYSTEM_EVENTS), 2)
+
+    assert sent.time == happened
+    assert [Envelope.from_kafka_value(r.value).time for r in records] == [happened, now.time]
+    assert now.time > happened
+    naive = await bus.publish(Topic.SYSTEM_EVENTS, "plan.started", {}, time=datetime(2026, 1, 1))
+    assert naive.time == datetime(2026, 1, 1, tzinfo=UTC)  # taken as UTC, as every envelope time
 
 
 async def test_the_topic_prefix_is_applied_to_every_topic(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import httpx
 
@@ -177,3 +177,71 @@ async def test_a_consumer_skips_what_its_group_handled_before_asking_once_per_ba
     assert sorted(marked) == sorted(e.id for e in first)
     # Each once (partitions interleave, so in no particular order): the copies were skipped.
     assert sorted(handled) == sorted([*(e.id for e in first), fresh.id])
+
+
+class _AskedAbout:
+    """The dedup marks of a memory client, recording which envelope ids were asked about."""
+
+    def __init__(self, memory: MemoryClient) -> None:
+        self.memory = memory
+        self.asked: list[str] = []
+
+    async def check_dedup_marks(
+        self, group: str, event_ids: Sequence[str], *, tenant_id: str | None = None
+    ) -> list[str]:
+        self.asked += event_ids
+        return await self.memory.check_dedup_marks(group, event_ids, tenant_id=tenant_id)
+
+    async def put_dedup_marks(
+        self,
+        group: str,
+        event_ids: Sequence[str],
+        *,
+        ttl_seconds: int | None = None,
+        tenant_id: str | None = None,
+        user_id: str | None = None,
+    ) -> int:
+        return await self.memory.put_dedup_marks(
+            group, event_ids, ttl_seconds=ttl_seconds, tenant_id=tenant_id, user_id=user_id
+        )
+
+
+async def test_a_consumer_asks_only_about_the_envelopes_its_handlers_take(
+    memory_client_for: Callable[..., MemoryClient],
+    tenant: str,
+    kafka_bootstrap: str,
+    topic_prefix: str,
+) -> None:
+    # Topics are shared: a planner's group reads every request on action-requests,
+    # and those of other agents must cost the memory service nothing.
+    settings = BusSettings(
+        kafka_bootstrap=kafka_bootstrap, topic_prefix=topic_prefix, kafka_fetch_max_wait_ms=20
+    )
+    group = new_id("orders")
+    handled: list[str] = []
+    done = asyncio.Event()
+
+    async def placed(envelope: Envelope) -> None:
+        handled.append(envelope.id)
+        if len(handled) == 3:
+            done.set()
+
+    async with (
+        memory_client_for("platform", "agent", roles=(Role.SERVICE,)) as memory,
+        BusClient(settings, name="orders") as bus,
+    ):
+        await bus.ensure_topics()
+        mixed = [
+            await bus.announce(kind, {"n": n}, tenant_id=tenant)
+            for n in range(3)
+            for kind in ("order.viewed", "order.placed")
+        ]
+        marks = _AskedAbout(memory)
+        consumer = BusConsumer(bus, group, dedup_store=DurableDedupStore(marks, group))
+        consumer.add_handler(Topic.BUSINESS_FACTS, "order.placed", placed)
+        async with consumer, asyncio.timeout(30):
+            await done.wait()
+
+    placed_ids = [e.id for e in mixed if e.type == "order.placed"]
+    assert sorted(handled) == sorted(placed_ids)
+    assert sorted(marks.asked) == sorted(placed_ids)

@@ -366,9 +366,12 @@ class BusConsumer(StartStop):
                 self._handling.tracing = self.client.tracer.enabled
                 self._handling.log_fields = not handler_fields_added()
                 if isinstance(self.dedup_store, DurableDedupStore):
-                    # One question to the service per tenant of the batch, asked now.
+                    # One question to the service per tenant of the batch, asked now,
+                    # about the envelopes a handler here takes (topics are shared:
+                    # the others are skipped unparsed and need no answer).
+                    wants = self._handling.wants
                     for records in batches.values():
-                        self.dedup_store.expect(records)
+                        self.dedup_store.expect([r for r in records if wants(r)])
                 for tp, records in batches.items():
                     if self._stopping or tp not in consumer.assignment():
                         continue

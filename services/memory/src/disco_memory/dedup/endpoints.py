@@ -16,7 +16,8 @@ from disco_common.memory import (
     DedupMarksPut,
 )
 from disco_memory.dedup import service
-from disco_memory.dedup.repository import DedupRepository
+from disco_memory.dedup.repository import DedupBatches, DedupRepository
+from disco_memory.deps import EngineDep
 from disco_service import IdentityDep, JSONRoute, NotFound, SessionDep, error_responses
 
 router = APIRouter(prefix="/v1/memory/dedup", tags=["dedup"], route_class=JSONRoute)
@@ -29,18 +30,23 @@ async def _repository(session: SessionDep, identity: IdentityDep) -> DedupReposi
 RepositoryDep = Annotated[DedupRepository, Depends(_repository)]
 
 
+async def _batches(engine: EngineDep, identity: IdentityDep) -> DedupBatches:
+    return DedupBatches(engine, identity.tenant_id, identity.user_id)
+
+
+BatchesDep = Annotated[DedupBatches, Depends(_batches)]
+
+
 @router.post("/{group}/check", response_model=DedupChecked, responses=error_responses(422))
-async def check_marks(group: Id, body: DedupCheck, repository: RepositoryDep) -> DedupChecked:
+async def check_marks(group: Id, body: DedupCheck, batches: BatchesDep) -> DedupChecked:
     """Which of these envelopes ``group`` handled: one question for a fetched batch."""
-    return await service.check_marks(repository, group, body)
+    return await service.check_marks(batches, group, body)
 
 
 @router.post("/{group}/marks", response_model=DedupMarksMade, responses=error_responses(422))
-async def put_marks(
-    group: Id, body: DedupMarksPut, repository: RepositoryDep, identity: IdentityDep
-) -> DedupMarksMade:
+async def put_marks(group: Id, body: DedupMarksPut, batches: BatchesDep) -> DedupMarksMade:
     """Remember that ``group`` handled these envelopes (live marks are kept as they are)."""
-    return await service.put_marks(repository, group, body, user_id=identity.user_id)
+    return await service.put_marks(batches, group, body)
 
 
 @router.get("/{group}/{event_id}", response_model=DedupMark, responses=error_responses(404))

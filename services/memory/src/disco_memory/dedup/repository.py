@@ -5,9 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import RowMapping, text
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-__all__ = ["DedupRepository"]
+from disco_service import on_driver
+
+__all__ = ["DedupBatches", "DedupRepository"]
 
 _COLUMNS = "m.consumer_group AS group, m.event_id, m.expires_at, m.created_at"
 _LIVE = "(m.expires_at IS NULL OR m.expires_at > now())"
@@ -29,25 +31,10 @@ _PUT = text(
     RETURNING {_COLUMNS}
     """  # noqa: S608
 )
-_CHECK = text(
-    "SELECT m.event_id FROM memory.dedup_marks m "  # noqa: S608
-    "WHERE m.tenant_id = :tenant_id AND m.consumer_group = :group "
-    f"AND m.event_id = ANY(CAST(:event_ids AS text[])) AND {_LIVE}"
-)
-# Rows in id order, so that two batches sharing ids cannot deadlock.
-_PUT_MANY = text(
-    f"""
-    INSERT INTO memory.dedup_marks AS m
-        (tenant_id, consumer_group, event_id, user_id, expires_at)
-    SELECT :tenant_id, :group, e.event_id, :user_id, :expires_at
-    FROM unnest(CAST(:event_ids AS text[])) AS e(event_id)
-    ORDER BY e.event_id
-    ON CONFLICT (tenant_id, consumer_group, event_id) DO UPDATE SET
-        user_id = EXCLUDED.user_id, expires_at = EXCLUDED.expires_at, created_at = now()
-    WHERE NOT {_LIVE}
-    RETURNING m.event_id
-    """  # noqa: S608
-)
+# One statement each, its own transaction (migration memory_0007): the functions
+# scope it to the tenant and user given, who must be the caller's verified identity.
+_CHECK_SQL = "SELECT o_event_id FROM memory.dedup_check_as($1, $2, $3, $4::text[])"
+_MARK_SQL = "SELECT o_event_id FROM memory.dedup_mark_as($1, $2, $3, $4::text[], $5)"
 
 
 class DedupRepository:
@@ -75,20 +62,33 @@ class DedupRepository:
         }
         return (await self._session.execute(_PUT, params)).mappings().first()
 
+
+class DedupBatches:
+    """Asks about and makes one tenant's marks a batch at a time: each call one
+    statement on the driver, in its own implicit transaction (no BEGIN, scope or
+    COMMIT: the durable dedup of every consumer asks once per fetched batch)."""
+
+    def __init__(self, engine: AsyncEngine, tenant_id: str, user_id: str) -> None:
+        self._engine = engine
+        self._scope = (tenant_id, user_id)
+
     async def live_among(self, group: str, event_ids: list[str]) -> set[str]:
         """Those of ``event_ids`` with a live mark."""
-        params = {"tenant_id": self._tenant_id, "group": group, "event_ids": event_ids}
-        return set((await self._session.execute(_CHECK, params)).scalars())
+        rows = await on_driver(
+            self._engine,
+            _CHECK_SQL,
+            lambda driver: driver.fetch(_CHECK_SQL, *self._scope, group, event_ids),
+        )
+        return {row[0] for row in rows}
 
     async def put_many(
-        self, group: str, event_ids: list[str], *, user_id: str, expires_at: datetime | None
+        self, group: str, event_ids: list[str], *, expires_at: datetime | None
     ) -> int:
-        """Make the marks (each id once); how many are new (live ones are kept)."""
-        params = {
-            "tenant_id": self._tenant_id,
-            "group": group,
-            "event_ids": event_ids,
-            "user_id": user_id,
-            "expires_at": expires_at,
-        }
-        return len((await self._session.execute(_PUT_MANY, params)).all())
+        """Make the marks (each id once) as the caller's user; how many are new (live
+        ones are kept)."""
+        rows = await on_driver(
+            self._engine,
+            _MARK_SQL,
+            lambda driver: driver.fetch(_MARK_SQL, *self._scope, group, event_ids, expires_at),
+        )
+        return len(rows)

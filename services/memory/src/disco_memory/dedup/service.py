@@ -13,7 +13,7 @@ from disco_common.memory import (
     DedupMarksMade,
     DedupMarksPut,
 )
-from disco_memory.dedup.repository import DedupRepository
+from disco_memory.dedup.repository import DedupBatches, DedupRepository
 
 __all__ = ["check_marks", "get_mark", "put_mark", "put_marks"]
 
@@ -37,21 +37,16 @@ async def put_mark(
     return DedupMark.model_validate(dict(existing)), False
 
 
-async def check_marks(repository: DedupRepository, group: str, body: DedupCheck) -> DedupChecked:
+async def check_marks(batches: DedupBatches, group: str, body: DedupCheck) -> DedupChecked:
     """Which of the ids asked about ``group`` handled (a live mark), in the order asked."""
-    live = await repository.live_among(group, list(dict.fromkeys(body.event_ids)))
+    live = await batches.live_among(group, list(dict.fromkeys(body.event_ids)))
     return DedupChecked(handled=[event_id for event_id in body.event_ids if event_id in live])
 
 
-async def put_marks(
-    repository: DedupRepository, group: str, body: DedupMarksPut, *, user_id: str
-) -> DedupMarksMade:
-    """Make the marks (a live one is kept unchanged); how many are new."""
-    created = await repository.put_many(
-        group,
-        list(dict.fromkeys(body.event_ids)),
-        user_id=user_id,
-        expires_at=_expiry(body.ttl_seconds),
+async def put_marks(batches: DedupBatches, group: str, body: DedupMarksPut) -> DedupMarksMade:
+    """Make the marks as the caller's user (a live one is kept unchanged); how many are new."""
+    created = await batches.put_many(
+        group, list(dict.fromkeys(body.event_ids)), expires_at=_expiry(body.ttl_seconds)
     )
     return DedupMarksMade(created=created)
 

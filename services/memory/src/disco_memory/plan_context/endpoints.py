@@ -9,15 +9,16 @@ from fastapi import APIRouter, Depends, Response, status
 from disco_common.ids import Id
 from disco_common.memory import PlanContextRecord, PlanContextStore
 from disco_memory._shared import IfMatch, expected_version, set_etag
+from disco_memory.deps import EngineDep
 from disco_memory.plan_context import service
 from disco_memory.plan_context.repository import PlanContextRepository
-from disco_service import IdentityDep, JSONRoute, NotFound, SessionDep, error_responses
+from disco_service import IdentityDep, JSONRoute, NotFound, error_responses
 
 router = APIRouter(prefix="/v1/memory/plan-context", tags=["plan context"], route_class=JSONRoute)
 
 
-async def _repository(session: SessionDep, identity: IdentityDep) -> PlanContextRepository:
-    return PlanContextRepository(session, identity.tenant_id)
+async def _repository(engine: EngineDep, identity: IdentityDep) -> PlanContextRepository:
+    return PlanContextRepository(engine, identity.tenant_id, identity.user_id)
 
 
 RepositoryDep = Annotated[PlanContextRepository, Depends(_repository)]
@@ -46,17 +47,12 @@ async def store_plan_context(
     plan_id: Id,
     body: PlanContextStore,
     repository: RepositoryDep,
-    identity: IdentityDep,
     response: Response,
     if_match: Annotated[str | None, IfMatch] = None,
 ) -> PlanContextRecord:
     """Save (create or replace) a plan context; guarded by ``expected_version``/``If-Match``."""
     record = await service.store_context(
-        repository,
-        plan_id,
-        body,
-        user_id=identity.user_id,
-        expected=expected_version(body.expected_version, if_match),
+        repository, plan_id, body, expected=expected_version(body.expected_version, if_match)
     )
     set_etag(response, record.version)
     return record

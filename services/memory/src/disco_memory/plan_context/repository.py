@@ -1,143 +1,109 @@
-"""SQL of plan contexts (``memory.plan_contexts`` and their lookup ``plan_context_refs``)."""
+"""SQL of plan contexts (``memory.plan_contexts`` and their lookup ``plan_context_refs``).
+
+Each call is one statement on the driver, in its own implicit transaction: a
+function of migration memory_0007 scopes it to the caller's tenant and user
+and does the call's statements (a save was seven round trips: BEGIN, the scope,
+the claim check, the write, the refs twice, COMMIT; a Planner makes one per step).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from sqlalchemy import RowMapping, text
-from sqlalchemy.ext.asyncio import AsyncSession
+import pydantic_core
+from pydantic import JsonValue
+from sqlalchemy.ext.asyncio import AsyncEngine
 
-__all__ = ["PlanContextRepository"]
+from disco_service import on_driver
 
-_COLUMNS = (
-    "p.plan_id, p.session_id, p.correlation_ids, p.context, p.version, p.created_at, p.updated_at"
-)
+__all__ = ["PlanContextRepository", "Stored"]
 
-_GET = text(
-    f"SELECT {_COLUMNS} FROM memory.plan_contexts p "  # noqa: S608
-    "WHERE p.tenant_id = :tenant_id AND p.plan_id = :plan_id"
+_GET_SQL = "SELECT memory.plan_context_as($1, $2, $3, $4)"
+_STORE_SQL = (
+    "SELECT o_outcome, o_detail::text, o_record "
+    "FROM memory.store_plan_context_as($1, $2, $3, $4, $5::text[], $6, $7)"
 )
-_BY_CORRELATION = text(
-    f"SELECT {_COLUMNS} FROM memory.plan_context_refs r "  # noqa: S608
-    "JOIN memory.plan_contexts p ON p.tenant_id = r.tenant_id AND p.plan_id = r.plan_id "
-    "WHERE r.tenant_id = :tenant_id AND r.correlation_id = :correlation_id"
-)
-_UPSERT = f"""
-    INSERT INTO memory.plan_contexts AS p
-        (tenant_id, plan_id, session_id, user_id, correlation_ids, context, version)
-    VALUES (:tenant_id, :plan_id, :session_id, :user_id, :correlation_ids,
-            CAST(CAST(:context AS text) AS jsonb), 1)
-    ON CONFLICT (tenant_id, plan_id) DO UPDATE SET
-        session_id = EXCLUDED.session_id,
-        user_id = EXCLUDED.user_id,
-        correlation_ids = EXCLUDED.correlation_ids,
-        context = EXCLUDED.context,
-        version = p.version + 1,
-        updated_at = now()
-    {{condition}}
-    RETURNING {_COLUMNS}
-"""  # noqa: S608
-_PUT_ANY = text(_UPSERT.format(condition=""))
-_PUT_IF_ABSENT = text(_UPSERT.format(condition="WHERE false"))
-_PUT_IF_VERSION = text(
-    f"""
-    UPDATE memory.plan_contexts p SET
-        session_id = :session_id, user_id = :user_id, correlation_ids = :correlation_ids,
-        context = CAST(CAST(:context AS text) AS jsonb), version = p.version + 1,
-        updated_at = now()
-    WHERE p.tenant_id = :tenant_id AND p.plan_id = :plan_id AND p.version = :expected
-    RETURNING {_COLUMNS}
-    """  # noqa: S608
-)
-_VERSION = text(
-    "SELECT version FROM memory.plan_contexts WHERE tenant_id = :tenant_id AND plan_id = :plan_id"
-)
-_CLAIMED_ELSEWHERE = text(
-    "SELECT correlation_id, plan_id FROM memory.plan_context_refs "
-    "WHERE tenant_id = :tenant_id AND correlation_id = ANY(:ids) AND plan_id <> :plan_id"
-)
-_CLEAR_REFS = text(
-    "DELETE FROM memory.plan_context_refs WHERE tenant_id = :tenant_id AND plan_id = :plan_id"
-)
-_ADD_REFS = text(
-    "INSERT INTO memory.plan_context_refs (tenant_id, correlation_id, plan_id) "
-    "SELECT :tenant_id, correlation_id, :plan_id "
-    "FROM unnest(CAST(:ids AS text[])) AS correlation_id"
-)
-_DELETE = text(
-    "DELETE FROM memory.plan_contexts WHERE tenant_id = :tenant_id AND plan_id = :plan_id "
-    "RETURNING plan_id"
-)
+_DELETE_SQL = "SELECT memory.delete_plan_context_as($1, $2, $3)"
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """What a save did: ``stored`` (``record``: the record's JSON text), ``claimed``
+    (``detail``: correlation id -> the plan holding it) or ``conflict`` (``detail``:
+    ``current_version``, None when there is none)."""
+
+    outcome: str
+    detail: dict[str, JsonValue]
+    record: str | None
 
 
 class PlanContextRepository:
-    """Reads and writes one tenant's plan contexts."""
+    """Reads and writes the plan contexts of one tenant, as one of its users.
 
-    def __init__(self, session: AsyncSession, tenant_id: str) -> None:
-        self._session = session
-        self._tenant_id = tenant_id
+    ``tenant_id`` and ``user_id`` must be the caller's verified identity's: each
+    statement scopes its transaction to them. Records come back as the JSON
+    text of :class:`~disco_common.memory.PlanContextRecord`.
+    """
 
-    def _plan(self, plan_id: str) -> dict[str, object]:
-        return {"tenant_id": self._tenant_id, "plan_id": plan_id}
+    def __init__(self, engine: AsyncEngine, tenant_id: str, user_id: str) -> None:
+        self._engine = engine
+        self._scope = (tenant_id, user_id)
 
-    async def get(self, plan_id: str) -> RowMapping | None:
+    async def get(self, plan_id: str) -> str | None:
         """The context of ``plan_id``, or None."""
-        return (await self._session.execute(_GET, self._plan(plan_id))).mappings().first()
+        return await self._record(plan_id, None)
 
-    async def by_correlation(self, correlation_id: str) -> RowMapping | None:
+    async def by_correlation(self, correlation_id: str) -> str | None:
         """The context of the plan waiting for ``correlation_id``, or None."""
-        result = await self._session.execute(
-            _BY_CORRELATION, {"tenant_id": self._tenant_id, "correlation_id": correlation_id}
-        )
-        return result.mappings().first()
+        return await self._record(None, correlation_id)
 
-    async def claimed_elsewhere(self, plan_id: str, ids: Sequence[str]) -> dict[str, str]:
-        """Which of ``ids`` another plan already waits for (correlation id -> plan)."""
-        if not ids:
-            return {}
-        rows = await self._session.execute(
-            _CLAIMED_ELSEWHERE, {**self._plan(plan_id), "ids": list(ids)}
+    async def _record(self, plan_id: str | None, correlation_id: str | None) -> str | None:
+        record: str | None = await on_driver(
+            self._engine,
+            _GET_SQL,
+            lambda driver: driver.fetchval(_GET_SQL, *self._scope, plan_id, correlation_id),
         )
-        return {row.correlation_id: row.plan_id for row in rows}
+        return record
 
-    async def put(
+    async def store(
         self,
         plan_id: str,
         *,
         session_id: str | None,
-        user_id: str,
         correlation_ids: Sequence[str],
         context_json: str,
         expected: int | None,
-    ) -> RowMapping | None:
-        """Write the context; None when ``expected`` did not match the stored version."""
-        params: dict[str, object] = {
-            **self._plan(plan_id),
-            "session_id": session_id,
-            "user_id": user_id,
-            "correlation_ids": list(correlation_ids),
-            "context": context_json,
-        }
-        if expected is None:
-            statement = _PUT_ANY
-        elif expected == 0:
-            statement = _PUT_IF_ABSENT
-        else:
-            statement = _PUT_IF_VERSION
-            params["expected"] = expected
-        return (await self._session.execute(statement, params)).mappings().first()
-
-    async def replace_refs(self, plan_id: str, ids: Sequence[str]) -> None:
-        """Make ``ids`` exactly the correlation ids that find ``plan_id``."""
-        await self._session.execute(_CLEAR_REFS, self._plan(plan_id))
-        if ids:
-            await self._session.execute(_ADD_REFS, {**self._plan(plan_id), "ids": list(ids)})
-
-    async def current_version(self, plan_id: str) -> int | None:
-        """The stored version, or None."""
-        return (await self._session.execute(_VERSION, self._plan(plan_id))).scalar_one_or_none()
+    ) -> Stored:
+        """Write the context, unless another plan holds one of ``correlation_ids`` or
+        ``expected`` (None: any; 0: none yet) is not the stored version; the
+        correlation ids then find it (and only they)."""
+        row = await on_driver(
+            self._engine,
+            _STORE_SQL,
+            lambda driver: driver.fetchrow(
+                _STORE_SQL,
+                *self._scope,
+                plan_id,
+                session_id,
+                list(correlation_ids),
+                context_json,
+                expected,
+            ),
+        )
+        assert row is not None  # the function answers one row, always
+        detail = row["o_detail"]
+        return Stored(
+            outcome=row["o_outcome"],
+            detail=pydantic_core.from_json(detail) if detail is not None else {},
+            record=row["o_record"],
+        )
 
     async def delete(self, plan_id: str) -> bool:
         """Delete the context (and its refs); whether it was there."""
-        result = await self._session.execute(_DELETE, self._plan(plan_id))
-        return result.first() is not None
+        deleted: bool = await on_driver(
+            self._engine,
+            _DELETE_SQL,
+            lambda driver: driver.fetchval(_DELETE_SQL, *self._scope, plan_id),
+        )
+        return deleted

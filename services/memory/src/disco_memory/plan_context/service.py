@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pydantic import JsonValue
-from sqlalchemy import RowMapping
 
 from disco_common.memory import CONTEXT_MAX_BYTES, PlanContextRecord, PlanContextStore
 from disco_memory._shared import VersionConflict, limited_model_json
@@ -25,8 +24,8 @@ class CorrelationClaimed(Conflict):
     code = "correlation_claimed"
 
 
-def _record(row: RowMapping) -> PlanContextRecord:
-    return PlanContextRecord.model_validate(dict(row))
+def _record(record_json: str) -> PlanContextRecord:
+    return PlanContextRecord.model_validate_json(record_json)
 
 
 async def store_context(
@@ -34,7 +33,6 @@ async def store_context(
     plan_id: str,
     body: PlanContextStore,
     *,
-    user_id: str,
     expected: int | None,
 ) -> PlanContextRecord:
     """Save a plan context; each of its ``correlation_ids`` finds it once this commits.
@@ -52,42 +50,44 @@ async def store_context(
             "they must be the same"
         )
     context_json = limited_model_json(context, limit=CONTEXT_MAX_BYTES, what="the plan context")
-    ids = list(dict.fromkeys(context.correlation_ids))
-    claimed = await repository.claimed_elsewhere(plan_id, ids)
-    if claimed:
+    stored = await repository.store(
+        plan_id,
+        session_id=context.session_id,
+        correlation_ids=list(dict.fromkeys(context.correlation_ids)),
+        context_json=context_json,
+        expected=expected,
+    )
+    if stored.outcome == "claimed":
+        claimed = stored.detail
         raise CorrelationClaimed(
             "these correlation ids already belong to other plans: "
             + ", ".join(f"{cid} (plan {owner})" for cid, owner in sorted(claimed.items())),
             details={"claimed": dict[str, JsonValue](claimed)},
         )
-    row = await repository.put(
-        plan_id,
-        session_id=context.session_id,
-        user_id=user_id,
-        correlation_ids=ids,
-        context_json=context_json,
-        expected=expected,
-    )
-    if row is None:
+    if stored.outcome == "conflict":
         assert expected is not None
-        current = await repository.current_version(plan_id)
-        raise VersionConflict(f"plan context {plan_id!r}", expected=expected, current=current)
-    await repository.replace_refs(plan_id, ids)
-    return _record(row)
+        current = stored.detail.get("current_version")
+        raise VersionConflict(
+            f"plan context {plan_id!r}",
+            expected=expected,
+            current=current if isinstance(current, int) else None,
+        )
+    assert stored.record is not None
+    return _record(stored.record)
 
 
 async def get_context(repository: PlanContextRepository, plan_id: str) -> PlanContextRecord | None:
     """The context of ``plan_id``, or None."""
-    row = await repository.get(plan_id)
-    return _record(row) if row is not None else None
+    record = await repository.get(plan_id)
+    return _record(record) if record is not None else None
 
 
 async def find_by_correlation(
     repository: PlanContextRepository, correlation_id: str
 ) -> PlanContextRecord | None:
     """The context of the plan waiting for ``correlation_id``, or None."""
-    row = await repository.by_correlation(correlation_id)
-    return _record(row) if row is not None else None
+    record = await repository.by_correlation(correlation_id)
+    return _record(record) if record is not None else None
 
 
 async def delete_context(repository: PlanContextRepository, plan_id: str) -> bool:
