@@ -120,6 +120,23 @@ async def test_a_plan_runs_through_its_states_to_success_and_answers_the_goal() 
     assert types[-1] == "plan.completed"
 
 
+async def test_a_plans_moves_are_dated_when_they_happened_before_their_requests() -> None:
+    # A plan announces its moves once the state's action is out; a timeline
+    # ordered by time (the tracker's) must still show it entering a state first.
+    async with AgentTestKit(research_planner(), search_tool()) as kit:
+        await kit.request("research.goal", {"topic": "tansu", "hits": 3}, response_event="r")
+
+    (started,) = kit.system_events("plan.started")
+    moves = {e.data["to_state"]: e.time for e in kit.system_events("plan.state_changed")}  # type: ignore[index,call-overload]
+    (search,) = kit.requests("search.requested")
+    (summarize,) = kit.requests("summarize.requested")
+    assert started.time <= moves["start"] <= moves["searching"] < search.time
+    assert search.time < moves["summarizing"] < summarize.time
+    assert summarize.time < moves["done"]
+    (completed,) = kit.system_events("plan.completed")
+    assert moves["done"] <= completed.time
+
+
 async def test_the_plans_listing_follows_a_plan_to_its_end() -> None:
     async with AgentTestKit(research_planner(), search_tool()) as kit:
         await kit.request("research.goal", {"topic": "tansu", "hits": 3}, response_event="r")

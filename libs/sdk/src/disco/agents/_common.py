@@ -6,6 +6,7 @@ import inspect
 import re
 import uuid
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 import structlog
@@ -152,14 +153,22 @@ async def publish_system_event(
     id: str | None = None,
     plan_id: str | None = None,
     task_id: str | None = None,
+    time: datetime | None = None,
 ) -> None:
     """Publish progress on ``system-events`` (what the tracker reads); never fails the caller.
 
     Progress is observability: a broker hiccup here must not fail the work itself.
+    ``time``: when it happened, for progress announced after the fact (default: now).
     """
     try:
         await bus.publish(
-            Topic.SYSTEM_EVENTS, event_type, data, id=id, plan_id=plan_id, task_id=task_id
+            Topic.SYSTEM_EVENTS,
+            event_type,
+            data,
+            id=id,
+            plan_id=plan_id,
+            task_id=task_id,
+            time=time,
         )
     except Exception as exc:
         _log.warning("system event not published", event_type=event_type, error=repr(exc))

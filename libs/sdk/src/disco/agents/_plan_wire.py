@@ -27,6 +27,8 @@ from disco_common.system_events import (
 from disco_common.topics import Topic
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from disco.agents._platform import PlatformContext
 
 __all__ = [
@@ -78,8 +80,9 @@ async def _announce(
     event: SystemEventData,
     *,
     id: str | None,
+    time: datetime | None = None,
 ) -> None:
-    await publish_system_event(platform.bus, kind, event, id=id, plan_id=data.plan_id)
+    await publish_system_event(platform.bus, kind, event, id=id, plan_id=data.plan_id, time=time)
 
 
 def state_changed(
@@ -100,7 +103,13 @@ def state_changed(
 async def announce_moves(
     platform: PlatformContext, data: PlanContextData, changes: Moves, *, start: bool
 ) -> None:
-    """``plan.started`` (with ``start``) and the ``plan.state_changed`` of ``changes``."""
+    """``plan.started`` (with ``start``) and the ``plan.state_changed`` of ``changes``.
+
+    Each is dated when its move happened, not when it is announced: a plan
+    announces its moves once their action is out, and a timeline ordered by
+    time must show the plan entering a state before that state's request.
+    """
+    history = data.history
     if start:
         started = PlanStartedData(
             **_plan_fields(data),
@@ -118,6 +127,7 @@ async def announce_moves(
             SystemEventType.PLAN_STARTED,
             started,
             id=derived_id(data.plan_id, "started"),
+            time=history[0].at if history else None,
         )
     for index, change in changes:
         await _announce(
@@ -126,6 +136,7 @@ async def announce_moves(
             SystemEventType.PLAN_STATE_CHANGED,
             change,
             id=derived_id(data.plan_id, "state", str(index)),
+            time=history[index].at if index < len(history) else None,
         )
 
 

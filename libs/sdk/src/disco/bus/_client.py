@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any, cast, overload
 
 import structlog
@@ -283,6 +284,7 @@ class BusClient(Publishing, StartStop):
         subject: str | None = None,
         payload_schema: str | None = None,
         id: str | None = None,
+        time: datetime | None = None,
     ) -> Envelope:
         """Publish an event to ``topic`` and wait until the broker acknowledged it.
 
@@ -293,6 +295,9 @@ class BusClient(Publishing, StartStop):
             correlation_id ... id: envelope attributes; omitted ones are left out,
                 or inherited from the envelope being handled (see the class doc);
                 ``id`` defaults to a new UUID.
+            time: when the event happened, for an event published after the fact
+                (a planner announces its moves once their action is out); naive
+                values are taken as UTC; default: now.
 
         Returns:
             The envelope as sent (the specialisation of ``topic``, e.g.
@@ -317,6 +322,7 @@ class BusClient(Publishing, StartStop):
             "subject": subject,
             "payload_schema": payload_schema,
             "id": id,
+            "time": time,
         }
         envelope, span = self._build(topic, event_type, data, attributes)
         return await self._deliver(self._broker_name(topic), envelope, span)

@@ -45,6 +45,7 @@ class EnvelopeAttributes(ContextAttributes, total=False):
     correlation_id: str | None
     response_event: str | None
     response_topic: str | None
+    time: datetime | None
 
 
 _INHERITED = ("tenant_id", "user_id", "session_id", "plan_id")
