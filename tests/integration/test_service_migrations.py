@@ -26,7 +26,7 @@ PACKAGES = {
 # The newest revision of each service: the files moved into the packages as they were.
 HEADS = {
     "registry": "registry_0007",
-    "memory": "memory_0007",
+    "memory": "memory_0008",
     "tracker": "tracker_0004",
     "gateway": "gateway_0007",
 }

@@ -149,6 +149,33 @@ async def test_a_context_with_a_ttl_expires_with_its_sub_task_index(
     ).status_code == 404
 
 
+async def test_an_expired_context_gives_up_its_ids_and_starts_again_at_version_1(
+    client: httpx.AsyncClient, alice: dict[str, str]
+) -> None:
+    task, heir, sub = new_id("task"), new_id("task"), new_id("sub")
+    url = f"/v1/memory/task-context/{task}"
+    await client.put(url, json={**task_context(task, sub), "ttl_seconds": 1}, headers=alice)
+    await client.put(url, json={**task_context(task, sub), "ttl_seconds": 1}, headers=alice)
+    taken = await client.put(
+        f"/v1/memory/task-context/{heir}", json=task_context(heir, sub), headers=alice
+    )
+    assert taken.status_code == 409  # still live: the id is the first task's
+
+    async def released() -> httpx.Response | None:
+        response = await client.put(
+            f"/v1/memory/task-context/{heir}", json=task_context(heir, sub), headers=alice
+        )
+        return response if response.status_code == 200 else None
+
+    await eventually(released, timeout=10, interval=0.1, what="the expired task's id was free")
+    again = await client.put(url, json={**task_context(task), "expected_version": 0}, headers=alice)
+
+    assert again.status_code == 200
+    assert again.json()["version"] == 1  # a new life, not version 3
+    found = await client.get(f"/v1/memory/task-context/by-subtask/{sub}", headers=alice)
+    assert found.json()["task_id"] == heir
+
+
 async def test_a_plans_task_contexts_list_oldest_first_page_by_page(
     client: httpx.AsyncClient, alice: dict[str, str]
 ) -> None:

@@ -7,15 +7,17 @@ domain).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import asyncpg
 import numpy as np
 import pydantic_core
 from fastapi import Header
 from numpy.typing import NDArray
 from pgvector import Vector
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, JsonValue, ValidationError
 from starlette.responses import Response
 
 from disco_service import Conflict, DiscoHTTPError, PayloadTooLarge, UnprocessableEntity
@@ -24,6 +26,7 @@ __all__ = [
     "EmbeddingUnavailable",
     "IfMatch",
     "NulCharacter",
+    "Stored",
     "VersionConflict",
     "as_vector",
     "encoded_json",
@@ -32,6 +35,7 @@ __all__ = [
     "limited_model_json",
     "model_errors",
     "set_etag",
+    "stored_record",
 ]
 
 _ETAG = re.compile(r'^\s*(?:W/)?"(\d{1,9})"\s*$')
@@ -58,6 +62,52 @@ class VersionConflict(Conflict):
         super().__init__(
             message, details={"expected_version": expected, "current_version": current}
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """What a context save function (``memory.store_*_context_as``) did: ``stored``
+    (``record``: the record's JSON text), ``claimed`` (``detail``: id -> the owner
+    holding it) or ``conflict`` (``detail``: ``current_version``, None when none)."""
+
+    outcome: str
+    detail: dict[str, JsonValue]
+    record: str | None
+
+    @classmethod
+    def of(cls, row: asyncpg.Record) -> Stored:
+        """From the function's row (``o_outcome``, ``o_detail`` as text, ``o_record``)."""
+        detail = row["o_detail"]
+        return cls(
+            outcome=row["o_outcome"],
+            detail=pydantic_core.from_json(detail) if detail is not None else {},
+            record=row["o_record"],
+        )
+
+
+def stored_record(
+    stored: Stored,
+    *,
+    what: str,
+    expected: int | None,
+    claimed: Callable[[dict[str, JsonValue]], Exception],
+) -> str:
+    """The saved record's JSON text.
+
+    Raises:
+        the error ``claimed`` makes of the ids another owner holds; VersionConflict:
+        ``expected`` was not the stored version of ``what``.
+    """
+    if stored.outcome == "claimed":
+        raise claimed(stored.detail)
+    if stored.outcome == "conflict":
+        assert expected is not None  # an unguarded save always writes
+        current = stored.detail.get("current_version")
+        raise VersionConflict(
+            what, expected=expected, current=current if isinstance(current, int) else None
+        )
+    assert stored.record is not None
+    return stored.record
 
 
 def encoded_json(value: Any) -> str:

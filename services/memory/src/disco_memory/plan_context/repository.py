@@ -9,15 +9,13 @@ the claim check, the write, the refs twice, COMMIT; a Planner makes one per step
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-import pydantic_core
-from pydantic import JsonValue
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from disco_memory._shared import Stored
 from disco_service import on_driver
 
-__all__ = ["PlanContextRepository", "Stored"]
+__all__ = ["PlanContextRepository"]
 
 _GET_SQL = "SELECT memory.plan_context_as($1, $2, $3, $4)"
 _STORE_SQL = (
@@ -25,17 +23,6 @@ _STORE_SQL = (
     "FROM memory.store_plan_context_as($1, $2, $3, $4, $5::text[], $6, $7)"
 )
 _DELETE_SQL = "SELECT memory.delete_plan_context_as($1, $2, $3)"
-
-
-@dataclass(frozen=True, slots=True)
-class Stored:
-    """What a save did: ``stored`` (``record``: the record's JSON text), ``claimed``
-    (``detail``: correlation id -> the plan holding it) or ``conflict`` (``detail``:
-    ``current_version``, None when there is none)."""
-
-    outcome: str
-    detail: dict[str, JsonValue]
-    record: str | None
 
 
 class PlanContextRepository:
@@ -92,12 +79,7 @@ class PlanContextRepository:
             ),
         )
         assert row is not None  # the function answers one row, always
-        detail = row["o_detail"]
-        return Stored(
-            outcome=row["o_outcome"],
-            detail=pydantic_core.from_json(detail) if detail is not None else {},
-            record=row["o_record"],
-        )
+        return Stored.of(row)
 
     async def delete(self, plan_id: str) -> bool:
         """Delete the context (and its refs); whether it was there."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import JsonValue
 
 from disco_common.memory import CONTEXT_MAX_BYTES, PlanContextRecord, PlanContextStore
-from disco_memory._shared import VersionConflict, limited_model_json
+from disco_memory._shared import limited_model_json, stored_record
 from disco_memory.plan_context.repository import PlanContextRepository
 from disco_service import Conflict, UnprocessableEntity
 
@@ -57,23 +57,17 @@ async def store_context(
         context_json=context_json,
         expected=expected,
     )
-    if stored.outcome == "claimed":
-        claimed = stored.detail
-        raise CorrelationClaimed(
-            "these correlation ids already belong to other plans: "
-            + ", ".join(f"{cid} (plan {owner})" for cid, owner in sorted(claimed.items())),
-            details={"claimed": dict[str, JsonValue](claimed)},
-        )
-    if stored.outcome == "conflict":
-        assert expected is not None
-        current = stored.detail.get("current_version")
-        raise VersionConflict(
-            f"plan context {plan_id!r}",
-            expected=expected,
-            current=current if isinstance(current, int) else None,
-        )
-    assert stored.record is not None
-    return _record(stored.record)
+    return _record(
+        stored_record(stored, what=f"plan context {plan_id!r}", expected=expected, claimed=_claimed)
+    )
+
+
+def _claimed(claimed: dict[str, JsonValue]) -> CorrelationClaimed:
+    return CorrelationClaimed(
+        "these correlation ids already belong to other plans: "
+        + ", ".join(f"{cid} (plan {owner})" for cid, owner in sorted(claimed.items())),
+        details={"claimed": claimed},
+    )
 
 
 async def get_context(repository: PlanContextRepository, plan_id: str) -> PlanContextRecord | None:

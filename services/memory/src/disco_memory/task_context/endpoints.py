@@ -10,27 +10,35 @@ from disco_common.ids import Id
 from disco_common.memory import TaskContextRecord, TaskContextStore
 from disco_common.pagination import Page
 from disco_memory._shared import IfMatch, expected_version, set_etag
+from disco_memory.deps import EngineDep
 from disco_memory.task_context import service
-from disco_memory.task_context.repository import TaskContextRepository
+from disco_memory.task_context.repository import TaskContextListing, TaskContextRepository
 from disco_memory.task_context.schemas import TaskContextListQuery
 from disco_service import IdentityDep, JSONRoute, NotFound, SessionDep, error_responses
 
 router = APIRouter(prefix="/v1/memory/task-context", tags=["task context"], route_class=JSONRoute)
 
 
-async def _repository(session: SessionDep, identity: IdentityDep) -> TaskContextRepository:
-    return TaskContextRepository(session, identity.tenant_id)
+async def _repository(engine: EngineDep, identity: IdentityDep) -> TaskContextRepository:
+    return TaskContextRepository(engine, identity.tenant_id, identity.user_id)
 
 
 RepositoryDep = Annotated[TaskContextRepository, Depends(_repository)]
 
 
+async def _listing(session: SessionDep, identity: IdentityDep) -> TaskContextListing:
+    return TaskContextListing(session, identity.tenant_id)
+
+
+ListingDep = Annotated[TaskContextListing, Depends(_listing)]
+
+
 @router.get("", response_model=Page[TaskContextRecord], responses=error_responses(400))
 async def list_task_contexts(
-    repository: RepositoryDep, query: Annotated[TaskContextListQuery, Query()]
+    listing: ListingDep, query: Annotated[TaskContextListQuery, Query()]
 ) -> Page[TaskContextRecord]:
     """The live task contexts of a plan, oldest first."""
-    return await service.list_for_plan(repository, query)
+    return await service.list_for_plan(listing, query)
 
 
 @router.get(
@@ -55,7 +63,6 @@ async def store_task_context(
     task_id: Id,
     body: TaskContextStore,
     repository: RepositoryDep,
-    identity: IdentityDep,
     response: Response,
     if_match: Annotated[str | None, IfMatch] = None,
 ) -> TaskContextRecord:
@@ -65,11 +72,7 @@ async def store_task_context(
     ``expected_version``/``If-Match`` it is a guarded update (409 when stale).
     """
     record = await service.store_context(
-        repository,
-        task_id,
-        body,
-        user_id=identity.user_id,
-        expected=expected_version(body.expected_version, if_match),
+        repository, task_id, body, expected=expected_version(body.expected_version, if_match)
     )
     set_etag(response, record.version)
     return record

@@ -4,6 +4,12 @@ The refs map every id a task waits for — its sub-task ids and the correlation
 id of an outstanding question to a human — to the task. They are rewritten in
 the same statement batch (one transaction) as the context, so a saved context
 is findable by each of its sub-task ids as soon as the save commits.
+
+Saves, reads and deletes are one statement each on the driver, in its own
+implicit transaction (the ``memory.*task_context_as`` functions of migration
+memory_0008 scope it to the caller's tenant and user): a Worker makes them for
+every delegation and every sub-task result. Listing a plan's contexts is a
+session's query.
 """
 
 from __future__ import annotations
@@ -12,11 +18,12 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import RowMapping, text
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from disco_service import Keyset
+from disco_memory._shared import Stored
+from disco_service import Keyset, on_driver
 
-__all__ = ["TaskContextRepository"]
+__all__ = ["TaskContextListing", "TaskContextRepository"]
 
 _COLUMNS = (
     "t.task_id, t.plan_id, t.sub_task_ids, t.context, t.version, t.expires_at, "
@@ -25,78 +32,12 @@ _COLUMNS = (
 _LIVE = "(t.expires_at IS NULL OR t.expires_at > now())"
 _EXPIRED = "(t.expires_at IS NOT NULL AND t.expires_at <= now())"
 
-_GET = text(
-    f"SELECT {_COLUMNS} FROM memory.task_contexts t "  # noqa: S608
-    f"WHERE t.tenant_id = :tenant_id AND t.task_id = :task_id AND {_LIVE}"
+_GET_SQL = "SELECT memory.task_context_as($1, $2, $3, $4)"
+_STORE_SQL = (
+    "SELECT o_outcome, o_detail::text, o_record "
+    "FROM memory.store_task_context_as($1, $2, $3, $4, $5::text[], $6::text[], $7, $8, $9)"
 )
-
-_BY_REF = text(
-    f"SELECT {_COLUMNS} FROM memory.task_context_refs r "  # noqa: S608
-    "JOIN memory.task_contexts t ON t.tenant_id = r.tenant_id AND t.task_id = r.task_id "
-    f"WHERE r.tenant_id = :tenant_id AND r.ref_id = :ref_id AND {_LIVE}"
-)
-
-_UPSERT = f"""
-    INSERT INTO memory.task_contexts AS t
-        (tenant_id, task_id, plan_id, user_id, sub_task_ids, context, version, expires_at)
-    VALUES (:tenant_id, :task_id, :plan_id, :user_id, :sub_task_ids,
-            CAST(CAST(:context AS text) AS jsonb), 1, :expires_at)
-    ON CONFLICT (tenant_id, task_id) DO UPDATE SET
-        plan_id = EXCLUDED.plan_id,
-        user_id = EXCLUDED.user_id,
-        sub_task_ids = EXCLUDED.sub_task_ids,
-        context = EXCLUDED.context,
-        expires_at = EXCLUDED.expires_at,
-        version = CASE WHEN {_EXPIRED} THEN 1 ELSE t.version + 1 END,
-        created_at = CASE WHEN {_EXPIRED} THEN now() ELSE t.created_at END,
-        updated_at = now()
-    {{condition}}
-    RETURNING {_COLUMNS}
-"""  # noqa: S608
-_PUT_ANY = text(_UPSERT.format(condition=""))
-_PUT_IF_ABSENT = text(_UPSERT.format(condition=f"WHERE {_EXPIRED}"))
-_PUT_IF_VERSION = text(
-    f"""
-    UPDATE memory.task_contexts t SET
-        plan_id = :plan_id, user_id = :user_id, sub_task_ids = :sub_task_ids,
-        context = CAST(CAST(:context AS text) AS jsonb), expires_at = :expires_at,
-        version = t.version + 1, updated_at = now()
-    WHERE t.tenant_id = :tenant_id AND t.task_id = :task_id AND t.version = :expected
-      AND {_LIVE}
-    RETURNING {_COLUMNS}
-    """  # noqa: S608
-)
-
-_VERSION = text(
-    "SELECT t.version FROM memory.task_contexts t "  # noqa: S608
-    f"WHERE t.tenant_id = :tenant_id AND t.task_id = :task_id AND {_LIVE}"
-)
-
-_CLAIMED_ELSEWHERE = text(
-    "SELECT r.ref_id, r.task_id FROM memory.task_context_refs r "  # noqa: S608
-    "JOIN memory.task_contexts t ON t.tenant_id = r.tenant_id AND t.task_id = r.task_id "
-    "WHERE r.tenant_id = :tenant_id AND r.ref_id = ANY(:ref_ids) AND r.task_id <> :task_id "
-    f"AND {_LIVE}"
-)
-# Refs of expired contexts no longer count: the new owner takes them over.
-_RELEASE_EXPIRED = text(
-    "DELETE FROM memory.task_context_refs r USING memory.task_contexts t "  # noqa: S608
-    "WHERE t.tenant_id = r.tenant_id AND t.task_id = r.task_id "
-    "AND r.tenant_id = :tenant_id AND r.ref_id = ANY(:ref_ids) AND r.task_id <> :task_id "
-    f"AND {_EXPIRED}"
-)
-_CLEAR_REFS = text(
-    "DELETE FROM memory.task_context_refs WHERE tenant_id = :tenant_id AND task_id = :task_id"
-)
-_ADD_REFS = text(
-    "INSERT INTO memory.task_context_refs (tenant_id, ref_id, task_id) "
-    "SELECT :tenant_id, ref_id, :task_id FROM unnest(CAST(:ref_ids AS text[])) AS ref_id"
-)
-
-_DELETE = text(
-    "DELETE FROM memory.task_contexts t "  # noqa: S608
-    f"WHERE t.tenant_id = :tenant_id AND t.task_id = :task_id RETURNING {_LIVE} AS live"
-)
+_DELETE_SQL = "SELECT memory.delete_task_context_as($1, $2, $3)"
 
 _LIST_ORDER = Keyset("t.created_at", "t.task_id")
 _LIST = (
@@ -106,85 +47,81 @@ _LIST = (
 
 
 class TaskContextRepository:
-    """Reads and writes one tenant's task contexts."""
+    """Reads and writes the task contexts of one tenant, as one of its users.
 
-    def __init__(self, session: AsyncSession, tenant_id: str) -> None:
-        self._session = session
-        self._tenant_id = tenant_id
+    ``tenant_id`` and ``user_id`` must be the caller's verified identity's: each
+    statement scopes its transaction to them. Records come back as the JSON
+    text of :class:`~disco_common.memory.TaskContextRecord`; only live contexts count.
+    """
 
-    async def get(self, task_id: str) -> RowMapping | None:
+    def __init__(self, engine: AsyncEngine, tenant_id: str, user_id: str) -> None:
+        self._engine = engine
+        self._scope = (tenant_id, user_id)
+
+    async def get(self, task_id: str) -> str | None:
         """The live context of ``task_id``, or None."""
-        result = await self._session.execute(
-            _GET, {"tenant_id": self._tenant_id, "task_id": task_id}
-        )
-        return result.mappings().first()
+        return await self._record(task_id, None)
 
-    async def by_ref(self, ref_id: str) -> RowMapping | None:
+    async def by_ref(self, ref_id: str) -> str | None:
         """The live context waiting for ``ref_id`` (a sub-task or correlation id), or None."""
-        result = await self._session.execute(
-            _BY_REF, {"tenant_id": self._tenant_id, "ref_id": ref_id}
+        return await self._record(None, ref_id)
+
+    async def _record(self, task_id: str | None, ref_id: str | None) -> str | None:
+        record: str | None = await on_driver(
+            self._engine,
+            _GET_SQL,
+            lambda driver: driver.fetchval(_GET_SQL, *self._scope, task_id, ref_id),
         )
-        return result.mappings().first()
+        return record
 
-    async def claimed_elsewhere(self, task_id: str, ref_ids: Sequence[str]) -> dict[str, str]:
-        """Which of ``ref_ids`` another live task already waits for (ref -> task)."""
-        if not ref_ids:
-            return {}
-        params = {"tenant_id": self._tenant_id, "task_id": task_id, "ref_ids": list(ref_ids)}
-        await self._session.execute(_RELEASE_EXPIRED, params)
-        rows = (await self._session.execute(_CLAIMED_ELSEWHERE, params)).all()
-        return {row.ref_id: row.task_id for row in rows}
-
-    async def put(
+    async def store(
         self,
         task_id: str,
         *,
         plan_id: str | None,
-        user_id: str,
         sub_task_ids: Sequence[str],
+        ref_ids: Sequence[str],
         context_json: str,
         expires_at: datetime | None,
         expected: int | None,
-    ) -> RowMapping | None:
-        """Write the context; None when ``expected`` did not match the stored version."""
-        params: dict[str, object] = {
-            "tenant_id": self._tenant_id,
-            "task_id": task_id,
-            "plan_id": plan_id,
-            "user_id": user_id,
-            "sub_task_ids": list(sub_task_ids),
-            "context": context_json,
-            "expires_at": expires_at,
-        }
-        if expected is None:
-            statement = _PUT_ANY
-        elif expected == 0:
-            statement = _PUT_IF_ABSENT
-        else:
-            statement = _PUT_IF_VERSION
-            params["expected"] = expected
-        return (await self._session.execute(statement, params)).mappings().first()
-
-    async def replace_refs(self, task_id: str, ref_ids: Sequence[str]) -> None:
-        """Make ``ref_ids`` exactly the ids that find ``task_id``."""
-        params = {"tenant_id": self._tenant_id, "task_id": task_id}
-        await self._session.execute(_CLEAR_REFS, params)
-        if ref_ids:
-            await self._session.execute(_ADD_REFS, {**params, "ref_ids": list(ref_ids)})
-
-    async def current_version(self, task_id: str) -> int | None:
-        """The live context's version, or None."""
-        result = await self._session.execute(
-            _VERSION, {"tenant_id": self._tenant_id, "task_id": task_id}
+    ) -> Stored:
+        """Write the context, unless another live task holds one of ``ref_ids`` or
+        ``expected`` (None: any; 0: none live yet) is not the live version; the
+        ``ref_ids`` then find it (and only they)."""
+        row = await on_driver(
+            self._engine,
+            _STORE_SQL,
+            lambda driver: driver.fetchrow(
+                _STORE_SQL,
+                *self._scope,
+                task_id,
+                plan_id,
+                list(sub_task_ids),
+                list(ref_ids),
+                context_json,
+                expires_at,
+                expected,
+            ),
         )
-        return result.scalar_one_or_none()
+        assert row is not None  # the function answers one row, always
+        return Stored.of(row)
 
     async def delete(self, task_id: str) -> bool:
         """Delete the context (and its refs); whether a live one was there."""
-        result = await self._session.execute(
-            _DELETE, {"tenant_id": self._tenant_id, "task_id": task_id}
+        deleted: bool = await on_driver(
+            self._engine,
+            _DELETE_SQL,
+            lambda driver: driver.fetchval(_DELETE_SQL, *self._scope, task_id),
         )
-        return bool(result.scalar_one_or_none())
+        return deleted
+
+
+class TaskContextListing:
+    """Lists one tenant's task contexts (a session's query: keyset pages)."""
+
+    def __init__(self, session: AsyncSession, tenant_id: str) -> None:
+        self._session = session
+        self._tenant_id = tenant_id
 
     async def list_by_plan(
         self, plan_id: str, *, after: tuple[datetime, str] | None, limit: int

@@ -5,13 +5,12 @@ from __future__ import annotations
 from datetime import timedelta
 
 from pydantic import JsonValue
-from sqlalchemy import RowMapping
 
 from disco_common.ids import UtcDatetime, utcnow
 from disco_common.memory import CONTEXT_MAX_BYTES, TaskContextRecord, TaskContextStore
 from disco_common.pagination import Page
-from disco_memory._shared import VersionConflict, limited_model_json
-from disco_memory.task_context.repository import TaskContextRepository
+from disco_memory._shared import limited_model_json, stored_record
+from disco_memory.task_context.repository import TaskContextListing, TaskContextRepository
 from disco_memory.task_context.schemas import TaskContextListQuery
 from disco_service import Conflict, Paginator, UnprocessableEntity
 
@@ -34,8 +33,8 @@ class SubTaskClaimed(Conflict):
 _CONTEXT_PAGES = Paginator("task_contexts", tuple[UtcDatetime, str])
 
 
-def _record(row: RowMapping) -> TaskContextRecord:
-    return TaskContextRecord.model_validate(dict(row))
+def _record(record_json: str) -> TaskContextRecord:
+    return TaskContextRecord.model_validate_json(record_json)
 
 
 async def store_context(
@@ -43,7 +42,6 @@ async def store_context(
     task_id: str,
     body: TaskContextStore,
     *,
-    user_id: str,
     expected: int | None,
 ) -> TaskContextRecord:
     """Save a task context and make it findable by each of its sub-task ids, atomically.
@@ -67,45 +65,43 @@ async def store_context(
     ref_ids = list(context.sub_task_ids)
     if context.human_input is not None and context.human_input.correlation_id not in ref_ids:
         ref_ids.append(context.human_input.correlation_id)
-    claimed = await repository.claimed_elsewhere(task_id, ref_ids)
-    if claimed:
-        raise SubTaskClaimed(
-            "these sub-task ids already belong to other tasks: "
-            + ", ".join(f"{ref} (task {owner})" for ref, owner in sorted(claimed.items())),
-            details={"claimed": dict[str, JsonValue](claimed)},
-        )
     expires_at = (
         utcnow() + timedelta(seconds=body.ttl_seconds) if body.ttl_seconds is not None else None
     )
-    row = await repository.put(
+    stored = await repository.store(
         task_id,
         plan_id=context.plan_id,
-        user_id=user_id,
         sub_task_ids=context.sub_task_ids,
+        ref_ids=ref_ids,
         context_json=context_json,
         expires_at=expires_at,
         expected=expected,
     )
-    if row is None:
-        assert expected is not None
-        current = await repository.current_version(task_id)
-        raise VersionConflict(f"task context {task_id!r}", expected=expected, current=current)
-    await repository.replace_refs(task_id, ref_ids)
-    return _record(row)
+    return _record(
+        stored_record(stored, what=f"task context {task_id!r}", expected=expected, claimed=_claimed)
+    )
+
+
+def _claimed(claimed: dict[str, JsonValue]) -> SubTaskClaimed:
+    return SubTaskClaimed(
+        "these sub-task ids already belong to other tasks: "
+        + ", ".join(f"{ref} (task {owner})" for ref, owner in sorted(claimed.items())),
+        details={"claimed": claimed},
+    )
 
 
 async def get_context(repository: TaskContextRepository, task_id: str) -> TaskContextRecord | None:
     """The live context of ``task_id``, or None."""
-    row = await repository.get(task_id)
-    return _record(row) if row is not None else None
+    record = await repository.get(task_id)
+    return _record(record) if record is not None else None
 
 
 async def find_by_sub_task(
     repository: TaskContextRepository, sub_task_id: str
 ) -> TaskContextRecord | None:
     """The live context of the task waiting for ``sub_task_id``, or None."""
-    row = await repository.by_ref(sub_task_id)
-    return _record(row) if row is not None else None
+    record = await repository.by_ref(sub_task_id)
+    return _record(record) if record is not None else None
 
 
 async def delete_context(repository: TaskContextRepository, task_id: str) -> bool:
@@ -114,7 +110,7 @@ async def delete_context(repository: TaskContextRepository, task_id: str) -> boo
 
 
 async def list_for_plan(
-    repository: TaskContextRepository, query: TaskContextListQuery
+    listing: TaskContextListing, query: TaskContextListQuery
 ) -> Page[TaskContextRecord]:
     """One page of a plan's live task contexts, oldest first.
 
@@ -122,6 +118,6 @@ async def list_for_plan(
         InvalidCursor: ``query.cursor`` was not issued for this plan's list.
     """
     request = _CONTEXT_PAGES.open(query)
-    rows = await repository.list_by_plan(query.plan_id, after=request.after, limit=request.fetch)
-    items = [_record(row) for row in rows]
+    rows = await listing.list_by_plan(query.plan_id, after=request.after, limit=request.fetch)
+    items = [TaskContextRecord.model_validate(dict(row)) for row in rows]
     return request.page(items, key=lambda context: (context.created_at, context.task_id))
