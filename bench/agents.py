@@ -2,8 +2,8 @@
 
     uv run python bench/agents.py [--round-trips 300] [--invocations 3000] [--goals 20]
 
-Starts an embedded Tansu broker on a free loopback port unless
-DISCO_KAFKA_BOOTSTRAP names one. Prints one table:
+Starts an embedded Tansu broker and PostgreSQL on free loopback ports unless
+DISCO_KAFKA_BOOTSTRAP / DISCO_DATABASE_ADMIN_URL name them. Prints one table:
 
 - raw two-hop round trip (plain aiokafka: request topic -> responder -> result
   topic) and the bus's own ``request(wait=...)`` round trip, both from
@@ -15,8 +15,11 @@ DISCO_KAFKA_BOOTSTRAP names one. Prints one table:
   8 partitions), with up to ``--window`` requests in flight;
 - Planner: time per state transition of a 10-state linear plan whose every state
   asks the Tool; the overhead per transition is that minus the Tool round trip.
-  Plan contexts live in :class:`disco.testing.InMemoryMemory` here (the SDK's
-  own cost); with the memory service each transition adds one HTTP write.
+  Once with plan contexts in :class:`disco.testing.InMemoryMemory` (the SDK's
+  own cost), once against the memory service as a real process on an embedded
+  PostgreSQL (or ``DISCO_DATABASE_ADMIN_URL``'s), as a Planner runs: each
+  transition asks which envelopes of the fetched batch its group handled
+  (durable dedup), reads the plan context, saves it, and marks the answer handled.
 
 Targets (issue 5): Tool round trip p50 <= 2x the raw two-hop round trip;
 throughput grows with instances until the machine's 2 cores are busy.
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib.util
 import os
 import statistics
@@ -34,18 +38,27 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from _common import BusyCores, cpu_seconds, known_fetch_wait, percentile, raw_fetch_wait
+from _common import (
+    BusyCores,
+    cpu_seconds,
+    known_fetch_wait,
+    percentile,
+    raw_fetch_wait,
+    scratch_infra,
+    wait_ready,
+)
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from pydantic import BaseModel
 
 from disco import PlanDefinition, Planner, StateAction, StateConfig, StateTransition, Tool
-from disco._dev.broker import EmbeddedBroker
 from disco._dev.ports import free_port
 from disco.bus import BusClient
+from disco.clients import ServiceClientSettings
 from disco.settings import BusSettings
 from disco.testing import InMemoryMemory
 from disco_common.topics import Topic
@@ -255,13 +268,27 @@ def linear_plan() -> PlanDefinition:
     return PlanDefinition(plan_type="bench.linear", states=states)
 
 
-async def planner_per_transition(settings: BusSettings, goals: int) -> list[float]:
-    planner = Planner(
-        "bench-planner",
-        bus_settings=settings,
-        register=False,
-        validate_requests=False,
-        memory=InMemoryMemory(),
+async def planner_per_transition(
+    settings: BusSettings, goals: int, memory_url: str | None = None
+) -> list[float]:
+    """Seconds per transition of each of ``goals`` plans; plan contexts in this process,
+    or (``memory_url``) in that memory service, with durable dedup."""
+    planner = (
+        Planner(
+            "bench-planner",
+            bus_settings=settings,
+            register=False,
+            validate_requests=False,
+            memory=InMemoryMemory(),
+        )
+        if memory_url is None
+        else Planner(
+            "bench-planner-m",
+            bus_settings=settings,
+            client_settings=ServiceClientSettings(memory_url=memory_url),
+            register=False,
+            validate_requests=False,
+        )
     )
     planner.add_plan("bench.plan.goal", linear_plan())
     async with planner, BusClient(settings, name="bench-caller") as bus:
@@ -282,7 +309,35 @@ async def planner_per_transition(settings: BusSettings, goals: int) -> list[floa
         return per_transition
 
 
-async def main(bootstrap: str, rounds: int, invocations: int, window: int, goals: int) -> None:
+@contextlib.asynccontextmanager
+async def memory_service(database_url: str, bootstrap: str, prefix: str) -> AsyncIterator[str]:
+    """The memory service as a process on ``database_url``: its base URL."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "DISCO_DATABASE_URL": database_url,
+        "DISCO_KAFKA_BOOTSTRAP": bootstrap,
+        "DISCO_TOPIC_PREFIX": prefix,
+        "DISCO_MEMORY_PORT": str(port),
+        "DISCO_LOG_LEVEL": "WARNING",
+    }
+    log_path = Path(tempfile.gettempdir()) / f"disco-bench-agents-memory-{port}.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(  # noqa: ASYNC220 - started once, before timing
+            [sys.executable, "-m", "disco_memory"], env=env, stdout=log, stderr=log
+        )
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        await wait_ready("memory service", base_url, process, limit_seconds=90)
+        yield base_url
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+async def main(
+    bootstrap: str, database_url: str, rounds: int, invocations: int, window: int, goals: int
+) -> None:
     run = uuid.uuid4().hex[:6]
     phase = 0
 
@@ -337,6 +392,8 @@ async def main(bootstrap: str, rounds: int, invocations: int, window: int, goals
     try:
         await asyncio.sleep(2.5)
         plan_steps = await planner_per_transition(settings, goals)
+        async with memory_service(database_url, bootstrap, settings.topic_prefix) as memory_url:
+            served_steps = await planner_per_transition(settings, goals, memory_url)
         step_tool_rt = await tool_round_trips(settings, min(rounds, 100))
     finally:
         stop_tools(tools)
@@ -347,7 +404,9 @@ async def main(bootstrap: str, rounds: int, invocations: int, window: int, goals
     tool_p50 = statistics.median(results["tool_rt"]) * ms
     tool_p99 = percentile(results["tool_rt"], 0.99) * ms
     step_p50 = statistics.median(plan_steps) * ms
+    served_p50 = statistics.median(served_steps) * ms
     overhead = step_p50 - statistics.median(step_tool_rt) * ms
+    served_overhead = served_p50 - statistics.median(step_tool_rt) * ms
     print()
     print(f"{'':44} {'value':>10} {'x raw':>8} {'target':>8}")
     print(f"{'raw two-hop round trip p50 / p99 (ms)':44} {raw_p50:>5.1f}/{raw_p99:<4.1f}")
@@ -370,8 +429,11 @@ async def main(bootstrap: str, rounds: int, invocations: int, window: int, goals
     )
     print(f"{'Planner time per state transition p50 (ms)':44} {step_p50:>10.1f}")
     print(f"{'  of which planner overhead (ms)':44} {overhead:>10.1f}")
+    print(f"{'  the same with the memory service (ms)':44} {served_p50:>10.1f}")
+    print(f"{'  of which planner overhead (ms)':44} {served_overhead:>10.1f}")
     print(
-        f"\n(cores: {os.cpu_count()}; plan contexts in memory; tool answers validated by pydantic)"
+        f"\n(cores: {os.cpu_count()}; plan contexts in this process, then in the memory service "
+        "with durable dedup; tool answers validated by pydantic)"
     )
 
 
@@ -390,19 +452,17 @@ def cli() -> int:
     if args.serve_tool:
         asyncio.run(serve_tool(*args.serve_tool))
         return 0
-    bootstrap = os.environ.get("DISCO_KAFKA_BOOTSTRAP")
-    broker: EmbeddedBroker | None = None
-    if not bootstrap:
-        broker = EmbeddedBroker(
-            port=free_port(), log_path=Path(tempfile.mkdtemp(prefix="disco-bench-")) / "broker.log"
+    with scratch_infra("agents") as infra:
+        asyncio.run(
+            main(
+                infra.bootstrap,
+                infra.database_url,
+                args.round_trips,
+                args.invocations,
+                args.window,
+                args.goals,
+            )
         )
-        broker.start()
-        bootstrap = broker.bootstrap
-    try:
-        asyncio.run(main(bootstrap, args.round_trips, args.invocations, args.window, args.goals))
-    finally:
-        if broker is not None:
-            broker.stop()
     return 0
 
 
