@@ -18,7 +18,8 @@ from disco.agents import (
     TransitionContext,
 )
 from disco.llm import ScriptedDriver
-from disco.testing import AgentTestKit
+from disco.testing import AgentTestKit, InMemoryMemory
+from disco_common.memory import PlanContextRecord
 from disco_common.plans import (
     PlanDefinition,
     PlanStatus,
@@ -135,6 +136,68 @@ async def test_a_plans_moves_are_dated_when_they_happened_before_their_requests(
     assert summarize.time < moves["done"]
     (completed,) = kit.system_events("plan.completed")
     assert moves["done"] <= completed.time
+
+
+def _counting_reads(memory: InMemoryMemory) -> list[str]:
+    """The plan ids whose context ``memory`` was asked for from now on."""
+    reads: list[str] = []
+    read = memory.get_plan_context
+
+    async def counted(plan_id: str) -> PlanContextRecord | None:
+        reads.append(plan_id)
+        return await read(plan_id)
+
+    memory.get_plan_context = counted  # type: ignore[method-assign]
+    return reads
+
+
+async def test_an_answer_moves_the_copy_this_process_saved_without_reading_it_back() -> None:
+    memory = InMemoryMemory()
+    reads = _counting_reads(memory)
+    async with AgentTestKit(research_planner(), search_tool(), memory=memory) as kit:
+        goal = await kit.request("research.goal", {"topic": "tansu", "hits": 3}, response_event="r")
+
+    assert kit.result_of(goal).success is True
+    assert reads == []  # two answers, each moved the copy the step before saved
+    (record,) = memory.plans.values()
+    assert record.context.status is PlanStatus.COMPLETED
+
+
+async def test_a_copy_another_instance_moved_past_is_read_afresh_and_the_plan_goes_on() -> None:
+    memory = InMemoryMemory()
+    tool = Tool("search", register=False)
+    touched: list[int] = []
+
+    @tool.on_invoke("search.requested")
+    async def search(request: InvocationContext[Any]) -> dict[str, Any]:
+        # Another instance of the planner saves the plan meanwhile (a recovery, say).
+        plan_id = request.envelope.plan_id
+        assert plan_id is not None
+        stored = await memory.get_plan_context(plan_id)
+        assert stored is not None
+        again = await memory.store_plan_context(
+            plan_id, stored.context, expected_version=stored.version
+        )
+        touched.append(again.version)
+        return {"query": request.data["query"], "count": 2}
+
+    @tool.on_invoke("summarize.requested")
+    async def summarize(request: InvocationContext[Any]) -> dict[str, Any]:
+        return {"summary": f"{request.data['count']} results"}
+
+    reads = _counting_reads(memory)
+    async with AgentTestKit(research_planner(), tool, memory=memory) as kit:
+        goal = await kit.request("research.goal", {"topic": "tansu", "hits": 2}, response_event="r")
+
+    result = kit.result_of(goal)
+    assert result.success is True
+    assert result.result["summarizing"] == {"summary": "2 results"}  # type: ignore[index,call-overload]
+    # The tool's own read, then the planner's after its save lost to the newer version.
+    assert len(reads) == 2
+    states = [e.data["to_state"] for e in kit.system_events("plan.state_changed")]  # type: ignore[index,call-overload]
+    assert states == ["start", "searching", "summarizing", "done"]  # each once
+    (record,) = memory.plans.values()
+    assert record.version > touched[0]
 
 
 async def test_the_plans_listing_follows_a_plan_to_its_end() -> None:
