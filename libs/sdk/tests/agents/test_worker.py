@@ -15,8 +15,9 @@ from disco.agents import (
     TaskContext,
     Worker,
 )
-from disco.testing import AgentTestKit
+from disco.testing import AgentTestKit, InMemoryMemory
 from disco_common.envelope import ActionRequest
+from disco_common.memory import TaskContextRecord
 from disco_common.tasks import DelegationSpec
 from libs.sdk.tests.agents._agents import Text, adder
 
@@ -166,6 +167,52 @@ async def test_concurrent_answers_on_two_instances_complete_the_task_exactly_onc
 
     assert kit.result_of(request).result == {"total": 21}
     assert len(kit.system_events("task.completed")) == 1
+
+
+def _counting_restores(memory: InMemoryMemory) -> list[str]:
+    """The sub-task ids ``memory`` was asked to restore a task by, from now on."""
+    asked: list[str] = []
+    restore = memory.get_task_by_subtask
+
+    async def counted(sub_task_id: str) -> TaskContextRecord | None:
+        asked.append(sub_task_id)
+        return await restore(sub_task_id)
+
+    memory.get_task_by_subtask = counted  # type: ignore[method-assign]
+    return asked
+
+
+async def test_answers_move_the_copy_this_process_saved_without_reading_it_back() -> None:
+    memory = InMemoryMemory()
+    asked = _counting_restores(memory)
+    async with AgentTestKit(summer(), adder(), memory=memory) as kit:
+        request = await kit.request("sum3.requested", PAIRS, response_event="summed")
+
+    assert kit.result_of(request).result == {"total": 21}
+    assert asked == []  # each answer moved the copy the handling before it saved
+
+
+async def test_a_copy_another_instance_moved_past_is_read_afresh_and_the_task_ends_once() -> None:
+    memory = InMemoryMemory()
+    asked = _counting_restores(memory)
+    first, second = summer(), summer()
+    async with AgentTestKit(first, second, loopback=False, memory=memory) as kit:
+        request = await kit.request("sum3.requested", PAIRS, response_event="summed", settle=False)
+        await kit.deliver("action-requests", request, to=first)  # first keeps its saved copy
+        subs = kit.requests("add.requested")
+        answers = [
+            await kit.reply(sub, {"total": sub.data["a"] + sub.data["b"]}, settle=False)  # type: ignore[index,call-overload]
+            for sub in subs
+        ]
+        await kit.deliver("action-results", answers[0], to=second)  # moves the task on
+        await kit.deliver("action-results", answers[1], to=first)  # its copy is stale
+        await kit.deliver("action-results", answers[2], to=first)
+
+    assert kit.result_of(request).result == {"total": 21}
+    assert len(kit.system_events("task.completed")) == 1
+    # second's restore, then first's after its save lost to second's; the last
+    # answer moved the copy first saved then.
+    assert asked == [subs[0].correlation_id, subs[1].correlation_id]
 
 
 async def test_a_duplicated_answer_does_not_complete_a_task_twice() -> None:

@@ -28,7 +28,7 @@ from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import pydantic_core
 
@@ -52,11 +52,13 @@ __all__ = [
     "KEPT_PAYLOAD_MAX_BYTES",
     "KEPT_TOTAL_MAX_BYTES",
     "RESEND_GRACE",
+    "SAVED_COPIES",
     "SCOPE_KEYS",
     "TRANSIENT",
     "DurableContext",
     "Recovery",
     "ResendMemo",
+    "SavedCopies",
     "as_error",
     "current_cause",
     "json_size",
@@ -244,13 +246,82 @@ async def retry_on_conflict(step: Callable[[], Awaitable[None]]) -> None:
             await asyncio.sleep(random.uniform(0, 0.005 * attempt))
 
 
-class DurableContext(ABC, Generic[DataT]):
-    """A context saved in the memory service with optimistic concurrency (task or plan)."""
+SAVED_COPIES = 1024
+"""Contexts whose last saved copy a Planner or Worker keeps (the most recently saved)."""
 
-    def __init__(self, data: DataT, platform: PlatformContext, *, version: int | None) -> None:
+
+class SavedCopies(Generic[DataT]):
+    """The contexts this process last saved, found by the ids they wait for (a plan's
+    answers, a task's sub-tasks), so that the answer a copy waits for moves it
+    without reading it back from the memory service.
+
+    A copy is handed out once (:meth:`take`: the step that takes it changes it);
+    the step's save, guarded by the copy's version, keeps the next one. A copy
+    another instance has moved past fails that save as a conflict, which
+    forgets it, and the step runs again on the stored context. Only the most
+    recent :data:`SAVED_COPIES` are kept.
+
+    Args:
+        waits_for: the ids a context waits for (nothing, once it is final).
+    """
+
+    def __init__(
+        self, waits_for: Callable[[DataT], Iterable[str]], limit: int = SAVED_COPIES
+    ) -> None:
+        self._waits_for: Callable[[DataT], Iterable[str]] = waits_for
+        self._limit = max(1, limit)
+        self._copies: OrderedDict[str, tuple[int, DataT, tuple[str, ...]]] = OrderedDict()
+        self._by_id: dict[str, str] = {}
+
+    def __len__(self) -> int:
+        return len(self._copies)
+
+    def keep(self, key: str, version: int, data: DataT) -> None:
+        """Keep ``data``, saved as ``version`` of context ``key`` (replacing its last copy)."""
+        self.forget(key)
+        ids = tuple(self._waits_for(data))
+        self._copies[key] = (version, data, ids)
+        for waited in ids:
+            self._by_id[waited] = key
+        while len(self._copies) > self._limit:
+            self.forget(next(iter(self._copies)))
+
+    def forget(self, key: str) -> None:
+        """Drop the copy of ``key`` (its save lost to a newer version, or it was taken)."""
+        kept = self._copies.pop(key, None)
+        if kept is not None:
+            for waited in kept[2]:
+                if self._by_id.get(waited) == key:
+                    del self._by_id[waited]
+
+    def take(self, waited: str) -> tuple[str, int, DataT] | None:
+        """The copy waiting for ``waited`` (its key, version and data), handed out once."""
+        key = self._by_id.get(waited)
+        if key is None:
+            return None
+        version, data, _ = self._copies[key]
+        self.forget(key)
+        return key, version, data
+
+
+class DurableContext(ABC, Generic[DataT]):
+    """A context saved in the memory service with optimistic concurrency (task or plan).
+
+    ``copies``: where a successful save keeps the stored copy (see :class:`SavedCopies`).
+    """
+
+    def __init__(
+        self,
+        data: DataT,
+        platform: PlatformContext,
+        *,
+        version: int | None,
+        copies: SavedCopies[DataT] | None = None,
+    ) -> None:
         self._data: DataT = data
         self._platform = platform
         self._version = version
+        self._copies: SavedCopies[DataT] | None = copies
         self._dirty = version is None
         self._started = time.monotonic()
 
@@ -272,12 +343,24 @@ class DurableContext(ABC, Generic[DataT]):
         """Write this copy over the version it read (``0``: only if absent)."""
         expected = self._version if self._version is not None else 0
         self._data.updated_at = utc_now()
+        copies = self._copies
         try:
             record = await self._write(expected)
         except ServiceConflictError:
+            if copies is not None:
+                copies.forget(self._key)
             raise self._conflict(expected) from None
         self._version = record.version
         self._dirty = False
+        # Not when the memory handed back what it was given (this copy changes on).
+        if copies is not None and record.context is not self._data:
+            # The record of this kind's write (_write's type names both kinds).
+            copies.keep(self._key, record.version, cast("DataT", record.context))
+
+    @property
+    @abstractmethod
+    def _key(self) -> str:
+        """The context's id (task or plan)."""
 
     @abstractmethod
     async def _write(self, expected_version: int) -> TaskContextRecord | PlanContextRecord:

@@ -39,7 +39,6 @@ from disco.agents._plan_wire import (
 )
 from disco.agents._ports import PlanRecords
 from disco.agents._transition import TransitionContext
-from disco.clients import ServiceConflictError
 from disco.conditions import TemplateError, evaluate_condition, render_template
 from disco_common.envelope import Envelope
 from disco_common.memory import PlanContextRecord
@@ -84,7 +83,7 @@ class PlanContext(DurableContext[PlanContextData]):
         *,
         version: int | None = None,
     ) -> None:
-        super().__init__(data, platform, version=version)
+        super().__init__(data, platform, version=version, copies=planner._copies)
         self._planner = planner
 
     # -- what the plan is ---------------------------------------------------------------
@@ -168,19 +167,16 @@ class PlanContext(DurableContext[PlanContextData]):
         await self._store()
 
     async def _write(self, expected_version: int) -> PlanContextRecord:
-        try:
-            record = await self._platform.context_memory.store_plan_context(
-                self.plan_id,
-                self._data,
-                session_id=self._data.session_id,
-                expected_version=expected_version,
-            )
-        except ServiceConflictError:
-            self._planner._forget_saved(self.plan_id)
-            raise
-        if record.context is not self._data:  # a memory that hands back what it was given
-            self._planner._keep_saved(record)
-        return record
+        return await self._platform.context_memory.store_plan_context(
+            self.plan_id,
+            self._data,
+            session_id=self._data.session_id,
+            expected_version=expected_version,
+        )
+
+    @property
+    def _key(self) -> str:
+        return self._data.plan_id
 
     def _conflict(self, expected_version: int) -> PlanConflictError:
         return PlanConflictError(self.plan_id, expected_version)

@@ -31,7 +31,6 @@ The goal is :class:`~disco.agents.GoalContext` (``_goal.py``), the plan
 from __future__ import annotations
 
 import contextlib
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -46,6 +45,7 @@ from disco.agents._durable import (
     TRANSIENT,
     Recovery,
     ResendMemo,
+    SavedCopies,
     current_cause,
     retry_on_conflict,
 )
@@ -66,7 +66,6 @@ from disco.agents._transition import TransitionContext
 from disco.bus import ANY_EVENT
 from disco.settings import BusSettings
 from disco_common.envelope import ActionRequest, Envelope
-from disco_common.memory import PlanContextRecord
 from disco_common.notifications import NotificationType
 from disco_common.plans import (
     PlanContextData,
@@ -84,14 +83,14 @@ if TYPE_CHECKING:
 
 __all__ = ["Planner"]
 
+
+def _awaited_answers(data: PlanContextData) -> list[str]:
+    return [] if data.status.is_final else list(data.correlation_ids)
+
+
 _log = structlog.get_logger("disco.agents")
 
 HandlerT = TypeVar("HandlerT", bound=Callable[..., Awaitable[Any]])
-
-SAVED_PLANS = 1024
-"""Plans whose last copy this process saved are kept (at most this many, the most
-recently saved), so that the answer the copy waits for moves the plan without
-reading it back from the memory service."""
 
 
 class Planner(Agent):
@@ -176,8 +175,8 @@ class Planner(Agent):
         self._dynamic = llm is not None
         self._adding_plan = False
         self._resent = ResendMemo()
-        # plan id -> (version, context) as this process last saved it (see _load).
-        self._saved: OrderedDict[str, tuple[int, PlanContextData]] = OrderedDict()
+        # The plans this process last saved, by the answers they wait for (see _load).
+        self._copies: SavedCopies[PlanContextData] = SavedCopies(_awaited_answers)
         self._plan_types: dict[str, DeclaredPlanType] = {}
         self._plan_type_registrar: PlanTypeRegistrar | None = None
 
@@ -415,34 +414,18 @@ class Planner(Agent):
 
     async def _load(self, plan_id: str, *, answer: str | None = None) -> PlanContext | None:
         """The plan ``plan_id``; with ``answer`` (the correlation id of an answer to
-        handle), the copy this process last saved when that copy waits for it.
-
-        The copy is handed out once (the step that takes it changes it) and the
-        step's save, guarded by the copy's version, keeps the next one. A copy
-        another instance has moved past fails that save as a conflict, which
-        forgets it: the step runs again on the stored plan. A copy that does
-        not wait for ``answer`` is not trusted either way: the stored plan decides.
-        """
+        handle), the copy this process last saved when that copy waits for it
+        (:class:`~disco.agents._durable.SavedCopies`): a copy that does not wait
+        for ``answer`` is not trusted either way, the stored plan decides."""
         platform = self.context
         if answer is not None:
-            saved = self._saved.pop(plan_id, None)
-            if saved is not None and answer in saved[1].correlation_ids:
-                return PlanContext(saved[1], platform, self, version=saved[0])
+            taken = self._copies.take(answer)
+            if taken is not None and taken[0] == plan_id:
+                return PlanContext(taken[2], platform, self, version=taken[1])
         record = await platform.context_memory.get_plan_context(plan_id)
         if record is None:
             return None
         return PlanContext(record.context, platform, self, version=record.version)
-
-    def _keep_saved(self, record: PlanContextRecord) -> None:
-        """Keep the copy a save of this process stored (the service's answer to it)."""
-        saved = self._saved
-        saved[record.plan_id] = (record.version, record.context)
-        saved.move_to_end(record.plan_id)
-        while len(saved) > SAVED_PLANS:
-            saved.popitem(last=False)
-
-    def _forget_saved(self, plan_id: str) -> None:
-        self._saved.pop(plan_id, None)
 
     async def find_plan(self, correlation_id: str) -> PlanContext | None:
         """The plan waiting for ``correlation_id`` (its own actions' ids, or ids it registered)."""

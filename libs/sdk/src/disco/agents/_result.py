@@ -69,11 +69,17 @@ class ResultContext(AnswerView):
         correlation_id = self.correlation_id
         if not correlation_id:
             raise StaleResultError(f"{self.event_type!r} carries no correlation id")
-        memory = self._platform.context_memory
-        record = await memory.get_task_by_subtask(correlation_id)
-        if record is None:
-            raise StaleResultError(f"no task waits for {correlation_id!r}")
-        data = record.context
+        # The copy this process last saved, when it waits for this answer (a copy
+        # another instance moved past fails the save; the Worker then runs the
+        # handler again, and this reads the stored task).
+        taken = self._worker._copies.take(correlation_id)
+        if taken is not None:
+            _, version, data = taken
+        else:
+            record = await self._platform.context_memory.get_task_by_subtask(correlation_id)
+            if record is None:
+                raise StaleResultError(f"no task waits for {correlation_id!r}")
+            version, data = record.version, record.context
         if data.agent_name is not None and data.agent_name != self._worker.name:
             raise StaleResultError(
                 f"{correlation_id!r} belongs to a task of {data.agent_name!r}, not "
@@ -97,8 +103,9 @@ class ResultContext(AnswerView):
             data,
             self._platform,
             input=self._worker._task_input(data),
-            version=record.version,
+            version=version,
             ttl_seconds=self._worker.task_ttl_seconds,
+            copies=self._worker._copies,
         )
         task.update_sub_task_result(
             correlation_id, self.result, success=self.success, error=self.error

@@ -21,6 +21,7 @@ from disco.agents._durable import (
     KEPT_PAYLOAD_MAX_BYTES,
     KEPT_TOTAL_MAX_BYTES,
     DurableContext,
+    SavedCopies,
     as_error,
     current_cause,
     json_size,
@@ -99,13 +100,14 @@ class TaskContext(DurableContext[TaskContextData], Generic[InputT]):
         input: InputT,
         version: int | None = None,
         ttl_seconds: int | None = DEFAULT_TASK_TTL_SECONDS,
+        copies: SavedCopies[TaskContextData] | None = None,
     ) -> None:
         if len(data.sub_tasks) > 1:
             # Stored as JSONB, whose key order is not ours: delegation order is
             # kept by delegated_at (distinct within one fan-out, see _add_sub_task).
             ordered = sorted(data.sub_tasks.values(), key=delegation_order)
             data.sub_tasks = {info.sub_task_id: info for info in ordered}
-        super().__init__(data, platform, version=version)
+        super().__init__(data, platform, version=version, copies=copies)
         self.input: InputT = input
         """The request data, validated as the model of ``TaskContext[Model]`` if one was given."""
         self._ttl_seconds = ttl_seconds
@@ -279,6 +281,10 @@ class TaskContext(DurableContext[TaskContextData], Generic[InputT]):
             ttl_seconds=self._ttl_seconds,
             expected_version=expected_version,
         )
+
+    @property
+    def _key(self) -> str:
+        return self._data.task_id
 
     def _conflict(self, expected_version: int) -> TaskConflictError:
         return TaskConflictError(self.task_id, expected_version)

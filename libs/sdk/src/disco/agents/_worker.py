@@ -44,6 +44,7 @@ from disco.agents._durable import (
     TRANSIENT,
     Recovery,
     ResendMemo,
+    SavedCopies,
     retry_on_conflict,
     utc_now,
 )
@@ -61,7 +62,7 @@ from disco_common.system_events import (
     TaskCancelRequestedData,
     TaskStartedData,
 )
-from disco_common.tasks import ActionResultData, TaskContextData, TaskStatus
+from disco_common.tasks import ActionResultData, SubTaskStatus, TaskContextData, TaskStatus
 from disco_common.topics import Topic
 
 if TYPE_CHECKING:
@@ -72,6 +73,12 @@ __all__ = ["Worker"]
 _log = structlog.get_logger("disco.agents")
 
 HandlerT = TypeVar("HandlerT", bound=Callable[..., Awaitable[Any]])
+
+
+def _pending_sub_tasks(data: TaskContextData) -> list[str]:
+    if data.status.is_final:
+        return []
+    return [sid for sid, info in data.sub_tasks.items() if info.status is SubTaskStatus.PENDING]
 
 
 class Worker(Agent):
@@ -156,6 +163,9 @@ class Worker(Agent):
         self._input_models: dict[str, type[BaseModel]] = {}
         self._resent = ResendMemo()
         self._running = RunningTasks()
+        # The tasks this process last saved, by the sub-tasks they wait for (see
+        # ResultContext.restore_task).
+        self._copies: SavedCopies[TaskContextData] = SavedCopies(_pending_sub_tasks)
 
     def _check_ready_to_start(self) -> None:
         super()._check_ready_to_start()
@@ -319,7 +329,13 @@ class Worker(Agent):
             data.outcome = ActionResultData(success=False, error=error_info(exc))
             await publish_outcome(platform, data, None)
             return
-        task = TaskContext(data, platform, input=task_input, ttl_seconds=self.task_ttl_seconds)
+        task = TaskContext(
+            data,
+            platform,
+            input=task_input,
+            ttl_seconds=self.task_ttl_seconds,
+            copies=self._copies,
+        )
         started = TaskStartedData(
             **task_fields(data), event_type=request.type, correlation_id=request.correlation_id
         )
@@ -398,6 +414,7 @@ class Worker(Agent):
                 input=self._task_input(record.context),
                 version=record.version,
                 ttl_seconds=self.task_ttl_seconds,
+                copies=self._copies,
             )
             await cancel_task(task, reason)
 

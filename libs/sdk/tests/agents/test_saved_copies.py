@@ -1,0 +1,64 @@
+"""SavedCopies: the contexts a Planner or Worker last saved, found by what they wait for."""
+
+from __future__ import annotations
+
+from disco.agents._durable import SavedCopies
+from disco_common.plans import PlanContextData, PlanStatus
+
+
+def _plan(plan_id: str, *waiting: str, status: PlanStatus = PlanStatus.RUNNING) -> PlanContextData:
+    return PlanContextData(
+        plan_id=plan_id,
+        goal_event="goal.requested",
+        response_event="goal.done",
+        correlation_ids=list(waiting),
+        status=status,
+    )
+
+
+def _waiting(data: PlanContextData) -> list[str]:
+    return [] if data.status.is_final else data.correlation_ids
+
+
+def test_a_copy_is_found_by_each_id_it_waits_for_and_handed_out_once() -> None:
+    copies = SavedCopies(_waiting)
+    copies.keep("p1", 3, _plan("p1", "a", "b"))
+
+    taken = copies.take("b")
+
+    assert taken is not None
+    assert (taken[0], taken[1], taken[2].plan_id) == ("p1", 3, "p1")
+    assert copies.take("a") is None  # handed out: the step that took it saves the next
+    assert len(copies) == 0
+
+
+def test_a_newer_copy_replaces_the_last_and_what_it_waited_for() -> None:
+    copies = SavedCopies(_waiting)
+    copies.keep("p1", 1, _plan("p1", "a"))
+    copies.keep("p1", 2, _plan("p1", "b"))
+
+    assert copies.take("a") is None
+    taken = copies.take("b")
+    assert taken is not None
+    assert taken[1] == 2
+
+
+def test_a_forgotten_or_final_copy_is_not_found() -> None:
+    copies = SavedCopies(_waiting)
+    copies.keep("p1", 1, _plan("p1", "a"))
+    copies.keep("p2", 1, _plan("p2", "b", status=PlanStatus.COMPLETED))
+
+    copies.forget("p1")
+
+    assert copies.take("a") is None
+    assert copies.take("b") is None
+
+
+def test_only_the_most_recently_saved_copies_are_kept() -> None:
+    copies = SavedCopies(_waiting, limit=2)
+    for index in range(3):
+        copies.keep(f"p{index}", 1, _plan(f"p{index}", f"answer-{index}"))
+
+    assert len(copies) == 2
+    assert copies.take("answer-0") is None
+    assert copies.take("answer-2") is not None
