@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from disco.agents._durable import SavedCopies
+from disco.agents._durable import SavedCopies, json_size
 from disco_common.plans import PlanContextData, PlanStatus
 
 
@@ -62,3 +62,20 @@ def test_only_the_most_recently_saved_copies_are_kept() -> None:
     assert len(copies) == 2
     assert copies.take("answer-0") is None
     assert copies.take("answer-2") is not None
+
+
+def test_copies_are_kept_within_their_byte_budget_and_a_large_one_not_at_all() -> None:
+    small = _plan("p0", "answer-0")
+    size = json_size(small)
+    copies = SavedCopies(_waiting, max_bytes=16 * (size + 64))
+    big = _plan("big", "answer-big")
+    big.state["blob"] = "x" * (size + 64)  # over a sixteenth of the budget
+
+    copies.keep("big", 1, big)
+    for index in range(20):
+        copies.keep(f"p{index}", 1, _plan(f"p{index}", f"answer-{index}"))
+
+    assert copies.take("answer-big") is None
+    assert len(copies) < 20  # the oldest went to stay within the budget
+    assert copies.take("answer-19") is not None
+    assert copies.take("answer-0") is None

@@ -249,6 +249,10 @@ async def retry_on_conflict(step: Callable[[], Awaitable[None]]) -> None:
 SAVED_COPIES = 1024
 """Contexts whose last saved copy a Planner or Worker keeps (the most recently saved)."""
 
+SAVED_COPIES_MAX_BYTES = 64 * 1024 * 1024
+"""What those copies may weigh together, as JSON (a context may be up to 4 MiB); one
+over a sixteenth of it is not kept (its next answer reads it back)."""
+
 
 class SavedCopies(Generic[DataT]):
     """The contexts this process last saved, found by the ids they wait for (a plan's
@@ -259,19 +263,25 @@ class SavedCopies(Generic[DataT]):
     the step's save, guarded by the copy's version, keeps the next one. A copy
     another instance has moved past fails that save as a conflict, which
     forgets it, and the step runs again on the stored context. Only the most
-    recent :data:`SAVED_COPIES` are kept.
+    recent :data:`SAVED_COPIES` are kept, weighing at most ``max_bytes`` together.
 
     Args:
         waits_for: the ids a context waits for (nothing, once it is final).
     """
 
     def __init__(
-        self, waits_for: Callable[[DataT], Iterable[str]], limit: int = SAVED_COPIES
+        self,
+        waits_for: Callable[[DataT], Iterable[str]],
+        limit: int = SAVED_COPIES,
+        max_bytes: int = SAVED_COPIES_MAX_BYTES,
     ) -> None:
         self._waits_for: Callable[[DataT], Iterable[str]] = waits_for
         self._limit = max(1, limit)
-        self._copies: OrderedDict[str, tuple[int, DataT, tuple[str, ...]]] = OrderedDict()
+        self._max_bytes = max_bytes
+        # key -> (version, data, the ids it waits for, its JSON size)
+        self._copies: OrderedDict[str, tuple[int, DataT, tuple[str, ...], int]] = OrderedDict()
         self._by_id: dict[str, str] = {}
+        self._bytes = 0
 
     def __len__(self) -> int:
         return len(self._copies)
@@ -280,16 +290,23 @@ class SavedCopies(Generic[DataT]):
         """Keep ``data``, saved as ``version`` of context ``key`` (replacing its last copy)."""
         self.forget(key)
         ids = tuple(self._waits_for(data))
-        self._copies[key] = (version, data, ids)
+        if not ids:
+            return  # it waits for nothing: no answer will take it
+        size = json_size(data)
+        if size > self._max_bytes // 16:
+            return
+        self._copies[key] = (version, data, ids, size)
+        self._bytes += size
         for waited in ids:
             self._by_id[waited] = key
-        while len(self._copies) > self._limit:
+        while len(self._copies) > self._limit or self._bytes > self._max_bytes:
             self.forget(next(iter(self._copies)))
 
     def forget(self, key: str) -> None:
         """Drop the copy of ``key`` (its save lost to a newer version, or it was taken)."""
         kept = self._copies.pop(key, None)
         if kept is not None:
+            self._bytes -= kept[3]
             for waited in kept[2]:
                 if self._by_id.get(waited) == key:
                     del self._by_id[waited]
@@ -299,7 +316,7 @@ class SavedCopies(Generic[DataT]):
         key = self._by_id.get(waited)
         if key is None:
             return None
-        version, data, _ = self._copies[key]
+        version, data, _, _ = self._copies[key]
         self.forget(key)
         return key, version, data
 
