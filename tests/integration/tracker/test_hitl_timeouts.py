@@ -25,6 +25,7 @@ from disco_common.system_events import SystemEventType
 from disco_common.topics import Topic, dlq_topic, topic_name
 from disco_tracker.main import create_app
 from disco_tracker.settings import TrackerSettings
+from disco_tracker.state import TrackerState
 from tests.fixtures.bus import read_envelopes
 from tests.fixtures.infra import DatabaseUrls
 from tests.fixtures.waiting import eventually
@@ -41,6 +42,7 @@ class Tracker:
     prefix: str
     bootstrap: str
     group: str  # the tracker's consumer group, as the broker names it
+    state: TrackerState
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -72,6 +74,7 @@ async def tracker(
                     topic_prefix,
                     kafka_bootstrap,
                     bus.group_name(settings.hitl_consumer_group),
+                    TrackerState.of(app),
                 )
 
 
@@ -236,6 +239,19 @@ async def test_an_unanswered_question_gets_one_timeout_answer_and_a_task_timeout
     assert timeouts[0].data["reason"] == "hitl_timeout"  # type: ignore[index, call-overload]
     assert timeouts[0].data["timeout_seconds"] == 1  # type: ignore[index, call-overload]
     assert await _status(tracker, question.correlation_id or "") == "timed_out"
+
+
+async def test_the_watch_trails_the_bus_by_the_ingests_linger(tracker: Tracker) -> None:
+    # notification-events carries every UI event of every stream: at the 1 ms wait the
+    # watch would fetch hundreds of times a second while one streams.
+    question = await _ask(tracker, timeout_seconds=600)
+    assert await _wait_for_status(tracker, question.correlation_id or "", "waiting") == "waiting"
+
+    watch = tracker.state.hitl
+    linger = tracker.state.settings.ingest_linger_ms
+    assert watch is not None
+    assert linger > 1
+    assert (watch.fetch_wait_ms or 0) >= linger  # right after records flowed, too
 
 
 async def test_a_question_answered_in_time_does_not_time_out(tracker: Tracker) -> None:

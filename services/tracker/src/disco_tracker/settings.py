@@ -61,7 +61,7 @@ class TrackerSettings(ServiceSettings):
         description=(
             "How long the ingest keeps fetching after the first envelopes of a batch came, "
             "to apply more per transaction (throughput under a steady stream, for this "
-            "much latency); also the shortest wait of its fetches."
+            "much latency); also the shortest wait of its fetches, and of the HITL watch's."
         ),
     )
     timeline_data_max_bytes: int = Field(

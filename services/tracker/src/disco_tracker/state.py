@@ -10,6 +10,7 @@ from disco_tracker.ingest.metrics import IngestMetrics
 from disco_tracker.settings import TrackerSettings
 
 if TYPE_CHECKING:
+    from disco.bus import BusConsumer
     from disco_tracker.ingest.consumer import IngestConsumer
 
 __all__ = ["TrackerState"]
@@ -21,6 +22,7 @@ class TrackerState(ServiceState[TrackerSettings]):
     Attributes:
         ingest_metrics: the ingest's Prometheus metrics (on ``/metrics``).
         ingest: the ingest consumer while the app runs (its lifespan hook sets it).
+        hitl: the HITL watch's consumer of ``notification-events`` while the app runs.
         feed: wakes the feed's streams when changes are committed.
     """
 
@@ -28,4 +30,5 @@ class TrackerState(ServiceState[TrackerSettings]):
         super().__init__(settings)
         self.ingest_metrics = IngestMetrics(self.metrics.registry)
         self.ingest: IngestConsumer | None = None
+        self.hitl: BusConsumer | None = None
         self.feed = FeedHub(settings.feed_poll_seconds)

@@ -26,7 +26,15 @@ async def hitl_watch(state: TrackerState) -> AsyncIterator[None]:
     """Consume questions and answers; publish timeouts; stop both on exit."""
     settings = state.settings
     database = state.require_database()
-    consumer = BusConsumer(state.require_bus(), settings.hitl_consumer_group)
+    # It trails the bus by the ingest's linger, as the ingest does: notification-events
+    # carry every UI event of every stream, and a question listed a few tens of
+    # milliseconds later is no later for a person (deadlines are swept by the second).
+    consumer = BusConsumer(
+        state.require_bus(),
+        settings.hitl_consumer_group,
+        fetch_wait_floor_ms=settings.ingest_linger_ms or None,
+    )
+    state.hitl = consumer
 
     @consumer.on(Topic.NOTIFICATION_EVENTS)
     @retry_while_unavailable  # a database outage pauses the watch; it dead-letters nothing
@@ -42,3 +50,4 @@ async def hitl_watch(state: TrackerState) -> AsyncIterator[None]:
             yield
     finally:
         await consumer.stop(grace=settings.shutdown_grace_seconds)
+        state.hitl = None
