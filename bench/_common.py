@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -55,6 +56,30 @@ async def wait_ready(
                 pass
             await asyncio.sleep(0.2)
     raise TimeoutError(f"the {what} did not become ready")
+
+
+def start_service(
+    service: str, database_url: str, bootstrap: str, prefix: str, **settings: str
+) -> tuple[subprocess.Popen[bytes], str]:
+    """``python -m disco_<service>`` on a free port, on that database, broker and topic
+    prefix (more ``DISCO_*`` settings as keywords), its output in the temp dir: the
+    process and its base URL. Wait for it with :func:`wait_ready`."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "DISCO_DATABASE_URL": database_url,
+        "DISCO_KAFKA_BOOTSTRAP": bootstrap,
+        "DISCO_TOPIC_PREFIX": prefix,
+        f"DISCO_{service.upper()}_PORT": str(port),
+        "DISCO_LOG_LEVEL": "WARNING",
+        **settings,
+    }
+    log_path = Path(tempfile.gettempdir()) / f"disco-bench-{service}-{port}.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", f"disco_{service}"], env=env, stdout=log, stderr=log
+        )
+    return process, f"http://127.0.0.1:{port}"
 
 
 def cpu_seconds(pid: int) -> float:

@@ -35,7 +35,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -50,13 +49,13 @@ from _common import (
     percentile,
     raw_fetch_wait,
     scratch_infra,
+    start_service,
     wait_ready,
 )
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from pydantic import BaseModel
 
 from disco import PlanDefinition, Planner, StateAction, StateConfig, StateTransition, Tool
-from disco._dev.ports import free_port
 from disco.bus import BusClient
 from disco.clients import ServiceClientSettings
 from disco.settings import BusSettings
@@ -312,21 +311,7 @@ async def planner_per_transition(
 @contextlib.asynccontextmanager
 async def memory_service(database_url: str, bootstrap: str, prefix: str) -> AsyncIterator[str]:
     """The memory service as a process on ``database_url``: its base URL."""
-    port = free_port()
-    env = {
-        **os.environ,
-        "DISCO_DATABASE_URL": database_url,
-        "DISCO_KAFKA_BOOTSTRAP": bootstrap,
-        "DISCO_TOPIC_PREFIX": prefix,
-        "DISCO_MEMORY_PORT": str(port),
-        "DISCO_LOG_LEVEL": "WARNING",
-    }
-    log_path = Path(tempfile.gettempdir()) / f"disco-bench-agents-memory-{port}.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(  # noqa: ASYNC220 - started once, before timing
-            [sys.executable, "-m", "disco_memory"], env=env, stdout=log, stderr=log
-        )
-    base_url = f"http://127.0.0.1:{port}"
+    process, base_url = start_service("memory", database_url, bootstrap, prefix)
     try:
         await wait_ready("memory service", base_url, process, limit_seconds=90)
         yield base_url

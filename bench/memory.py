@@ -49,7 +49,6 @@ import os
 import random
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -59,7 +58,14 @@ from typing import Any
 
 import asyncpg
 import numpy as np
-from _common import LeanHttp, LeanResponse, create_database, percentile, wait_ready
+from _common import (
+    LeanHttp,
+    LeanResponse,
+    create_database,
+    percentile,
+    start_service,
+    wait_ready,
+)
 from pgvector.asyncpg import register_vector
 
 from disco._dev.broker import EmbeddedBroker
@@ -302,23 +308,14 @@ async def bench(args: argparse.Namespace, admin_url: str, app_url: str, bootstra
     )
 
     # -- the service --------------------------------------------------------------------
-    port = free_port()
-    env = {
-        **os.environ,
-        "DISCO_DATABASE_URL": app_url,
-        "DISCO_KAFKA_BOOTSTRAP": bootstrap,
-        "DISCO_TOPIC_PREFIX": f"bench{uuid.uuid4().hex[:6]}.",
-        "DISCO_MEMORY_PORT": str(port),
-        "DISCO_LOG_LEVEL": "WARNING",
-        "DISCO_MEMORY_HNSW_EF_SEARCH": str(args.ef_search),
-        "DISCO_DATABASE_POOL_SIZE": str(args.concurrency),
-    }
-    log_path = Path(tempfile.gettempdir()) / f"disco-bench-memory-{port}.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(  # noqa: ASYNC220 - started once, before timing
-            [sys.executable, "-m", "disco_memory"], env=env, stdout=log, stderr=log
-        )
-    base_url = f"http://127.0.0.1:{port}"
+    process, base_url = start_service(
+        "memory",
+        app_url,
+        bootstrap,
+        f"bench{uuid.uuid4().hex[:6]}.",
+        DISCO_MEMORY_HNSW_EF_SEARCH=str(args.ef_search),
+        DISCO_DATABASE_POOL_SIZE=str(args.concurrency),
+    )
     try:
         await wait_ready("memory service", base_url, process, limit_seconds=90)
         token = mint_dev_token(DEV_AUTH_SECRET, TENANT, USER, (Role.USER,), 3600)

@@ -38,12 +38,9 @@ import json
 import os
 import random
 import subprocess
-import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -55,11 +52,11 @@ from _common import (
     cpu_seconds,
     percentile,
     scratch_infra,
+    start_service,
     stop_processes,
     wait_ready,
 )
 
-from disco._dev.ports import free_port
 from disco.auth import DEV_AUTH_SECRET, mint_dev_token
 from disco_common.auth import Role
 
@@ -187,24 +184,15 @@ async def bench(
     processes: list[subprocess.Popen[bytes]] = []
     base_urls: list[str] = []
     for _ in range(args.instances):
-        port = free_port()
-        env = {
-            **os.environ,
-            "DISCO_DATABASE_URL": database_app_url,
-            "DISCO_KAFKA_BOOTSTRAP": bootstrap,
-            "DISCO_TOPIC_PREFIX": prefix,
-            "DISCO_REGISTRY_PORT": str(port),
-            "DISCO_LOG_LEVEL": "WARNING",
-            "DISCO_DATABASE_POOL_SIZE": str(args.pool_size),
-        }
-        log_path = Path(tempfile.gettempdir()) / f"disco-bench-registry-{port}.log"
-        with log_path.open("wb") as log:
-            processes.append(
-                subprocess.Popen(  # noqa: ASYNC220 - before any measurement
-                    [sys.executable, "-m", "disco_registry"], env=env, stdout=log, stderr=log
-                )
-            )
-        base_urls.append(f"http://127.0.0.1:{port}")
+        process, url = start_service(
+            "registry",
+            database_app_url,
+            bootstrap,
+            prefix,
+            DISCO_DATABASE_POOL_SIZE=str(args.pool_size),
+        )
+        processes.append(process)
+        base_urls.append(url)
     base_url = base_urls[0]
     try:
         for url, process in zip(base_urls, processes, strict=True):

@@ -7,6 +7,7 @@ import pytest
 from disco_service.migration_helpers import (
     outbox_table_statements,
     system_function_statements,
+    tenant_call_statements,
     tenant_rls_statements,
 )
 
@@ -66,3 +67,31 @@ def test_a_system_function_is_security_definer_with_a_pinned_search_path() -> No
     assert revoke == (
         'REVOKE ALL ON FUNCTION "registry"."expire_agents"(cutoff timestamptz) FROM PUBLIC'
     )
+
+
+def test_a_tenant_call_scopes_its_own_transaction_to_the_caller_first() -> None:
+    (create,) = tenant_call_statements(
+        "memory",
+        "thing_as",
+        arguments="p_id text",
+        returns="text",
+        declare="v_found text;",
+        body="    SELECT t.name INTO v_found FROM memory.things t WHERE t.id = p_id;\n"
+        "    RETURN v_found;",
+    )
+
+    assert create.startswith(
+        'CREATE OR REPLACE FUNCTION "memory"."thing_as"(p_tenant text, p_user text, p_id text) '
+        "RETURNS text LANGUAGE plpgsql VOLATILE SECURITY INVOKER"
+    )
+    declared, scoped = create.index("v_found text;"), create.index("set_config('disco.tenant_id'")
+    assert declared < create.index("BEGIN") < scoped < create.index("SELECT t.name")
+    assert "set_config('disco.user_id', coalesce(p_user, ''), true)" in create
+
+
+@pytest.mark.parametrize(
+    ("name", "body"), [("thing", "RETURN NULL;"), ("thing_as", "RETURN $call$;")]
+)
+def test_a_tenant_call_must_say_it_acts_as_someone_and_keep_its_quote(name: str, body: str) -> None:
+    with pytest.raises(ValueError, match=r"_as|\$call\$"):
+        tenant_call_statements("memory", name, arguments="p_id text", returns="text", body=body)

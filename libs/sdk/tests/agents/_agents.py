@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any
+
 from pydantic import BaseModel
 
 from disco.agents import Tool
@@ -29,3 +32,17 @@ def adder() -> Tool:
         return Total(total=request.a + request.b)
 
     return tool
+
+
+def ids_asked(target: object, method: str) -> list[str]:
+    """The id each call of ``target.<method>`` (an async method taking an id first) asks
+    for, from now on: which contexts a memory was asked to read back, say."""
+    asked: list[str] = []
+    call: Callable[..., Awaitable[Any]] = getattr(target, method)
+
+    async def counted(id_: str, *args: Any, **kwargs: Any) -> Any:
+        asked.append(id_)
+        return await call(id_, *args, **kwargs)
+
+    setattr(target, method, counted)
+    return asked

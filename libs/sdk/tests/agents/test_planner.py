@@ -19,7 +19,6 @@ from disco.agents import (
 )
 from disco.llm import ScriptedDriver
 from disco.testing import AgentTestKit, InMemoryMemory
-from disco_common.memory import PlanContextRecord
 from disco_common.plans import (
     PlanDefinition,
     PlanStatus,
@@ -27,6 +26,7 @@ from disco_common.plans import (
     StateConfig,
     StateTransition,
 )
+from libs.sdk.tests.agents._agents import ids_asked
 
 
 def search_tool() -> Tool:
@@ -138,22 +138,9 @@ async def test_a_plans_moves_are_dated_when_they_happened_before_their_requests(
     assert moves["done"] <= completed.time
 
 
-def _counting_reads(memory: InMemoryMemory) -> list[str]:
-    """The plan ids whose context ``memory`` was asked for from now on."""
-    reads: list[str] = []
-    read = memory.get_plan_context
-
-    async def counted(plan_id: str) -> PlanContextRecord | None:
-        reads.append(plan_id)
-        return await read(plan_id)
-
-    memory.get_plan_context = counted  # type: ignore[method-assign]
-    return reads
-
-
 async def test_an_answer_moves_the_copy_this_process_saved_without_reading_it_back() -> None:
     memory = InMemoryMemory()
-    reads = _counting_reads(memory)
+    reads = ids_asked(memory, "get_plan_context")
     async with AgentTestKit(research_planner(), search_tool(), memory=memory) as kit:
         goal = await kit.request("research.goal", {"topic": "tansu", "hits": 3}, response_event="r")
 
@@ -185,7 +172,7 @@ async def test_a_copy_another_instance_moved_past_is_read_afresh_and_the_plan_go
     async def summarize(request: InvocationContext[Any]) -> dict[str, Any]:
         return {"summary": f"{request.data['count']} results"}
 
-    reads = _counting_reads(memory)
+    reads = ids_asked(memory, "get_plan_context")
     async with AgentTestKit(research_planner(), tool, memory=memory) as kit:
         goal = await kit.request("research.goal", {"topic": "tansu", "hits": 2}, response_event="r")
 

@@ -17,9 +17,8 @@ from disco.agents import (
 )
 from disco.testing import AgentTestKit, InMemoryMemory
 from disco_common.envelope import ActionRequest
-from disco_common.memory import TaskContextRecord
 from disco_common.tasks import DelegationSpec
-from libs.sdk.tests.agents._agents import Text, adder
+from libs.sdk.tests.agents._agents import Text, adder, ids_asked
 
 
 def summer(name: str = "summer") -> Worker:
@@ -169,22 +168,9 @@ async def test_concurrent_answers_on_two_instances_complete_the_task_exactly_onc
     assert len(kit.system_events("task.completed")) == 1
 
 
-def _counting_restores(memory: InMemoryMemory) -> list[str]:
-    """The sub-task ids ``memory`` was asked to restore a task by, from now on."""
-    asked: list[str] = []
-    restore = memory.get_task_by_subtask
-
-    async def counted(sub_task_id: str) -> TaskContextRecord | None:
-        asked.append(sub_task_id)
-        return await restore(sub_task_id)
-
-    memory.get_task_by_subtask = counted  # type: ignore[method-assign]
-    return asked
-
-
 async def test_answers_move_the_copy_this_process_saved_without_reading_it_back() -> None:
     memory = InMemoryMemory()
-    asked = _counting_restores(memory)
+    asked = ids_asked(memory, "get_task_by_subtask")
     async with AgentTestKit(summer(), adder(), memory=memory) as kit:
         request = await kit.request("sum3.requested", PAIRS, response_event="summed")
 
@@ -194,7 +180,7 @@ async def test_answers_move_the_copy_this_process_saved_without_reading_it_back(
 
 async def test_a_copy_another_instance_moved_past_is_read_afresh_and_the_task_ends_once() -> None:
     memory = InMemoryMemory()
-    asked = _counting_restores(memory)
+    asked = ids_asked(memory, "get_task_by_subtask")
     first, second = summer(), summer()
     async with AgentTestKit(first, second, loopback=False, memory=memory) as kit:
         request = await kit.request("sum3.requested", PAIRS, response_event="summed", settle=False)

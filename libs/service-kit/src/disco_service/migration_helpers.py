@@ -29,13 +29,16 @@ __all__ = [
     "create_erasure_functions",
     "create_outbox_table",
     "create_system_function",
+    "create_tenant_call",
     "disable_tenant_rls",
     "drop_erasure_functions",
     "drop_outbox_table",
     "drop_system_function",
+    "drop_tenant_call",
     "enable_tenant_rls",
     "outbox_table_statements",
     "system_function_statements",
+    "tenant_call_statements",
     "tenant_rls_statements",
 ]
 
@@ -265,6 +268,64 @@ def drop_system_function(schema: str, name: str, *, arguments: str = "") -> None
     """Drop a system function (for a ``downgrade``)."""
     qualified = f"{_ident(schema, 'schema')}.{_ident(name, 'function')}"
     _execute([f"DROP FUNCTION IF EXISTS {qualified}({arguments})"])
+
+
+# -- tenant calls -----------------------------------------------------------------
+
+_TENANT_CALL_ARGUMENTS = "p_tenant text, p_user text"
+_CALL_QUOTE = "$call$"
+
+
+def tenant_call_statements(
+    schema: str, name: str, *, arguments: str, returns: str, body: str, declare: str = ""
+) -> list[str]:
+    """The SQL creating ``<schema>.<name>(p_tenant text, p_user text, <arguments>)``: a
+    hot call in one statement (see "Hot calls in one statement" in MIGRATIONS.md).
+
+    A ``SECURITY INVOKER`` PL/pgSQL function: it sets ``disco.tenant_id`` and
+    ``disco.user_id`` for its own implicit transaction (what a unit of work sets
+    from the caller's token; the service passes the caller's verified tenant and
+    user), then runs ``body``, so row-level security binds it as it binds a
+    session's statements.
+
+    Args:
+        schema: the service's schema.
+        name: the function's name, ending in ``_as``.
+        arguments: the arguments after the tenant and user, e.g. ``"p_ids text[]"``.
+        returns: the return type, e.g. ``"text"`` or ``"TABLE (o_id text)"``.
+        body: the statements after the scope (PL/pgSQL, ending with ``;``).
+        declare: the variables, if any (PL/pgSQL ``DECLARE`` section, without the keyword).
+    """
+    if not name.endswith("_as"):
+        raise ValueError(f"a tenant call's name ends in '_as' (it acts as a caller): {name!r}")
+    if _CALL_QUOTE in body or _CALL_QUOTE in declare:
+        raise ValueError(f"the body must not contain {_CALL_QUOTE}")
+    qualified = f"{_ident(schema, 'schema')}.{_ident(name, 'function')}"
+    section = f"DECLARE\n{declare}\n" if declare else ""
+    return [
+        f"CREATE OR REPLACE FUNCTION {qualified}({_TENANT_CALL_ARGUMENTS}, {arguments}) "
+        f"RETURNS {returns} LANGUAGE plpgsql VOLATILE SECURITY INVOKER AS {_CALL_QUOTE}\n"
+        f"{section}BEGIN\n"
+        f"    PERFORM set_config('{TENANT_SETTING}', coalesce(p_tenant, ''), true),\n"
+        f"            set_config('{USER_SETTING}', coalesce(p_user, ''), true);\n"
+        f"{body}\nEND\n{_CALL_QUOTE}"
+    ]
+
+
+def create_tenant_call(
+    schema: str, name: str, *, arguments: str, returns: str, body: str, declare: str = ""
+) -> None:
+    """Create a tenant call (see :func:`tenant_call_statements`)."""
+    _execute(
+        tenant_call_statements(
+            schema, name, arguments=arguments, returns=returns, body=body, declare=declare
+        )
+    )
+
+
+def drop_tenant_call(schema: str, name: str, *, arguments: str) -> None:
+    """Drop a tenant call (for a ``downgrade``)."""
+    drop_system_function(schema, name, arguments=f"{_TENANT_CALL_ARGUMENTS}, {arguments}")
 
 
 # -- erasure --------------------------------------------------------------------

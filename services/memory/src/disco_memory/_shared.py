@@ -7,7 +7,7 @@ domain).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,16 +90,24 @@ def stored_record(
     *,
     what: str,
     expected: int | None,
-    claimed: Callable[[dict[str, JsonValue]], Exception],
+    claimed: type[Conflict],
+    ids: str,
+    owner: str,
 ) -> str:
     """The saved record's JSON text.
 
     Raises:
-        the error ``claimed`` makes of the ids another owner holds; VersionConflict:
-        ``expected`` was not the stored version of ``what``.
+        ``claimed``: another ``owner`` holds some of the context's ``ids`` (their
+            names, e.g. "correlation ids"); VersionConflict: ``expected`` was not
+            the stored version of ``what``.
     """
     if stored.outcome == "claimed":
-        raise claimed(stored.detail)
+        holders = stored.detail
+        raise claimed(
+            f"these {ids} already belong to other {owner}s: "
+            + ", ".join(f"{held} ({owner} {by})" for held, by in sorted(holders.items())),
+            details={"claimed": holders},
+        )
     if stored.outcome == "conflict":
         assert expected is not None  # an unguarded save always writes
         current = stored.detail.get("current_version")

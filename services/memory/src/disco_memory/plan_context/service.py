@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pydantic import JsonValue
-
 from disco_common.memory import CONTEXT_MAX_BYTES, PlanContextRecord, PlanContextStore
 from disco_memory._shared import limited_model_json, stored_record
 from disco_memory.plan_context.repository import PlanContextRepository
@@ -58,15 +56,14 @@ async def store_context(
         expected=expected,
     )
     return _record(
-        stored_record(stored, what=f"plan context {plan_id!r}", expected=expected, claimed=_claimed)
-    )
-
-
-def _claimed(claimed: dict[str, JsonValue]) -> CorrelationClaimed:
-    return CorrelationClaimed(
-        "these correlation ids already belong to other plans: "
-        + ", ".join(f"{cid} (plan {owner})" for cid, owner in sorted(claimed.items())),
-        details={"claimed": claimed},
+        stored_record(
+            stored,
+            what=f"plan context {plan_id!r}",
+            expected=expected,
+            claimed=CorrelationClaimed,
+            ids="correlation ids",
+            owner="plan",
+        )
     )
 
 

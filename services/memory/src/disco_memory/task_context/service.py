@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from pydantic import JsonValue
-
 from disco_common.ids import UtcDatetime, utcnow
 from disco_common.memory import CONTEXT_MAX_BYTES, TaskContextRecord, TaskContextStore
 from disco_common.pagination import Page
@@ -78,15 +76,14 @@ async def store_context(
         expected=expected,
     )
     return _record(
-        stored_record(stored, what=f"task context {task_id!r}", expected=expected, claimed=_claimed)
-    )
-
-
-def _claimed(claimed: dict[str, JsonValue]) -> SubTaskClaimed:
-    return SubTaskClaimed(
-        "these sub-task ids already belong to other tasks: "
-        + ", ".join(f"{ref} (task {owner})" for ref, owner in sorted(claimed.items())),
-        details={"claimed": claimed},
+        stored_record(
+            stored,
+            what=f"task context {task_id!r}",
+            expected=expected,
+            claimed=SubTaskClaimed,
+            ids="sub-task ids",
+            owner="task",
+        )
     )
 
 

@@ -27,17 +27,12 @@ Create Date: 2026-11-28
 
 from collections.abc import Sequence
 
-from alembic import op
+from disco_service.migration_helpers import create_tenant_call, drop_tenant_call
 
 revision: str = "memory_0007"
 down_revision: str | None = "memory_0006"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
-
-_SCOPE = """
-    PERFORM set_config('disco.tenant_id', coalesce(p_tenant, ''), true),
-            set_config('disco.user_id', coalesce(p_user, ''), true);
-"""
 
 _RECORD = """json_build_object(
         'plan_id', p.plan_id, 'session_id', p.session_id,
@@ -46,29 +41,25 @@ _RECORD = """json_build_object(
 
 _LIVE = "(m.expires_at IS NULL OR m.expires_at > now())"
 
-# name -> (arguments, returns, body)
-FUNCTIONS: dict[str, tuple[str, str, str]] = {
+# name -> (arguments after the tenant and user, returns, body, declare)
+FUNCTIONS: dict[str, tuple[str, str, str, str]] = {
     "dedup_check_as": (
-        "p_tenant text, p_user text, p_group text, p_ids text[]",
+        "p_group text, p_ids text[]",
         "TABLE (o_event_id text)",
         f"""
-BEGIN
-    {_SCOPE}
     RETURN QUERY
     SELECT m.event_id FROM memory.dedup_marks m
     WHERE m.tenant_id = p_tenant AND m.consumer_group = p_group
       AND m.event_id = ANY(p_ids) AND {_LIVE};
-END
 """,  # noqa: S608
+        "",
     ),
     # Rows in id order, so that two batches sharing ids cannot deadlock; an expired
     # mark is made again (created now), a live one is kept as it is.
     "dedup_mark_as": (
-        "p_tenant text, p_user text, p_group text, p_ids text[], p_expires_at timestamptz",
+        "p_group text, p_ids text[], p_expires_at timestamptz",
         "TABLE (o_event_id text)",
         f"""
-BEGIN
-    {_SCOPE}
     RETURN QUERY
     INSERT INTO memory.dedup_marks AS m
         (tenant_id, consumer_group, event_id, user_id, expires_at)
@@ -79,18 +70,14 @@ BEGIN
         user_id = EXCLUDED.user_id, expires_at = EXCLUDED.expires_at, created_at = now()
     WHERE NOT {_LIVE}
     RETURNING m.event_id;
-END
 """,  # noqa: S608
+        "",
     ),
     # By plan id, or (p_plan_id null) the plan waiting for p_correlation_id.
     "plan_context_as": (
-        "p_tenant text, p_user text, p_plan_id text, p_correlation_id text",
+        "p_plan_id text, p_correlation_id text",
         "text",
         f"""
-DECLARE
-    v_record text;
-BEGIN
-    {_SCOPE}
     IF p_plan_id IS NOT NULL THEN
         SELECT {_RECORD} INTO v_record FROM memory.plan_contexts p
         WHERE p.tenant_id = p_tenant AND p.plan_id = p_plan_id;
@@ -100,20 +87,13 @@ BEGIN
         WHERE r.tenant_id = p_tenant AND r.correlation_id = p_correlation_id;
     END IF;
     RETURN v_record;
-END
 """,  # noqa: S608
+        "v_record text;",
     ),
     "store_plan_context_as": (
-        "p_tenant text, p_user text, p_plan_id text, p_session_id text, p_ids text[], "
-        "p_context text, p_expected integer",
+        "p_plan_id text, p_session_id text, p_ids text[], p_context text, p_expected integer",
         "TABLE (o_outcome text, o_detail jsonb, o_record text)",
         f"""
-DECLARE
-    v_claimed jsonb;
-    v_current integer;
-    v_found boolean;
-BEGIN
-    {_SCOPE}
     SELECT jsonb_object_agg(r.correlation_id, r.plan_id) INTO v_claimed
     FROM memory.plan_context_refs r
     WHERE r.tenant_id = p_tenant AND r.correlation_id = ANY(p_ids) AND r.plan_id <> p_plan_id;
@@ -151,31 +131,28 @@ BEGIN
     SELECT p_tenant, e.correlation_id, p_plan_id FROM unnest(p_ids) AS e(correlation_id);
     RETURN QUERY SELECT 'stored'::text, NULL::jsonb, {_RECORD}
     FROM memory.plan_contexts p WHERE p.tenant_id = p_tenant AND p.plan_id = p_plan_id;
-END
 """,  # noqa: S608
+        "v_claimed jsonb; v_current integer; v_found boolean;",
     ),
     "delete_plan_context_as": (
-        "p_tenant text, p_user text, p_plan_id text",
+        "p_plan_id text",
         "boolean",
-        f"""
-BEGIN
-    {_SCOPE}
+        """
     DELETE FROM memory.plan_contexts p WHERE p.tenant_id = p_tenant AND p.plan_id = p_plan_id;
     RETURN FOUND;
-END
-""",  # noqa: S608
+""",
+        "",
     ),
 }
 
 
 def upgrade() -> None:
-    for name, (arguments, returns, body) in FUNCTIONS.items():
-        op.execute(
-            f"CREATE OR REPLACE FUNCTION memory.{name}({arguments}) RETURNS {returns} "
-            f"LANGUAGE plpgsql VOLATILE SECURITY INVOKER AS $call${body}$call$"
+    for name, (arguments, returns, body, declare) in FUNCTIONS.items():
+        create_tenant_call(
+            "memory", name, arguments=arguments, returns=returns, body=body, declare=declare
         )
 
 
 def downgrade() -> None:
-    for name, (arguments, _, _) in FUNCTIONS.items():
-        op.execute(f"DROP FUNCTION IF EXISTS memory.{name}({arguments})")
+    for name, (arguments, _, _, _) in FUNCTIONS.items():
+        drop_tenant_call("memory", name, arguments=arguments)

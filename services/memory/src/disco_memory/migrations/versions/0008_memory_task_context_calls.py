@@ -21,17 +21,12 @@ Create Date: 2026-11-28
 
 from collections.abc import Sequence
 
-from alembic import op
+from disco_service.migration_helpers import create_tenant_call, drop_tenant_call
 
 revision: str = "memory_0008"
 down_revision: str | None = "memory_0007"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
-
-_SCOPE = """
-    PERFORM set_config('disco.tenant_id', coalesce(p_tenant, ''), true),
-            set_config('disco.user_id', coalesce(p_user, ''), true);
-"""
 
 _LIVE = "(t.expires_at IS NULL OR t.expires_at > now())"
 _EXPIRED = "(t.expires_at IS NOT NULL AND t.expires_at <= now())"
@@ -41,17 +36,13 @@ _RECORD = """json_build_object(
         'context', t.context, 'version', t.version, 'expires_at', t.expires_at,
         'created_at', t.created_at, 'updated_at', t.updated_at)::text"""
 
-# name -> (arguments, returns, body)
-FUNCTIONS: dict[str, tuple[str, str, str]] = {
+# name -> (arguments after the tenant and user, returns, body, declare)
+FUNCTIONS: dict[str, tuple[str, str, str, str]] = {
     # By task id, or (p_task_id null) the task waiting for p_ref_id.
     "task_context_as": (
-        "p_tenant text, p_user text, p_task_id text, p_ref_id text",
+        "p_task_id text, p_ref_id text",
         "text",
         f"""
-DECLARE
-    v_record text;
-BEGIN
-    {_SCOPE}
     IF p_task_id IS NOT NULL THEN
         SELECT {_RECORD} INTO v_record FROM memory.task_contexts t
         WHERE t.tenant_id = p_tenant AND t.task_id = p_task_id AND {_LIVE};
@@ -61,21 +52,15 @@ BEGIN
         WHERE r.tenant_id = p_tenant AND r.ref_id = p_ref_id AND {_LIVE};
     END IF;
     RETURN v_record;
-END
 """,  # noqa: S608
+        "v_record text;",
     ),
     # p_ref_ids: what finds the task (its sub-task ids and its question's correlation id).
     "store_task_context_as": (
-        "p_tenant text, p_user text, p_task_id text, p_plan_id text, p_sub_task_ids text[], "
+        "p_task_id text, p_plan_id text, p_sub_task_ids text[], "
         "p_ref_ids text[], p_context text, p_expires_at timestamptz, p_expected integer",
         "TABLE (o_outcome text, o_detail jsonb, o_record text)",
         f"""
-DECLARE
-    v_claimed jsonb;
-    v_current integer;
-    v_found boolean;
-BEGIN
-    {_SCOPE}
     -- Refs of expired contexts no longer count: the new owner takes them over.
     DELETE FROM memory.task_context_refs r USING memory.task_contexts t
     WHERE t.tenant_id = r.tenant_id AND t.task_id = r.task_id
@@ -126,35 +111,30 @@ BEGIN
     SELECT p_tenant, e.ref_id, p_task_id FROM unnest(p_ref_ids) AS e(ref_id);
     RETURN QUERY SELECT 'stored'::text, NULL::jsonb, {_RECORD}
     FROM memory.task_contexts t WHERE t.tenant_id = p_tenant AND t.task_id = p_task_id;
-END
 """,  # noqa: S608
+        "v_claimed jsonb; v_current integer; v_found boolean;",
     ),
     # Whether a live context was there (an expired one is deleted too).
     "delete_task_context_as": (
-        "p_tenant text, p_user text, p_task_id text",
+        "p_task_id text",
         "boolean",
         f"""
-DECLARE
-    v_live boolean;
-BEGIN
-    {_SCOPE}
     DELETE FROM memory.task_contexts t WHERE t.tenant_id = p_tenant AND t.task_id = p_task_id
     RETURNING {_LIVE} INTO v_live;
     RETURN coalesce(v_live, false);
-END
 """,  # noqa: S608
+        "v_live boolean;",
     ),
 }
 
 
 def upgrade() -> None:
-    for name, (arguments, returns, body) in FUNCTIONS.items():
-        op.execute(
-            f"CREATE OR REPLACE FUNCTION memory.{name}({arguments}) RETURNS {returns} "
-            f"LANGUAGE plpgsql VOLATILE SECURITY INVOKER AS $call${body}$call$"
+    for name, (arguments, returns, body, declare) in FUNCTIONS.items():
+        create_tenant_call(
+            "memory", name, arguments=arguments, returns=returns, body=body, declare=declare
         )
 
 
 def downgrade() -> None:
-    for name, (arguments, _, _) in FUNCTIONS.items():
-        op.execute(f"DROP FUNCTION IF EXISTS memory.{name}({arguments})")
+    for name, (arguments, _, _, _) in FUNCTIONS.items():
+        drop_tenant_call("memory", name, arguments=arguments)
