@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import inspect
 import re
 import uuid
@@ -19,7 +17,6 @@ from disco.agents._errors import AgentDefinitionError
 from disco.agents._handlers import HandlerSpec
 from disco.bus import BusClient, ContextAttributes, MessageTooLargeError
 from disco_common.a2a import A2AAnswer
-from disco_common.envelope import Envelope
 from disco_common.registry import AgentCapability, EventDefinition
 from disco_common.system_events import SystemEventData
 from disco_common.topics import Topic
@@ -160,14 +157,11 @@ async def publish_system_event(
 ) -> None:
     """Publish progress on ``system-events`` (what the tracker reads); never fails the caller.
 
-    Progress is observability: a broker hiccup here must not fail the work itself,
-    nor hold it up. The event is handed to the producer (in order with the
-    plan's or task's other events: they share its key) and the work goes on
-    without waiting for the broker's acknowledgement; a refusal is logged.
+    Progress is observability: a broker hiccup here must not fail the work itself.
     ``time``: when it happened, for progress announced after the fact (default: now).
     """
     try:
-        acknowledged = await bus.send(
+        await bus.publish(
             Topic.SYSTEM_EVENTS,
             event_type,
             data,
@@ -177,15 +171,6 @@ async def publish_system_event(
             time=time,
         )
     except Exception as exc:
-        _log.warning("system event not published", event_type=event_type, error=repr(exc))
-        return
-    acknowledged.add_done_callback(functools.partial(_log_refused, event_type))
-
-
-def _log_refused(event_type: str, acknowledged: asyncio.Future[Envelope]) -> None:
-    if acknowledged.cancelled():
-        return
-    if (exc := acknowledged.exception()) is not None:
         _log.warning("system event not published", event_type=event_type, error=repr(exc))
 
 
