@@ -21,7 +21,9 @@ tracker = tracker_fixture()
 REPO = Path(__file__).resolve().parents[3]
 
 
-async def _disco(tracker: TrackerApp, tenant: str, *args: str) -> tuple[int, str, str]:
+async def _disco(
+    tracker: TrackerApp, tenant: str, *args: str, columns: int = 250
+) -> tuple[int, str, str]:
     # Async: the tracker serves from this test's event loop.
     process = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -32,7 +34,7 @@ async def _disco(tracker: TrackerApp, tenant: str, *args: str) -> tuple[int, str
             **os.environ,
             "DISCO_TRACKER_URL": tracker.url,
             "DISCO_TENANT_ID": tenant,
-            "COLUMNS": "250",
+            "COLUMNS": str(columns),
             "NO_COLOR": "1",
         },
         cwd=REPO,
@@ -63,6 +65,22 @@ async def test_plans_list_shows_each_plan_with_its_state_and_tasks(tracker: Trac
     row = next(line for line in out.splitlines() if scenario.plan_id in line)
     for expected in ("trip", "completed", "done", "trip-planner", "4/4"):
         assert expected in row
+
+
+async def test_plans_list_in_a_narrow_terminal_keeps_every_field_and_the_whole_id(
+    tracker: TrackerApp,
+) -> None:
+    scenario = await _scenario(tracker)
+
+    code, out, err = await _disco(tracker, scenario.tenant, "plans", "list", "--root", columns=80)
+
+    assert code == 0, err
+    lines = out.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    at = next(i for i, line in enumerate(lines) if scenario.plan_id in line)
+    block = " ".join(lines[at : at + 2])
+    for expected in ("trip", "completed", "done", "trip-planner", "4/4"):
+        assert expected in block
 
 
 async def test_plans_show_draws_tasks_groups_sub_plans_and_the_timeline(

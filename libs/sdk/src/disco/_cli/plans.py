@@ -91,6 +91,10 @@ def _run(url: str | None, tenant: str | None, work: Callable[[TrackerClient], Aw
         raise typer.Exit(1) from None
 
 
+_TABLE_WIDTH = 120
+"""Columns ``plans list`` needs for its table (a plan id alone is 36)."""
+
+
 def _status(value: str) -> Text:
     return Text(value, style=_STATUS_STYLE.get(value, ""))
 
@@ -153,7 +157,29 @@ def list_plans(
     if as_json:
         _dump(page.model_dump(mode="json"))
         return
-    table = Table(title=f"plans ({len(page.items)}{'+' if page.next_cursor else ''})")
+    title = f"plans ({len(page.items)}{'+' if page.next_cursor else ''})"
+    console = Console()
+    if console.width < _TABLE_WIDTH:
+        # Too narrow for the table (the whole plan id, to paste into `plans show`,
+        # would squeeze the other columns to nothing): a block per plan.
+        console.print(Text(title, style="bold"))
+        for plan in page.items:
+            head = Text(plan.plan_id)
+            head.append("  ")
+            head.append_text(_status(plan.status.value))
+            if plan.current_state:
+                head.append(f"  in {plan.current_state}")
+            details = [
+                plan.plan_type or plan.goal_event or "",
+                plan.agent_name or "",
+                f"tasks {_counts(plan)}",
+                _when(plan.started_at),
+                _ms(plan.duration_ms),
+            ]
+            console.print(head)
+            console.print(Text("  " + " · ".join(filter(None, details)), style="dim"))
+        return
+    table = Table(title=title)
     for column in ("plan", "type", "status", "state", "planner", "tasks", "started", "took"):
         table.add_column(column, no_wrap=column in {"plan", "status", "started"})
     for plan in page.items:
@@ -167,7 +193,7 @@ def list_plans(
             _when(plan.started_at),
             _ms(plan.duration_ms),
         )
-    Console().print(table)
+    console.print(table)
 
 
 def _machine(view: PlanView) -> Panel | None:
