@@ -154,8 +154,8 @@ async def test_an_expired_context_gives_up_its_ids_and_starts_again_at_version_1
 ) -> None:
     task, heir, sub = new_id("task"), new_id("task"), new_id("sub")
     url = f"/v1/memory/task-context/{task}"
-    await client.put(url, json={**task_context(task, sub), "ttl_seconds": 1}, headers=alice)
-    await client.put(url, json={**task_context(task, sub), "ttl_seconds": 1}, headers=alice)
+    await client.put(url, json={**task_context(task, sub), "ttl_seconds": 3}, headers=alice)
+    await client.put(url, json={**task_context(task, sub), "ttl_seconds": 3}, headers=alice)
     taken = await client.put(
         f"/v1/memory/task-context/{heir}", json=task_context(heir, sub), headers=alice
     )
