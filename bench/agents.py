@@ -20,6 +20,8 @@ DISCO_KAFKA_BOOTSTRAP / DISCO_DATABASE_ADMIN_URL name them. Prints one table:
   PostgreSQL (or ``DISCO_DATABASE_ADMIN_URL``'s), as a Planner runs: each
   transition asks which envelopes of the fetched batch its group handled
   (durable dedup), reads the plan context, saves it, and marks the answer handled.
+- Worker: time per task of one that asks the Tool three things at once and
+  answers when all came back (fan-out, fan-in), the same two ways.
 
 Targets (issue 5): Tool round trip p50 <= 2x the raw two-hop round trip;
 throughput grows with instances until the machine's 2 cores are busy.
@@ -55,7 +57,18 @@ from _common import (
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from pydantic import BaseModel
 
-from disco import PlanDefinition, Planner, StateAction, StateConfig, StateTransition, Tool
+from disco import (
+    DelegationSpec,
+    PlanDefinition,
+    Planner,
+    ResultContext,
+    StateAction,
+    StateConfig,
+    StateTransition,
+    TaskContext,
+    Tool,
+    Worker,
+)
 from disco.bus import BusClient
 from disco.clients import ServiceClientSettings
 from disco.settings import BusSettings
@@ -308,6 +321,68 @@ async def planner_per_transition(
         return per_transition
 
 
+FAN_OUT = 3
+
+
+async def worker_per_task(
+    settings: BusSettings, tasks: int, memory_url: str | None = None
+) -> list[float]:
+    """Seconds per task of a Worker that asks the Tool :data:`FAN_OUT` things at once and
+    answers when all came back; task contexts in this process, or (``memory_url``) in
+    that memory service, with durable dedup."""
+    worker = (
+        Worker(
+            "bench-worker",
+            bus_settings=settings,
+            register=False,
+            validate_requests=False,
+            memory=InMemoryMemory(),
+        )
+        if memory_url is None
+        else Worker(
+            "bench-worker-m",
+            bus_settings=settings,
+            client_settings=ServiceClientSettings(memory_url=memory_url),
+            register=False,
+            validate_requests=False,
+        )
+    )
+
+    @worker.on_task("bench.fan.requested")
+    async def fan_out(task: TaskContext[Any]) -> None:
+        await task.delegate_parallel(
+            [
+                DelegationSpec(
+                    event_type="bench.tool.requested",
+                    data={"blob": task.data["blob"], "n": n},
+                    response_event="bench.fanned",
+                )
+                for n in range(FAN_OUT)
+            ]
+        )
+
+    @worker.on_result("bench.fanned")
+    async def fan_in(result: ResultContext) -> None:
+        task = await result.restore_task()
+        answers = task.aggregate_parallel_results(task.parallel_groups[0])
+        if answers is not None:
+            await task.complete({"answers": len(answers)})
+
+    async with worker, BusClient(settings, name="bench-caller") as bus:
+        await worker.wait_ready(60)
+        seconds = []
+        for index in range(tasks + 1):
+            started = time.perf_counter()
+            answer = await bus.request(
+                "bench.fan.requested", {"blob": "x" * 180}, response_event="bench.fan.done", wait=60
+            )
+            if not (isinstance(answer.data, dict) and answer.data.get("success")):
+                raise RuntimeError(f"the task failed: {answer.data}")
+            if index:  # the first warms up
+                seconds.append(time.perf_counter() - started)
+        return seconds
+
+
 @contextlib.asynccontextmanager
 async def memory_service(database_url: str, bootstrap: str, prefix: str) -> AsyncIterator[str]:
     """The memory service as a process on ``database_url``: its base URL."""
@@ -377,8 +452,10 @@ async def main(
     try:
         await asyncio.sleep(2.5)
         plan_steps = await planner_per_transition(settings, goals)
+        fan_tasks = await worker_per_task(settings, goals)
         async with memory_service(database_url, bootstrap, settings.topic_prefix) as memory_url:
             served_steps = await planner_per_transition(settings, goals, memory_url)
+            served_fans = await worker_per_task(settings, goals, memory_url)
         step_tool_rt = await tool_round_trips(settings, min(rounds, 100))
     finally:
         stop_tools(tools)
@@ -416,6 +493,14 @@ async def main(
     print(f"{'  of which planner overhead (ms)':44} {overhead:>10.1f}")
     print(f"{'  the same with the memory service (ms)':44} {served_p50:>10.1f}")
     print(f"{'  of which planner overhead (ms)':44} {served_overhead:>10.1f}")
+    print(
+        f"{f'Worker task, {FAN_OUT} sub-tasks at once, p50 (ms)':44} "
+        f"{statistics.median(fan_tasks) * ms:>10.1f}"
+    )
+    print(
+        f"{'  the same with the memory service (ms)':44} "
+        f"{statistics.median(served_fans) * ms:>10.1f}"
+    )
     print(
         f"\n(cores: {os.cpu_count()}; plan contexts in this process, then in the memory service "
         "with durable dedup; tool answers validated by pydantic)"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from disco.agents._durable import SavedCopies, json_size
+import asyncio
+
+from disco.agents._durable import KeyedLocks, SavedCopies, json_size
 from disco_common.plans import PlanContextData, PlanStatus
 
 
@@ -79,3 +81,37 @@ def test_copies_are_kept_within_their_byte_budget_and_a_large_one_not_at_all() -
     assert len(copies) < 20  # the oldest went to stay within the budget
     assert copies.take("answer-19") is not None
     assert copies.take("answer-0") is None
+
+
+def test_a_taken_copy_still_names_its_owner_until_the_next_is_kept() -> None:
+    copies = SavedCopies(_waiting)
+    copies.keep("p1", 1, _plan("p1", "a", "b"))
+
+    assert copies.take("a") is not None
+    assert copies.owner("b") == "p1"  # the next answer waits its turn for p1's save
+
+    copies.keep("p1", 2, _plan("p1", "b"))
+    assert copies.owner("a") is None
+    copies.forget("p1")
+    assert copies.owner("b") is None
+
+
+async def test_keyed_locks_let_one_holder_of_a_key_in_at_a_time_and_are_dropped() -> None:
+    locks = KeyedLocks()
+    inside: list[str] = []
+    order: list[str] = []
+
+    async def hold(key: str | None, name: str) -> None:
+        async with locks.hold(key):
+            inside.append(name)
+            assert len([n for n in inside if n.startswith("t1")]) <= 1
+            await asyncio.sleep(0.01)
+            order.append(name)
+            inside.remove(name)
+
+    await asyncio.gather(
+        hold("t1", "t1-a"), hold("t1", "t1-b"), hold("t2", "t2"), hold(None, "free")
+    )
+
+    assert order.index("t1-a") < order.index("t1-b")
+    assert len(locks) == 0

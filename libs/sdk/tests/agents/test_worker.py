@@ -178,6 +178,24 @@ async def test_answers_move_the_copy_this_process_saved_without_reading_it_back(
     assert asked == []  # each answer moved the copy the handling before it saved
 
 
+async def test_answers_of_one_fan_out_arriving_at_once_take_turns_without_conflicts() -> None:
+    memory = InMemoryMemory()
+    saves = ids_asked(memory, "store_task_context")
+    worker = summer()
+    async with AgentTestKit(worker, loopback=False, memory=memory) as kit:
+        request = await kit.request("sum3.requested", PAIRS, response_event="summed", settle=False)
+        await kit.deliver("action-requests", request, to=worker)
+        answers = [
+            await kit.reply(sub, {"total": sub.data["a"] + sub.data["b"]}, settle=False)  # type: ignore[index,call-overload]
+            for sub in kit.requests("add.requested")
+        ]
+        await asyncio.gather(*(kit.deliver("action-results", a, to=worker) for a in answers))
+
+    assert kit.result_of(request).result == {"total": 21}
+    # Each save moved the copy the one before kept: none lost to a newer version.
+    assert len(saves) == memory.writes
+
+
 async def test_a_copy_another_instance_moved_past_is_read_afresh_and_the_task_ends_once() -> None:
     memory = InMemoryMemory()
     asked = ids_asked(memory, "get_task_by_subtask")

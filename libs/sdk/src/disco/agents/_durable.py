@@ -26,7 +26,8 @@ import random
 import time
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
@@ -56,6 +57,7 @@ __all__ = [
     "SCOPE_KEYS",
     "TRANSIENT",
     "DurableContext",
+    "KeyedLocks",
     "Recovery",
     "ResendMemo",
     "SavedCopies",
@@ -282,6 +284,9 @@ class SavedCopies(Generic[DataT]):
         self._copies: OrderedDict[str, tuple[int, DataT, tuple[str, ...], int]] = OrderedDict()
         self._by_id: dict[str, str] = {}
         self._bytes = 0
+        # Whose answers the ids are, kept past a take (see owner); key -> its ids.
+        self._owners: dict[str, str] = {}
+        self._owned: dict[str, tuple[str, ...]] = {}
 
     def __len__(self) -> int:
         return len(self._copies)
@@ -299,17 +304,19 @@ class SavedCopies(Generic[DataT]):
         self._bytes += size
         for waited in ids:
             self._by_id[waited] = key
+            self._owners[waited] = key
+        self._owned[key] = ids
         while len(self._copies) > self._limit or self._bytes > self._max_bytes:
             self.forget(next(iter(self._copies)))
+        if len(self._owned) > 4 * self._limit:
+            # Owners of copies taken by steps that never saved: drop those.
+            for stale in [k for k in self._owned if k not in self._copies]:
+                self._disown(stale)
 
     def forget(self, key: str) -> None:
-        """Drop the copy of ``key`` (its save lost to a newer version, or it was taken)."""
-        kept = self._copies.pop(key, None)
-        if kept is not None:
-            self._bytes -= kept[3]
-            for waited in kept[2]:
-                if self._by_id.get(waited) == key:
-                    del self._by_id[waited]
+        """Drop the copy of ``key`` (its save lost to a newer version, or it was evicted)."""
+        self._drop(key)
+        self._disown(key)
 
     def take(self, waited: str) -> tuple[str, int, DataT] | None:
         """The copy waiting for ``waited`` (its key, version and data), handed out once."""
@@ -317,8 +324,56 @@ class SavedCopies(Generic[DataT]):
         if key is None:
             return None
         version, data, _, _ = self._copies[key]
-        self.forget(key)
+        self._drop(key)
         return key, version, data
+
+    def owner(self, waited: str) -> str | None:
+        """The context the last copy kept that waits for ``waited`` belongs to, even once
+        that copy was taken (the answers of one fan-out, say, come one after the other)."""
+        return self._owners.get(waited)
+
+    def _drop(self, key: str) -> None:
+        kept = self._copies.pop(key, None)
+        if kept is not None:
+            self._bytes -= kept[3]
+            for waited in kept[2]:
+                if self._by_id.get(waited) == key:
+                    del self._by_id[waited]
+
+    def _disown(self, key: str) -> None:
+        for waited in self._owned.pop(key, ()):
+            if self._owners.get(waited) == key:
+                del self._owners[waited]
+
+
+class KeyedLocks:
+    """One :class:`asyncio.Lock` per key, dropped once nobody holds or waits for it."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    def __len__(self) -> int:
+        return len(self._locks)
+
+    @asynccontextmanager
+    async def hold(self, key: str | None) -> AsyncIterator[None]:
+        """Hold ``key``'s lock for the block (None: no lock)."""
+        if key is None:
+            yield
+            return
+        lock, users = self._locks.get(key, (None, 0))
+        if lock is None:
+            lock = asyncio.Lock()
+        self._locks[key] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[key]
+            if users == 1:
+                del self._locks[key]
+            else:
+                self._locks[key] = (lock, users - 1)
 
 
 class DurableContext(ABC, Generic[DataT]):

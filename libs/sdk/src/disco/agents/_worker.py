@@ -42,6 +42,7 @@ from disco.agents._cancel import RunningTasks, cancel_task
 from disco.agents._common import derived_id
 from disco.agents._durable import (
     TRANSIENT,
+    KeyedLocks,
     Recovery,
     ResendMemo,
     SavedCopies,
@@ -166,6 +167,7 @@ class Worker(Agent):
         # The tasks this process last saved, by the sub-tasks they wait for (see
         # ResultContext.restore_task).
         self._copies: SavedCopies[TaskContextData] = SavedCopies(_pending_sub_tasks)
+        self._fan_in = KeyedLocks()
 
     def _check_ready_to_start(self) -> None:
         super()._check_ready_to_start()
@@ -450,4 +452,8 @@ class Worker(Agent):
                     await task.fail(exc)
 
         # Another instance moved the task meanwhile: read it again and redo the step.
-        await retry_on_conflict(step)
+        # The answers of one task that this process gets at once (a fan-in) take
+        # turns: each then moves the copy the one before saved, instead of all
+        # saving over the same version and all but one reading it again.
+        async with self._fan_in.hold(self._copies.owner(envelope.correlation_id or "")):
+            await retry_on_conflict(step)
