@@ -280,28 +280,29 @@ def linear_plan() -> PlanDefinition:
     return PlanDefinition(plan_type="bench.linear", states=states)
 
 
+def _agent_options(name: str, settings: BusSettings, memory_url: str | None) -> dict[str, Any]:
+    """An unregistered agent's options: its contexts in this process, or (``memory_url``)
+    in that memory service (another group name: the two runs share the topics)."""
+    options: dict[str, Any] = {
+        "bus_settings": settings,
+        "register": False,
+        "validate_requests": False,
+    }
+    if memory_url is None:
+        return {"name": name, **options, "memory": InMemoryMemory()}
+    return {
+        "name": f"{name}-m",
+        **options,
+        "client_settings": ServiceClientSettings(memory_url=memory_url),
+    }
+
+
 async def planner_per_transition(
     settings: BusSettings, goals: int, memory_url: str | None = None
 ) -> list[float]:
     """Seconds per transition of each of ``goals`` plans; plan contexts in this process,
     or (``memory_url``) in that memory service, with durable dedup."""
-    planner = (
-        Planner(
-            "bench-planner",
-            bus_settings=settings,
-            register=False,
-            validate_requests=False,
-            memory=InMemoryMemory(),
-        )
-        if memory_url is None
-        else Planner(
-            "bench-planner-m",
-            bus_settings=settings,
-            client_settings=ServiceClientSettings(memory_url=memory_url),
-            register=False,
-            validate_requests=False,
-        )
-    )
+    planner = Planner(**_agent_options("bench-planner", settings, memory_url))
     planner.add_plan("bench.plan.goal", linear_plan())
     async with planner, BusClient(settings, name="bench-caller") as bus:
         await planner.wait_ready(60)
@@ -330,23 +331,7 @@ async def worker_per_task(
     """Seconds per task of a Worker that asks the Tool :data:`FAN_OUT` things at once and
     answers when all came back; task contexts in this process, or (``memory_url``) in
     that memory service, with durable dedup."""
-    worker = (
-        Worker(
-            "bench-worker",
-            bus_settings=settings,
-            register=False,
-            validate_requests=False,
-            memory=InMemoryMemory(),
-        )
-        if memory_url is None
-        else Worker(
-            "bench-worker-m",
-            bus_settings=settings,
-            client_settings=ServiceClientSettings(memory_url=memory_url),
-            register=False,
-            validate_requests=False,
-        )
-    )
+    worker = Worker(**_agent_options("bench-worker", settings, memory_url))
 
     @worker.on_task("bench.fan.requested")
     async def fan_out(task: TaskContext[Any]) -> None:
