@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import base64
 
+import asyncpg
 import pytest
 from a2a.client import ClientConfig
 from a2a.types import a2a_pb2
 from a2a.utils.errors import InvalidParamsError, UnsupportedOperationError
 
-from tests.e2e.gateway.conftest import BINDINGS, PUBLIC_AGENT, GatewayProcess, a2a_client
+from tests.e2e.gateway.conftest import (
+    BINDINGS,
+    PUBLIC_AGENT,
+    GatewayProcess,
+    GatewayStack,
+    a2a_client,
+)
 from tests.e2e.gateway.support import as_json, events_of, kinds, send_request, user_message
 
 pytestmark = pytest.mark.parametrize("binding", BINDINGS)
@@ -29,6 +36,39 @@ async def test_a_name_sent_to_the_hello_tool_completes_with_its_greeting(
     (artifact,) = task.artifacts
     assert as_json(artifact.parts[0])["data"] == {"message": "Hello, Ada!"}
     assert [m.role for m in task.history] == [a2a_pb2.Role.ROLE_USER]
+
+
+async def test_a_stream_of_a_tool_answering_at_once_shows_each_event_and_stores_the_task_once(
+    gateway: GatewayProcess, gateway_stack: GatewayStack, binding: str
+) -> None:
+    async with a2a_client(gateway.url, binding, agent=PUBLIC_AGENT) as client:
+        events = await events_of(client, send_request(user_message({"name": "Ada"})))
+        task_id = events[0].task.id
+        stored = await client.get_task(a2a_pb2.GetTaskRequest(id=task_id))
+
+    # What the a2a-sdk streams when it follows the task itself...
+    assert kinds(events) == ["task", "artifact_update", "status_update"]
+    submitted = events[0].task
+    assert submitted.status.state == a2a_pb2.TaskState.TASK_STATE_SUBMITTED
+    assert [as_json(part) for part in submitted.history[0].parts] == [{"data": {"name": "Ada"}}]
+    assert as_json(events[1].artifact_update.artifact.parts[0])["data"] == {
+        "message": "Hello, Ada!"
+    }
+    assert events[2].status_update.status.state == COMPLETED
+    assert stored.status.state == COMPLETED
+    assert [m.role for m in stored.history] == [a2a_pb2.Role.ROLE_USER]
+    # ...from one write of the task as it ended, with no event log nobody could read.
+    admin = await asyncpg.connect(gateway_stack.database_admin)
+    try:
+        version = await admin.fetchval(
+            "SELECT version FROM gateway.a2a_tasks WHERE task_id = $1", task_id
+        )
+        logged = await admin.fetchval(
+            "SELECT count(*) FROM gateway.a2a_task_events WHERE task_id = $1", task_id
+        )
+    finally:
+        await admin.close()
+    assert (version, logged) == (1, 0)
 
 
 async def test_a_stream_shows_status_updates_chunks_and_files_as_they_come(

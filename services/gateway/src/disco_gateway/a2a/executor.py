@@ -94,7 +94,7 @@ class Prepared:
 
 
 class Handover:
-    """A message the handler's blocking fast path sent, handed to the a2a-sdk's machinery.
+    """A message the handler's fast path sent, handed to the a2a-sdk's machinery.
 
     The fast path subscribed, sent the message and read the agent's first answer;
     when that answer does not end the task at once (progress, a question, a

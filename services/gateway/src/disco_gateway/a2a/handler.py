@@ -13,15 +13,17 @@ gateway adds, around it:
 - the extended card of the caller's tenant (``GetExtendedAgentCard``);
 - no error leaks what went wrong inside: anything but an A2A error becomes
   ``InternalError`` with a request id to quote;
-- a fast path for the commonest call, a blocking ``SendMessage`` that starts a
-  task (no ``returnImmediately``, no push configuration in the request): the
-  handler sends the request and waits for the first answer itself, and when it
-  ends the task (a tool's answer), stores the task once and returns it, without
-  the a2a-sdk's per-task machinery (active task, event queues, task manager,
-  result aggregator), which cost as much CPU as the rest of the call. Any other
-  first answer is handed over to that machinery, which follows the task from
-  there (:class:`~disco_gateway.a2a.executor.Handover`): what the caller, the
-  store, streams and pushes see is the same either way.
+- a fast path for the commonest calls, a ``SendMessage`` (blocking: no
+  ``returnImmediately``) or ``SendStreamingMessage`` that starts a task with no
+  push configuration in the request: the handler sends the request and waits
+  for the first answer itself, and when it ends the turn (a tool's answer, a
+  question to a human), stores the task once and returns it (or streams the
+  events the a2a-sdk would), without the a2a-sdk's per-task machinery (active
+  task, event queues, task manager, result aggregator), which cost as much CPU
+  as the rest of the call and stores the task once per event. Any other first
+  answer is handed over to that machinery, which follows the task from there
+  (:class:`~disco_gateway.a2a.executor.Handover`): what the caller, the store,
+  streams and pushes see is the same either way.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import AsyncGenerator, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 import structlog
@@ -65,6 +67,7 @@ from disco_gateway.a2a.executor import (
     Prepared,
     finished_task,
     keys_of,
+    new_task,
     turn_of,
 )
 from disco_gateway.a2a.mapping import message_of, to_proto, translate
@@ -105,6 +108,29 @@ def _sanitized(operation: str) -> Iterator[None]:
         raise InternalError(
             message=f"Internal error; quote incident {incident} when reporting it."
         ) from exc
+
+
+def _starts_plain_task(params: a2a_pb2.SendMessageRequest) -> bool:
+    """Whether the message starts a task and asks for nothing but its answer (no push
+    configuration): what the fast path takes."""
+    return not (
+        params.message.task_id or params.configuration.HasField("task_push_notification_config")
+    )
+
+
+@dataclass(frozen=True)
+class _Answered:
+    """A task the fast path stored as the agent's first answer left it.
+
+    Attributes:
+        task: the task as stored (over, or waiting for input).
+        submitted: the task as the agent started it (the first thing a stream shows).
+        events: the updates from one to the other, as a stream shows them.
+    """
+
+    task: a2a_pb2.Task
+    submitted: a2a_pb2.Task
+    events: tuple[Event, ...]
 
 
 def gateway_card_proto() -> a2a_pb2.AgentCard:
@@ -188,29 +214,59 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
         with _sanitized("SendMessage"):
             context.state[STREAMING_KEY] = False
             await self._prepare(params, context)
-            configuration = params.configuration
-            if not (
-                params.message.task_id
-                or configuration.return_immediately
-                or configuration.HasField("task_push_notification_config")
-            ):
-                return await self._send_new(params, context)
-            return cast(
-                a2a_pb2.Message | a2a_pb2.Task, await super().on_message_send(params, context)
-            )
+            if params.configuration.return_immediately or not _starts_plain_task(params):
+                return cast(
+                    a2a_pb2.Message | a2a_pb2.Task, await super().on_message_send(params, context)
+                )
+            started = await self._start_new(params, context)
+            if isinstance(started, _Answered):
+                return apply_history_length(started.task, params.configuration)
+            try:
+                return cast(
+                    a2a_pb2.Message | a2a_pb2.Task, await super().on_message_send(params, context)
+                )
+            finally:
+                await started.release()
 
-    async def _send_new(
+    async def on_message_send_stream(
         self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
-    ) -> a2a_pb2.Message | a2a_pb2.Task:
-        """A blocking message that starts a task: the fast path (see the module docs).
+    ) -> AsyncGenerator[Event, None]:
+        with _sanitized("SendStreamingMessage"):
+            context.state[STREAMING_KEY] = True
+            await self._prepare(params, context)
+            handover: Handover | None = None
+            if _starts_plain_task(params):
+                started = await self._start_new(params, context)
+                if isinstance(started, _Answered):
+                    # What the a2a-sdk streams for these events, without storing each.
+                    yield apply_history_length(started.submitted, params.configuration)
+                    for event in started.events:
+                        yield event
+                    return
+                handover = started
+            try:
+                async with contextlib.aclosing(
+                    super().on_message_send_stream(params, context)
+                ) as events:
+                    async for event in events:
+                        yield event
+            finally:
+                if handover is not None:
+                    await handover.release()
+
+    async def _start_new(
+        self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
+    ) -> _Answered | Handover:
+        """A message that starts a task: the fast path (see the module docs).
 
         It sends the request and waits for the agent's first answer itself; when
-        that answer ends the task (the usual case for a tool), the task is stored
-        once, as it ends, and returned: the a2a-sdk's per-task machinery (its
-        active task, event queues, task manager) would only copy it around.
-        Anything else (progress, a question, a direct message) is handed to that
-        machinery (:class:`Handover`), which follows the task from there as if it
-        had sent the message itself.
+        that answer ends the turn (the usual case for a tool), the task is stored
+        once, as it stands then: the a2a-sdk's per-task machinery (its active
+        task, event queues, task manager) would only copy it around and store it
+        once per event. Anything else (progress, a direct message) is handed to
+        that machinery (the :class:`Handover` returned, to release once the call
+        is over), which follows the task from there as if it had sent the
+        message itself.
         """
         check_required_fields(params)  # what the a2a-sdk's handler checks first
         validate_history_length(params.configuration)
@@ -225,10 +281,8 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
         turn = turn_of(prepared, message.task_id, message.context_id, scope, document)
         runtime = self._runtime
         executor = cast(BusAgentExecutor, self.agent_executor)
-        stack = contextlib.AsyncExitStack()
-        handover: Handover | None = None
-        try:
-            # A blocking call waits for the answer (action-results): only that topic's
+        async with contextlib.AsyncExitStack() as stack:
+            # The caller waits for the answer (action-results): only that topic's
             # reader polls at its shortest wait, as the SDK's reply listener does.
             inbox = await stack.enter_async_context(
                 runtime.fanout.subscribe(keys_of(turn), awaiting=_AWAITED)
@@ -245,29 +299,11 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
                 await runtime.store.insert(task, context, history=[turn.message])
                 runtime.settle(scope.tenant_id, turn.correlation_id)
                 await runtime.push_sender.send_notification(task.id, task)
-                return apply_history_length(task, params.configuration)
+                return _Answered(task, new_task(turn, message), tuple(first.events))
             handover = Handover(stack.pop_all(), inbox, turn, first)
-            context.state[HANDOVER_KEY] = handover
-            message.ClearField("task_id")  # a new task to the a2a-sdk, with the handover's id
-            return cast(
-                a2a_pb2.Message | a2a_pb2.Task, await super().on_message_send(params, context)
-            )
-        finally:
-            await stack.aclose()
-            if handover is not None:
-                await handover.release()
-
-    async def on_message_send_stream(
-        self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
-    ) -> AsyncGenerator[Event, None]:
-        with _sanitized("SendStreamingMessage"):
-            context.state[STREAMING_KEY] = True
-            await self._prepare(params, context)
-            async with contextlib.aclosing(
-                super().on_message_send_stream(params, context)
-            ) as events:
-                async for event in events:
-                    yield event
+        context.state[HANDOVER_KEY] = handover
+        message.ClearField("task_id")  # a new task to the a2a-sdk, with the handover's id
+        return handover
 
     async def _prepare(
         self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
