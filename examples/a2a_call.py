@@ -17,10 +17,12 @@ import argparse
 import asyncio
 import json
 import os
+import sys
 import uuid
 
 import httpx
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.client.errors import AgentCardResolutionError
 from a2a.types import a2a_pb2
 from google.protobuf.json_format import MessageToDict, ParseDict
 
@@ -70,11 +72,18 @@ def main() -> None:
     parser.add_argument("--binding", choices=["JSONRPC", "HTTP+JSON"], default="JSONRPC")
     parser.add_argument("--tenant", default=os.environ.get("DISCO_TENANT_ID", "default"))
     args = parser.parse_args()
-    asyncio.run(
-        call(
-            args.agent, args.content, gateway=args.gateway, binding=args.binding, tenant=args.tenant
+    try:
+        asyncio.run(
+            call(
+                args.agent,
+                args.content,
+                gateway=args.gateway,
+                binding=args.binding,
+                tenant=args.tenant,
+            )
         )
-    )
+    except AgentCardResolutionError as exc:
+        sys.exit(f"no card for {args.agent!r}: {exc} (is the stack up, and the agent running?)")
 
 
 if __name__ == "__main__":

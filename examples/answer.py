@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from disco.bus import BusClient, TopicReader
+from disco.bus import BusClient, BusUnavailableError, TopicReader
 from disco.clients import ServiceClientSettings, ServiceError, TrackerClient
 from disco.settings import BusSettings
 from disco_common.envelope import Envelope
@@ -164,4 +164,7 @@ if __name__ == "__main__":
     )
     parser.add_argument("--question", help="the correlation id of the question to answer")
     arguments = parser.parse_args()
-    sys.exit(asyncio.run(main(arguments.answer, arguments.question)))
+    try:
+        sys.exit(asyncio.run(main(arguments.answer, arguments.question)))
+    except BusUnavailableError as exc:
+        sys.exit(str(exc))

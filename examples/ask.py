@@ -16,7 +16,7 @@ import asyncio
 import json
 import sys
 
-from disco.bus import BusClient, RequestTimeout
+from disco.bus import BusClient, BusUnavailableError, RequestTimeout
 from disco.clients import ServiceClientSettings
 from disco.settings import BusSettings
 
@@ -28,14 +28,17 @@ def default_response_event(event_type: str) -> str:
 
 async def ask(event_type: str, data: object, response_event: str, wait: float) -> int:
     tenant = ServiceClientSettings().tenant_id
-    async with BusClient(BusSettings(), name="ask") as bus:
-        try:
+    try:
+        async with BusClient(BusSettings(), name="ask") as bus:
             answer = await bus.request(
                 event_type, data, response_event=response_event, wait=wait, tenant_id=tenant
             )
-        except RequestTimeout as exc:
-            print(f"no answer: {exc}", file=sys.stderr)
-            return 1
+    except RequestTimeout as exc:
+        print(f"no answer: {exc}", file=sys.stderr)
+        return 1
+    except BusUnavailableError as exc:
+        print(exc, file=sys.stderr)
+        return 1
     print(json.dumps(answer.data, indent=2))
     return 0
 

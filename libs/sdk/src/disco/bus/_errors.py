@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 __all__ = [
     "BusError",
     "BusNotStartedError",
@@ -85,3 +87,24 @@ class NonRetryableError(Exception):
     Use it for failures a retry cannot fix, such as a payload the handler can
     never accept; anything else is retried with backoff first.
     """
+
+
+class _BootstrapFailureAtDebug(logging.Filter):
+    """aiokafka logs each address it could not bootstrap from at ERROR, then raises.
+
+    disco raises (or, retrying, logs) its own error for that failure, naming the
+    setting and the fix (:class:`BusUnavailableError`); the address's line would only
+    come first, with none of that, once per attempt. It is kept at DEBUG.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno > logging.DEBUG and record.msg == _BOOTSTRAP_FAILURE:
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+            return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+        return True
+
+
+_BOOTSTRAP_FAILURE = 'Unable connect to "%s:%s": %s'
+_AIOKAFKA_CLIENT = logging.getLogger("aiokafka")  # the logger of aiokafka's client module
+if not any(isinstance(f, _BootstrapFailureAtDebug) for f in _AIOKAFKA_CLIENT.filters):
+    _AIOKAFKA_CLIENT.addFilter(_BootstrapFailureAtDebug())
