@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+import io
+from typing import Any
+
+import pytest
+import websockets
+from pydantic import SecretStr
+from rich.console import Console
+
+from disco._cli import sessions
 from disco._cli.sessions import QUIT, PendingApprovals, event_line, key_message
+from disco._dev.ports import free_port
+from disco.auth import DEV_AUTH_SECRET
+from disco.clients import ServiceClientSettings
 
 
 def _message(kind: str, call: str, **payload: object) -> dict[str, object]:
@@ -58,3 +71,36 @@ def test_a_line_names_the_agent_the_type_and_the_call() -> None:
     assert "TOOL_APPROVAL_REQUESTED" in text
     assert "[call_1]" in text
     assert '{"city": "Paris"}' in text
+
+
+async def test_an_unreachable_gateway_is_said_once_while_retrying_and_q_quits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    attempts = 0
+    retried = asyncio.Event()
+    connect = websockets.connect
+
+    def counting_connect(*args: Any, **kwargs: Any) -> Any:
+        nonlocal attempts
+        attempts += 1
+        if attempts == 3:
+            retried.set()
+        return connect(*args, **kwargs)
+
+    monkeypatch.setattr(sessions, "_RECONNECT_SECONDS", 0.01)
+    monkeypatch.setattr(websockets, "connect", counting_connect)
+    out = io.StringIO()
+    settings = ServiceClientSettings(
+        gateway_url=f"http://127.0.0.1:{free_port()}", auth_secret=SecretStr(DEV_AUTH_SECRET)
+    )
+    watch = sessions._Watch(Console(file=out, width=200), settings, "s1", (), False, None)
+    keys: asyncio.Queue[str] = asyncio.Queue()
+
+    running = asyncio.create_task(watch.run(keys))
+    await asyncio.wait_for(retried.wait(), 10)
+    keys.put_nowait("q")
+    code = await asyncio.wait_for(running, 10)
+
+    assert code == 0
+    assert out.getvalue().count("cannot reach the gateway") == 1
+    assert settings.gateway_url in out.getvalue()

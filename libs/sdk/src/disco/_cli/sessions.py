@@ -195,6 +195,8 @@ class _Watch:
     last: str | None = None
     shown: int = 0
     pending: PendingApprovals = field(default_factory=PendingApprovals)
+    unreachable: str | None = None
+    """Why the gateway could not be reached, as last said (said again only when it changes)."""
 
     def url(self) -> str:
         base = self.settings.gateway_url.rstrip("/")
@@ -220,6 +222,7 @@ class _Watch:
         self.console.file.flush()
 
     def _connected(self) -> None:
+        self.unreachable = None
         if not self.as_json:
             where = f"after {self.last}" if self.last is not None else "from now on"
             self.console.print(
@@ -245,8 +248,29 @@ class _Watch:
                     self.console.print(f"[red]refused:[/] {escape(exc.rcvd.reason)}")
                     return 1
             except OSError as exc:
-                self.console.print(f"[red]cannot reach the gateway:[/] {escape(str(exc))}")
-            await asyncio.sleep(_RECONNECT_SECONDS)
+                if str(exc) != self.unreachable:
+                    self.unreachable = str(exc)
+                    self.console.print(
+                        f"[red]cannot reach the gateway[/] at {escape(self.settings.gateway_url)}: "
+                        f"{escape(str(exc))}; trying again every {_RECONNECT_SECONDS:g} s "
+                        "(is the stack up? q quits)"
+                    )
+            if await self._quit_within(keys, _RECONNECT_SECONDS):
+                return 0
+
+    async def _quit_within(self, keys: asyncio.Queue[str], seconds: float) -> bool:
+        """Whether ``q`` is pressed within ``seconds`` (while there is no connection: other
+        keys have nothing to act on)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        while (left := deadline - loop.time()) > 0:
+            try:
+                key = await asyncio.wait_for(keys.get(), left)
+            except TimeoutError:
+                return False
+            if key_message(key, self.pending) == QUIT:
+                return True
+        return False
 
     async def _session(
         self, connection: websockets.ClientConnection, keys: asyncio.Queue[str]
