@@ -1,8 +1,8 @@
 """An LLM agent on disco: a travel assistant with two tools, one of which needs approval.
 
     uv run python examples/assistant.py
-    uv run python examples/ask.py assistant.requested '{"text": "What is the weather in Atlantis?"}'
-    uv run python examples/ask.py assistant.requested \
+    uv run disco ask assistant.requested '{"text": "What is the weather in Atlantis?"}'
+    uv run disco ask assistant.requested \
         '{"text": "Book a trip to Lisbon on 2026-05-01"}' --wait 600
     uv run python examples/answer.py yes          # approve the booking (or: no)
 

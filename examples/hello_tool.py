@@ -1,7 +1,7 @@
 """Layer 2, a Tool: the handler's return value is the answer.
 
     uv run python examples/hello_tool.py              # serves until Ctrl-C
-    uv run python examples/ask.py hello.requested '{"name": "Ada"}'
+    uv run disco ask hello.requested '{"name": "Ada"}'
 
 Type hints drive everything: the request is validated as ``Greeting``, the
 answer is ``Hello``, and both schemas are registered with the registry, so a

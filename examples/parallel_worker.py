@@ -1,7 +1,7 @@
 """Layer 3, a Worker with parallel fan-out/fan-in: ask three carriers for a quote at once.
 
     uv run python examples/parallel_worker.py         # the worker and the carriers tool
-    uv run python examples/ask.py shipping.quote.requested '{"kg": 3.5}'
+    uv run disco ask shipping.quote.requested '{"kg": 3.5}'
 
 The answers come back in any order (each carrier takes its time); the task
 completes exactly once, when the last one arrives, even with several worker

@@ -1,7 +1,7 @@
 """Layer 3, a Worker with sequential delegation: price each item in turn, then add tax.
 
     uv run python examples/sequential_worker.py       # the worker and its two tools
-    uv run python examples/ask.py order.price.requested \
+    uv run disco ask order.price.requested \
         '{"items": [{"sku": "book", "qty": 2}, {"sku": "pen", "qty": 10}]}'
 
 The task is saved in the memory service before each request goes out, so any

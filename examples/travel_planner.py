@@ -2,9 +2,9 @@
 transition and a pause for a human answered from the command line.
 
     uv run python examples/travel_planner.py          # the planner and its tools
-    uv run python examples/ask.py trip.requested '{"city": "Lisbon"}'      # flights found
-    uv run python examples/ask.py trip.requested '{"city": "Mordor"}'      # failure branch
-    uv run python examples/ask.py trip.requested '{"city": "Atlantis"}' --wait 600
+    uv run disco ask trip.requested '{"city": "Lisbon"}'      # flights found
+    uv run disco ask trip.requested '{"city": "Mordor"}'      # failure branch
+    uv run disco ask trip.requested '{"city": "Atlantis"}' --wait 600
     uv run python examples/answer.py yes              # in another terminal: the HITL answer
 
     searching ──!success──────────────────────────────▶ failed

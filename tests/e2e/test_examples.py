@@ -16,11 +16,14 @@ from tests.e2e.conftest import ROOT, TENANT, Stack
 from tests.fixtures.waiting import eventually
 
 EXAMPLES = ROOT / "examples"
+DISCO_ASK = ["-m", "disco._cli.main", "ask"]
 
 
 def run_example(stack: Stack, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run ``examples/<args[0]>`` with the rest as its arguments (``disco ask`` for ``ask``)."""
+    program = DISCO_ASK if args[0] == "ask" else [str(EXAMPLES / args[0])]
     return subprocess.run(
-        [sys.executable, str(EXAMPLES / args[0]), *args[1:]],
+        [sys.executable, *program, *args[1:]],
         env=stack.env,
         cwd=ROOT,
         capture_output=True,
@@ -80,7 +83,7 @@ async def test_the_travel_planner_pauses_for_a_human_answered_from_the_command_l
     try:
         asking = await asyncio.create_subprocess_exec(
             sys.executable,
-            str(EXAMPLES / "ask.py"),
+            *DISCO_ASK,
             "trip.requested",
             '{"city": "Atlantis"}',
             "--wait",
@@ -164,7 +167,7 @@ async def test_the_sequential_worker_example_prices_an_order_item_by_item(e2e_st
         asked = await asyncio.to_thread(
             run_example,
             e2e_stack,
-            "ask.py",
+            "ask",
             "order.price.requested",
             '{"items": [{"sku": "book", "qty": 2}, {"sku": "pen", "qty": 10}]}',
             "--wait",

@@ -18,11 +18,14 @@ from pathlib import Path
 import httpx
 import pytest
 from aiokafka import AIOKafkaProducer
+from pydantic import BaseModel
 
+from disco import Tool
 from disco._dev.ports import free_port
 from disco._dev.stack import STATE_FILE
 from disco.bus import BusClient
 from disco.settings import BusSettings
+from disco.testing import InMemoryMemory
 from disco_common.topics import Topic, topic_name
 from tests.fixtures.waiting import wait_until
 
@@ -106,6 +109,57 @@ def test_tail_filters_by_event_type(kafka_bootstrap: str, topic_prefix: str) -> 
     assert result.returncode == 0, result.stderr
     types = [line.split()[2] for line in result.stdout.splitlines()]
     assert sorted(types) == ["task.completed", "task.started"]
+
+
+class _Pair(BaseModel):
+    a: int
+    b: int
+
+
+class _Total(BaseModel):
+    total: int
+
+
+async def test_ask_prints_the_answer_of_the_agent_consuming_the_request(
+    kafka_bootstrap: str, topic_prefix: str
+) -> None:
+    settings = BusSettings(kafka_bootstrap=kafka_bootstrap, topic_prefix=topic_prefix)
+    tool = Tool("cli-adder", bus_settings=settings, register=False, memory=InMemoryMemory())
+
+    @tool.on_invoke("cli.add.requested")
+    async def add(pair: _Pair) -> _Total:
+        return _Total(total=pair.a + pair.b)
+
+    env = {"DISCO_KAFKA_BOOTSTRAP": kafka_bootstrap, "DISCO_TOPIC_PREFIX": topic_prefix}
+    async with BusClient(settings) as bus:
+        await bus.ensure_topics()
+    async with tool:
+        await tool.wait_ready(30)
+        answered = await asyncio.to_thread(
+            _disco, "ask", "cli.add.requested", '{"a": 2, "b": 3}', "--wait", "30", env=env
+        )
+    unanswered = await asyncio.to_thread(
+        _disco, "ask", "cli.nobody.requested", "{}", "--wait", "1", env=env
+    )
+    not_json = await asyncio.to_thread(_disco, "ask", "cli.add.requested", "{a: 2}", env=env)
+
+    assert answered.returncode == 0, answered.stderr
+    assert json.loads(answered.stdout) == {"success": True, "result": {"total": 5}}
+    assert unanswered.returncode == 1
+    assert "no cli.nobody.answered came within 1 s" in unanswered.stderr
+    assert not_json.returncode == 2
+    assert "not JSON" in not_json.stderr
+
+
+def test_ask_says_so_when_the_broker_cannot_be_reached() -> None:
+    bootstrap = f"127.0.0.1:{free_port()}"
+
+    result = _disco("ask", "cli.add.requested", env={"DISCO_KAFKA_BOOTSTRAP": bootstrap})
+
+    assert result.returncode == 1
+    assert f"cannot reach the Kafka broker at {bootstrap}" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert "Unable connect" not in result.stderr
 
 
 @pytest.fixture

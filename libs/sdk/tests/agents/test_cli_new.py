@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -61,6 +62,13 @@ def test_a_scaffolded_agent_passes_its_own_tests(
     )
     assert agent.run.returncode == 0, agent.run.stdout + agent.run.stderr
     assert "2 passed" in agent.run.stdout
+    assert "warning" not in agent.run.stdout.lower()
+    # How to try it: a `disco ask` of the request it takes, its data valid JSON.
+    (try_it,) = [line for line in (agent.folder / "README.md").read_text().splitlines()
+                 if line.startswith("- Try it:")]  # fmt: skip
+    command = try_it.split("`")[1]
+    assert command.startswith(f"disco ask word-{kind}.")
+    json.loads(command.split("'")[1])
 
 
 def test_a_bad_name_is_refused_with_an_example_of_a_good_one(tmp_path: Path) -> None:

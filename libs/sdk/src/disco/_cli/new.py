@@ -31,6 +31,7 @@ dependencies = ["disco-sdk"]
 
 [tool.pytest.ini_options]
 asyncio_mode = "auto"
+asyncio_default_fixture_loop_scope = "function"
 pythonpath = ["."]
 """
 
@@ -270,9 +271,23 @@ async def test_a_failed_search_fails_the_goal() -> None:
 '''
 
 _TEMPLATES = {
-    Kind.TOOL: (_TOOL, _TOOL_TEST, "`disco tail` in one terminal, then a request: see README"),
-    Kind.WORKER: (_WORKER, _WORKER_TEST, "send `{name}.requested` with a `topic`"),
-    Kind.PLANNER: (_PLANNER, _PLANNER_TEST, "send `{name}.goal` with a `topic`"),
+    Kind.TOOL: (
+        _TOOL,
+        _TOOL_TEST,
+        """`disco ask {name}.requested '{{"text": "one two three"}}'`""",
+    ),
+    Kind.WORKER: (
+        _WORKER,
+        _WORKER_TEST,
+        """`disco ask {name}.requested '{{"topic": "kafka"}}'` (it delegates """
+        "`{name}.lookup.requested`: `disco tail` shows it wait for an agent that answers it)",
+    ),
+    Kind.PLANNER: (
+        _PLANNER,
+        _PLANNER_TEST,
+        """`disco ask {name}.goal '{{"topic": "kafka"}}'` (its states ask for """
+        "`{name}.search.requested` and `{name}.summarize.requested`: `disco tail` shows them)",
+    ),
 }
 
 
