@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from disco_common.plans import PlanDefinition, StateConfig, StateTransition
 from disco_gateway.console.diagram import layout
 
@@ -52,3 +54,83 @@ def test_the_current_state_and_the_moves_taken_are_marked() -> None:
     assert not nodes["done"].visited
     assert nodes["done"].terminal
     assert [(e.source, e.target) for e in diagram.edges if e.taken] == [("start", "review")]
+
+
+TRIP = PlanDefinition(
+    plan_type="trip",
+    initial_state="start",
+    states=[
+        StateConfig(state_name="start", default_next="searching"),
+        StateConfig(
+            state_name="searching",
+            transitions=[
+                StateTransition(on_event="found", to_state="failed", condition="!success"),
+                StateTransition(on_event="found", to_state="booking"),
+                StateTransition(on_event="none", to_state="asking_human"),
+            ],
+        ),
+        StateConfig(
+            state_name="booking",
+            transitions=[
+                StateTransition(on_event="booked", to_state="failed", condition="!success"),
+                StateTransition(on_event="booked", to_state="done"),
+            ],
+        ),
+        StateConfig(
+            state_name="asking_human",
+            transitions=[
+                StateTransition(on_event="decided", to_state="booking_boat"),
+                StateTransition(on_event="decided.no", to_state="failed"),
+                StateTransition(on_event="again", to_state="searching"),
+            ],
+        ),
+        StateConfig(
+            state_name="booking_boat",
+            transitions=[StateTransition(on_event="boat.booked", to_state="done")],
+        ),
+        StateConfig(state_name="done", is_terminal=True),
+        StateConfig(state_name="failed", is_terminal=True, is_failure=True),
+    ],
+)
+
+
+def _points(path: str) -> list[tuple[float, float]]:
+    return [
+        (float(x), float(y)) for x, y in (pair.split(",") for pair in path.lstrip("M").split(" L"))
+    ]
+
+
+def test_every_move_but_a_loop_points_right_and_no_arrow_crosses_a_box() -> None:
+    diagram = layout(TRIP)
+    nodes = {node.name: node for node in diagram.nodes}
+
+    # A move between states a plain distance puts in one column (searching reaches
+    # booking and failed alike; booking -> failed) still points right.
+    assert nodes["booking"].x < nodes["failed"].x
+    assert nodes["asking_human"].x < nodes["booking_boat"].x < nodes["done"].x
+    for edge in diagram.edges:
+        if (edge.source, edge.target) == ("asking_human", "searching"):
+            assert " C" in edge.path  # the loop back arcs above the boxes
+            continue
+        assert nodes[edge.source].x < nodes[edge.target].x, edge
+        points = _points(edge.path)
+        assert points[0] == (
+            nodes[edge.source].x + nodes[edge.source].width,
+            nodes[edge.source].y + nodes[edge.source].height // 2,
+        )
+        assert points[-1] == (
+            nodes[edge.target].x,
+            nodes[edge.target].y + nodes[edge.target].height // 2,
+        )
+        # Sampled along each stretch, no point is inside a box.
+        for (ax, ay), (bx, by) in itertools.pairwise(points):
+            for step in range(1, 50):
+                x, y = ax + (bx - ax) * step / 50, ay + (by - ay) * step / 50
+                inside = [
+                    n.name
+                    for n in diagram.nodes
+                    if n.x < x < n.x + n.width and n.y < y < n.y + n.height
+                ]
+                assert not inside, f"{edge.source} -> {edge.target} crosses {inside}"
+    assert all(node.x + node.width <= diagram.width for node in diagram.nodes)
+    assert all(node.y + node.height <= diagram.height for node in diagram.nodes)

@@ -68,7 +68,10 @@ def up(
     typer.echo(f"  {'kafka':<{width}} {settings.bootstrap()}   topic prefix: {prefix}")
     typer.echo(f"  {'postgres':<{width}} {redact(settings.app_url())}")
     typer.echo(f"  {'logs':<{width}} {stack.logs_dir}")
-    typer.echo("\nA token for the HTTP APIs:  disco token --tenant acme --user alice")
+    typer.echo(
+        "\nA token for the HTTP APIs and the console:  uv run disco token --tenant default "
+        "--user you\n(`default` is the tenant `make demo` and the examples act for)"
+    )
     if detach:
         typer.echo("Stop it with:  disco dev down")
         return

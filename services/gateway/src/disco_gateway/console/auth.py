@@ -1,6 +1,6 @@
 """Who is signed in to the console: the same bearer JWT as the API, kept in a cookie.
 
-The login page takes a token (``disco token --tenant acme --user alice`` in
+The login page takes a token (``disco token --tenant default --user you`` in
 dev) and verifies it with the gateway's own verifier before keeping it in an
 ``HttpOnly``, ``SameSite=Strict`` cookie scoped to ``/console`` (``Secure``
 outside dev). Every page verifies the cookie again; a missing, malformed,

@@ -1,8 +1,14 @@
 """A plan's state machine laid out for an SVG drawing (the template draws it).
 
-Layers by distance from the initial state (breadth first), one column per
-layer, states in a column in the order they were reached. Forward edges are
-straight; edges back to an earlier or the same column arc above the boxes.
+One column per layer, left to right: a state's layer is the longest path to it
+from the initial state once the loops are set aside (each edge back to a state
+on the way there, found depth first), so every other move points right, also
+between states a plain distance would put in one column (``booking -> failed``
+after ``searching -> failed``). In a column, states sit near the states they
+come from (the mean row of their predecessors, then the order they were
+reached). Forward edges are straight; loops back to an earlier column (or the
+same state) arc above the boxes; moves between states of one column (states no
+path reaches) bend out to the right of it.
 Small state machines (a plan allows at most a few dozen states) read well this
 way, and the page needs no graph library and no JavaScript to show one: a
 Graphviz binary is not something the gateway's image should need.
@@ -11,7 +17,7 @@ Graphviz binary is not something the gateway's image should need.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from disco_common.plans import PlanDefinition
@@ -78,23 +84,100 @@ class Diagram:
     edges: list[DiagramEdge]
 
 
-def _layers(definition: PlanDefinition) -> list[list[str]]:
-    depth = {definition.initial_state: 0}
-    queue = deque([definition.initial_state])
-    while queue:
-        name = queue.popleft()
-        for target in definition.states[name].targets:
-            if target not in depth:
-                depth[target] = depth[name] + 1
-                queue.append(target)
+Slot = str | tuple[str, str, int]
+"""A place in a column: a state, or where a move across several columns passes
+through this one (``(from, to, column)``)."""
+
+
+def _depths(definition: PlanDefinition) -> tuple[dict[str, int], set[tuple[str, str]]]:
+    """Each state's column, and the moves that loop back (left out of the layering)."""
+    states = definition.states
+    initial = definition.initial_state
+    # Depth first from the initial state: a move to a state on the current path is a
+    # loop; the others form a DAG, whose reverse postorder is a topological order.
+    loops: set[tuple[str, str]] = set()
+    on_path = {initial}
+    finished: list[str] = []
+    stack: list[tuple[str, Iterator[str]]] = [(initial, iter(states[initial].targets))]
+    while stack:
+        name, targets = stack[-1]
+        target = next(targets, None)
+        if target is None:
+            stack.pop()
+            on_path.discard(name)
+            finished.append(name)
+        elif target in on_path:
+            loops.add((name, target))
+        elif target not in finished:
+            on_path.add(target)
+            stack.append((target, iter(states[target].targets)))
+    depth = {initial: 0}
+    for name in reversed(finished):
+        for target in states[name].targets:
+            if (name, target) not in loops:
+                depth[target] = max(depth.get(target, 0), depth[name] + 1)
     # States no path reaches (a definition allows them) go in a last column.
     last = max(depth.values()) + 1
-    for name in definition.states:
+    for name in states:
         depth.setdefault(name, last)
-    layers: list[list[str]] = [[] for _ in range(max(depth.values()) + 1)]
-    for name, level in depth.items():
-        layers[level].append(name)
+    return depth, loops
+
+
+def _moves(definition: PlanDefinition) -> list[tuple[str, str, str]]:
+    """Every move as ``(from, to, label)``: transitions by their event, then the default."""
+    moves: list[tuple[str, str, str]] = []
+    for name, state in definition.states.items():
+        moves.extend((name, t.to_state, t.on_event) for t in state.transitions)
+        if state.default_next is not None:
+            moves.append((name, state.default_next, "(default)"))
+    return moves
+
+
+def _layers(definition: PlanDefinition) -> list[list[Slot]]:
+    depth, loops = _depths(definition)
+    reached = {name: index for index, name in enumerate(_breadth_first(definition))}
+    layers: list[list[Slot]] = [[] for _ in range(max(depth.values()) + 1)]
+    # What each slot comes from, in the column before it (for the ordering below).
+    before: dict[Slot, list[Slot]] = {}
+    for name in sorted(depth, key=lambda n: reached.get(n, len(reached))):
+        layers[depth[name]].append(name)
+    for source, target, _ in _moves(definition):
+        if (source, target) in loops or depth[target] <= depth[source]:
+            continue
+        previous: Slot = source
+        for column in range(depth[source] + 1, depth[target]):
+            passing: Slot = (source, target, column)
+            if passing not in before:
+                layers[column].append(passing)
+            before.setdefault(passing, []).append(previous)
+            previous = passing
+        before.setdefault(target, []).append(previous)
+    # Each slot near what it comes from: the mean of their (centred) rows, then the
+    # order the states were reached.
+    row: dict[Slot, float] = {}
+    for layer in layers:
+
+        def place(slot: Slot) -> tuple[float, int]:
+            rows = [row[s] for s in before.get(slot, ()) if s in row]
+            name = slot if isinstance(slot, str) else slot[1]
+            return (sum(rows) / len(rows) if rows else 0.0, reached.get(name, len(reached)))
+
+        layer.sort(key=place)
+        for index, slot in enumerate(layer):
+            row[slot] = index - (len(layer) - 1) / 2
     return [layer for layer in layers if layer]
+
+
+def _breadth_first(definition: PlanDefinition) -> list[str]:
+    """The states in the order a breadth-first walk from the initial state reaches them."""
+    seen = [definition.initial_state]
+    queue = deque(seen)
+    while queue:
+        for target in definition.states[queue.popleft()].targets:
+            if target not in seen:
+                seen.append(target)
+                queue.append(target)
+    return seen
 
 
 def layout(
@@ -119,42 +202,74 @@ def layout(
     height = MARGIN * 2 + tallest * BOX_HEIGHT + (tallest - 1) * ROW_GAP + 40
     width = MARGIN * 2 + len(layers) * BOX_WIDTH + (len(layers) - 1) * COLUMN_GAP
     nodes: dict[str, DiagramNode] = {}
-    column_of: dict[str, int] = {}
+    lanes: dict[tuple[str, str, int], tuple[int, int, int]] = {}  # left x, right x, mid y
     for column, layer in enumerate(layers):
         # Centre each column vertically; the top 40 px leave room for back arcs.
         column_height = len(layer) * BOX_HEIGHT + (len(layer) - 1) * ROW_GAP
         top = 40 + MARGIN + (height - 40 - 2 * MARGIN - column_height) // 2
-        for row, name in enumerate(layer):
-            state = definition.states[name]
-            column_of[name] = column
-            nodes[name] = DiagramNode(
-                name=name,
-                x=MARGIN + column * (BOX_WIDTH + COLUMN_GAP),
-                y=top + row * (BOX_HEIGHT + ROW_GAP),
+        x = MARGIN + column * (BOX_WIDTH + COLUMN_GAP)
+        for row, slot in enumerate(layer):
+            y = top + row * (BOX_HEIGHT + ROW_GAP)
+            if not isinstance(slot, str):
+                lanes[slot] = (x, x + BOX_WIDTH, y + BOX_HEIGHT // 2)
+                continue
+            state = definition.states[slot]
+            nodes[slot] = DiagramNode(
+                name=slot,
+                x=x,
+                y=y,
                 width=BOX_WIDTH,
                 height=BOX_HEIGHT,
-                initial=name == definition.initial_state,
+                initial=slot == definition.initial_state,
                 terminal=state.is_terminal,
                 failure=state.is_failure,
-                current=name == current_state,
-                visited=name in seen,
+                current=slot == current_state,
+                visited=slot in seen,
             )
     edges: list[DiagramEdge] = []
-    for name, state in definition.states.items():
-        labelled = [(t.to_state, t.on_event) for t in state.transitions]
-        if state.default_next is not None:
-            labelled.append((state.default_next, "(default)"))
-        for target, label in labelled:
-            edges.append(_edge(nodes[name], nodes[target], label, (name, target) in moves))
+    for source, target, label in _moves(definition):
+        through = sorted(
+            (column, lane) for (s, t, column), lane in lanes.items() if (s, t) == (source, target)
+        )
+        edges.append(
+            _edge(
+                nodes[source],
+                nodes[target],
+                label,
+                (source, target) in moves,
+                [lane for _, lane in through],
+            )
+        )
     return Diagram(width=width, height=height, nodes=list(nodes.values()), edges=edges)
 
 
-def _edge(source: DiagramNode, target: DiagramNode, label: str, taken: bool) -> DiagramEdge:
+def _edge(
+    source: DiagramNode,
+    target: DiagramNode,
+    label: str,
+    taken: bool,
+    lanes: list[tuple[int, int, int]],
+) -> DiagramEdge:
     if target.x > source.x:
+        # Straight to the next column, or through a lane of each column in between.
         x1, y1 = source.x + source.width, source.y + source.height // 2
         x2, y2 = target.x, target.y + target.height // 2
-        path = f"M{x1},{y1} L{x2},{y2}"
-        label_x, label_y = (x1 + x2) // 2, (y1 + y2) // 2 - 6
+        points = [(x1, y1)]
+        for left, right, middle in lanes:
+            points += [(left, middle), (right, middle)]
+        points.append((x2, y2))
+        path = "M" + " L".join(f"{x},{y}" for x, y in points)
+        # The label on the last stretch, into the target: the first, out of the source,
+        # may share its gap with a move from a state below or above.
+        (ax, ay), (bx, by) = points[-2], points[-1]
+        label_x, label_y = (ax + bx) // 2, (ay + by) // 2 - 6
+    elif target.x == source.x and target is not source:
+        # Within one column: out of the right side and back into it, clear of the boxes.
+        x1, y1 = source.x + source.width, source.y + source.height // 2
+        x2, y2 = target.x + target.width, target.y + target.height // 2
+        bulge = x1 + COLUMN_GAP // 2
+        path = f"M{x1},{y1} C{bulge},{y1} {bulge},{y2} {x2},{y2}"
+        label_x, label_y = x1 + COLUMN_GAP // 3, (y1 + y2) // 2
     else:
         # Back (or same-column) edge: an arc over the boxes, top to top.
         x1, y1 = source.x + source.width // 2, source.y
