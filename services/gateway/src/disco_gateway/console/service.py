@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import httpx
 
 from disco_common.memory import SessionRecord
 from disco_common.pagination import Page
-from disco_common.registry import AgentRecord
+from disco_common.registry import AgentRecord, AgentStatus
 from disco_common.tracker import (
     AgentMetrics,
     HumanInputWaitRecord,
@@ -33,12 +34,14 @@ from disco_gateway.console.diagram import Diagram, layout
 from disco_gateway.state import GatewayState
 
 __all__ = [
+    "AgentGroup",
     "AgentsOverview",
     "DependencyHealth",
     "PlanDetail",
     "ServiceHealth",
     "SessionsOverview",
     "agents_overview",
+    "group_agents",
     "health",
     "list_plans",
     "plan_detail",
@@ -107,12 +110,52 @@ async def plan_detail(
 
 
 @dataclass(frozen=True)
-class AgentsOverview:
-    """The registry's agents (live and expired) and the tracker's figures per agent."""
+class AgentGroup:
+    """The registrations of one agent name: each process of an agent registers its own
+    (``name.<random>``), so a name run a few times has many, most of them expired."""
 
-    agents: list[AgentRecord]
+    name: str
+    latest: AgentRecord
+    """The registration heard from last (live before expired): description, version,
+    capabilities."""
+    live_instances: int
+    live: int
+    registrations: int
+
+    @property
+    def status(self) -> str:
+        return "live" if self.live else "expired"
+
+
+@dataclass(frozen=True)
+class AgentsOverview:
+    """The registry's agents (live and expired) by name, and the tracker's figures per name."""
+
+    agents: list[AgentGroup]
     metrics: dict[str, AgentMetrics]
     truncated: bool
+
+
+def group_agents(records: Iterable[AgentRecord]) -> list[AgentGroup]:
+    """One :class:`AgentGroup` per name: live names first, then by name."""
+    by_name: dict[str, list[AgentRecord]] = {}
+    for record in records:
+        by_name.setdefault(record.name, []).append(record)
+    groups = []
+    for name, named in by_name.items():
+        latest = max(named, key=lambda r: (r.status == AgentStatus.LIVE, r.last_heartbeat_at))
+        live = [r for r in named if r.status == AgentStatus.LIVE]
+        groups.append(
+            AgentGroup(
+                name=name,
+                latest=latest,
+                live_instances=sum(r.live_instances for r in live),
+                live=len(live),
+                registrations=len(named),
+            )
+        )
+    groups.sort(key=lambda g: (not g.live, g.name))
+    return groups
 
 
 async def agents_overview(clients: ConsoleClients, user: ConsoleUser) -> AgentsOverview:
@@ -135,9 +178,10 @@ async def agents_overview(clients: ConsoleClients, user: ConsoleUser) -> AgentsO
                 truncated = True
         finally:
             metrics = await metrics_page
-    agents.sort(key=lambda a: (a.status != "live", a.name, a.agent_id))
     return AgentsOverview(
-        agents=agents, metrics={m.agent_name: m for m in metrics.items}, truncated=truncated
+        agents=group_agents(agents),
+        metrics={m.agent_name: m for m in metrics.items},
+        truncated=truncated,
     )
 
 
