@@ -4,7 +4,7 @@
     uv run disco ask assistant.requested '{"text": "What is the weather in Atlantis?"}'
     uv run disco ask assistant.requested \
         '{"text": "Book a trip to Lisbon on 2026-05-01"}' --wait 600
-    uv run python examples/answer.py yes          # approve the booking (or: no)
+    uv run disco answer yes          # approve the booking (or: no)
 
 It answers ``assistant.requested`` tasks ``{"text": ...}`` with ``{"text": <final
 answer>}``, keeps each session's conversation in the memory service (kill it,

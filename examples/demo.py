@@ -186,7 +186,7 @@ async def main() -> int:
             await ask_the_assistant(caller)
         finally:
             await asyncio.gather(*(agent.stop(grace=5) for agent in agents))
-    print("\nTry the HITL path too: see examples/README.md (travel_planner.py + answer.py).")
+    print("\nTry the HITL path too: see examples/README.md (travel_planner.py + disco answer).")
     return 0
 
 

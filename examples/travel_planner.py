@@ -5,7 +5,7 @@ transition and a pause for a human answered from the command line.
     uv run disco ask trip.requested '{"city": "Lisbon"}'      # flights found
     uv run disco ask trip.requested '{"city": "Mordor"}'      # failure branch
     uv run disco ask trip.requested '{"city": "Atlantis"}' --wait 600
-    uv run python examples/answer.py yes              # in another terminal: the HITL answer
+    uv run disco answer yes              # in another terminal: the HITL answer
 
     searching ──!success──────────────────────────────▶ failed
         │ result.count > 0                                ▲

@@ -16,12 +16,13 @@ from tests.e2e.conftest import ROOT, TENANT, Stack
 from tests.fixtures.waiting import eventually
 
 EXAMPLES = ROOT / "examples"
-DISCO_ASK = ["-m", "disco._cli.main", "ask"]
+DISCO = {name: ["-m", "disco._cli.main", name] for name in ("ask", "answer")}
 
 
 def run_example(stack: Stack, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run ``examples/<args[0]>`` with the rest as its arguments (``disco ask`` for ``ask``)."""
-    program = DISCO_ASK if args[0] == "ask" else [str(EXAMPLES / args[0])]
+    """Run ``examples/<args[0]>`` with the rest as its arguments (``ask`` and ``answer``:
+    those ``disco`` commands)."""
+    program = DISCO[args[0]] if args[0] in DISCO else [str(EXAMPLES / args[0])]
     return subprocess.run(
         [sys.executable, *program, *args[1:]],
         env=stack.env,
@@ -83,7 +84,7 @@ async def test_the_travel_planner_pauses_for_a_human_answered_from_the_command_l
     try:
         asking = await asyncio.create_subprocess_exec(
             sys.executable,
-            *DISCO_ASK,
+            *DISCO["ask"],
             "trip.requested",
             '{"city": "Atlantis"}',
             "--wait",
@@ -101,9 +102,9 @@ async def test_the_travel_planner_pauses_for_a_human_answered_from_the_command_l
                 return any("Go by boat instead?" in (q.question or "") for q in waiting)
 
             await eventually(asked, timeout=60, interval=0.2, what="the planner's question")
-        listed = await asyncio.to_thread(run_example, e2e_stack, "answer.py")
+        listed = await asyncio.to_thread(run_example, e2e_stack, "answer")
         listing, complaints = listed.stdout, listed.stderr
-        answered = await asyncio.to_thread(run_example, e2e_stack, "answer.py", "yes")
+        answered = await asyncio.to_thread(run_example, e2e_stack, "answer", "yes")
         out, err = await asyncio.wait_for(asking.communicate(), 120)
     finally:
         planner.terminate()

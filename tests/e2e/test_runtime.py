@@ -296,7 +296,7 @@ async def test_an_answer_to_the_tasks_question_decides_too_and_the_agent_announc
     )
     body = HumanInputRequest.model_validate(question.data)
 
-    await caller.publish(  # what examples/answer.py sends for `answer.py yes`
+    await caller.publish(  # what `disco answer yes` sends
         Topic.NOTIFICATION_EVENTS,
         body.response_event,
         HumanInputResponse(answer="yes", request_id=question.id, task_id=request.id),

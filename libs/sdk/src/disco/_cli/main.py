@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from disco._cli import db, dev, plans, sessions
+from disco._cli.answer import answer
 from disco._cli.ask import ask
 from disco._cli.new import new
 from disco._cli.status import status
@@ -24,6 +25,7 @@ app.add_typer(sessions.app, name="sessions")
 app.command(name="token")(token)
 app.command(name="tail")(tail)
 app.command(name="ask")(ask)
+app.command(name="answer")(answer)
 app.command(name="new")(new)
 app.command(name="status")(status)
 

@@ -1,8 +1,8 @@
-"""Answer an agent's question to a human (HITL) from the command line.
+"""``disco answer``: answer an agent's question to a human (HITL) from the command line.
 
-    uv run python examples/answer.py            # list the questions waiting for an answer
-    uv run python examples/answer.py yes        # answer the latest one
-    uv run python examples/answer.py no --question <correlation id>
+    disco answer                                # list the questions waiting for an answer
+    disco answer yes                            # answer the latest one
+    disco answer no --question <correlation id>
 
 The waiting questions come from the tracker's inbox (``TrackerClient``: the
 questions it watches, those answered or timed out left out) for the tenant
@@ -14,13 +14,14 @@ answer goes back on ``notification-events`` typed as the question's
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
+
+import typer
 
 from disco.bus import BusClient, BusUnavailableError, TopicReader
 from disco.clients import ServiceClientSettings, ServiceError, TrackerClient
@@ -28,6 +29,8 @@ from disco.settings import BusSettings
 from disco_common.envelope import Envelope
 from disco_common.notifications import HumanInputRequest, HumanInputResponse, NotificationType
 from disco_common.topics import Topic
+
+__all__ = ["Question", "answer", "pending"]
 
 
 @dataclass(frozen=True)
@@ -116,7 +119,7 @@ def describe(question: Question) -> str:
     return f"[{question.correlation_id}] {question.question}{options}  ({who})"
 
 
-async def main(answer: str | None, question_id: str | None) -> int:
+async def _answer(answer: str | None, question_id: str | None) -> int:
     bus_settings = BusSettings()
     waiting = await from_tracker(ServiceClientSettings())
     if waiting is None:
@@ -155,16 +158,35 @@ async def main(answer: str | None, question_id: str | None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument(
-        "answer", nargs="?", help="the answer (JSON or text); omit to list questions"
-    )
-    parser.add_argument("--question", help="the correlation id of the question to answer")
-    arguments = parser.parse_args()
+def answer(
+    value: Annotated[
+        str | None,
+        typer.Argument(
+            help="The answer (JSON: numbers, booleans, objects; else text). Omit it to list "
+            "the questions waiting.",
+            show_default=False,
+        ),
+    ] = None,
+    question: Annotated[
+        str | None,
+        typer.Option(
+            "--question",
+            "-q",
+            help="The correlation id of the question to answer (default: the latest).",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Answer an agent's question to a human, or list the questions waiting for one.
+
+    The questions come from the tracker's inbox for DISCO_TENANT_ID (from
+    notification-events when no tracker answers); the answer goes on
+    notification-events as the question's response event, as a UI would send it.
+    Exits 1 when no question is waiting (or the broker cannot be reached).
+    """
     try:
-        sys.exit(asyncio.run(main(arguments.answer, arguments.question)))
+        code = asyncio.run(_answer(value, question))
     except BusUnavailableError as exc:
-        sys.exit(str(exc))
+        typer.secho(str(exc), fg=typer.colors.RED, err=True)
+        code = 1
+    raise typer.Exit(code)
