@@ -1,11 +1,22 @@
-"""The console's Agents page: one row per agent name, however many processes registered it."""
+"""The console's view of agents: one row per agent name, however many processes registered
+it; and, on the plans page, which unfinished plans wait for a planner that is not running."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any, cast
 
+from disco.clients import ServiceError
+from disco_common.auth import Role
+from disco_common.pagination import Page
+from disco_common.plans import PlanStatus
 from disco_common.registry import AgentRecord, AgentStatus
-from disco_gateway.console.service import group_agents
+from disco_common.tracker import PlanProgress, PlanProgressQuery
+from disco_gateway.console.auth import ConsoleUser
+from disco_gateway.console.clients import ConsoleClients
+from disco_gateway.console.service import group_agents, list_plans
+from disco_service import Identity
 
 NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
 
@@ -54,3 +65,76 @@ def test_registrations_are_grouped_by_name_live_names_first() -> None:
     assert (alpha.live, alpha.registrations, alpha.live_instances) == (1, 3, 2)
     assert (beta.live, beta.registrations, beta.live_instances) == (2, 2, 2)
     assert (zeta.live, zeta.registrations, zeta.live_instances) == (0, 1, 0)
+
+
+def _plan(plan_id: str, status: PlanStatus, planner: str) -> PlanProgress:
+    return PlanProgress(plan_id=plan_id, status=status, agent_name=planner, updated_at=NOW)
+
+
+@dataclass
+class _Tracker:
+    plans: list[PlanProgress]
+
+    async def list_plans(self, query: PlanProgressQuery) -> Page[PlanProgress]:
+        return Page(items=self.plans)
+
+
+@dataclass
+class _Registry:
+    pages: list[Page[AgentRecord]]
+    down: bool = False
+    asked: list[str | None] = field(default_factory=list)
+
+    async def list_agents(self, *, limit: int, cursor: str | None = None) -> Page[AgentRecord]:
+        self.asked.append(cursor)
+        if self.down:
+            raise ServiceError(503, "unavailable", "the registry is down")
+        return self.pages[int(cursor or 0)]
+
+
+def _clients(tracker: _Tracker, registry: _Registry) -> ConsoleClients:
+    return ConsoleClients(
+        tracker=cast(Any, tracker), registry=cast(Any, registry), memory=cast(Any, None),
+        probe=cast(Any, None),
+    )  # fmt: skip
+
+
+USER = ConsoleUser(
+    Identity(tenant_id="acme", user_id="alice", sub="alice", roles=frozenset({Role.USER})), "t"
+)
+PLANS = _Tracker(
+    [
+        _plan("p-1", PlanStatus.RUNNING, "trip-planner"),
+        _plan("p-2", PlanStatus.PAUSED, "holiday-planner"),
+        _plan("p-3", PlanStatus.COMPLETED, "old-planner"),
+        _plan("p-4", PlanStatus.RUNNING, "gone-planner"),
+    ]
+)
+
+
+async def test_unfinished_plans_whose_planner_has_no_live_registration_are_named() -> None:
+    registry = _Registry(
+        [
+            Page(items=[_record("trip-planner.a", AgentStatus.LIVE, 0)], next_cursor="1"),
+            Page(
+                items=[
+                    _record("holiday-planner.b", AgentStatus.LIVE, 0),
+                    _record("gone-planner.c", AgentStatus.EXPIRED, 60),
+                ]
+            ),
+        ]
+    )
+
+    shown = await list_plans(_clients(PLANS, registry), USER, PlanProgressQuery())
+
+    assert [p.plan_id for p in shown.page.items] == ["p-1", "p-2", "p-3", "p-4"]
+    # A finished plan's planner does not matter (old-planner is not asked about).
+    assert shown.planners_down == {"gone-planner"}
+    assert registry.asked == [None, "1"]
+
+
+async def test_when_the_registry_cannot_tell_no_planner_is_said_to_be_down() -> None:
+    shown = await list_plans(_clients(PLANS, _Registry([], down=True)), USER, PlanProgressQuery())
+
+    assert len(shown.page.items) == 4
+    assert shown.planners_down == frozenset()

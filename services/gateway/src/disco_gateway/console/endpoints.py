@@ -227,12 +227,13 @@ async def plans(
             statuses=list(PlanStatus),
             error=f"Invalid filter: {problems}",
         )
-    page = await service.list_plans(clients, user, query)
+    plans = await service.list_plans(clients, user, query)
     return _page(
         request,
         template,
         user=user,
-        page=page,
+        page=plans.page,
+        planners_down=plans.planners_down,
         filters=filters,
         statuses=list(PlanStatus),
         error=None,

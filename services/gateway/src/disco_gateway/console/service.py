@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from disco.clients import ServiceError
 from disco_common.memory import SessionRecord
 from disco_common.pagination import Page
+from disco_common.plans import PlanStatus
 from disco_common.registry import AgentRecord, AgentStatus
 from disco_common.tracker import (
     AgentMetrics,
@@ -38,6 +40,7 @@ __all__ = [
     "AgentsOverview",
     "DependencyHealth",
     "PlanDetail",
+    "PlansPage",
     "ServiceHealth",
     "SessionsOverview",
     "agents_overview",
@@ -52,12 +55,51 @@ _PAGE = 50
 _AGENT_PAGES = 10
 
 
+@dataclass(frozen=True)
+class PlansPage:
+    """A page of plans, and which of their planners have no live registration."""
+
+    page: Page[PlanProgress]
+    planners_down: frozenset[str]
+    """Names of the planners of unfinished plans on the page that the registry has no
+    live registration of (empty when the registry could not tell): such a plan moves
+    again only once its planner runs."""
+
+
 async def list_plans(
     clients: ConsoleClients, user: ConsoleUser, query: PlanProgressQuery
-) -> Page[PlanProgress]:
+) -> PlansPage:
     """One page of the person's tenant's plans matching ``query``, newest first."""
     with forwarding(user.token):
-        return await clients.tracker.list_plans(query)
+        page = await clients.tracker.list_plans(query)
+        waiting = {
+            p.agent_name for p in page.items if p.agent_name is not None and p.status in _UNFINISHED
+        }
+        down: frozenset[str] = frozenset()
+        if waiting:
+            live = await _live_agent_names(clients)
+            if live is not None:
+                down = frozenset(waiting - live)
+    return PlansPage(page, down)
+
+
+_UNFINISHED = frozenset({PlanStatus.PENDING, PlanStatus.RUNNING, PlanStatus.PAUSED})
+
+
+async def _live_agent_names(clients: ConsoleClients) -> set[str] | None:
+    """The names with a live registration in the registry, or None if it cannot tell."""
+    names: set[str] = set()
+    cursor: str | None = None
+    try:
+        for _ in range(_AGENT_PAGES):
+            page = await clients.registry.list_agents(limit=100, cursor=cursor)
+            names.update(agent.name for agent in page.items if agent.status == AgentStatus.LIVE)
+            cursor = page.next_cursor
+            if cursor is None:
+                return names
+    except ServiceError:
+        return None
+    return None  # more registrations than the pages read: cannot tell
 
 
 @dataclass(frozen=True)
