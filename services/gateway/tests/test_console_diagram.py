@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 from disco_common.plans import PlanDefinition, StateConfig, StateTransition
-from disco_gateway.console.diagram import layout
+from disco_gateway.console.diagram import DiagramEdge, layout
 
 PLAN = PlanDefinition(
     plan_type="trip.plan",
@@ -114,14 +114,9 @@ def test_every_move_but_a_loop_points_right_and_no_arrow_crosses_a_box() -> None
             continue
         assert nodes[edge.source].x < nodes[edge.target].x, edge
         points = _points(edge.path)
-        assert points[0] == (
-            nodes[edge.source].x + nodes[edge.source].width,
-            nodes[edge.source].y + nodes[edge.source].height // 2,
-        )
-        assert points[-1] == (
-            nodes[edge.target].x,
-            nodes[edge.target].y + nodes[edge.target].height // 2,
-        )
+        source, target = nodes[edge.source], nodes[edge.target]
+        assert points[0] == (float(source.x + source.width), source.y + source.height / 2)
+        assert points[-1] == (float(target.x), target.y + target.height / 2)
         # Sampled along each stretch, no point is inside a box.
         for (ax, ay), (bx, by) in itertools.pairwise(points):
             for step in range(1, 50):
@@ -134,3 +129,23 @@ def test_every_move_but_a_loop_points_right_and_no_arrow_crosses_a_box() -> None
                 assert not inside, f"{edge.source} -> {edge.target} crosses {inside}"
     assert all(node.x + node.width <= diagram.width for node in diagram.nodes)
     assert all(node.y + node.height <= diagram.height for node in diagram.nodes)
+
+
+def test_labels_cover_no_box_and_no_other_label() -> None:
+    diagram = layout(TRIP)
+
+    def label_box(edge: DiagramEdge) -> tuple[float, float, float, float]:
+        half = len(edge.label) * 6.0 / 2
+        return (edge.label_x - half, edge.label_y - 10, edge.label_x + half, edge.label_y + 2)
+
+    def overlap(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+        return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+    nodes = [(n.x, n.y, n.x + n.width, n.y + n.height) for n in diagram.nodes]
+    labels = [(f"{e.source}->{e.target}", label_box(e)) for e in diagram.edges]
+    for name, box in labels:
+        assert not [n for n in nodes if overlap(box, n)], f"the label of {name} covers a state"
+        covered = [other for other, b in labels if other != name and overlap(box, b)]
+        assert not covered, f"the label of {name} covers those of {covered}"
+    conditional = next(e for e in diagram.edges if (e.source, e.target) == ("searching", "failed"))
+    assert (conditional.label, conditional.condition) == ("found", "!success")

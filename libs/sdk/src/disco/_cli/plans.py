@@ -219,7 +219,10 @@ def _machine(view: PlanView) -> Panel | None:
         marker = "▶ " if name == current else "✓ " if name in visited else "  "
         style = "bold green" if name == current else "" if name in visited else "dim"
         lines.append(f"{marker}{name}", style=style)
-        targets = [f"{t.on_event} → {t.to_state}" for t in state.transitions]
+        targets = [
+            f"{t.on_event}{f' [{t.condition}]' if t.condition else ''} → {t.to_state}"
+            for t in state.transitions
+        ]
         if state.default_next:
             targets.append(f"→ {state.default_next}")
         if state.is_terminal:

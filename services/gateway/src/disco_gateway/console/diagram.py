@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from disco_common.plans import PlanDefinition
 
@@ -29,6 +29,7 @@ BOX_HEIGHT = 40
 COLUMN_GAP = 90
 ROW_GAP = 34
 MARGIN = 40
+_CONDITION_CHARS = 24
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,14 @@ class DiagramEdge:
     label_x: int
     label_y: int
     taken: bool
+    condition: str | None = None
+    """When the move is taken on its event (drawn under the label, shortened)."""
+
+    @property
+    def short_condition(self) -> str | None:
+        if self.condition is None or len(self.condition) <= _CONDITION_CHARS:
+            return self.condition
+        return self.condition[: _CONDITION_CHARS - 1] + "…"
 
 
 @dataclass(frozen=True)
@@ -123,13 +132,14 @@ def _depths(definition: PlanDefinition) -> tuple[dict[str, int], set[tuple[str, 
     return depth, loops
 
 
-def _moves(definition: PlanDefinition) -> list[tuple[str, str, str]]:
-    """Every move as ``(from, to, label)``: transitions by their event, then the default."""
-    moves: list[tuple[str, str, str]] = []
+def _moves(definition: PlanDefinition) -> list[tuple[str, str, str, str | None]]:
+    """Every move as ``(from, to, label, condition)``: transitions by their event, then
+    the default."""
+    moves: list[tuple[str, str, str, str | None]] = []
     for name, state in definition.states.items():
-        moves.extend((name, t.to_state, t.on_event) for t in state.transitions)
+        moves.extend((name, t.to_state, t.on_event, t.condition) for t in state.transitions)
         if state.default_next is not None:
-            moves.append((name, state.default_next, "(default)"))
+            moves.append((name, state.default_next, "(default)", None))
     return moves
 
 
@@ -141,7 +151,7 @@ def _layers(definition: PlanDefinition) -> list[list[Slot]]:
     before: dict[Slot, list[Slot]] = {}
     for name in sorted(depth, key=lambda n: reached.get(n, len(reached))):
         layers[depth[name]].append(name)
-    for source, target, _ in _moves(definition):
+    for source, target, *_ in _moves(definition):
         if (source, target) in loops or depth[target] <= depth[source]:
             continue
         previous: Slot = source
@@ -227,7 +237,7 @@ def layout(
                 visited=slot in seen,
             )
     edges: list[DiagramEdge] = []
-    for source, target, label in _moves(definition):
+    for source, target, label, condition in _moves(definition):
         through = sorted(
             (column, lane) for (s, t, column), lane in lanes.items() if (s, t) == (source, target)
         )
@@ -238,9 +248,72 @@ def layout(
                 label,
                 (source, target) in moves,
                 [lane for _, lane in through],
+                condition,
             )
         )
-    return Diagram(width=width, height=height, nodes=list(nodes.values()), edges=edges)
+    return Diagram(
+        width=width,
+        height=height,
+        nodes=list(nodes.values()),
+        edges=_spread_labels(edges, list(nodes.values())),
+    )
+
+
+_Box = tuple[float, float, float, float]  # left, top, right, bottom
+_CHAR_WIDTH = 6.0  # of an edge label, about (10.5 px text)
+_ALONG = (0.5, 0.3, 0.7, 0.15, 0.85)
+"""Where on its last stretch a forward edge's label may go, in order of preference."""
+
+
+def _points(path: str) -> list[tuple[float, float]] | None:
+    """The corners of a path of straight stretches (``M.. L..``), else None."""
+    if "C" in path:
+        return None
+    return [(float(x), float(y)) for x, y in (pair.split(",") for pair in path[1:].split(" L"))]
+
+
+def _overlaps(a: _Box, b: _Box) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _label_box(edge: DiagramEdge, x: float, y: float) -> _Box:
+    chars = max(len(edge.label), len(edge.short_condition or "") + 2)
+    half = chars * _CHAR_WIDTH / 2
+    return (x - half, y - 10, x + half, y + (13 if edge.condition else 2))
+
+
+def _spread_labels(edges: list[DiagramEdge], nodes: list[DiagramNode]) -> list[DiagramEdge]:
+    """Forward edges' labels moved along their last stretch, where one would cover a box,
+    a label placed before, or another edge's level stretch (a lane or a straight move)."""
+    boxes: list[_Box] = [(n.x, n.y, n.x + n.width, n.y + n.height) for n in nodes]
+    level: list[tuple[int, _Box]] = []
+    corners = {index: _points(edge.path) for index, edge in enumerate(edges)}
+    for index, points in corners.items():
+        for (ax, ay), (bx, by) in zip(points or (), (points or ())[1:], strict=False):
+            if ay == by:
+                level.append((index, (min(ax, bx), ay - 2, max(ax, bx), ay + 2)))
+    placed: list[_Box] = []
+    spread: list[DiagramEdge] = []
+    for index, edge in enumerate(edges):
+        points = corners[index]
+        if points is None:
+            spread.append(edge)
+            continue
+        (ax, ay), (bx, by) = points[-2], points[-1]
+        lift = 6 + (10 if edge.condition else 0)
+        candidates = [(ax + (bx - ax) * t, ay + (by - ay) * t - lift) for t in _ALONG]
+        others = [*boxes, *placed, *(box for owner, box in level if owner != index)]
+        x, y = next(
+            (
+                (x, y)
+                for x, y in candidates
+                if not any(_overlaps(_label_box(edge, x, y), box) for box in others)
+            ),
+            candidates[0],
+        )
+        placed.append(_label_box(edge, x, y))
+        spread.append(replace(edge, label_x=round(x), label_y=round(y)))
+    return spread
 
 
 def _edge(
@@ -249,6 +322,7 @@ def _edge(
     label: str,
     taken: bool,
     lanes: list[tuple[int, int, int]],
+    condition: str | None = None,
 ) -> DiagramEdge:
     if target.x > source.x:
         # Straight to the next column, or through a lane of each column in between.
@@ -278,6 +352,8 @@ def _edge(
         top = min(y1, y2) - lift
         path = f"M{x1},{y1} C{x1},{top} {x2},{top} {x2},{y2}"
         label_x, label_y = (x1 + x2) // 2, top + 6
+    if condition is not None:
+        label_y -= 10  # the condition goes on a second line, above the arrow too
     return DiagramEdge(
         source=source.name,
         target=target.name,
@@ -286,4 +362,5 @@ def _edge(
         label_x=label_x,
         label_y=label_y,
         taken=taken,
+        condition=condition,
     )
