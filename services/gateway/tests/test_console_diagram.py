@@ -149,3 +149,52 @@ def test_labels_cover_no_box_and_no_other_label() -> None:
         assert not covered, f"the label of {name} covers those of {covered}"
     conditional = next(e for e in diagram.edges if (e.source, e.target) == ("searching", "failed"))
     assert (conditional.label, conditional.condition) == ("found", "!success")
+
+
+def _chain_with_exits(length: int) -> PlanDefinition:
+    return PlanDefinition(
+        plan_type="steps",
+        initial_state="s0",
+        states=[
+            *(
+                StateConfig(
+                    state_name=f"s{i}",
+                    transitions=[
+                        StateTransition(on_event="next", to_state=f"s{i + 1}"),
+                        StateTransition(on_event="quit", to_state="end"),
+                    ],
+                )
+                for i in range(length)
+            ),
+            StateConfig(state_name=f"s{length}", default_next="end"),
+            StateConfig(state_name="end", is_terminal=True),
+            # Reached by no path: a last column, moving within it.
+            StateConfig(
+                state_name="u1", transitions=[StateTransition(on_event="e", to_state="u2")]
+            ),
+            StateConfig(
+                state_name="u2", transitions=[StateTransition(on_event="e", to_state="u1")]
+            ),
+        ],
+    )
+
+
+def test_long_moves_loops_and_states_no_path_reaches_are_all_drawn_inside() -> None:
+    diagram = layout(_chain_with_exits(6))
+    nodes = {node.name: node for node in diagram.nodes}
+
+    assert nodes["s0"].x < nodes["s6"].x < nodes["end"].x < nodes["u1"].x == nodes["u2"].x
+    for edge in diagram.edges:
+        if edge.source.startswith("u"):
+            # Bends out to the right of their column: a cubic from the box's side, whose
+            # farthest point is three quarters of the way to its control points.
+            start, control = edge.path[1:].split(" C")
+            x1 = float(start.split(",")[0])
+            bulge = float(control.split(",")[0])
+            assert x1 < x1 + 0.75 * (bulge - x1) <= diagram.width
+            continue
+        for x, y in _points(edge.path):
+            assert 0 <= x <= diagram.width
+            assert 0 <= y <= diagram.height
+        assert 0 <= edge.label_y <= diagram.height
+    assert all(node.y + node.height <= diagram.height for node in diagram.nodes)
