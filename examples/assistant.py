@@ -17,6 +17,7 @@ The model is a scripted one unless ``DISCO_LLM_BASE_URL`` / ``DISCO_LLM_MODEL``
 
 from __future__ import annotations
 
+import json
 import re
 
 from disco import Worker
@@ -59,7 +60,7 @@ def scripted_model(request: ScriptedRequest) -> ScriptedReply:
     """What the scripted model says: a tool call for a question, then an answer from the result."""
     results = request.tool_results()
     if results:
-        return ScriptedReply(text=f"Here you are: {results[-1].content}")
+        return ScriptedReply(text=_answer_from(results[-1].name, results[-1].content))
     text = request.last_user_text()
     city = re.search(r"\b(?:in|to)\s+([A-Z][\w-]*)", text)
     if "weather" in text.lower() and city:
@@ -69,6 +70,20 @@ def scripted_model(request: ScriptedRequest) -> ScriptedReply:
         when = date.group(0) if date else "2026-06-01"
         return ScriptedReply(tool_calls=[("book_trip", {"city": city.group(1), "date": when})])
     return ScriptedReply(text="I can tell you the weather in a city, or book you a trip.")
+
+
+def _answer_from(tool: str | None, result: str) -> str:
+    """What the scripted model says of a tool's result (a real model phrases it itself)."""
+    if tool == "book_trip":
+        try:
+            booking = json.loads(result)
+        except json.JSONDecodeError:  # not a booking: the call was denied, or failed
+            return f"I did not book the trip. {result}"
+        return (
+            f"Booked: your trip to {booking['city']} on {booking['date']}, "
+            f"reference {booking['reference']}."
+        )
+    return f"Here you are: {result}"
 
 
 def driver() -> ChatDriver:
