@@ -12,10 +12,10 @@ from disco_common.auth import Role
 from disco_common.pagination import Page
 from disco_common.plans import PlanStatus
 from disco_common.registry import AgentRecord, AgentStatus
-from disco_common.tracker import PlanProgress, PlanProgressQuery
+from disco_common.tracker import PlanProgress, PlanProgressQuery, PlanView
 from disco_gateway.console.auth import ConsoleUser
 from disco_gateway.console.clients import ConsoleClients
-from disco_gateway.console.service import group_agents, list_plans
+from disco_gateway.console.service import group_agents, list_plans, plan_detail
 from disco_service import Identity
 
 NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
@@ -138,3 +138,34 @@ async def test_when_the_registry_cannot_tell_no_planner_is_said_to_be_down() -> 
 
     assert len(shown.page.items) == 4
     assert shown.planners_down == frozenset()
+
+
+@dataclass
+class _PlanTracker:
+    view: PlanView
+
+    async def get_plan(self, plan_id: str) -> PlanView | None:
+        return self.view if plan_id == self.view.plan.plan_id else None
+
+    async def list_plan_tasks(self, plan_id: str, *, limit: int) -> Page[Any]:
+        return Page(items=[])
+
+    async def plan_timeline(self, plan_id: str, *, limit: int) -> Page[Any]:
+        return Page(items=[])
+
+    async def plan_tree(self, plan_id: str) -> None:
+        return None
+
+
+async def test_a_plan_page_says_when_its_planner_is_not_running() -> None:
+    registry = _Registry([Page(items=[_record("trip-planner.a", AgentStatus.LIVE, 0)])])
+
+    async def detail(plan: PlanProgress) -> bool:
+        tracker = _PlanTracker(PlanView(plan=plan))
+        shown = await plan_detail(_clients(cast(Any, tracker), registry), USER, plan.plan_id)
+        assert shown is not None
+        return shown.planner_down
+
+    assert await detail(_plan("p-1", PlanStatus.RUNNING, "gone-planner"))
+    assert not await detail(_plan("p-2", PlanStatus.RUNNING, "trip-planner"))
+    assert not await detail(_plan("p-3", PlanStatus.COMPLETED, "gone-planner"))

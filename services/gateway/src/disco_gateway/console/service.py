@@ -112,6 +112,8 @@ class PlanDetail:
     timeline_more: bool
     tree: PlanTreeNode | None
     diagram: Diagram | None
+    planner_down: bool = False
+    """The plan is unfinished and the registry has no live registration of its planner."""
 
     @property
     def plan(self) -> PlanProgress:
@@ -132,6 +134,11 @@ async def plan_detail(
             tracker.plan_timeline(plan_id, limit=200),
             tracker.plan_tree(plan_id),
         )
+        planner = view.plan.agent_name
+        planner_down = False
+        if planner is not None and view.plan.status in _UNFINISHED:
+            live = await _live_agent_names(clients)
+            planner_down = live is not None and planner not in live
     diagram = None
     if view.definition is not None:
         moves = view.transitions
@@ -148,6 +155,7 @@ async def plan_detail(
         timeline_more=timeline.next_cursor is not None,
         tree=tree,
         diagram=diagram,
+        planner_down=planner_down,
     )
 
 
