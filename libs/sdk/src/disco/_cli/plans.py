@@ -20,8 +20,10 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from disco.clients import ServiceClientSettings, ServiceError, TrackerClient
+from disco.clients import RegistryClient, ServiceClientSettings, ServiceError, TrackerClient
+from disco_common.pagination import Page
 from disco_common.plans import PlanStatus
+from disco_common.registry import AgentStatus
 from disco_common.tasks import TaskStatus
 from disco_common.tracker import (
     DelegationGroupProgress,
@@ -70,13 +72,47 @@ TenantOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 
 
-def _client(url: str | None, tenant: str | None) -> TrackerClient:
+def _settings(url: str | None, tenant: str | None) -> ServiceClientSettings:
     overrides: dict[str, Any] = {}
     if url is not None:
         overrides["tracker_url"] = url
     if tenant is not None:
         overrides["tenant_id"] = tenant
-    return TrackerClient.from_settings(ServiceClientSettings(**overrides))
+    return ServiceClientSettings(**overrides)
+
+
+def _client(url: str | None, tenant: str | None) -> TrackerClient:
+    return TrackerClient.from_settings(_settings(url, tenant))
+
+
+_UNFINISHED = frozenset({PlanStatus.PENDING, PlanStatus.RUNNING, PlanStatus.PAUSED})
+_AGENT_PAGES = 10
+
+
+async def _planners_down(
+    plans: Sequence[PlanProgress], settings: ServiceClientSettings
+) -> set[str]:
+    """The planners of unfinished ``plans`` the registry has no live registration of;
+    empty when it cannot tell (it is asked once, briefly, and never waited on)."""
+    waiting = {p.agent_name for p in plans if p.agent_name and p.status in _UNFINISHED}
+    if not waiting:
+        return set()
+    live: set[str] = set()
+    registry = RegistryClient(
+        settings.registry_url, token=settings.token_provider(), timeout_seconds=3, retries=0
+    )
+    try:
+        async with registry:
+            cursor: str | None = None
+            for _ in range(_AGENT_PAGES):
+                page = await registry.list_agents(limit=100, cursor=cursor)
+                live.update(a.name for a in page.items if a.status == AgentStatus.LIVE)
+                cursor = page.next_cursor
+                if cursor is None:
+                    return waiting - live
+    except ServiceError:
+        pass
+    return set()
 
 
 def _run(url: str | None, tenant: str | None, work: Callable[[TrackerClient], Awaitable[T]]) -> T:
@@ -140,11 +176,14 @@ def list_plans(
     url: UrlOption = None,
     tenant: TenantOption = None,
 ) -> None:
-    """The newest plans: status, state, planner, tasks done, times."""
-    page = _run(
-        url,
-        tenant,
-        lambda client: client.list_plans(
+    """The newest plans: status, state, planner, tasks done, times.
+
+    An unfinished plan whose planner has no live registration in the registry is
+    marked: it moves again only once its planner runs.
+    """
+
+    async def fetch(client: TrackerClient) -> tuple[Page[PlanProgress], set[str]]:
+        page = await client.list_plans(
             status=status,
             plan_type=plan_type,
             agent_name=agent,
@@ -152,11 +191,19 @@ def list_plans(
             parent_plan_id=parent,
             root_only=root or None,
             limit=limit,
-        ),
-    )
+        )
+        if as_json:
+            return page, set()
+        return page, await _planners_down(page.items, _settings(url, tenant))
+
+    page, down = _run(url, tenant, fetch)
     if as_json:
         _dump(page.model_dump(mode="json"))
         return
+
+    def stuck(plan: PlanProgress) -> bool:
+        return plan.status in _UNFINISHED and plan.agent_name in down
+
     title = f"plans ({len(page.items)}{'+' if page.next_cursor else ''})"
     console = Console()
     if console.width < _TABLE_WIDTH:
@@ -167,6 +214,8 @@ def list_plans(
             head = Text(plan.plan_id)
             head.append("  ")
             head.append_text(_status(plan.status.value))
+            if stuck(plan):
+                head.append(" (planner not running)", style="yellow")
             if plan.current_state:
                 head.append(f"  in {plan.current_state}")
             details = [
@@ -179,14 +228,18 @@ def list_plans(
             console.print(head)
             console.print(Text("  " + " · ".join(filter(None, details)), style="dim"))
         return
+
     table = Table(title=title)
     for column in ("plan", "type", "status", "state", "planner", "tasks", "started", "took"):
         table.add_column(column, no_wrap=column in {"plan", "status", "started"})
     for plan in page.items:
+        marked = _status(plan.status.value)
+        if stuck(plan):
+            marked.append("*", style="yellow")
         table.add_row(
             plan.plan_id,
             plan.plan_type or plan.goal_event or "",
-            _status(plan.status.value),
+            marked,
             plan.current_state or "",
             plan.agent_name or "",
             _counts(plan),
@@ -194,6 +247,11 @@ def list_plans(
             _ms(plan.duration_ms),
         )
     console.print(table)
+    if any(stuck(plan) for plan in page.items):
+        names = ", ".join(sorted(down))
+        console.print(
+            Text(f"* planner not running ({names}): the plan moves again once it runs", "yellow")
+        )
 
 
 def _machine(view: PlanView) -> Panel | None:
