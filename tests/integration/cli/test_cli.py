@@ -232,6 +232,7 @@ def test_dev_up_runs_every_service_and_dev_down_stops_them(stack_env: dict[str, 
         assert " up " in rows[component], health.stdout
     assert "database ok, kafka ok" in rows["registry"]
     assert "consumer lag" in health.stdout
+    assert "live agents of tenant default: none" in health.stdout  # the registry was asked
     assert health_after.returncode == 1
     assert " down " in health_after.stdout
     assert down.returncode == 0

@@ -12,13 +12,15 @@ def status(
         float, typer.Option(help="Seconds each component may take to answer.", min=0.1)
     ] = 5.0,
 ) -> None:
-    """Print each service's readiness, the broker, the database and the lag per consumer group.
+    """Print each service's readiness, the broker, the database, the live agents and the lag per
+    consumer group.
 
     Reads the same DISCO_* settings as `disco dev up` (DISCO_<NAME>_URL,
     DISCO_KAFKA_BOOTSTRAP, DISCO_DATABASE_URL to look at another stack).
     Exits 1 when a component is down.
     """
     import asyncio
+    from datetime import UTC, datetime
 
     from rich.console import Console
     from rich.table import Table
@@ -39,6 +41,19 @@ def status(
         latency = f"{part.latency_ms:.0f} ms" if part.latency_ms is not None else "-"
         health.add_row(part.name, state, latency, part.detail)
     console.print(health)
+    if report.agents:
+        agents = Table(title=f"live agents of tenant {report.agents_tenant}", title_justify="left")
+        for column in ("agent", "instances", "last heard"):
+            agents.add_column(column)
+        now = datetime.now(UTC)
+        for line in report.agents:
+            heard = max(0.0, (now - line.last_heard).total_seconds())
+            agents.add_row(line.name, str(line.instances), f"{heard:.0f} s ago")
+        console.print(agents)
+    elif report.agents is not None:
+        console.print(f"live agents of tenant {report.agents_tenant}: none")
+    elif report.agents_error is not None:
+        console.print(f"live agents: unavailable ({report.agents_error})")
     if report.groups_error is not None:
         console.print(f"consumer lag: unavailable ({report.groups_error})")
     elif report.broker is not None and report.broker.ok:

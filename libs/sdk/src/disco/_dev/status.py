@@ -1,5 +1,6 @@
 """What ``disco status`` reports: each service's readiness, the broker, the database,
-and the lag of every consumer group on the broker.
+the lag of every consumer group on the broker, and the live agents of the tenant the
+settings act for.
 
 Works against any stack the ``DISCO_*`` settings point at: the local one
 (``disco dev up``, ports from the dev settings) or another (``DISCO_<NAME>_URL``,
@@ -12,6 +13,7 @@ import asyncio
 import os
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import httpx
@@ -21,10 +23,12 @@ from aiokafka.errors import KafkaError
 
 from disco._dev.settings import DevSettings
 from disco.bus import BusClient, BusError
+from disco.clients import RegistryClient, ServiceClientSettings, ServiceError
 from disco.settings import BusSettings
+from disco_common.registry import AgentStatus
 from disco_common.topics import Topic
 
-__all__ = ["GroupLag", "Health", "StackStatus", "collect_status"]
+__all__ = ["AgentLine", "GroupLag", "Health", "StackStatus", "collect_status"]
 
 # The services disco ships, in start order, with their default ports: used when
 # they are not installed here (an agent's machine checking a remote stack).
@@ -54,6 +58,15 @@ class GroupLag:
         return sum(self.lag_by_topic.values())
 
 
+@dataclass(frozen=True)
+class AgentLine:
+    """A live agent, by name: how many processes run it, and when one was last heard."""
+
+    name: str
+    instances: int
+    last_heard: datetime
+
+
 @dataclass
 class StackStatus:
     """Everything ``disco status`` prints."""
@@ -63,6 +76,10 @@ class StackStatus:
     database: Health | None = None
     groups: list[GroupLag] = field(default_factory=list)
     groups_error: str | None = None
+    agents: list[AgentLine] | None = None
+    """The live agents of ``agents_tenant`` (None: the registry was not asked or failed)."""
+    agents_tenant: str = ""
+    agents_error: str | None = None
 
     @property
     def healthy(self) -> bool:
@@ -193,6 +210,40 @@ async def _committed(
     return {tp: offset for tp, offset in offsets.items() if offset is not None}
 
 
+async def live_agents(settings: ServiceClientSettings, timeout: float) -> list[AgentLine]:  # noqa: ASYNC109
+    """The live agents the registry lists for ``settings``' tenant, by name.
+
+    Raises:
+        ServiceError: the registry refused or could not be reached.
+    """
+    registry = RegistryClient(
+        settings.registry_url, token=settings.token_provider(), timeout_seconds=timeout, retries=0
+    )
+    by_name: dict[str, AgentLine] = {}
+    async with registry:
+        cursor: str | None = None
+        for _ in range(_AGENT_PAGES):
+            page = await registry.list_agents(limit=100, cursor=cursor)
+            for agent in page.items:
+                if agent.status != AgentStatus.LIVE:
+                    continue
+                seen = by_name.get(agent.name)
+                by_name[agent.name] = AgentLine(
+                    agent.name,
+                    (seen.instances if seen else 0) + agent.live_instances,
+                    max(seen.last_heard, agent.last_heartbeat_at)
+                    if seen
+                    else agent.last_heartbeat_at,
+                )
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+    return sorted(by_name.values(), key=lambda line: line.name)
+
+
+_AGENT_PAGES = 10
+
+
 async def collect_status(settings: DevSettings, *, timeout: float = 5.0) -> StackStatus:  # noqa: ASYNC109
     """Ask every component of the stack ``settings`` describe how it is."""
     from disco._dev.dburl import redact
@@ -209,6 +260,14 @@ async def collect_status(settings: DevSettings, *, timeout: float = 5.0) -> Stac
                 *(_service_health(client, n, u) for n, u in service_urls(settings).items())
             )
         )
+    registry = next((h for h in status.services if h.name == "registry"), None)
+    if registry is not None and registry.ok:
+        clients = ServiceClientSettings(registry_url=service_urls(settings)["registry"])
+        status.agents_tenant = clients.tenant_id
+        try:
+            status.agents = await live_agents(clients, timeout)
+        except ServiceError as exc:
+            status.agents_error = exc.message
     app_url = settings.app_url()
     broker, database = await asyncio.gather(
         _broker_health(bus_settings), _database_health(app_url, redact(app_url))

@@ -1,6 +1,7 @@
 """``disco plans``: the state machine ``show`` draws (each move with its event and, when it
 has one, the condition that picks it among the moves on that event), and which planners
-``list`` says are not running."""
+``list`` says are not running; ``disco status``'s live agents. The registry is a stand-in
+HTTP server answering ``GET /v1/agents``."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from rich.console import Console
 
 from disco._cli.plans import _machine, _planners_down
 from disco._dev.ports import free_port
+from disco._dev.status import live_agents
 from disco.auth import DEV_AUTH_SECRET
 from disco.clients import ServiceClientSettings
 from disco_common.plans import PlanDefinition, PlanStatus, StateConfig, StateTransition
@@ -59,12 +61,15 @@ def test_a_conditional_move_shows_its_condition_beside_its_event() -> None:
     assert "failed   (end, failed)" in text
 
 
-def _agent(name: str, status: str) -> dict[str, object]:
+def _agent(
+    name: str, status: str, instances: int, agent_id: str | None = None
+) -> dict[str, object]:
     at = NOW.isoformat()
     return {
-        "agent_id": f"{name}.1", "tenant_id": "acme", "name": name, "version": "1.0.0",
-        "ttl_seconds": 30, "status": status, "registered_at": at, "updated_at": at,
-        "last_heartbeat_at": at, "expires_at": at,
+        "agent_id": agent_id or f"{name}.1", "tenant_id": "acme", "name": name,
+        "version": "1.0.0", "ttl_seconds": 30, "status": status, "registered_at": at,
+        "updated_at": at, "last_heartbeat_at": at, "expires_at": at,
+        "live_instances": instances,
     }  # fmt: skip
 
 
@@ -72,7 +77,13 @@ def _agent(name: str, status: str) -> dict[str, object]:
 def registry() -> Iterator[str]:
     """A registry answering ``GET /v1/agents`` with one live planner and one expired."""
     body = json.dumps(
-        {"items": [_agent("trip-planner", "live"), _agent("gone-planner", "expired")]}
+        {
+            "items": [
+                _agent("trip-planner", "live", 2),
+                _agent("gone-planner", "expired", 0),
+                _agent("trip-planner", "live", 1, "trip-planner.2"),
+            ]
+        }
     ).encode()
 
     class Agents(BaseHTTPRequestHandler):
@@ -118,3 +129,11 @@ async def test_when_the_registry_cannot_be_reached_no_planner_is_named() -> None
     plans = [_plan("p-1", PlanStatus.RUNNING, "gone-planner")]
 
     assert await _planners_down(plans, _settings(f"http://127.0.0.1:{free_port()}")) == set()
+
+
+async def test_status_lists_the_live_agents_by_name_with_their_instances(registry: str) -> None:
+    lines = await live_agents(_settings(registry), 5)
+
+    assert [(line.name, line.instances, line.last_heard) for line in lines] == [
+        ("trip-planner", 3, NOW)
+    ]
