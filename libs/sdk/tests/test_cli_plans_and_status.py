@@ -19,7 +19,7 @@ from disco._cli.plans import _machine, _planners_down
 from disco._dev.ports import free_port
 from disco._dev.status import live_agents
 from disco.auth import DEV_AUTH_SECRET
-from disco.clients import ServiceClientSettings
+from disco.clients import RegistryClient, ServiceClientSettings
 from disco_common.plans import PlanDefinition, PlanStatus, StateConfig, StateTransition
 from disco_common.tracker import PlanProgress, PlanTypeRecord, PlanView
 
@@ -137,3 +137,12 @@ async def test_status_lists_the_live_agents_by_name_with_their_instances(registr
     assert [(line.name, line.instances, line.last_heard) for line in lines] == [
         ("trip-planner", 3, NOW)
     ]
+
+
+async def test_live_agent_names_gives_up_past_the_registrations_it_may_look_at(
+    registry: str,
+) -> None:
+    settings = _settings(registry)
+    async with RegistryClient(registry, token=settings.token_provider(), retries=0) as client:
+        assert await client.live_agent_names(at_most=10) == {"trip-planner"}
+        assert await client.live_agent_names(at_most=2) is None  # 3 registrations listed

@@ -83,13 +83,13 @@ class _Tracker:
 class _Registry:
     pages: list[Page[AgentRecord]]
     down: bool = False
-    asked: list[str | None] = field(default_factory=list)
+    asked: list[int] = field(default_factory=list)
 
-    async def list_agents(self, *, limit: int, cursor: str | None = None) -> Page[AgentRecord]:
-        self.asked.append(cursor)
+    async def live_agent_names(self, *, at_most: int) -> set[str] | None:
         if self.down:
             raise ServiceError(503, "unavailable", "the registry is down")
-        return self.pages[int(cursor or 0)]
+        self.asked.append(at_most)
+        return {a.name for page in self.pages for a in page.items if a.status == AgentStatus.LIVE}
 
 
 def _clients(tracker: _Tracker, registry: _Registry) -> ConsoleClients:
@@ -130,7 +130,7 @@ async def test_unfinished_plans_whose_planner_has_no_live_registration_are_named
     assert [p.plan_id for p in shown.page.items] == ["p-1", "p-2", "p-3", "p-4"]
     # A finished plan's planner does not matter (old-planner is not asked about).
     assert shown.planners_down == {"gone-planner"}
-    assert registry.asked == [None, "1"]
+    assert registry.asked == [1000]  # asked once, for at most 1,000 registrations
 
 
 async def test_when_the_registry_cannot_tell_no_planner_is_said_to_be_down() -> None:

@@ -23,7 +23,6 @@ from rich.tree import Tree
 from disco.clients import RegistryClient, ServiceClientSettings, ServiceError, TrackerClient
 from disco_common.pagination import Page
 from disco_common.plans import PlanStatus
-from disco_common.registry import AgentStatus
 from disco_common.tasks import TaskStatus
 from disco_common.tracker import (
     DelegationGroupProgress,
@@ -86,7 +85,7 @@ def _client(url: str | None, tenant: str | None) -> TrackerClient:
 
 
 _UNFINISHED = frozenset({PlanStatus.PENDING, PlanStatus.RUNNING, PlanStatus.PAUSED})
-_AGENT_PAGES = 10
+_AGENTS_LOOKED_AT = 1000
 
 
 async def _planners_down(
@@ -97,22 +96,15 @@ async def _planners_down(
     waiting = {p.agent_name for p in plans if p.agent_name and p.status in _UNFINISHED}
     if not waiting:
         return set()
-    live: set[str] = set()
     registry = RegistryClient(
         settings.registry_url, token=settings.token_provider(), timeout_seconds=3, retries=0
     )
     try:
         async with registry:
-            cursor: str | None = None
-            for _ in range(_AGENT_PAGES):
-                page = await registry.list_agents(limit=100, cursor=cursor)
-                live.update(a.name for a in page.items if a.status == AgentStatus.LIVE)
-                cursor = page.next_cursor
-                if cursor is None:
-                    return waiting - live
+            live = await registry.live_agent_names(at_most=_AGENTS_LOOKED_AT)
     except ServiceError:
-        pass
-    return set()
+        return set()
+    return waiting - live if live is not None else set()
 
 
 def _run(url: str | None, tenant: str | None, work: Callable[[TrackerClient], Awaitable[T]]) -> T:

@@ -221,27 +221,21 @@ async def live_agents(settings: ServiceClientSettings, timeout: float) -> list[A
     )
     by_name: dict[str, AgentLine] = {}
     async with registry:
-        cursor: str | None = None
-        for _ in range(_AGENT_PAGES):
-            page = await registry.list_agents(limit=100, cursor=cursor)
-            for agent in page.items:
-                if agent.status != AgentStatus.LIVE:
-                    continue
-                seen = by_name.get(agent.name)
-                by_name[agent.name] = AgentLine(
-                    agent.name,
-                    (seen.instances if seen else 0) + agent.live_instances,
-                    max(seen.last_heard, agent.last_heartbeat_at)
-                    if seen
-                    else agent.last_heartbeat_at,
-                )
-            cursor = page.next_cursor
-            if cursor is None:
+        async for agent in registry.iter_agents(limit=100):
+            if agent.status != AgentStatus.LIVE:
+                continue
+            seen = by_name.get(agent.name)
+            by_name[agent.name] = AgentLine(
+                agent.name,
+                (seen.instances if seen else 0) + agent.live_instances,
+                max(seen.last_heard, agent.last_heartbeat_at) if seen else agent.last_heartbeat_at,
+            )
+            if len(by_name) >= _AGENTS_SHOWN:
                 break
     return sorted(by_name.values(), key=lambda line: line.name)
 
 
-_AGENT_PAGES = 10
+_AGENTS_SHOWN = 200
 
 
 async def collect_status(settings: DevSettings, *, timeout: float = 5.0) -> StackStatus:  # noqa: ASYNC109

@@ -15,6 +15,7 @@ from disco_common.registry import (
     AgentListQuery,
     AgentRecord,
     AgentRegistration,
+    AgentStatus,
     DiscoveredAgent,
     DiscoveryQuery,
     EventListQuery,
@@ -131,6 +132,19 @@ class RegistryClient(ServiceClient):
             )
         async for item in pages(query, self.list_agents):
             yield item
+
+    async def live_agent_names(self, *, at_most: int = 1000) -> set[str] | None:
+        """The names of the agents with a live registration, or None when the registry
+        lists more than ``at_most`` registrations (it cannot be told in one look)."""
+        names: set[str] = set()
+        seen = 0
+        async for agent in self.iter_agents(limit=100):
+            seen += 1
+            if seen > at_most:
+                return None
+            if agent.status == AgentStatus.LIVE:
+                names.add(agent.name)
+        return names
 
     async def heartbeat(
         self, agent_id: str, *, instance_id: str | None = None, ttl_seconds: int | None = None

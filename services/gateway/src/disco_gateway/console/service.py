@@ -88,18 +88,10 @@ _UNFINISHED = frozenset({PlanStatus.PENDING, PlanStatus.RUNNING, PlanStatus.PAUS
 
 async def _live_agent_names(clients: ConsoleClients) -> set[str] | None:
     """The names with a live registration in the registry, or None if it cannot tell."""
-    names: set[str] = set()
-    cursor: str | None = None
     try:
-        for _ in range(_AGENT_PAGES):
-            page = await clients.registry.list_agents(limit=100, cursor=cursor)
-            names.update(agent.name for agent in page.items if agent.status == AgentStatus.LIVE)
-            cursor = page.next_cursor
-            if cursor is None:
-                return names
+        return await clients.registry.live_agent_names(at_most=_AGENT_PAGES * 100)
     except ServiceError:
         return None
-    return None  # more registrations than the pages read: cannot tell
 
 
 @dataclass(frozen=True)
