@@ -280,11 +280,11 @@ class SavedCopies(Generic[DataT]):
         self._waits_for: Callable[[DataT], Iterable[str]] = waits_for
         self._limit = max(1, limit)
         self._max_bytes = max_bytes
-        # key -> (version, data, the ids it waits for, its JSON size)
-        self._copies: OrderedDict[str, tuple[int, DataT, tuple[str, ...], int]] = OrderedDict()
-        self._by_id: dict[str, str] = {}
+        # key -> (version, data, its JSON size)
+        self._copies: OrderedDict[str, tuple[int, DataT, int]] = OrderedDict()
         self._bytes = 0
-        # Whose answers the ids are, kept past a take (see owner); key -> its ids.
+        # Whose answers the ids are, kept past a take (see owner); key -> its ids. A copy
+        # waits for the ids its key owns.
         self._owners: dict[str, str] = {}
         self._owned: dict[str, tuple[str, ...]] = {}
 
@@ -300,10 +300,9 @@ class SavedCopies(Generic[DataT]):
         size = json_size(data)
         if size > self._max_bytes // 16:
             return
-        self._copies[key] = (version, data, ids, size)
+        self._copies[key] = (version, data, size)
         self._bytes += size
         for waited in ids:
-            self._by_id[waited] = key
             self._owners[waited] = key
         self._owned[key] = ids
         while len(self._copies) > self._limit or self._bytes > self._max_bytes:
@@ -320,12 +319,12 @@ class SavedCopies(Generic[DataT]):
 
     def take(self, waited: str) -> tuple[str, int, DataT] | None:
         """The copy waiting for ``waited`` (its key, version and data), handed out once."""
-        key = self._by_id.get(waited)
-        if key is None:
+        key = self._owners.get(waited)
+        kept = self._copies.get(key) if key is not None else None
+        if key is None or kept is None:
             return None
-        version, data, _, _ = self._copies[key]
         self._drop(key)
-        return key, version, data
+        return key, kept[0], kept[1]
 
     def owner(self, waited: str) -> str | None:
         """The context the last copy kept that waits for ``waited`` belongs to, even once
@@ -335,10 +334,7 @@ class SavedCopies(Generic[DataT]):
     def _drop(self, key: str) -> None:
         kept = self._copies.pop(key, None)
         if kept is not None:
-            self._bytes -= kept[3]
-            for waited in kept[2]:
-                if self._by_id.get(waited) == key:
-                    del self._by_id[waited]
+            self._bytes -= kept[2]
 
     def _disown(self, key: str) -> None:
         for waited in self._owned.pop(key, ()):
