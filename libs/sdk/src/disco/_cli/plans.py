@@ -84,16 +84,12 @@ def _client(url: str | None, tenant: str | None) -> TrackerClient:
     return TrackerClient.from_settings(_settings(url, tenant))
 
 
-_UNFINISHED = frozenset({PlanStatus.PENDING, PlanStatus.RUNNING, PlanStatus.PAUSED})
-_AGENTS_LOOKED_AT = 1000
-
-
 async def _planners_down(
     plans: Sequence[PlanProgress], settings: ServiceClientSettings
 ) -> set[str]:
     """The planners of unfinished ``plans`` the registry has no live registration of;
     empty when it cannot tell (it is asked once, briefly, and never waited on)."""
-    waiting = {p.agent_name for p in plans if p.agent_name and p.status in _UNFINISHED}
+    waiting = {p.agent_name for p in plans if p.agent_name and not p.status.is_final}
     if not waiting:
         return set()
     registry = RegistryClient(
@@ -101,7 +97,7 @@ async def _planners_down(
     )
     try:
         async with registry:
-            live = await registry.live_agent_names(at_most=_AGENTS_LOOKED_AT)
+            live = await registry.live_agent_names()
     except ServiceError:
         return set()
     return waiting - live if live is not None else set()
@@ -194,7 +190,7 @@ def list_plans(
         return
 
     def stuck(plan: PlanProgress) -> bool:
-        return plan.status in _UNFINISHED and plan.agent_name in down
+        return not plan.status.is_final and plan.agent_name in down
 
     title = f"plans ({len(page.items)}{'+' if page.next_cursor else ''})"
     console = Console()

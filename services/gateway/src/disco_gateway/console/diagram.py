@@ -106,7 +106,8 @@ def _depths(definition: PlanDefinition) -> tuple[dict[str, int], set[tuple[str, 
     # loop; the others form a DAG, whose reverse postorder is a topological order.
     loops: set[tuple[str, str]] = set()
     on_path = {initial}
-    finished: list[str] = []
+    finished: list[str] = []  # in postorder
+    done: set[str] = set()
     stack: list[tuple[str, Iterator[str]]] = [(initial, iter(states[initial].targets))]
     while stack:
         name, targets = stack[-1]
@@ -115,9 +116,10 @@ def _depths(definition: PlanDefinition) -> tuple[dict[str, int], set[tuple[str, 
             stack.pop()
             on_path.discard(name)
             finished.append(name)
+            done.add(name)
         elif target in on_path:
             loops.add((name, target))
-        elif target not in finished:
+        elif target not in done:
             on_path.add(target)
             stack.append((target, iter(states[target].targets)))
     depth = {initial: 0}

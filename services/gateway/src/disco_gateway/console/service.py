@@ -18,7 +18,6 @@ import httpx
 from disco.clients import ServiceError
 from disco_common.memory import SessionRecord
 from disco_common.pagination import Page
-from disco_common.plans import PlanStatus
 from disco_common.registry import AgentRecord, AgentStatus
 from disco_common.tracker import (
     AgentMetrics,
@@ -73,7 +72,7 @@ async def list_plans(
     with forwarding(user.token):
         page = await clients.tracker.list_plans(query)
         waiting = {
-            p.agent_name for p in page.items if p.agent_name is not None and p.status in _UNFINISHED
+            p.agent_name for p in page.items if p.agent_name is not None and not p.status.is_final
         }
         down: frozenset[str] = frozenset()
         if waiting:
@@ -81,9 +80,6 @@ async def list_plans(
             if live is not None:
                 down = frozenset(waiting - live)
     return PlansPage(page, down)
-
-
-_UNFINISHED = frozenset({PlanStatus.PENDING, PlanStatus.RUNNING, PlanStatus.PAUSED})
 
 
 async def _live_agent_names(clients: ConsoleClients) -> set[str] | None:
@@ -128,7 +124,7 @@ async def plan_detail(
         )
         planner = view.plan.agent_name
         planner_down = False
-        if planner is not None and view.plan.status in _UNFINISHED:
+        if planner is not None and not view.plan.status.is_final:
             live = await _live_agent_names(clients)
             planner_down = live is not None and planner not in live
     diagram = None
