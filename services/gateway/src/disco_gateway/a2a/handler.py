@@ -200,7 +200,7 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
             agent_card=gateway_card_proto(),
             push_config_store=runtime.push_store,
             push_sender=runtime.push_sender,
-            push_url_validator=runtime.push_sender.url_policy,
+            push_url_validator=runtime.push_sender.url_policy.allows,
             event_stream=runtime.stream,
             interrupted_task_timeout=settings.interrupted_task_seconds,
         )

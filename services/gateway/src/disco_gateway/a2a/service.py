@@ -27,7 +27,7 @@ from disco_gateway.bus.fanout import BusFanout, FanoutRoute
 from disco_gateway.publish.service import Publisher
 from disco_gateway.push.sender import RetryingPushSender
 from disco_gateway.push.store import PostgresPushConfigStore
-from disco_gateway.push.urls import push_url_policy
+from disco_gateway.push.urls import PushUrlPolicy
 from disco_gateway.state import GatewayState
 from disco_gateway.tasks.store import PostgresTaskStore
 from disco_gateway.tasks.stream import PostgresTaskEventStream, TaskEventListener
@@ -94,7 +94,7 @@ async def a2a_lifespan(state: GatewayState) -> AsyncIterator[None]:
             push_store,
             store,
             http,
-            url_policy=push_url_policy(allow_loopback=settings.push_allow_loopback),
+            url_policy=PushUrlPolicy(allow_loopback=settings.push_allow_loopback),
             max_attempts=settings.push_max_attempts,
             backoff_seconds=settings.push_backoff_seconds,
         )

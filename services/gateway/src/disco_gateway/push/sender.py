@@ -11,7 +11,8 @@ headers — ``X-A2A-Notification-Token`` when the config has a token, and
 - a failed delivery (a 5xx, 408 or 429, a timeout, a refused connection) is
   tried again with exponential backoff and jitter, up to
   ``DISCO_GATEWAY_PUSH_MAX_ATTEMPTS``; a 4xx is final;
-- the URL is checked again before every attempt (the DNS may have changed).
+- the URL is checked again before every attempt (the DNS may have changed),
+  and the attempt connects to the address that was checked (``push.urls``).
 
 Deliveries live in the instance's memory: those pending when it stops are lost.
 """
@@ -22,7 +23,6 @@ import asyncio
 import contextlib
 import functools
 import random
-from collections.abc import Awaitable, Callable
 
 import httpx
 import structlog
@@ -35,6 +35,7 @@ from a2a.utils.proto_utils import to_stream_response
 from google.protobuf.json_format import MessageToDict
 
 from disco_gateway.push.store import PostgresPushConfigStore
+from disco_gateway.push.urls import PushUrlPolicy
 from disco_gateway.scope import current_scope
 from disco_gateway.tasks.store import PostgresTaskStore
 
@@ -53,7 +54,7 @@ class RetryingPushSender(PushNotificationSender):
         store: where the task's configurations are.
         tasks: the task store, which knows which tasks have none.
         http: the client to post with (closed by its owner).
-        url_policy: True for a URL the gateway may post to.
+        url_policy: which URLs the gateway may post to, and at which address.
         max_attempts: tries per notification.
         backoff_seconds: the first wait between tries (doubled each time).
     """
@@ -64,7 +65,7 @@ class RetryingPushSender(PushNotificationSender):
         tasks: PostgresTaskStore,
         http: httpx.AsyncClient,
         *,
-        url_policy: Callable[[str], Awaitable[bool]],
+        url_policy: PushUrlPolicy,
         max_attempts: int,
         backoff_seconds: float,
     ) -> None:
@@ -78,7 +79,7 @@ class RetryingPushSender(PushNotificationSender):
         self._running: set[asyncio.Task[None]] = set()
 
     @property
-    def url_policy(self) -> Callable[[str], Awaitable[bool]]:
+    def url_policy(self) -> PushUrlPolicy:
         """The check a push URL must pass (also applied when a configuration is set)."""
         return self._policy
 
@@ -132,10 +133,11 @@ class RetryingPushSender(PushNotificationSender):
         for attempt in range(1, self._max_attempts + 1):
             final = attempt == self._max_attempts
             try:
-                if not await self._policy(config.url):
+                target = await self._policy.target(config.url)
+                if target is None:
                     _log.warning("push URL refused", task_id=task_id, url=config.url)
                     return False
-                response = await self._http.post(config.url, json=body, headers=headers)
+                response = await target.post(self._http, body, headers)
                 if response.is_success:
                     return True
                 retry = response.status_code >= 500 or response.status_code in _RETRY_STATUSES

@@ -1,10 +1,17 @@
-"""Which push notification URLs the gateway posts to.
+"""Which push notification URLs the gateway posts to, and at which address.
 
-The a2a-sdk's policy (``validate_push_notification_url``): http(s) only, and a
-host that resolves to public addresses only (no private, shared, loopback,
-link-local, multicast or reserved range: no posting into the gateway's own
-network, no cloud metadata endpoint). ``DISCO_GATEWAY_PUSH_ALLOW_LOOPBACK``
-lets loopback through for development and tests, and nothing else.
+The policy is the a2a-sdk's (``validate_push_notification_url``): http(s) only,
+and a host that resolves to public addresses only (no private, shared,
+loopback, link-local, multicast, reserved or unspecified range: no posting into
+the gateway's own network, no cloud metadata endpoint).
+``DISCO_GATEWAY_PUSH_ALLOW_LOOPBACK`` lets loopback through for development and
+tests, and nothing else.
+
+A delivery connects to the address that was checked, not to the host name: a
+name resolved once for the check and again by the HTTP client could answer a
+public address the first time and a private one the second (DNS rebinding).
+The request keeps the URL's host in its ``Host`` header and, over TLS, as the
+server name the certificate must match.
 """
 
 from __future__ import annotations
@@ -13,37 +20,97 @@ import asyncio
 import ipaddress
 import socket
 import urllib.parse
-from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
-from a2a.utils.push_url_validator import validate_push_notification_url
+import httpx
+import structlog
 
-__all__ = ["push_url_policy"]
+__all__ = ["PushTarget", "PushUrlPolicy"]
+
+_log = structlog.get_logger("disco_gateway.push")
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
-async def _resolves_to_loopback_only(url: str) -> bool:
-    try:
-        parsed = urllib.parse.urlparse(url)
-        port = parsed.port or (443 if parsed.scheme == "https" else 80)
-    except ValueError:
-        return False
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        return False
-    try:
-        infos = await asyncio.get_running_loop().getaddrinfo(
-            parsed.hostname, port, type=socket.SOCK_STREAM
+@dataclass(frozen=True, slots=True)
+class PushTarget:
+    """Where one delivery goes: ``url`` names the checked address instead of the host."""
+
+    url: str
+    host: str  # the URL's own host[:port], for the Host header
+    server_name: str  # the URL's host name, for TLS (SNI and the certificate check)
+
+    async def post(
+        self, http: httpx.AsyncClient, body: object, headers: dict[str, str]
+    ) -> httpx.Response:
+        """POST ``body`` as JSON to the checked address, as a request to the URL's host."""
+        return await http.post(
+            self.url,
+            json=body,
+            headers={**headers, "Host": self.host},
+            extensions={"sni_hostname": self.server_name},
         )
-    except OSError:
-        return False
-    addresses = [ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos]
-    return bool(addresses) and all(address.is_loopback for address in addresses)
 
 
-def push_url_policy(*, allow_loopback: bool) -> Callable[[str], Awaitable[bool]]:
-    """The check a push URL must pass (when it is set, and again before each delivery)."""
+def _is_public(address: Address) -> bool:
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped  # judged as the IPv4 address it carries
+    return address.is_global and not (
+        address.is_loopback
+        or address.is_link_local
+        or address.is_multicast
+        or address.is_reserved
+        or address.is_unspecified
+    )
 
-    async def accept(url: str) -> bool:
-        if allow_loopback and await _resolves_to_loopback_only(url):
-            return True
-        return await validate_push_notification_url(url)
 
-    return accept
+class PushUrlPolicy:
+    """Checks push URLs and resolves each delivery's address once.
+
+    Args:
+        allow_loopback: also accept hosts on loopback addresses (dev and tests).
+    """
+
+    def __init__(self, *, allow_loopback: bool) -> None:
+        self._allow_loopback = allow_loopback
+
+    async def allows(self, url: str) -> bool:
+        """Whether the gateway may post to ``url`` (checked when a configuration is set)."""
+        return await self.target(url) is not None
+
+    async def target(self, url: str) -> PushTarget | None:
+        """The checked address to post ``url``'s notifications to, or None if refused.
+
+        Every address the host resolves to must pass, as in the a2a-sdk's policy;
+        the first is the one connected to.
+        """
+        try:
+            parsed = urllib.parse.urlparse(url)
+            port = parsed.port or (443 if parsed.scheme == "https" else 80)
+            original = httpx.URL(url)
+        except (ValueError, httpx.InvalidURL):
+            _log.warning("push URL unparseable", url=url)
+            return None
+        host = parsed.hostname
+        if parsed.scheme not in ("http", "https") or not host:
+            _log.warning("push URL not http(s) with a host", url=url)
+            return None
+        try:
+            infos = await asyncio.get_running_loop().getaddrinfo(
+                host, port, type=socket.SOCK_STREAM
+            )
+            addresses = [ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos]
+        except (OSError, ValueError):
+            _log.warning("push URL host not resolved", url=url)
+            return None
+        if not addresses or not all(self._accepts(address) for address in addresses):
+            _log.warning("push URL host resolves to a non-public address", url=url)
+            return None
+        return PushTarget(
+            url=str(original.copy_with(host=str(addresses[0]))),
+            host=original.netloc.decode("ascii"),
+            server_name=host,
+        )
+
+    def _accepts(self, address: Address) -> bool:
+        return _is_public(address) or (self._allow_loopback and address.is_loopback)
