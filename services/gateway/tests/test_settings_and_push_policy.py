@@ -7,7 +7,7 @@ import socket
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, cast
+from typing import Any
 
 import httpx
 import pytest
@@ -15,7 +15,7 @@ import trustme
 from a2a.types import a2a_pb2
 
 from disco_gateway import GatewaySettings
-from disco_gateway.push.sender import RetryingPushSender
+from disco_gateway.push.sender import Outcome, PushPoster
 from disco_gateway.push.urls import PushUrlPolicy
 
 
@@ -136,16 +136,8 @@ async def rebinding_dns(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return asked
 
 
-def sender(http: httpx.AsyncClient) -> RetryingPushSender:
-    # deliver() reads neither store: only the policy and the client.
-    return RetryingPushSender(
-        cast(Any, None),
-        cast(Any, None),
-        http,
-        url_policy=PushUrlPolicy(allow_loopback=True),
-        max_attempts=1,
-        backoff_seconds=0.01,
-    )
+def poster(http: httpx.AsyncClient) -> PushPoster:
+    return PushPoster(http, PushUrlPolicy(allow_loopback=True))
 
 
 def config(url: str) -> a2a_pb2.TaskPushNotificationConfig:
@@ -157,9 +149,9 @@ async def test_a_delivery_connects_to_the_address_its_check_resolved(
 ) -> None:
     async with receiving() as (receiver, port), httpx.AsyncClient(timeout=5) as http:
         url = f"http://{REBINDING_HOST}:{port}/hook"
-        delivered = await sender(http).deliver(config(url), {"n": 1}, task_id="t")
+        outcome = await poster(http).attempt(config(url), {"n": 1}, task_id="t")
 
-    assert delivered
+    assert outcome is Outcome.DELIVERED
     assert rebinding_dns == [REBINDING_HOST]
     [head] = receiver.heads
     assert head.startswith("POST /hook HTTP/1.1\r\n")
@@ -181,8 +173,8 @@ async def test_a_delivery_over_tls_checks_the_certificate_against_the_urls_host(
         httpx.AsyncClient(timeout=5, verify=client_tls) as http,
     ):
         url = f"https://{REBINDING_HOST}:{port}/hook"
-        delivered = await sender(http).deliver(config(url), {"n": 1}, task_id="t")
+        outcome = await poster(http).attempt(config(url), {"n": 1}, task_id="t")
 
-    assert delivered
+    assert outcome is Outcome.DELIVERED
     assert rebinding_dns == [REBINDING_HOST]
     assert len(receiver.heads) == 1

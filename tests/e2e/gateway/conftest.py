@@ -215,6 +215,7 @@ def gateway_stack(
             "DISCO_GATEWAY_PUBLIC_TENANT": TENANT,
             "DISCO_GATEWAY_PUSH_ALLOW_LOOPBACK": "true",
             "DISCO_GATEWAY_PUSH_BACKOFF_SECONDS": "0.1",
+            "DISCO_GATEWAY_PUSH_SWEEP_SECONDS": "0.2",
             "DISCO_GATEWAY_HANDOVER_SECONDS": "1",
             "DISCO_GATEWAY_REGISTRY_CACHE_SECONDS": "1",
         },

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import uuid
+from typing import Any
 
+import asyncpg
 from a2a.types import a2a_pb2
 
 from tests.e2e.gateway.conftest import GatewayProcess, GatewayStack, a2a_client
 from tests.e2e.gateway.support import (
+    PushReceiver,
     as_json,
     bus_side,
     events_of,
     send_request,
     task_in,
+    until,
     user_message,
 )
 
@@ -96,3 +101,51 @@ async def test_two_gateway_instances_serve_the_same_tasks(
     assert on_first.status.state == CANCELED
     assert told.task_id == slow_id  # the worker was told, and stopped
     second.stop()
+
+
+async def test_a_push_waiting_when_its_gateway_is_killed_is_delivered_by_another(
+    gateway: GatewayProcess, gateway_stack: GatewayStack
+) -> None:
+    # A backoff long enough to kill the instance between the first try and the next.
+    doomed = GatewayProcess(
+        {**gateway_stack.gateway_env, "DISCO_GATEWAY_PUSH_BACKOFF_SECONDS": "6"},
+        gateway_stack.logs,
+    )
+    gateway_stack.gateways.append(doomed)
+    doomed.start()
+    config = a2a_pb2.TaskPushNotificationConfig(token="tok-k")
+    admin = await asyncpg.connect(gateway_stack.database_admin)
+    try:
+        async with PushReceiver(fail_first=1) as receiver:
+            config.url = receiver.url
+            async with a2a_client(doomed.url, "JSONRPC", agent="gw-echo") as client:
+                client._config.streaming = False
+                (sent,) = await events_of(client, send_request(user_message("ping"), push=config))
+            task_id = sent.task.id
+
+            async def completion_waits() -> bool | None:
+                waiting = await admin.fetchval(
+                    "SELECT count(*) FROM gateway.a2a_push_deliveries WHERE task_id = $1"
+                    " AND body::text LIKE '%TASK_STATE_COMPLETED%'",
+                    task_id,
+                )
+                return True if waiting and receiver.refused == 1 else None
+
+            await until(completion_waits, what="the refused first push and the rest waiting")
+            doomed.kill()
+            _, body = await receiver.wait_for(lambda b: _completes(b, task_id))
+            delivered = [b for _, b in receiver.received]
+    finally:
+        await admin.close()
+
+    assert receiver.refused == 1
+    assert delivered[-1] == body  # the completion came last, after what came before it
+    assert len({json.dumps(b, sort_keys=True) for b in delivered}) == len(delivered)
+
+
+def _completes(body: dict[str, Any], task_id: str) -> bool:
+    for kind, id_field in (("statusUpdate", "taskId"), ("task", "id")):
+        part = body.get(kind) or {}
+        if part.get(id_field) == task_id:
+            return bool(part.get("status", {}).get("state") == "TASK_STATE_COMPLETED")
+    return False

@@ -12,8 +12,8 @@ from disco_common.notifications import NotificationType
 from disco_common.topics import Topic, topic_name
 from disco_gateway import GatewaySettings
 from disco_gateway.bus.fanout import BusFanout, FanoutRoute
+from disco_gateway.push.repository import PushDeliveryRepository
 from disco_gateway.push.store import PostgresPushConfigStore
-from disco_gateway.scope import scoped
 from disco_gateway.sessions.hub import SessionHub
 from disco_gateway.sessions.repository import stream_positions
 from disco_gateway.tasks.store import PostgresTaskStore
@@ -33,15 +33,18 @@ async def test_push_configs_are_kept_per_task_and_owner_and_all_dispatched(db: D
         task_id, a2a_pb2.TaskPushNotificationConfig(id="b", url="https://x/b"), bob.context()
     )
     mine = await store.get_info(task_id, alice.context())
-    with scoped(alice):
-        everyone = await store.get_info_for_dispatch(task_id)
+    async with db.unit_of_work(tenant) as session:
+        # A notification of the task waits for delivery to each configuration, whoever set it.
+        queued = await PushDeliveryRepository(session, tenant, "gateway-x/0").enqueue(
+            task_id, {"task": {"id": task_id}}, lease_seconds=30
+        )
     elsewhere = await store.get_info(task_id, caller(new_tenant()).context())
     await store.delete_info(task_id, alice.context(), stored.id)
     after = await store.get_info(task_id, alice.context())
 
     assert (stored.id, stored.task_id, stored.tenant) == (task_id, task_id, "")
     assert [c.url for c in mine] == ["https://hooks.example/a"]
-    assert sorted(c.id for c in everyone) == sorted([task_id, "b"])
+    assert sorted(config_id for _, config_id in queued) == sorted([task_id, "b"])
     assert elsewhere == []
     assert after == []
 

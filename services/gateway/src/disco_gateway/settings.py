@@ -126,6 +126,16 @@ class GatewaySettings(GatewayLinkSettings):
     push_timeout_seconds: float = Field(
         default=5.0, gt=0, le=120, validation_alias=_own("PUSH_TIMEOUT_SECONDS")
     )
+    push_sweep_seconds: float = Field(
+        default=1.0,
+        gt=0,
+        le=60,
+        validation_alias=_own("PUSH_SWEEP_SECONDS"),
+        description=(
+            "How often an instance takes push notifications that are due: retries, and"
+            " those a stopped instance held."
+        ),
+    )
     publish_max_wait_seconds: float = Field(
         default=60.0,
         gt=0,

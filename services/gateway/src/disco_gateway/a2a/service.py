@@ -25,7 +25,7 @@ from disco_gateway.agents.service import AgentDirectory
 from disco_gateway.bus.applier import GroupApplier
 from disco_gateway.bus.fanout import BusFanout, FanoutRoute
 from disco_gateway.publish.service import Publisher
-from disco_gateway.push.sender import RetryingPushSender
+from disco_gateway.push.sender import PushPoster, RetryingPushSender
 from disco_gateway.push.store import PostgresPushConfigStore
 from disco_gateway.push.urls import PushUrlPolicy
 from disco_gateway.state import GatewayState
@@ -91,13 +91,16 @@ async def a2a_lifespan(state: GatewayState) -> AsyncIterator[None]:
         store = PostgresTaskStore(database)
         push_store = PostgresPushConfigStore(database, store)
         push_sender = RetryingPushSender(
-            push_store,
+            database,
             store,
-            http,
-            url_policy=PushUrlPolicy(allow_loopback=settings.push_allow_loopback),
+            PushPoster(http, PushUrlPolicy(allow_loopback=settings.push_allow_loopback)),
             max_attempts=settings.push_max_attempts,
             backoff_seconds=settings.push_backoff_seconds,
+            # A try is one URL check and one POST, bounded by the timeout.
+            lease_seconds=settings.push_timeout_seconds * 2 + 5,
+            sweep_seconds=settings.push_sweep_seconds,
         )
+        push_sender.start()
         stack.push_async_callback(push_sender.drain, settings.shutdown_grace_seconds / 2)
         runtime = A2ARuntime(
             settings=settings,

@@ -1,14 +1,22 @@
-"""SQL of push notification configurations (``gateway.a2a_push_configs``)."""
+"""SQL of push notification configurations (``gateway.a2a_push_configs``) and of the
+notifications waiting to be delivered (``gateway.a2a_push_deliveries``)."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-__all__ = ["PushConfigRepository"]
+__all__ = [
+    "ClaimedDelivery",
+    "PushConfigRepository",
+    "PushDeliveryRepository",
+    "claim_due_deliveries",
+    "release_deliveries",
+]
 
 _UPSERT = text(
     "INSERT INTO gateway.a2a_push_configs (tenant_id, task_id, config_id, user_id, config) "
@@ -68,3 +76,149 @@ class PushConfigRepository:
                 "user_id": user_id,
             },
         )
+
+
+# -- deliveries (gateway.a2a_push_deliveries) ----------------------------------------------
+
+_ENQUEUE = text(
+    "WITH configs AS ("
+    " SELECT config_id, user_id, config FROM gateway.a2a_push_configs"
+    " WHERE tenant_id = :tenant_id AND task_id = :task_id),"
+    " queued AS ("
+    " INSERT INTO gateway.a2a_push_deliveries"
+    " (tenant_id, task_id, config_id, user_id, body, claimed_by, due_at)"
+    " SELECT :tenant_id, :task_id, config_id, user_id, CAST(:body AS jsonb), :me,"
+    " now() + make_interval(secs => :lease) FROM configs ORDER BY config_id"
+    " RETURNING seq, config_id)"
+    " SELECT queued.seq, queued.config_id FROM queued ORDER BY queued.seq"
+)
+_CLAIM = text(
+    "UPDATE gateway.a2a_push_deliveries AS d"
+    " SET claimed_by = :me, due_at = now() + make_interval(secs => :lease),"
+    " attempts = d.attempts + 1"
+    " FROM gateway.a2a_push_configs AS c"
+    " WHERE d.tenant_id = :tenant_id AND d.seq = :seq"
+    " AND (d.claimed_by = :me OR d.due_at <= now())"
+    " AND NOT EXISTS (SELECT 1 FROM gateway.a2a_push_deliveries AS e"
+    " WHERE e.tenant_id = d.tenant_id AND e.task_id = d.task_id"
+    " AND e.config_id = d.config_id AND e.seq < d.seq)"
+    " AND c.tenant_id = d.tenant_id AND c.task_id = d.task_id AND c.config_id = d.config_id"
+    " RETURNING d.task_id, d.attempts, d.body, c.config"
+)
+_RETRY = text(
+    "UPDATE gateway.a2a_push_deliveries"
+    " SET claimed_by = NULL, due_at = now() + make_interval(secs => :delay)"
+    " WHERE tenant_id = :tenant_id AND seq = :seq AND claimed_by = :me"
+)
+_RELEASE = text(
+    "UPDATE gateway.a2a_push_deliveries SET claimed_by = NULL, due_at = now()"
+    " WHERE tenant_id = :tenant_id AND seq = :seq AND claimed_by = :me"
+)
+_DONE = text(
+    "DELETE FROM gateway.a2a_push_deliveries"
+    " WHERE tenant_id = :tenant_id AND seq = :seq AND claimed_by = :me"
+)
+_CLAIM_DUE = text(
+    "SELECT tenant_id, seq, task_id, attempts, body, config"
+    " FROM gateway.claim_a2a_push_deliveries(:me, :lease, :max_rows)"
+)
+_RELEASE_ALL = text("SELECT gateway.release_a2a_push_deliveries(:instance)")
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedDelivery:
+    """A notification this instance may now try once (until its lease ends)."""
+
+    tenant_id: str
+    seq: int
+    task_id: str
+    attempts: int
+    """Tries started, this one included."""
+    body: dict[str, Any]
+    config: dict[str, Any]
+
+
+class PushDeliveryRepository:
+    """One tenant's notifications waiting for delivery, as held under ``token``.
+
+    Every change but :meth:`enqueue` and :meth:`claim` applies only to a row the
+    token still holds: one taken over after its lease ended is left alone.
+    """
+
+    def __init__(self, session: AsyncSession, tenant_id: str, token: str) -> None:
+        self._session = session
+        self._tenant_id = tenant_id
+        self._me = token
+
+    async def enqueue(
+        self, task_id: str, body: dict[str, Any], *, lease_seconds: float
+    ) -> list[tuple[int, str]]:
+        """A row per configuration of the task, held under the token for the lease: each
+        row's ``(seq, config_id)``."""
+        rows = await self._session.execute(
+            _ENQUEUE,
+            {
+                "tenant_id": self._tenant_id,
+                "task_id": task_id,
+                "body": json.dumps(body),
+                "me": self._me,
+                "lease": lease_seconds,
+            },
+        )
+        return [(seq, config_id) for seq, config_id in rows.all()]
+
+    async def claim(self, seq: int, *, lease_seconds: float) -> ClaimedDelivery | None:
+        """Hold row ``seq`` for one try (counted): None if it is gone, held under another
+        token (until ``due_at``), or behind an older notification of its configuration."""
+        row = (
+            await self._session.execute(
+                _CLAIM,
+                {"tenant_id": self._tenant_id, "seq": seq, "me": self._me, "lease": lease_seconds},
+            )
+        ).first()
+        if row is None:
+            return None
+        return ClaimedDelivery(
+            self._tenant_id, seq, row.task_id, row.attempts, dict(row.body), dict(row.config)
+        )
+
+    async def retry(self, seq: int, *, delay_seconds: float) -> None:
+        """Let go of row ``seq``, due again in ``delay_seconds`` (for any sweeper)."""
+        await self._session.execute(
+            _RETRY,
+            {"tenant_id": self._tenant_id, "seq": seq, "me": self._me, "delay": delay_seconds},
+        )
+
+    async def release(self, seq: int) -> None:
+        """Hand row ``seq`` to whichever sweeper comes next."""
+        await self._session.execute(
+            _RELEASE, {"tenant_id": self._tenant_id, "seq": seq, "me": self._me}
+        )
+
+    async def done(self, seq: int) -> None:
+        """Forget row ``seq``: delivered, or given up on."""
+        await self._session.execute(
+            _DONE, {"tenant_id": self._tenant_id, "seq": seq, "me": self._me}
+        )
+
+
+async def claim_due_deliveries(
+    session: AsyncSession, token: str, *, lease_seconds: float, max_rows: int
+) -> list[ClaimedDelivery]:
+    """Hold every tenant's due notifications (of each configuration the oldest only) under
+    ``token``, each for one try (a system function)."""
+    rows = await session.execute(
+        _CLAIM_DUE, {"me": token, "lease": lease_seconds, "max_rows": max_rows}
+    )
+    return [
+        ClaimedDelivery(
+            row.tenant_id, row.seq, row.task_id, row.attempts, dict(row.body), dict(row.config)
+        )
+        for row in rows.all()
+    ]
+
+
+async def release_deliveries(session: AsyncSession, instance: str) -> int:
+    """Let go of every row held under a token ``<instance>/...``, due at once (a system
+    function); how many."""
+    return int(await session.scalar(_RELEASE_ALL, {"instance": instance}) or 0)

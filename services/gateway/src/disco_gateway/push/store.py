@@ -2,7 +2,8 @@
 
 Tenant-scoped like the tasks (row-level security; the tenant from the token,
 never from the config's own ``tenant`` field), and owned by the user who set
-them: a caller reads and deletes only its own; delivery reads them all.
+them: a caller reads and deletes only its own; every one of them gets the task's
+notifications (``push.sender``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from a2a.types.a2a_pb2 import TaskPushNotificationConfig
 from google.protobuf.json_format import MessageToDict, ParseDict
 
 from disco_gateway.push.repository import PushConfigRepository
-from disco_gateway.scope import CallScope, current_scope
+from disco_gateway.scope import CallScope
 from disco_gateway.tasks.store import PostgresTaskStore
 from disco_service import Database
 
@@ -55,10 +56,6 @@ class PostgresPushConfigStore(PushNotificationConfigStore):
     ) -> list[TaskPushNotificationConfig]:
         scope = CallScope.of(context)
         return await self._list(scope, task_id, owner=None if scope.system else scope.user_id)
-
-    async def get_info_for_dispatch(self, task_id: str) -> list[TaskPushNotificationConfig]:
-        """Every configuration of the task (the running call's tenant), whoever set it."""
-        return await self._list(current_scope(), task_id, owner=None)
 
     async def _list(
         self, scope: CallScope, task_id: str, *, owner: str | None
