@@ -87,6 +87,18 @@ PAIRS: list[tuple[BaseModel, type[Message]]] = [
     ),
     (build_agent_card(SOURCE, public_url="https://gw.example", tenant="acme"), a2a_pb2.AgentCard),
     (build_gateway_card([SOURCE], public_url="https://gw.example"), a2a_pb2.AgentCard),
+    (
+        build_gateway_card([SOURCE], public_url="https://gw.example").model_copy(
+            update={
+                "signatures": [
+                    dc.A2AAgentCardSignature(
+                        protected="eyJhbGciOiJFUzI1NiJ9", signature="c2ln", header={"k": "v"}
+                    )
+                ]
+            }
+        ),
+        a2a_pb2.AgentCard,
+    ),
 ]
 
 

@@ -31,6 +31,7 @@ MODULES = [
 EXPECTED = [
     "A2AAgentCapabilities",
     "A2AAgentCard",
+    "A2AAgentCardSignature",
     "A2AAgentExtension",
     "A2AAgentInterface",
     "A2AAgentProvider",

@@ -106,6 +106,7 @@ A2A_CARD = dc.A2AAgentCard(
         )
     },
     security_requirements=[dc.A2ASecurityRequirement(schemes={"bearer": dc.A2AStringList()})],
+    signatures=[dc.A2AAgentCardSignature(protected="eyJhbGciOiJFUzI1NiJ9", signature="c2ln")],
 )
 
 STATES = {
@@ -724,6 +725,7 @@ EXAMPLES: list[BaseModel] = [
         if s.http_auth_security_scheme
     ],
     *(A2A_CARD.security_requirements or []),
+    *(A2A_CARD.signatures or []),
     dc.A2AStringList(list_=["read"]),
     dc.A2ATaskStatus(state=dc.A2ATaskState.INPUT_REQUIRED, message=A2A_MESSAGE, timestamp=T0),
     dc.A2ATask(

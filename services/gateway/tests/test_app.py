@@ -33,7 +33,11 @@ def test_the_gateway_serves_cards_the_publish_bridge_and_both_a2a_bindings() -> 
     paths = set(app.openapi()["paths"])
     routes = {getattr(route, "path", "") for route in app.routes}
 
-    assert {"/.well-known/agent-card.json", "/a2a/{agent}/.well-known/agent-card.json"} <= paths
+    assert {
+        "/.well-known/agent-card.json",
+        "/a2a/{agent}/.well-known/agent-card.json",
+        "/.well-known/jwks.json",
+    } <= paths
     assert "/v1/publish" in paths
     assert {"/a2a", "/a2a/{agent}", "/a2a/message:send", "/a2a/tasks/{id}"} <= routes
     assert "/a2a/{agent}" in {

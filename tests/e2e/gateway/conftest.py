@@ -28,6 +28,8 @@ from pathlib import Path
 import httpx
 import pytest
 from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 
 from disco._dev.ports import free_port
 from disco.auth import DEV_AUTH_SECRET, mint_dev_token
@@ -146,6 +148,14 @@ class GatewayStack:
         return gateway
 
 
+def _card_signing_key() -> str:
+    key = ec.generate_private_key(ec.SECP256R1())
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return pem.decode()
+
+
 def _wait_registered(registry_url: str, names: list[str], timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     missing = names
@@ -216,6 +226,8 @@ def gateway_stack(
             "DISCO_GATEWAY_PUSH_ALLOW_LOOPBACK": "true",
             "DISCO_GATEWAY_PUSH_BACKOFF_SECONDS": "0.1",
             "DISCO_GATEWAY_PUSH_SWEEP_SECONDS": "0.2",
+            # Every card these tests read is signed, as a production gateway's would be.
+            "DISCO_GATEWAY_CARD_SIGNING_KEY": _card_signing_key(),
             "DISCO_GATEWAY_HANDOVER_SECONDS": "1",
             "DISCO_GATEWAY_REGISTRY_CACHE_SECONDS": "1",
         },

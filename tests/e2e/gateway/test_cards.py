@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import pytest
 from a2a.client import A2ACardResolver
 from a2a.types import a2a_pb2
+from a2a.utils.signing import create_signature_verifier
+from jwt import PyJWK
 
 from disco_common.a2a import A2A_EVENT_CONTRACTS_EXTENSION
 from tests.e2e.gateway.conftest import (
@@ -88,3 +92,38 @@ async def test_the_extended_card_shows_the_callers_agents(
     assert agent.name == "gw-math"
     assert [skill.id for skill in agent.skills] == ["gw.add", "gw.mul"]
     assert {i.tenant for i in agent.supported_interfaces} == {TENANT}
+
+
+async def test_every_card_is_signed_with_the_key_the_gateway_publishes(
+    gateway: GatewayProcess,
+) -> None:
+    jwks_url = f"{gateway.url}/.well-known/jwks.json"
+    asked: list[tuple[str | None, str | None]] = []
+    async with httpx.AsyncClient() as http:
+        jwks = (await http.get(jwks_url)).json()
+
+        def key_provider(kid: str | None, jku: str | None) -> Any:
+            asked.append((kid, jku))
+            return PyJWK(next(key for key in jwks["keys"] if key["kid"] == kid))
+
+        verify = create_signature_verifier(key_provider, ["ES256"])
+        # Each raises unless a signature over the card as served holds.
+        await A2ACardResolver(http, gateway.url).get_agent_card(signature_verifier=verify)
+        await A2ACardResolver(http, f"{gateway.url}/a2a/{PUBLIC_AGENT}").get_agent_card(
+            signature_verifier=verify
+        )
+        own = await http.get(
+            f"{gateway.url}/a2a/gw-math/.well-known/agent-card.json", headers=bearer()
+        )
+    for binding in BINDINGS:
+        async with a2a_client(gateway.url, binding) as client:
+            await client.get_extended_agent_card(
+                a2a_pb2.GetExtendedAgentCardRequest(), signature_verifier=verify
+            )
+
+    (key,) = jwks["keys"]
+    assert (key["kty"], key["crv"], key["alg"], key["use"]) == ("EC", "P-256", "ES256", "sig")
+    assert "d" not in key
+    assert set(asked) == {(key["kid"], jwks_url)}
+    assert len(asked) == 2 + len(BINDINGS)
+    assert len(own.json()["signatures"]) == 1

@@ -52,6 +52,7 @@ __all__ = [
     "ACTION_PROGRESSED",
     "A2AAgentCapabilities",
     "A2AAgentCard",
+    "A2AAgentCardSignature",
     "A2AAgentExtension",
     "A2AAgentInterface",
     "A2AAgentProvider",
@@ -572,6 +573,15 @@ class A2AAgentSkill(_Wire):
     security_requirements: list[A2ASecurityRequirement] | None = None
 
 
+class A2AAgentCardSignature(_Wire):
+    """A JWS signature of a card (RFC 7515, detached): its protected header and signature,
+    base64url, over the card's RFC 8785 canonical JSON without ``signatures``."""
+
+    protected: str
+    signature: str
+    header: dict[str, JsonValue] | None = None
+
+
 class A2AAgentCard(_Wire):
     """An A2A v1.0 AgentCard."""
 
@@ -587,4 +597,5 @@ class A2AAgentCard(_Wire):
     documentation_url: str | None = None
     security_schemes: dict[str, A2ASecurityScheme] | None = None
     security_requirements: list[A2ASecurityRequirement] | None = None
+    signatures: list[A2AAgentCardSignature] | None = None
     icon_url: str | None = None

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import ClassVar, Literal, Self
 
-from pydantic import AliasChoices, Field, model_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 
 from disco_common.ids import Id, TenantId
 from disco_service import GatewayLinkSettings
@@ -76,6 +77,26 @@ class GatewaySettings(GatewayLinkSettings):
             "visibility public, and the public agents), or `all` the public tenant's "
             "agents (dev only)."
         ),
+    )
+    card_signing_key: SecretStr | None = Field(
+        default=None,
+        validation_alias=_own("CARD_SIGNING_KEY"),
+        description=(
+            "A PEM private key (EC P-256/P-384/P-521, RSA of 2048 bits or more, or Ed25519) "
+            "that signs every agent card the gateway serves (JWS, the card's `signatures`); "
+            "its public key is served at /.well-known/jwks.json."
+        ),
+    )
+    card_signing_key_file: Path | None = Field(
+        default=None,
+        validation_alias=_own("CARD_SIGNING_KEY_FILE"),
+        description="The card signing key read from this file instead (a mounted secret).",
+    )
+    card_signing_key_id: str | None = Field(
+        default=None,
+        min_length=1,
+        validation_alias=_own("CARD_SIGNING_KEY_ID"),
+        description="The signing key's `kid` (default: its RFC 7638 thumbprint).",
     )
     registry_cache_seconds: float = Field(
         default=5.0,
@@ -202,6 +223,39 @@ class GatewaySettings(GatewayLinkSettings):
         validation_alias=_own("STREAM_PAYLOAD_MAX_BYTES"),
         description="The largest payload a stream message carries (larger ones are cut).",
     )
+
+    @field_validator("card_signing_key", "card_signing_key_file", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        # An empty variable (a template's placeholder) means no key, not an empty one.
+        return None if isinstance(value, str) and not value.strip() else value
+
+    def card_signing_pem(self) -> bytes | None:
+        """The card signing key's PEM, from the setting or its file; None when unset."""
+        if self.card_signing_key is not None:
+            return self.card_signing_key.get_secret_value().encode()
+        if self.card_signing_key_file is not None:
+            return self.card_signing_key_file.read_bytes()
+        return None
+
+    @model_validator(mode="after")
+    def _one_signing_key(self) -> Self:
+        if self.card_signing_key is not None and self.card_signing_key_file is not None:
+            raise ValueError(
+                "set DISCO_GATEWAY_CARD_SIGNING_KEY or DISCO_GATEWAY_CARD_SIGNING_KEY_FILE, "
+                "not both"
+            )
+        if self.card_signing_key_file is not None and not self.card_signing_key_file.is_file():
+            raise ValueError(
+                f"DISCO_GATEWAY_CARD_SIGNING_KEY_FILE {self.card_signing_key_file} is not a file"
+            )
+        pem = self.card_signing_pem()
+        if pem is not None:
+            # Imported here: the signing module imports these settings.
+            from disco_gateway.cards.signing import load_signing_key
+
+            load_signing_key(pem)  # refused at startup, not at the first card
+        return self
 
     @model_validator(mode="after")
     def _dev_only(self) -> Self:

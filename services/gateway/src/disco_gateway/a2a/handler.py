@@ -510,4 +510,4 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
                 card = A2AGatewayHelper.gateway_card(
                     sources, public_url=settings.gateway_public_url
                 )
-            return to_proto(card, a2a_pb2.AgentCard)
+            return self._runtime.card_signer.sign_proto(to_proto(card, a2a_pb2.AgentCard))

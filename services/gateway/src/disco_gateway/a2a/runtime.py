@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from disco.bus import BusClient
 from disco_gateway.agents.service import AgentDirectory
 from disco_gateway.bus.fanout import BusFanout
+from disco_gateway.cards.signing import CardSigner
 from disco_gateway.push.sender import RetryingPushSender
 from disco_gateway.push.store import PostgresPushConfigStore
 from disco_gateway.settings import GatewaySettings
@@ -34,6 +35,7 @@ class A2ARuntime:
     stream: PostgresTaskEventStream
     push_store: PostgresPushConfigStore
     push_sender: RetryingPushSender
+    card_signer: CardSigner
     _settled: OrderedDict[tuple[str, str], None] = field(default_factory=OrderedDict)
 
     def settle(self, tenant_id: str, correlation_id: str) -> None:

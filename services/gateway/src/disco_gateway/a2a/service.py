@@ -24,6 +24,7 @@ from disco_gateway.a2a.runtime import A2ARuntime
 from disco_gateway.agents.service import AgentDirectory
 from disco_gateway.bus.applier import GroupApplier
 from disco_gateway.bus.fanout import BusFanout, FanoutRoute
+from disco_gateway.cards.signing import CardSigner
 from disco_gateway.publish.service import Publisher
 from disco_gateway.push.sender import PushPoster, RetryingPushSender
 from disco_gateway.push.store import PostgresPushConfigStore
@@ -52,6 +53,10 @@ class A2AService:
     @property
     def directory(self) -> AgentDirectory:
         return self.runtime.directory
+
+    @property
+    def card_signer(self) -> CardSigner:
+        return self.runtime.card_signer
 
 
 @contextlib.asynccontextmanager
@@ -112,6 +117,7 @@ async def a2a_lifespan(state: GatewayState) -> AsyncIterator[None]:
             stream=PostgresTaskEventStream(database, listener),
             push_store=push_store,
             push_sender=push_sender,
+            card_signer=CardSigner.from_settings(settings),
         )
         handler = GatewayRequestHandler(runtime)
         stack.push_async_callback(handler.aclose)

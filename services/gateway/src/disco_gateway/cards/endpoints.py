@@ -1,4 +1,5 @@
-"""The cards: ``/.well-known/agent-card.json`` and ``/a2a/{agent}/.well-known/agent-card.json``.
+"""The cards: ``/.well-known/agent-card.json`` and ``/a2a/{agent}/.well-known/agent-card.json``,
+signed when a signing key is set, and the key set that verifies them (``/.well-known/jwks.json``).
 
 Served without a token (what a caller without one may see, see
 :mod:`disco_gateway.cards.service`); with one, an agent's card is the agent as
@@ -16,6 +17,8 @@ from disco_common.a2a import A2AAgentCard
 from disco_common.ids import AgentName
 from disco_gateway.a2a.endpoints import authenticate
 from disco_gateway.cards import service
+from disco_gateway.cards.schemas import CardKeys
+from disco_gateway.cards.signing import JWKS_PATH
 from disco_gateway.errors import AgentNotFound
 from disco_gateway.state import GatewayState
 from disco_service import error_responses
@@ -36,7 +39,8 @@ async def get_gateway_card(request: Request) -> A2AAgentCard:
     """The gateway's card (A2A v1.0): the agents outside callers may see, as skills
     ``<agent>/<skill>``; each agent's own card is at ``/a2a/{agent}/.well-known/...``."""
     state = GatewayState.of(request)
-    return await service.gateway_card(state.require_a2a().directory, state.settings)
+    a2a = state.require_a2a()
+    return a2a.card_signer.sign(await service.gateway_card(a2a.directory, state.settings))
 
 
 @router.get(
@@ -57,9 +61,20 @@ async def get_agent_card(
     tenant_id = None
     if request.headers.get("authorization"):
         tenant_id = (await authenticate(request, state, agent)).tenant_id
-    card = await service.agent_card(
-        state.require_a2a().directory, state.settings, agent, tenant_id=tenant_id
-    )
+    a2a = state.require_a2a()
+    card = await service.agent_card(a2a.directory, state.settings, agent, tenant_id=tenant_id)
     if card is None:
         raise AgentNotFound(f"no agent {agent!r} is visible to you")
-    return card
+    return a2a.card_signer.sign(card)
+
+
+@router.get(
+    JWKS_PATH,
+    summary="The public keys that verify the agent cards' signatures",
+    response_model=CardKeys,
+)
+async def get_card_keys(request: Request) -> CardKeys:
+    """A JSON Web Key Set (RFC 7517) of the key that signs the cards, named in each
+    signature's protected header (``kid``, ``jku``); no keys when cards are not signed
+    (``DISCO_GATEWAY_CARD_SIGNING_KEY`` unset)."""
+    return CardKeys.model_validate(GatewayState.of(request).require_a2a().card_signer.jwks())

@@ -1,0 +1,138 @@
+"""Signed agent cards (A2A v1.0 "Agent Card Signing").
+
+With ``DISCO_GATEWAY_CARD_SIGNING_KEY`` (or ``..._KEY_FILE``) set, every card the
+gateway serves carries a JWS signature: over the card's RFC 8785 canonical JSON
+without its ``signatures``, detached, as the specification and the a2a-sdk's
+``create_signature_verifier`` check it. The protected header names the key
+(``kid``), its algorithm and where its public key is (``jku``: the gateway's
+``/.well-known/jwks.json``). The algorithm follows the key: ES256/ES384/ES512
+for EC P-256/P-384/P-521, RS256 for RSA, EdDSA for Ed25519. The ``kid`` is the
+key's RFC 7638 thumbprint unless ``DISCO_GATEWAY_CARD_SIGNING_KEY_ID`` names one.
+
+Signing uses the a2a-sdk's ``create_agent_card_signer``, so the bytes signed
+are the ones an a2a-sdk client canonicalizes and verifies.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from a2a.types import a2a_pb2
+from a2a.utils.signing import ProtectedHeader, create_agent_card_signer
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+from jwt.algorithms import ECAlgorithm, OKPAlgorithm, RSAAlgorithm
+
+from disco_common.a2a import A2AAgentCard, A2AAgentCardSignature
+from disco_gateway.a2a.mapping import to_proto
+from disco_gateway.settings import GatewaySettings
+
+__all__ = ["JWKS_PATH", "CardSigner", "SigningKey", "jwk_thumbprint", "load_signing_key"]
+
+JWKS_PATH = "/.well-known/jwks.json"
+
+_CURVES = {"secp256r1": "ES256", "secp384r1": "ES384", "secp521r1": "ES512"}
+# RFC 7638: the members of each key type a thumbprint covers.
+_THUMBPRINT_MEMBERS = {"EC": ("crv", "kty", "x", "y"), "RSA": ("e", "kty", "n"),
+                       "OKP": ("crv", "kty", "x")}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class SigningKey:
+    """A private key that signs cards, with what a verifier needs to know of it."""
+
+    pem: bytes
+    algorithm: str
+    kid: str
+    public_jwk: dict[str, Any]
+
+
+def load_signing_key(pem: bytes, *, kid: str | None = None) -> SigningKey:
+    """The card signing key in ``pem`` (an unencrypted PKCS#8 or traditional PEM).
+
+    Raises:
+        ValueError: not a private key, or one of a kind cards are not signed with.
+    """
+    try:
+        key = serialization.load_pem_private_key(pem, password=None)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(
+            f"the card signing key is not an unencrypted PEM private key: {exc}"
+        ) from None
+    jwk: dict[str, Any]
+    if isinstance(key, ec.EllipticCurvePrivateKey):
+        if key.curve.name not in _CURVES:
+            raise ValueError(f"the card signing key's curve {key.curve.name} is not supported")
+        algorithm = _CURVES[key.curve.name]
+        jwk = ECAlgorithm.to_jwk(key.public_key(), as_dict=True)
+    elif isinstance(key, rsa.RSAPrivateKey):
+        if key.key_size < 2048:
+            raise ValueError("the card signing key is an RSA key of fewer than 2048 bits")
+        algorithm = "RS256"
+        jwk = RSAAlgorithm.to_jwk(key.public_key(), as_dict=True)
+    elif isinstance(key, ed25519.Ed25519PrivateKey):
+        algorithm = "EdDSA"
+        jwk = OKPAlgorithm.to_jwk(key.public_key(), as_dict=True)
+    else:
+        raise ValueError("the card signing key must be an EC, RSA or Ed25519 key")
+    kid = kid or jwk_thumbprint(jwk)
+    return SigningKey(pem, algorithm, kid, {**jwk, "kid": kid, "alg": algorithm, "use": "sig"})
+
+
+def jwk_thumbprint(jwk: dict[str, Any]) -> str:
+    """The RFC 7638 thumbprint of a public JWK (SHA-256, base64url)."""
+    members = {name: jwk[name] for name in _THUMBPRINT_MEMBERS[jwk["kty"]]}
+    canonical = json.dumps(members, separators=(",", ":"), sort_keys=True).encode()
+    digest = hashlib.sha256(canonical).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+class CardSigner:
+    """Signs the cards the gateway serves (or leaves them as they are, with no key).
+
+    Args:
+        key: the signing key; None signs nothing.
+        public_url: the gateway's public URL (the ``jku`` of each signature).
+    """
+
+    def __init__(self, key: SigningKey | None, *, public_url: str) -> None:
+        self._key = key
+        self._sign = None
+        if key is not None:
+            header: ProtectedHeader = {
+                "alg": key.algorithm,
+                "kid": key.kid,
+                "jku": public_url.rstrip("/") + JWKS_PATH,
+                "typ": "JOSE",
+            }
+            self._sign = create_agent_card_signer(key.pem, header)
+
+    @classmethod
+    def from_settings(cls, settings: GatewaySettings) -> CardSigner:
+        """The signer of ``DISCO_GATEWAY_CARD_SIGNING_KEY[_FILE]`` (none: signs nothing)."""
+        pem = settings.card_signing_pem()
+        key = None if pem is None else load_signing_key(pem, kid=settings.card_signing_key_id)
+        return cls(key, public_url=settings.gateway_public_url)
+
+    def sign(self, card: A2AAgentCard) -> A2AAgentCard:
+        """``card`` with its signature (as served: the wire JSON of the model)."""
+        if self._sign is None:
+            return card
+        signed = self._sign(to_proto(card, a2a_pb2.AgentCard))
+        signatures = [
+            A2AAgentCardSignature(protected=s.protected, signature=s.signature)
+            for s in signed.signatures
+        ]
+        return card.model_copy(update={"signatures": signatures})
+
+    def sign_proto(self, card: a2a_pb2.AgentCard) -> a2a_pb2.AgentCard:
+        """``card`` (the a2a-sdk's type) with its signature."""
+        return card if self._sign is None else self._sign(card)
+
+    def jwks(self) -> dict[str, list[dict[str, Any]]]:
+        """The public keys that verify the cards (none without a key)."""
+        return {"keys": [] if self._key is None else [self._key.public_jwk]}
