@@ -6,6 +6,7 @@ import uuid
 from collections.abc import AsyncIterator
 
 import pytest
+from sqlalchemy import text
 
 from disco_common.auth import Role
 from disco_gateway import GatewaySettings
@@ -60,3 +61,13 @@ def caller(tenant: str, user: str = "alice", *, agent: str | None = "echo") -> C
 def system(tenant: str, *, agent: str | None = None) -> CallScope:
     """The gateway's own scope for ``tenant``."""
     return CallScope(system_identity(tenant), agent=agent, system=True)
+
+
+async def task_rows(db: Database, tenant: str, table: str, task_id: str) -> int:
+    """How many rows of ``gateway.<table>`` hang on ``task_id``, as ``tenant`` sees them."""
+    async with db.unit_of_work(tenant) as session:
+        found = await session.scalar(
+            text(f"SELECT count(*) FROM gateway.{table} WHERE task_id = :id"),  # noqa: S608
+            {"id": task_id},
+        )
+    return int(found or 0)

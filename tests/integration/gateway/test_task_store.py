@@ -21,7 +21,7 @@ from disco_gateway.tasks.store import PostgresTaskStore
 from disco_gateway.tasks.stream import PostgresTaskEventStream
 from disco_service import Database, database_unavailable
 from tests.fixtures.infra import DatabaseUrls
-from tests.integration.gateway.conftest import caller, new_tenant, system
+from tests.integration.gateway.conftest import caller, new_tenant, system, task_rows
 
 WORKING = a2a_pb2.TaskState.TASK_STATE_WORKING
 COMPLETED = a2a_pb2.TaskState.TASK_STATE_COMPLETED
@@ -254,12 +254,7 @@ def with_history(task: a2a_pb2.Task) -> list[dict[str, object]]:
 
 
 async def logged_events(db: Database, tenant: str, task_id: str) -> int:
-    async with db.unit_of_work(tenant) as session:
-        found = await session.scalar(
-            text("SELECT count(*) FROM gateway.a2a_task_events WHERE task_id = :id"),
-            {"id": task_id},
-        )
-    return int(found or 0)
+    return await task_rows(db, tenant, "a2a_task_events", task_id)
 
 
 async def test_a_new_task_still_working_is_stored_once_and_logged_as_its_own_first_event(
