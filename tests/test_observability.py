@@ -20,6 +20,8 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from disco.bus import BusMetrics
+from disco_gateway.push.metrics import PushMetrics
+from disco_gateway.sessions.metrics import StreamMetrics
 from disco_service._metrics import ServiceMetrics
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,6 +41,10 @@ def _exported_series() -> set[str]:
     bus_registry = CollectorRegistry()
     BusMetrics(bus_registry)
     registries.append(bus_registry)
+    gateway_registry = CollectorRegistry()
+    StreamMetrics(gateway_registry)
+    PushMetrics(gateway_registry)
+    registries.append(gateway_registry)
     names = set(_SCRAPE_SERIES)
     for registry in registries:
         for family in registry.collect():

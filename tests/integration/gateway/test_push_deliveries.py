@@ -12,8 +12,10 @@ from typing import Any
 
 import httpx
 from a2a.types import a2a_pb2
+from prometheus_client import CollectorRegistry
 from sqlalchemy import text
 
+from disco_gateway.push.metrics import PushMetrics
 from disco_gateway.push.sender import PushPoster, RetryingPushSender
 from disco_gateway.push.store import PostgresPushConfigStore
 from disco_gateway.push.urls import PushUrlPolicy
@@ -79,7 +81,11 @@ async def receiving(statuses: list[int] | None = None) -> AsyncIterator[Receiver
 
 @asynccontextmanager
 async def instance(
-    db: Database, *, max_attempts: int = 5, lease_seconds: float = 30.0
+    db: Database,
+    *,
+    max_attempts: int = 5,
+    lease_seconds: float = 30.0,
+    metrics: PushMetrics | None = None,
 ) -> AsyncIterator[RetryingPushSender]:
     """One gateway instance's sender (its sweeper not started: tests sweep by hand)."""
     async with httpx.AsyncClient(timeout=5) as http:
@@ -91,6 +97,7 @@ async def instance(
             backoff_seconds=0.05,
             lease_seconds=lease_seconds,
             sweep_seconds=60,
+            metrics=metrics or PushMetrics(CollectorRegistry()),
         )
         try:
             yield sender
@@ -202,10 +209,11 @@ async def test_a_notification_is_given_up_after_the_last_attempt_and_a_4xx_at_on
 ) -> None:
     tenant = new_tenant()
     failing, refused = str(uuid.uuid4()), str(uuid.uuid4())
+    registry = CollectorRegistry()
     async with (
         receiving([503, 503, 503]) as flaky,
         receiving([404]) as gone,
-        instance(db, max_attempts=2) as sender,
+        instance(db, max_attempts=2, metrics=PushMetrics(registry)) as sender,
     ):
         await configure(db, tenant, failing, flaky.url, "hook")
         await configure(db, tenant, refused, gone.url, "hook")
@@ -225,6 +233,13 @@ async def test_a_notification_is_given_up_after_the_last_attempt_and_a_4xx_at_on
 
     assert [status for status, _ in flaky.tries] == [503, 503]
     assert [status for status, _ in gone.tries] == [404]
+    series = "disco_gateway_push_attempts_total"
+    tries = {
+        outcome: registry.get_sample_value(series, {"outcome": outcome})
+        for outcome in ("delivered", "retry", "refused")
+    }
+    assert tries == {"delivered": None, "retry": 2.0, "refused": 1.0}
+    assert registry.get_sample_value("disco_gateway_push_given_up_total") == 2.0
 
 
 async def test_a_waiting_notification_is_its_tenants_and_goes_with_its_configuration(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from disco_gateway.push.metrics import PushMetrics
 from disco_gateway.sessions.metrics import StreamMetrics
 from disco_gateway.settings import GatewaySettings
 from disco_service import ServiceState, ServiceUnavailable
@@ -28,6 +29,7 @@ class GatewayState(ServiceState[GatewaySettings]):
         sessions: the session streams' logic (replay, approvals, answers, messages).
         hub: the instance's session fan-out to its websockets.
         stream_metrics: the session streams' Prometheus metrics (on ``/metrics``).
+        push_metrics: the push notifications' Prometheus metrics (the same).
     """
 
     def __init__(self, settings: GatewaySettings) -> None:
@@ -37,6 +39,7 @@ class GatewayState(ServiceState[GatewaySettings]):
         self.sessions: SessionService | None = None
         self.hub: SessionHub | None = None
         self.stream_metrics = StreamMetrics(self.metrics.registry)
+        self.push_metrics = PushMetrics(self.metrics.registry)
 
     def require_a2a(self) -> A2AService:
         """The A2A side, or a 503 while the instance starts or stops."""

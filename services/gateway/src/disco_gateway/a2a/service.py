@@ -104,6 +104,7 @@ async def a2a_lifespan(state: GatewayState) -> AsyncIterator[None]:
             # A try is one URL check and one POST, bounded by the timeout.
             lease_seconds=settings.push_timeout_seconds * 2 + 5,
             sweep_seconds=settings.push_sweep_seconds,
+            metrics=state.push_metrics,
         )
         push_sender.start()
         stack.push_async_callback(push_sender.drain, settings.shutdown_grace_seconds / 2)

@@ -50,6 +50,7 @@ from a2a.types.a2a_pb2 import TaskPushNotificationConfig
 from a2a.utils.proto_utils import to_stream_response
 from google.protobuf.json_format import MessageToDict, ParseDict
 
+from disco_gateway.push.metrics import PushMetrics
 from disco_gateway.push.repository import (
     ClaimedDelivery,
     PushDeliveryRepository,
@@ -136,6 +137,7 @@ class RetryingPushSender(PushNotificationSender):
         lease_seconds: how long a try may take before another may take the
             notification over.
         sweep_seconds: how often this instance looks for notifications to take.
+        metrics: counts the tries and what they came to.
     """
 
     def __init__(
@@ -148,8 +150,10 @@ class RetryingPushSender(PushNotificationSender):
         backoff_seconds: float,
         lease_seconds: float,
         sweep_seconds: float,
+        metrics: PushMetrics,
     ) -> None:
         self._database = database
+        self._metrics = metrics
         self._tasks = tasks
         self._poster = poster
         self._max_attempts = max_attempts
@@ -218,6 +222,7 @@ class RetryingPushSender(PushNotificationSender):
                 claimed.config, TaskPushNotificationConfig(), ignore_unknown_fields=True
             )
             outcome = await self._poster.attempt(config, claimed.body, task_id=claimed.task_id)
+            self._metrics.attempts.labels(outcome.value).inc()
             async with self._database.unit_of_work(claimed.tenant_id) as session:
                 rows = PushDeliveryRepository(session, claimed.tenant_id, token)
                 if outcome is Outcome.RETRY and claimed.attempts < self._max_attempts:
@@ -230,6 +235,7 @@ class RetryingPushSender(PushNotificationSender):
             _log.warning("push delivery interrupted", task_id=claimed.task_id, error=repr(exc))
             return
         if outcome is not Outcome.DELIVERED:
+            self._metrics.given_up.inc()
             _log.warning(
                 "push notification given up",
                 task_id=claimed.task_id,
