@@ -180,16 +180,17 @@ async def test_a_notification_whose_holder_died_is_taken_once_its_lease_ends(
     db: Database,
 ) -> None:
     tenant, task_id = new_tenant(), str(uuid.uuid4())
-    async with receiving() as receiver, instance(db, lease_seconds=0.5) as survivor:
+    async with receiving() as receiver, instance(db) as survivor:
         await configure(db, tenant, task_id, receiver.url, "hook")
         orphan = {"parts": [{"text": "orphan"}]}
         async with db.unit_of_work(tenant) as session:
-            # What a crashed instance leaves: stored and held, never tried.
+            # What a crashed instance leaves: stored and held (its lease has an hour to
+            # run), never tried.
             await session.execute(
                 text(
                     "INSERT INTO gateway.a2a_push_deliveries (tenant_id, task_id, config_id,"
                     " user_id, body, claimed_by, due_at) VALUES (:tenant, :task, 'hook', 'alice',"
-                    " CAST(:body AS jsonb), 'gateway-dead/0', now() + interval '0.4 seconds')"
+                    " CAST(:body AS jsonb), 'gateway-dead/0', now() + interval '1 hour')"
                 ),
                 {
                     "tenant": tenant,
@@ -197,10 +198,20 @@ async def test_a_notification_whose_holder_died_is_taken_once_its_lease_ends(
                     "body": json.dumps({"statusUpdate": {"status": {"message": orphan}}}),
                 },
             )
-        taken_at_once = await survivor.sweep()
+        await survivor.sweep()
+        async with db.unit_of_work(tenant) as session:
+            holder = await session.scalar(
+                text("SELECT claimed_by FROM gateway.a2a_push_deliveries WHERE task_id = :t"),
+                {"t": task_id},
+            )
+            # The hour passes.
+            await session.execute(
+                text("UPDATE gateway.a2a_push_deliveries SET due_at = now() WHERE task_id = :t"),
+                {"t": task_id},
+            )
         await receiver.until(lambda: len(receiver.delivered) == 1, pump=survivor.sweep)
 
-    assert taken_at_once == 0  # its lease still ran
+    assert holder == "gateway-dead/0"  # the sweep left it alone while it was held
     assert [said(body) for body in receiver.delivered] == ["orphan"]
 
 

@@ -6,6 +6,7 @@ import asyncio
 import uuid
 
 from a2a.types import a2a_pb2
+from sqlalchemy import text
 
 from disco.bus import BusClient
 from disco_common.notifications import NotificationType
@@ -37,6 +38,10 @@ async def test_push_configs_are_kept_per_task_and_owner_and_all_dispatched(db: D
         # A notification of the task waits for delivery to each configuration, whoever set it.
         queued = await PushDeliveryRepository(session, tenant, "gateway-x/0").enqueue(
             task_id, {"task": {"id": task_id}}, lease_seconds=30
+        )
+        # Not left for the sweeps of the push tests that share this database.
+        await session.execute(
+            text("DELETE FROM gateway.a2a_push_deliveries WHERE task_id = :t"), {"t": task_id}
         )
     elsewhere = await store.get_info(task_id, caller(new_tenant()).context())
     await store.delete_info(task_id, alice.context(), stored.id)
