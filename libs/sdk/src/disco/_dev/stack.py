@@ -241,6 +241,9 @@ class DevStack:
             env[f"DISCO_{other.name.upper()}_URL"] = (
                 f"http://127.0.0.1:{self.settings.service_port(other)}"
             )
+        if env["DISCO_ENV"] == "dev":
+            # A webhook on this machine may take the gateway's push notifications.
+            env.setdefault("DISCO_GATEWAY_PUSH_ALLOW_LOOPBACK", "true")
         return env
 
     def _start_service(self, service: ServiceManifest) -> None:

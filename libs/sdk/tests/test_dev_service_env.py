@@ -1,0 +1,42 @@
+"""What `disco dev up` hands each service in its environment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from disco._dev.services import select_services
+from disco._dev.settings import DevSettings
+from disco._dev.stack import DevStack
+
+
+def gateway_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, **env: str) -> dict[str, str]:
+    monkeypatch.setenv("DISCO_STATE_DIR", str(tmp_path))
+    for name in ("DISCO_ENV", "DISCO_GATEWAY_PUSH_ALLOW_LOOPBACK"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    (gateway,) = select_services(["gateway"])
+    return DevStack(DevSettings(), echo=lambda _: None).service_env(gateway)
+
+
+def test_a_dev_gateway_may_push_to_a_webhook_on_this_machine(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    assert gateway_env(monkeypatch, tmp_path)["DISCO_GATEWAY_PUSH_ALLOW_LOOPBACK"] == "true"
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"DISCO_GATEWAY_PUSH_ALLOW_LOOPBACK": "false"}, "false"),
+        ({"DISCO_ENV": "production"}, None),
+    ],
+)
+def test_a_setting_of_ones_own_or_another_environment_is_kept(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, env: dict[str, str], expected: str | None
+) -> None:
+    assert gateway_env(monkeypatch, tmp_path, **env).get("DISCO_GATEWAY_PUSH_ALLOW_LOOPBACK") == (
+        expected
+    )
