@@ -23,9 +23,9 @@ headers — ``X-A2A-Notification-Token`` when the config has a token, and
 The instance that sends a notification tries it at once. Each instance's
 sweeper (every ``DISCO_GATEWAY_PUSH_SWEEP_SECONDS``) takes the rest: rows whose
 holder's lease ran out, retries that are due, notifications that waited behind
-an older one of their configuration. A notification stored after its task's
-write but before a crash is the one that can still be lost (between two
-commits).
+an older one of their configuration. What can still be lost: a notification
+whose instance dies after the task's write and before the notification's (two
+commits, a few milliseconds apart).
 """
 
 from __future__ import annotations
