@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from disco_common.errors import ErrorCode
 from disco_service import DiscoHTTPError, NotFound, UnprocessableEntity
 
-__all__ = ["AgentNotFound", "InvalidPayload", "NoResponse"]
+__all__ = ["AgentNotFound", "InvalidPayload", "NoResponse", "RateLimited"]
 
 
 class AgentNotFound(NotFound):
@@ -24,3 +25,10 @@ class NoResponse(DiscoHTTPError):
 
     status_code = 504
     code = "response_timeout"
+
+
+class RateLimited(DiscoHTTPError):
+    """429: the caller's rate limit is spent for now; ``Retry-After`` says for how long."""
+
+    status_code = 429
+    code = ErrorCode.RATE_LIMITED.value

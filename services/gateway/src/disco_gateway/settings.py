@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar, Literal, Self
 
+from limits import parse_many
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 
 from disco_common.ids import Id, TenantId
@@ -157,6 +158,22 @@ class GatewaySettings(GatewayLinkSettings):
             " those a stopped instance held."
         ),
     )
+    rate_limit_tenant: str = Field(
+        default="",
+        validation_alias=_own("RATE_LIMIT_TENANT"),
+        description=(
+            "Limits of one tenant's A2A calls and publishes per instance, e.g. "
+            "`200/second;5000/minute` (empty: none)."
+        ),
+    )
+    rate_limit_anonymous: str = Field(
+        default="20/second;600/minute",
+        validation_alias=_own("RATE_LIMIT_ANONYMOUS"),
+        description=(
+            "Limits of the calls without a token (public agents) from one address, per "
+            "instance (empty: none)."
+        ),
+    )
     publish_max_wait_seconds: float = Field(
         default=60.0,
         gt=0,
@@ -223,6 +240,18 @@ class GatewaySettings(GatewayLinkSettings):
         validation_alias=_own("STREAM_PAYLOAD_MAX_BYTES"),
         description="The largest payload a stream message carries (larger ones are cut).",
     )
+
+    @field_validator("rate_limit_tenant", "rate_limit_anonymous")
+    @classmethod
+    def _rate_limits(cls, value: str) -> str:
+        if value.strip():
+            try:
+                parse_many(value)
+            except ValueError as exc:
+                raise ValueError(
+                    f"{value!r} is not a list of rate limits such as `50/second;1000/minute`"
+                ) from exc
+        return value
 
     @field_validator("card_signing_key", "card_signing_key_file", mode="before")
     @classmethod

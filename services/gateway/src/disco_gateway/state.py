@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from disco_gateway.push.metrics import PushMetrics
+from disco_gateway.ratelimits import CallLimits, parse_limits
 from disco_gateway.sessions.metrics import StreamMetrics
 from disco_gateway.settings import GatewaySettings
 from disco_service import ServiceState, ServiceUnavailable
@@ -30,6 +31,7 @@ class GatewayState(ServiceState[GatewaySettings]):
         hub: the instance's session fan-out to its websockets.
         stream_metrics: the session streams' Prometheus metrics (on ``/metrics``).
         push_metrics: the push notifications' Prometheus metrics (the same).
+        call_limits: the rate limits of the A2A calls and publishes.
     """
 
     def __init__(self, settings: GatewaySettings) -> None:
@@ -40,6 +42,11 @@ class GatewayState(ServiceState[GatewaySettings]):
         self.hub: SessionHub | None = None
         self.stream_metrics = StreamMetrics(self.metrics.registry)
         self.push_metrics = PushMetrics(self.metrics.registry)
+        self.call_limits = CallLimits(
+            tenant=parse_limits(settings.rate_limit_tenant),
+            anonymous=parse_limits(settings.rate_limit_anonymous),
+            registry=self.metrics.registry,
+        )
 
     def require_a2a(self) -> A2AService:
         """The A2A side, or a 503 while the instance starts or stops."""

@@ -53,6 +53,7 @@ _GRPC_STATUS = {
     401: "UNAUTHENTICATED",
     403: "PERMISSION_DENIED",
     404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
     503: "UNAVAILABLE",
 }
 _SCOPE_ATTRIBUTE = "disco_scope"
@@ -120,6 +121,7 @@ def _guarded(endpoint: Endpoint, binding: Binding, state: GatewayState) -> Endpo
         request_id: Any = None
         try:
             scope = await authenticate(request, state, agent)
+            await state.call_limits.count(scope, request.client.host if request.client else None)
             if binding == "jsonrpc":
                 request_id, tenant = await _jsonrpc_fields(request)
             else:

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response
 
 from disco_gateway.publish.schemas import Published, PublishRequest
+from disco_gateway.scope import CallScope
 from disco_gateway.state import GatewayState
 from disco_service import IdentityDep, error_responses
 
@@ -22,7 +23,7 @@ router = APIRouter(prefix="/v1", tags=["publish"], responses=error_responses(401
     status_code=202,
     responses={
         200: {"model": Published, "description": "With wait: the response came"},
-        **error_responses(400, 413, 504),
+        **error_responses(400, 413, 429, 504),
     },
     summary="Publish an event (and wait for its response)",
 )
@@ -41,6 +42,7 @@ async def publish(
     registered for its type (422 listing the violations). With ``wait`` the correlated
     response comes back too (200), or 504 when it did not come in time."""
     state = GatewayState.of(request)
+    await state.call_limits.count(CallScope(identity), None)
     if wait is not None:
         wait = min(wait, state.settings.publish_max_wait_seconds)
         response.status_code = 200

@@ -1,0 +1,83 @@
+"""Rate limits: each call counts against its tenant, or without a token its address."""
+
+from __future__ import annotations
+
+import pytest
+from prometheus_client import CollectorRegistry
+from pydantic import ValidationError
+
+from disco_common.auth import Role
+from disco_gateway import GatewaySettings
+from disco_gateway.errors import RateLimited
+from disco_gateway.ratelimits import CallLimits, parse_limits
+from disco_gateway.scope import CallScope
+from disco_service import Identity
+
+
+def caller(tenant: str, *, anonymous: bool = False) -> CallScope:
+    identity = Identity(tenant, "u", "u", frozenset({Role.USER}))
+    return CallScope(identity, agent="hello", anonymous=anonymous)
+
+
+def limits(tenant: str = "", anonymous: str = "") -> tuple[CallLimits, CollectorRegistry]:
+    registry = CollectorRegistry()
+    made = CallLimits(
+        tenant=parse_limits(tenant), anonymous=parse_limits(anonymous), registry=registry
+    )
+    return made, registry
+
+
+async def test_a_tenant_over_its_limit_is_refused_with_when_to_come_back() -> None:
+    calls, registry = limits(tenant="3/minute")
+    for _ in range(3):
+        await calls.count(caller("acme"), "10.0.0.1")
+
+    with pytest.raises(RateLimited) as refused:
+        await calls.count(caller("acme"), "10.0.0.2")  # another address: still acme's calls
+
+    assert refused.value.status_code == 429
+    assert refused.value.code == "rate_limited"
+    assert 1 <= int(refused.value.headers["Retry-After"]) <= 60
+    assert "3 per 1 minute" in refused.value.message
+    assert registry.get_sample_value("disco_gateway_rate_limited_total", {"kind": "tenant"}) == 1
+
+
+async def test_each_tenant_and_each_anonymous_address_has_its_own_count() -> None:
+    calls, registry = limits(tenant="1/minute", anonymous="1/minute")
+    await calls.count(caller("acme"), "10.0.0.1")
+    await calls.count(caller("globex"), "10.0.0.1")
+    await calls.count(caller("public", anonymous=True), "10.0.0.1")
+    await calls.count(caller("public", anonymous=True), "10.0.0.2")
+
+    with pytest.raises(RateLimited, match="without a token"):
+        await calls.count(caller("public", anonymous=True), "10.0.0.1")
+    assert registry.get_sample_value("disco_gateway_rate_limited_total", {"kind": "anonymous"})
+
+
+async def test_every_limit_of_a_setting_holds() -> None:
+    calls, _ = limits(tenant="100/second;2/minute")
+    await calls.count(caller("acme"), None)
+    await calls.count(caller("acme"), None)
+
+    with pytest.raises(RateLimited, match="2 per 1 minute"):
+        await calls.count(caller("acme"), None)
+
+
+async def test_no_limits_count_nothing() -> None:
+    calls, _ = limits()
+    for _ in range(1000):
+        await calls.count(caller("acme"), None)
+        await calls.count(caller("public", anonymous=True), "10.0.0.1")
+
+
+def test_the_anonymous_limit_is_on_by_default_and_the_tenant_one_off() -> None:
+    settings = GatewaySettings(env="dev")
+
+    assert parse_limits(settings.rate_limit_anonymous)
+    assert parse_limits(settings.rate_limit_tenant) == []
+
+
+@pytest.mark.parametrize("text", ["lots", "5/fortnight", "5 per"])
+def test_a_limit_in_another_notation_is_refused_at_startup(text: str) -> None:
+    with pytest.raises(ValidationError, match="50/second;1000/minute"):
+        GatewaySettings(env="dev", rate_limit_tenant=text)

@@ -1,0 +1,86 @@
+"""Rate limits at the door: a tenant over its limit, and an address calling a public agent
+without a token over its own, get 429 in the shape of the binding, with Retry-After."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.e2e.gateway.conftest import (
+    PUBLIC_AGENT,
+    TENANT,
+    GatewayProcess,
+    GatewayStack,
+    bearer,
+)
+
+
+def message(*parts: dict[str, object]) -> dict[str, object]:
+    return {"message": {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": list(parts)}}
+
+
+def rpc(params: dict[str, object]) -> dict[str, object]:
+    return {"jsonrpc": "2.0", "id": "r1", "method": "SendMessage", "params": params}
+
+
+@pytest.fixture(scope="module")
+def limited(gateway_stack: GatewayStack) -> Iterator[GatewayProcess]:
+    """A gateway of its own with small limits (they count per instance)."""
+    gateway = GatewayProcess(
+        {
+            **gateway_stack.gateway_env,
+            "DISCO_GATEWAY_RATE_LIMIT_TENANT": "4/minute",
+            "DISCO_GATEWAY_RATE_LIMIT_ANONYMOUS": "2/minute",
+        },
+        gateway_stack.logs,
+    )
+    gateway_stack.gateways.append(gateway)
+    yield gateway.start()
+    gateway.stop()
+
+
+async def test_a_tenant_over_its_limit_gets_429_on_both_bindings_and_the_publish_bridge(
+    limited: GatewayProcess,
+) -> None:
+    tenant = f"limited-{uuid.uuid4().hex[:6]}"
+    headers = {**bearer(tenant), "A2A-Version": "1.0"}
+    async with httpx.AsyncClient(base_url=limited.url, headers=headers, timeout=30) as http:
+        first = [
+            await http.post("/a2a", json=rpc({**message({"text": "x"})})) for _ in range(2)
+        ] + [await http.get("/a2a/tasks") for _ in range(2)]
+        over_rpc = await http.post("/a2a", json=rpc(message({"text": "x"})))
+        over_rest = await http.get("/a2a/tasks")
+        over_publish = await http.post(
+            "/v1/publish",
+            json={"topic": "business-facts", "event_type": "limits.tested", "data": {}},
+        )
+    async with httpx.AsyncClient(base_url=limited.url, headers=bearer(TENANT)) as other:
+        elsewhere = await other.get("/a2a/tasks", headers={"A2A-Version": "1.0"})
+
+    assert all(response.status_code != 429 for response in first), [r.text for r in first]
+    assert over_rpc.status_code == 429
+    assert over_rpc.json()["error"]["data"][0]["reason"] == "RATE_LIMITED"
+    assert "4 per 1 minute" in over_rpc.json()["error"]["message"]
+    assert over_rest.status_code == 429
+    assert over_rest.json()["error"]["status"] == "RESOURCE_EXHAUSTED"
+    assert over_publish.status_code == 429
+    assert over_publish.json()["error"]["code"] == "rate_limited"
+    for response in (over_rpc, over_rest, over_publish):
+        assert 1 <= int(response.headers["retry-after"]) <= 60
+    assert elsewhere.status_code == 200  # another tenant's calls count on their own
+
+
+async def test_calls_without_a_token_are_limited_per_address(limited: GatewayProcess) -> None:
+    path = f"/a2a/{PUBLIC_AGENT}/message:send"
+    async with httpx.AsyncClient(
+        base_url=limited.url, headers={"A2A-Version": "1.0"}, timeout=30
+    ) as http:
+        allowed = [await http.post(path, json=message({"data": {"name": "Ada"}})) for _ in range(2)]
+        over = await http.post(path, json=message({"data": {"name": "Ada"}}))
+
+    assert [response.status_code for response in allowed] == [200, 200]
+    assert over.status_code == 429
+    assert "without a token" in over.json()["error"]["message"]
