@@ -42,7 +42,7 @@ def limited(gateway_stack: GatewayStack) -> Iterator[GatewayProcess]:
     gateway.stop()
 
 
-async def test_a_tenant_over_its_limit_gets_429_on_both_bindings_and_the_publish_bridge(
+async def test_a_tenant_over_its_limit_gets_429_on_both_bindings_publishes_and_messages(
     limited: GatewayProcess,
 ) -> None:
     tenant = f"limited-{uuid.uuid4().hex[:6]}"
@@ -57,6 +57,9 @@ async def test_a_tenant_over_its_limit_gets_429_on_both_bindings_and_the_publish
             "/v1/publish",
             json={"topic": "business-facts", "event_type": "limits.tested", "data": {}},
         )
+        over_session = await http.post(
+            "/v1/sessions/s-limited/messages", json={"agent": "gw-echo", "text": "x"}
+        )
     async with httpx.AsyncClient(base_url=limited.url, headers=bearer(TENANT)) as other:
         elsewhere = await other.get("/a2a/tasks", headers={"A2A-Version": "1.0"})
 
@@ -68,7 +71,8 @@ async def test_a_tenant_over_its_limit_gets_429_on_both_bindings_and_the_publish
     assert over_rest.json()["error"]["status"] == "RESOURCE_EXHAUSTED"
     assert over_publish.status_code == 429
     assert over_publish.json()["error"]["code"] == "rate_limited"
-    for response in (over_rpc, over_rest, over_publish):
+    assert over_session.status_code == 429
+    for response in (over_rpc, over_rest, over_publish, over_session):
         assert 1 <= int(response.headers["retry-after"]) <= 60
     assert elsewhere.status_code == 200  # another tenant's calls count on their own
 

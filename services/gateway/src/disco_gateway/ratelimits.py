@@ -1,4 +1,5 @@
-"""Rate limits of the calls that put work on the bus: the A2A door and the publish bridge.
+"""Rate limits of the calls that put work on the bus: the A2A door, the publish bridge and
+session messages (over HTTP or a session's websocket).
 
 One tenant must not take the bus, the agents and the database from the others,
 and a public agent (no token) must not be callable without bound. Each call

@@ -38,7 +38,12 @@ async def sessions_lifespan(state: GatewayState) -> AsyncIterator[None]:
     await hub.start()
     state.hub = hub
     state.sessions = SessionService(
-        database, state.require_bus(), a2a.directory, a2a.publisher, settled=hub.settled
+        database,
+        state.require_bus(),
+        a2a.directory,
+        a2a.publisher,
+        state.call_limits,
+        settled=hub.settled,
     )
     sweeper = asyncio.create_task(_retention(state), name="disco-gateway-session-retention")
     try:

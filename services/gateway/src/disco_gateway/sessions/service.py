@@ -45,6 +45,8 @@ from disco_gateway.agents.service import AgentDirectory
 from disco_gateway.errors import AgentNotFound
 from disco_gateway.publish.schemas import PublishRequest
 from disco_gateway.publish.service import Publisher
+from disco_gateway.ratelimits import CallLimits
+from disco_gateway.scope import CallScope
 from disco_gateway.sessions.repository import AboutRow, SessionEventRepository
 from disco_service import (
     Conflict,
@@ -122,12 +124,14 @@ class SessionService:
         bus: BusClient,
         directory: AgentDirectory,
         publisher: Publisher,
+        limits: CallLimits,
         settled: Callable[[], Awaitable[bool]] | None = None,
     ) -> None:
         self._database = database
         self._bus = bus
         self._directory = directory
         self._publisher = publisher
+        self._limits = limits
         self._settled = settled
 
     async def _settle(self) -> None:
@@ -355,10 +359,12 @@ class SessionService:
         """Start a turn: an ``action-requests`` envelope to ``agent`` in the session.
 
         Raises:
+            RateLimited: the tenant's limit of calls is spent.
             AgentNotFound: no agent of that name for the caller's tenant.
             UnprocessableEntity: the agent takes no requests, or several and no ``skill``.
             InvalidPayload: the payload breaks the schema registered for the request.
         """
+        await self._limits.count(CallScope(identity), None)
         source = await self._directory.agent(identity.tenant_id, agent)
         if source is None:
             raise AgentNotFound(
