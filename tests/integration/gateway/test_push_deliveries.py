@@ -13,8 +13,9 @@ from typing import Any
 import httpx
 from a2a.types import a2a_pb2
 from prometheus_client import CollectorRegistry
-from sqlalchemy import text
+from sqlalchemy import make_url, text
 
+from disco_gateway import GatewaySettings
 from disco_gateway.push.metrics import PushMetrics
 from disco_gateway.push.sender import PushPoster, RetryingPushSender
 from disco_gateway.push.store import PostgresPushConfigStore
@@ -272,3 +273,23 @@ async def test_a_waiting_notification_is_its_tenants_and_goes_with_its_configura
 
     assert (own, other) == (1, 0)  # row-level security: another tenant sees none
     assert after == 0  # a deleted configuration stops its pushes
+
+
+async def test_a_notification_that_cannot_be_stored_is_logged_not_raised(
+    settings: GatewaySettings,
+) -> None:
+    url = make_url(settings.database_url).set(port=1)  # nothing listens there
+    unreachable = settings.model_copy(
+        update={"database_url": url.render_as_string(hide_password=False)}
+    )
+    broken = Database(unreachable, schema="gateway")
+    task_id = str(uuid.uuid4())
+    try:
+        async with instance(broken) as sender:
+            with scoped(caller(new_tenant())):
+                # The task's answer is stored already: its caller must still get it.
+                await sender.send_notification(
+                    task_id, status_event(task_id, a2a_pb2.TASK_STATE_COMPLETED, "done")
+                )
+    finally:
+        await broken.dispose()

@@ -175,15 +175,24 @@ class RetryingPushSender(PushNotificationSender):
         return f"{self._instance}/{next(self._tokens)}"
 
     async def send_notification(self, task_id: str, event: PushNotificationEvent) -> None:
+        """Store the event for each configuration of the task and start delivering it.
+
+        Best effort, as the interface asks: a failure is logged, never raised into
+        the task's own path (its answer is stored already).
+        """
         scope = current_scope()
         if not self._tasks.may_push(scope.tenant_id, task_id):
             return  # its last write saw no configuration: no query per event
         body = MessageToDict(to_stream_response(event))
         token = self._token()
-        async with self._database.unit_of_work(scope.tenant_id, scope.user_id) as session:
-            queued = await PushDeliveryRepository(session, scope.tenant_id, token).enqueue(
-                task_id, body, lease_seconds=self._lease
-            )
+        try:
+            async with self._database.unit_of_work(scope.tenant_id, scope.user_id) as session:
+                queued = await PushDeliveryRepository(session, scope.tenant_id, token).enqueue(
+                    task_id, body, lease_seconds=self._lease
+                )
+        except Exception as exc:
+            _log.warning("push notification not stored", task_id=task_id, error=repr(exc))
+            return
         for seq, config_id in queued:
             key = (scope.tenant_id, task_id, config_id)
             # After whatever this instance sends to the configuration already.
