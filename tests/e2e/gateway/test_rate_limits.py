@@ -84,7 +84,13 @@ async def test_calls_without_a_token_are_limited_per_address(limited: GatewayPro
     ) as http:
         allowed = [await http.post(path, json=message({"data": {"name": "Ada"}})) for _ in range(2)]
         over = await http.post(path, json=message({"data": {"name": "Ada"}}))
+        # Through a proxy the gateway believes (DISCO_FORWARDED_ALLOW_IPS: loopback by
+        # default), the caller's own address counts.
+        proxied = await http.post(
+            path, json=message({"data": {"name": "Bo"}}), headers={"X-Forwarded-For": "203.0.113.9"}
+        )
 
     assert [response.status_code for response in allowed] == [200, 200]
     assert over.status_code == 429
     assert "without a token" in over.json()["error"]["message"]
+    assert proxied.status_code == 200

@@ -37,6 +37,7 @@ def server_config(
         server_header=False,
         timeout_graceful_shutdown=int(settings.shutdown_grace_seconds),
         timeout_keep_alive=settings.http_keep_alive_seconds,
+        forwarded_allow_ips=settings.forwarded_allow_ips,
         http=guarded_http_protocol(settings.http_head_timeout_seconds),
         ws_ping_interval=ws_ping_interval,
         ws_ping_timeout=ws_ping_timeout,

@@ -139,6 +139,14 @@ class ServiceSettings(BusSettings):
     http_keep_alive_seconds: int = Field(
         default=5, ge=1, le=300, description="An idle kept-alive connection closes after this."
     )
+    forwarded_allow_ips: str = Field(
+        default="127.0.0.1",
+        description=(
+            "Comma-separated addresses or networks of the proxies whose X-Forwarded-For and "
+            "X-Forwarded-Proto are believed (the caller's address then is the client's, not "
+            "the proxy's); `*` believes anyone."
+        ),
+    )
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     log_json: bool | None = Field(

@@ -7,8 +7,8 @@ counts against one key:
 
 - a call with a token, against its tenant (``DISCO_GATEWAY_RATE_LIMIT_TENANT``);
 - a call without one (a public agent), against the caller's address
-  (``DISCO_GATEWAY_RATE_LIMIT_ANONYMOUS``). Behind a proxy, let uvicorn trust it
-  (``FORWARDED_ALLOW_IPS``) so the address is the caller's, not the proxy's.
+  (``DISCO_GATEWAY_RATE_LIMIT_ANONYMOUS``). Behind a proxy, name it in
+  ``DISCO_FORWARDED_ALLOW_IPS`` so the address is the caller's, not the proxy's.
 
 Limits are the ``limits`` package's notation, several joined by ``;``:
 ``"50/second;1000/minute"``; empty turns them off. They are counted with a
