@@ -5,8 +5,10 @@
     uv run python examples/a2a_call.py assistant "What is the weather in Atlantis?"  # text
 
 It fetches the agent's card (``/a2a/<agent>/.well-known/agent-card.json``),
-creates an a2a-sdk client for it with a dev token (``disco token``'s), streams
-the task's events as they come, then reads the task back. ``--binding
+checks its signature against the gateway's keys (``/.well-known/jwks.json``)
+when it is signed, creates an a2a-sdk client for it with a dev token
+(``disco token``'s), streams the task's events as they come, then reads the
+task back. ``--binding
 HTTP+JSON`` picks the REST binding instead of JSON-RPC; ``--gateway`` another
 gateway than the local one (``DISCO_GATEWAY_URL``).
 """
@@ -24,10 +26,18 @@ import httpx
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.client.errors import AgentCardResolutionError
 from a2a.types import a2a_pb2
+from a2a.utils.signing import (
+    InvalidSignaturesError,
+    SignatureVerificationError,
+    create_signature_verifier,
+)
 from google.protobuf.json_format import MessageToDict, ParseDict
+from jwt import PyJWK
 
 from disco.auth import DEV_AUTH_SECRET, mint_dev_token
 from disco_common.auth import Role
+
+_ALGORITHMS = ["ES256", "ES384", "ES512", "RS256", "EdDSA"]
 
 
 def message(content: str) -> a2a_pb2.Message:
@@ -47,6 +57,21 @@ async def call(agent: str, content: str, *, gateway: str, binding: str, tenant: 
     async with httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120) as http:
         card = await A2ACardResolver(http, f"{gateway}/a2a/{agent}").get_agent_card()
         print(f"{card.name}: {card.description}")
+        if card.signatures:
+            # The keys are the gateway's own: a card naming keys elsewhere (its jku) is
+            # not believed on its word.
+            keys = (await http.get(f"{gateway}/.well-known/jwks.json")).json()["keys"]
+            used: list[str] = []
+
+            def key_of(kid: str | None, jku: str | None) -> PyJWK:
+                used.append(str(kid))
+                for key in keys:
+                    if key["kid"] == kid:
+                        return PyJWK(key)
+                raise InvalidSignaturesError(f"the gateway publishes no key {kid!r}")
+
+            create_signature_verifier(key_of, _ALGORITHMS)(card)  # raises unless it holds
+            print(f"card signature verified (key {used[-1]})")
         config = ClientConfig(httpx_client=http, supported_protocol_bindings=[binding])
         client = ClientFactory(config).create(card)
         task_id = None
@@ -84,6 +109,8 @@ def main() -> None:
         )
     except AgentCardResolutionError as exc:
         sys.exit(f"no card for {args.agent!r}: {exc} (is the stack up, and the agent running?)")
+    except SignatureVerificationError as exc:
+        sys.exit(f"the card of {args.agent!r} does not verify: {exc}")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,12 @@ from disco._dev.stack import DevStack
 
 def gateway_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, **env: str) -> dict[str, str]:
     monkeypatch.setenv("DISCO_STATE_DIR", str(tmp_path))
-    for name in ("DISCO_ENV", "DISCO_GATEWAY_PUSH_ALLOW_LOOPBACK"):
+    for name in (
+        "DISCO_ENV",
+        "DISCO_GATEWAY_PUSH_ALLOW_LOOPBACK",
+        "DISCO_GATEWAY_CARD_SIGNING_KEY",
+        "DISCO_GATEWAY_CARD_SIGNING_KEY_FILE",
+    ):
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -40,3 +45,23 @@ def test_a_setting_of_ones_own_or_another_environment_is_kept(
     assert gateway_env(monkeypatch, tmp_path, **env).get("DISCO_GATEWAY_PUSH_ALLOW_LOOPBACK") == (
         expected
     )
+
+
+def test_a_dev_gateway_signs_its_cards_with_one_key_kept_with_the_stack(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    first = gateway_env(monkeypatch, tmp_path)["DISCO_GATEWAY_CARD_SIGNING_KEY_FILE"]
+    pem = Path(first).read_bytes()
+    again = gateway_env(monkeypatch, tmp_path)["DISCO_GATEWAY_CARD_SIGNING_KEY_FILE"]
+
+    assert Path(first).parent == tmp_path.resolve()
+    assert pem.startswith(b"-----BEGIN PRIVATE KEY-----")
+    assert Path(first).stat().st_mode & 0o777 == 0o600
+    assert (again, Path(again).read_bytes()) == (first, pem)  # made once
+
+
+def test_a_signing_key_of_ones_own_is_kept(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    env = gateway_env(monkeypatch, tmp_path, DISCO_GATEWAY_CARD_SIGNING_KEY="-----BEGIN ...")
+
+    assert "DISCO_GATEWAY_CARD_SIGNING_KEY_FILE" not in env
+    assert not list(tmp_path.glob("*.pem"))

@@ -24,5 +24,6 @@ def test_the_a2a_example_greets_through_the_gateway(gateway: GatewayProcess, bin
     )
 
     assert result.returncode == 0, result.stderr
+    assert "card signature verified (key " in result.stdout  # the e2e gateways sign
     assert "Hello, Ada!" in result.stdout
     assert "is TASK_STATE_COMPLETED" in result.stdout

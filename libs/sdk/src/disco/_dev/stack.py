@@ -35,6 +35,8 @@ from disco_common.services import ServiceManifest
 __all__ = ["DevStack", "StackState", "read_state", "stop_from_state"]
 
 STATE_FILE = "stack.json"
+CARD_KEY_FILE = "card-signing-key.pem"
+"""The key the dev gateway signs agent cards with (kept beside the stack's data)."""
 _READY_TIMEOUT_SECONDS = 90.0
 
 
@@ -244,7 +246,28 @@ class DevStack:
         if env["DISCO_ENV"] == "dev":
             # A webhook on this machine may take the gateway's push notifications.
             env.setdefault("DISCO_GATEWAY_PUSH_ALLOW_LOOPBACK", "true")
+            # The gateway signs its agent cards, as in production, with a key of the stack's.
+            if not env.get("DISCO_GATEWAY_CARD_SIGNING_KEY"):
+                env.setdefault("DISCO_GATEWAY_CARD_SIGNING_KEY_FILE", str(self._card_key()))
         return env
+
+    def _card_key(self) -> Path:
+        """The stack's card signing key (EC P-256), made on first use and kept with its data."""
+        path = self.state_dir / CARD_KEY_FILE
+        if not path.exists():
+            from cryptography.hazmat.primitives import serialization
+            from cryptography.hazmat.primitives.asymmetric import ec
+
+            pem = ec.generate_private_key(ec.SECP256R1()).private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "wb") as key_file:
+                key_file.write(pem)
+        return path
 
     def _start_service(self, service: ServiceManifest) -> None:
         port = self.settings.service_port(service)
