@@ -14,6 +14,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from google.protobuf.json_format import ParseDict
 from jwt import PyJWK
+from jwt.algorithms import ECAlgorithm
 from pydantic import ValidationError
 
 from disco_common.a2a import A2AAgentCard
@@ -195,3 +196,56 @@ def test_a_signing_key_cards_cannot_be_signed_with_is_refused_at_startup(
 ) -> None:
     with pytest.raises(ValidationError, match=message):
         GatewaySettings(env="dev", **settings)
+
+
+def test_a_card_signed_before_a_rotation_still_verifies_with_the_retired_key_published(
+    tmp_path: Path,
+) -> None:
+    old = CardSigner(
+        load_signing_key(pem_of(ec.generate_private_key(ec.SECP256R1()))), public_url=GATEWAY
+    )
+    signed_before = as_served(old.sign(card()))
+    retired = tmp_path / "retired.json"
+    retired.write_text(json.dumps(old.jwks()))  # the key set saved before the switch
+    new_key = tmp_path / "new.pem"
+    new_key.write_bytes(pem_of(ec.generate_private_key(ec.SECP256R1())))
+
+    rotated = CardSigner.from_settings(
+        GatewaySettings(env="dev", card_signing_key_file=new_key, card_retired_keys_file=retired)
+    )
+    keys = {key["kid"]: key for key in rotated.jwks()["keys"]}
+
+    def key_provider(kid: str | None, jku: str | None) -> PyJWK:
+        return PyJWK(keys[str(kid)])
+
+    verify = create_signature_verifier(key_provider, ["ES256"])
+    verify(signed_before)  # an old card
+    verify(as_served(rotated.sign(card())))  # a new one
+    assert len(keys) == 2
+    assert next(iter(keys)) == rotated.jwks()["keys"][0]["kid"]  # the signing key first
+
+
+def _ec_jwk(*, private: bool, kid: str | None) -> dict[str, Any]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    jwk: dict[str, Any] = ECAlgorithm.to_jwk(key if private else key.public_key(), as_dict=True)
+    return jwk if kid is None else {**jwk, "kid": kid}
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        ("not json", "not a JSON Web Key Set"),
+        ('{"keys": [{"kty": "EC"}]}', "not a JSON Web Key Set"),
+        (json.dumps({"keys": [_ec_jwk(private=True, kid="k")]}), "is a private key"),
+        (json.dumps({"keys": [_ec_jwk(private=False, kid=None)]}), "needs its kid"),
+    ],
+    ids=["not-json", "not-a-key", "private", "no-kid"],
+)
+def test_retired_keys_that_are_no_public_key_set_are_refused_at_startup(
+    tmp_path: Path, document: str, message: str
+) -> None:
+    retired = tmp_path / "retired.json"
+    retired.write_text(document)
+
+    with pytest.raises(ValidationError, match=message):
+        GatewaySettings(env="dev", card_retired_keys_file=retired)

@@ -93,6 +93,14 @@ class GatewaySettings(GatewayLinkSettings):
         validation_alias=_own("CARD_SIGNING_KEY_FILE"),
         description="The card signing key read from this file instead (a mounted secret).",
     )
+    card_retired_keys_file: Path | None = Field(
+        default=None,
+        validation_alias=_own("CARD_RETIRED_KEYS_FILE"),
+        description=(
+            "A JSON Web Key Set of public keys that signed cards before the current one, "
+            "published with it in /.well-known/jwks.json while callers still hold such cards."
+        ),
+    )
     card_signing_key_id: str | None = Field(
         default=None,
         min_length=1,
@@ -253,7 +261,9 @@ class GatewaySettings(GatewayLinkSettings):
                 ) from exc
         return value
 
-    @field_validator("card_signing_key", "card_signing_key_file", mode="before")
+    @field_validator(
+        "card_signing_key", "card_signing_key_file", "card_retired_keys_file", mode="before"
+    )
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         # An empty variable (a template's placeholder) means no key, not an empty one.
@@ -278,12 +288,19 @@ class GatewaySettings(GatewayLinkSettings):
             raise ValueError(
                 f"DISCO_GATEWAY_CARD_SIGNING_KEY_FILE {self.card_signing_key_file} is not a file"
             )
+        # Imported here: the signing module imports these settings.
+        from disco_gateway.cards.signing import load_retired_keys, load_signing_key
+
         pem = self.card_signing_pem()
         if pem is not None:
-            # Imported here: the signing module imports these settings.
-            from disco_gateway.cards.signing import load_signing_key
-
             load_signing_key(pem)  # refused at startup, not at the first card
+        if self.card_retired_keys_file is not None:
+            if not self.card_retired_keys_file.is_file():
+                raise ValueError(
+                    f"DISCO_GATEWAY_CARD_RETIRED_KEYS_FILE {self.card_retired_keys_file} "
+                    "is not a file"
+                )
+            load_retired_keys(self.card_retired_keys_file.read_bytes())
         return self
 
     @model_validator(mode="after")

@@ -8,6 +8,9 @@ without its ``signatures``, detached, as the specification and the a2a-sdk's
 ``/.well-known/jwks.json``). The algorithm follows the key: ES256/ES384/ES512
 for EC P-256/P-384/P-521, RS256 for RSA, EdDSA for Ed25519. The ``kid`` is the
 key's RFC 7638 thumbprint unless ``DISCO_GATEWAY_CARD_SIGNING_KEY_ID`` names one.
+To rotate, keep the old public key published beside the new one for a while:
+``DISCO_GATEWAY_CARD_RETIRED_KEYS_FILE`` names a JSON Web Key Set (the
+``/.well-known/jwks.json`` saved before the switch will do).
 
 Signing uses the a2a-sdk's ``create_agent_card_signer``, so the bytes signed
 are the ones an a2a-sdk client canonicalizes and verifies.
@@ -25,13 +28,22 @@ from a2a.types import a2a_pb2
 from a2a.utils.signing import ProtectedHeader, create_agent_card_signer
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+from jwt import PyJWK
 from jwt.algorithms import ECAlgorithm, OKPAlgorithm, RSAAlgorithm
+from jwt.exceptions import PyJWTError
 
 from disco_common.a2a import A2AAgentCard, A2AAgentCardSignature
 from disco_gateway.a2a.mapping import to_proto
 from disco_gateway.settings import GatewaySettings
 
-__all__ = ["JWKS_PATH", "CardSigner", "SigningKey", "jwk_thumbprint", "load_signing_key"]
+__all__ = [
+    "JWKS_PATH",
+    "CardSigner",
+    "SigningKey",
+    "jwk_thumbprint",
+    "load_retired_keys",
+    "load_signing_key",
+]
 
 JWKS_PATH = "/.well-known/jwks.json"
 
@@ -91,16 +103,50 @@ def jwk_thumbprint(jwk: dict[str, Any]) -> str:
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
+def load_retired_keys(document: bytes) -> list[dict[str, Any]]:
+    """The public keys of a JWKS document (``{"keys": [...]}``, e.g. an earlier
+    ``/.well-known/jwks.json``), each with its ``kid``.
+
+    Raises:
+        ValueError: not such a document, a key without ``kid``, or a private key.
+    """
+    try:
+        keys = json.loads(document)["keys"]
+        if not isinstance(keys, list):
+            raise TypeError("keys is not a list")
+        for key in keys:
+            PyJWK(key)  # a usable JWK of a supported kind
+    except (ValueError, KeyError, TypeError, PyJWTError) as exc:
+        raise ValueError(f"the retired card keys are not a JSON Web Key Set: {exc}") from None
+    for key in keys:
+        if not key.get("kid"):
+            raise ValueError("every retired card key needs its kid")
+        if "d" in key:
+            raise ValueError(
+                f"retired card key {key['kid']!r} is a private key: publish its public part"
+            )
+    return [dict(key) for key in keys]
+
+
 class CardSigner:
     """Signs the cards the gateway serves (or leaves them as they are, with no key).
 
     Args:
         key: the signing key; None signs nothing.
         public_url: the gateway's public URL (the ``jku`` of each signature).
+        retired: public keys that signed cards before this one, still published
+            so that cards signed with them verify while callers hold them.
     """
 
-    def __init__(self, key: SigningKey | None, *, public_url: str) -> None:
+    def __init__(
+        self,
+        key: SigningKey | None,
+        *,
+        public_url: str,
+        retired: list[dict[str, Any]] | None = None,
+    ) -> None:
         self._key = key
+        self._retired = list(retired or [])
         self._sign = None
         if key is not None:
             header: ProtectedHeader = {
@@ -116,7 +162,9 @@ class CardSigner:
         """The signer of ``DISCO_GATEWAY_CARD_SIGNING_KEY[_FILE]`` (none: signs nothing)."""
         pem = settings.card_signing_pem()
         key = None if pem is None else load_signing_key(pem, kid=settings.card_signing_key_id)
-        return cls(key, public_url=settings.gateway_public_url)
+        retired_file = settings.card_retired_keys_file
+        retired = None if retired_file is None else load_retired_keys(retired_file.read_bytes())
+        return cls(key, public_url=settings.gateway_public_url, retired=retired)
 
     def sign(self, card: A2AAgentCard) -> A2AAgentCard:
         """``card`` with its signature (as served: the wire JSON of the model)."""
@@ -134,5 +182,8 @@ class CardSigner:
         return card if self._sign is None else self._sign(card)
 
     def jwks(self) -> dict[str, list[dict[str, Any]]]:
-        """The public keys that verify the cards (none without a key)."""
-        return {"keys": [] if self._key is None else [self._key.public_jwk]}
+        """The public keys that verify the cards: the signing key's, then the retired ones
+        (none without a key)."""
+        current = [] if self._key is None else [self._key.public_jwk]
+        kids = {key["kid"] for key in current}
+        return {"keys": current + [key for key in self._retired if key["kid"] not in kids]}
