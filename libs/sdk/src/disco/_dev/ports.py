@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import time
+from collections import deque
 
 __all__ = ["PortInUseError", "ensure_port_free", "free_port", "port_accepts", "wait_for_port"]
 
@@ -14,11 +15,22 @@ class PortInUseError(RuntimeError):
     """A port the stack wants is taken by another process."""
 
 
+# Ports this process handed out lately: the kernel may offer a port again as soon as
+# its probe socket is closed, and callers often ask for several before binding any.
+_HANDED_OUT: deque[int] = deque(maxlen=1024)
+
+
 def free_port(host: str = LOOPBACK) -> int:
-    """A port on ``host`` that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+    """A port on ``host`` that nothing listens on right now, and not one this process
+    handed out lately (several asked for at once are distinct)."""
+    for _ in range(100):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind((host, 0))
+            port = int(sock.getsockname()[1])
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.append(port)
+            return port
+    raise RuntimeError(f"no free port on {host} that was not handed out lately")
 
 
 def port_accepts(port: int, host: str = LOOPBACK, timeout: float = 0.2) -> bool:
