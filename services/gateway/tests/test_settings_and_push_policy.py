@@ -159,6 +159,30 @@ async def test_a_delivery_connects_to_the_address_its_check_resolved(
     assert "\r\nx-a2a-notification-token: secret\r\n" in head.lower()
 
 
+async def test_a_delivery_tries_the_next_checked_address_when_one_refuses_the_connection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    loop = asyncio.get_running_loop()
+    resolve = loop.getaddrinfo
+
+    async def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        if host != REBINDING_HOST:
+            return await resolve(host, port, *args, **kwargs)
+        # Nothing listens on the first (as an unreachable IPv6 address would be).
+        return [
+            (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.3", int(port))),
+            (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", int(port))),
+        ]
+
+    monkeypatch.setattr(loop, "getaddrinfo", getaddrinfo)
+    async with receiving() as (receiver, port), httpx.AsyncClient(timeout=5) as http:
+        url = f"http://{REBINDING_HOST}:{port}/hook"
+        outcome = await poster(http).attempt(config(url), {"n": 1}, task_id="t")
+
+    assert outcome is Outcome.DELIVERED
+    assert len(receiver.heads) == 1
+
+
 async def test_a_delivery_over_tls_checks_the_certificate_against_the_urls_host(
     rebinding_dns: list[str],
 ) -> None:

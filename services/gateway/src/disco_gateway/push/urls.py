@@ -34,18 +34,36 @@ Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 @dataclass(frozen=True, slots=True)
 class PushTarget:
-    """Where one delivery goes: ``url`` names the checked address instead of the host."""
+    """Where one delivery goes: ``urls`` name the checked addresses instead of the host,
+    in the resolver's order."""
 
-    url: str
+    urls: tuple[str, ...]
     host: str  # the URL's own host[:port], for the Host header
     server_name: str  # the URL's host name, for TLS (SNI and the certificate check)
+
+    @property
+    def url(self) -> str:
+        """The first checked address's URL."""
+        return self.urls[0]
 
     async def post(
         self, http: httpx.AsyncClient, body: object, headers: dict[str, str]
     ) -> httpx.Response:
-        """POST ``body`` as JSON to the checked address, as a request to the URL's host."""
+        """POST ``body`` as JSON as a request to the URL's host, at the first checked
+        address that takes the connection (a host with an IPv6 address this machine
+        cannot reach may still have an IPv4 one that works)."""
+        for url in self.urls[:-1]:
+            try:
+                return await self._post(http, url, body, headers)
+            except httpx.ConnectError:
+                continue
+        return await self._post(http, self.urls[-1], body, headers)
+
+    async def _post(
+        self, http: httpx.AsyncClient, url: str, body: object, headers: dict[str, str]
+    ) -> httpx.Response:
         return await http.post(
-            self.url,
+            url,
             json=body,
             headers={**headers, "Host": self.host},
             extensions={"sni_hostname": self.server_name},
@@ -82,7 +100,7 @@ class PushUrlPolicy:
         """The checked address to post ``url``'s notifications to, or None if refused.
 
         Every address the host resolves to must pass, as in the a2a-sdk's policy;
-        the first is the one connected to.
+        a delivery connects to them in turn until one takes the connection.
         """
         try:
             parsed = urllib.parse.urlparse(url)
@@ -107,7 +125,9 @@ class PushUrlPolicy:
             _log.warning("push URL host resolves to a non-public address", url=url)
             return None
         return PushTarget(
-            url=str(original.copy_with(host=str(addresses[0]))),
+            urls=tuple(
+                dict.fromkeys(str(original.copy_with(host=str(address))) for address in addresses)
+            ),
             host=original.netloc.decode("ascii"),
             server_name=host,
         )
