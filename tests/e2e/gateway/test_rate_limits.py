@@ -16,6 +16,7 @@ from tests.e2e.gateway.conftest import (
     GatewayStack,
     bearer,
 )
+from tests.e2e.gateway.streams import stream
 
 
 def message(*parts: dict[str, object]) -> dict[str, object]:
@@ -94,3 +95,22 @@ async def test_calls_without_a_token_are_limited_per_address(limited: GatewayPro
     assert over.status_code == 429
     assert "without a token" in over.json()["error"]["message"]
     assert proxied.status_code == 200
+
+
+async def test_session_messages_over_a_websocket_count_against_the_tenant_too(
+    limited: GatewayProcess,
+) -> None:
+    tenant = f"limited-{uuid.uuid4().hex[:6]}"
+    async with stream(limited.url, f"s-{uuid.uuid4().hex[:8]}", tenant=tenant) as ui:
+        answers = [
+            await ui.request(
+                {"type": "SEND_MESSAGE", "agent": "gw-echo", "text": "x", "request_id": f"r{n}"}
+            )
+            for n in range(5)
+        ]
+
+    # The first four count (no such agent for this tenant), the fifth is over the limit.
+    assert [a["payload"].get("code") for a in answers[:4]] == ["agent_not_found"] * 4
+    assert answers[4]["type"] == "ERROR"
+    assert (answers[4]["payload"]["code"], answers[4]["payload"]["status"]) == ("rate_limited", 429)
+    assert answers[4]["payload"]["details"]["retry_after_seconds"] >= 1
