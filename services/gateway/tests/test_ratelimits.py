@@ -38,7 +38,10 @@ async def test_a_tenant_over_its_limit_is_refused_with_when_to_come_back() -> No
     assert refused.value.status_code == 429
     assert refused.value.code == "rate_limited"
     assert 1 <= int(refused.value.headers["Retry-After"]) <= 60
-    assert "3 per 1 minute" in refused.value.message
+    assert refused.value.message == (
+        "Too many calls: the limit of your tenant's calls is 3 per 1 minute; "
+        f"try again in {refused.value.headers['Retry-After']} s."
+    )
     assert registry.get_sample_value("disco_gateway_rate_limited_total", {"kind": "tenant"}) == 1
 
 
@@ -81,3 +84,47 @@ def test_the_anonymous_limit_is_on_by_default_and_the_tenant_one_off() -> None:
 def test_a_limit_in_another_notation_is_refused_at_startup(text: str) -> None:
     with pytest.raises(ValidationError, match="50/second;1000/minute"):
         GatewaySettings(env="dev", rate_limit_tenant=text)
+
+
+async def test_a_tenant_of_its_own_limits_counts_by_them() -> None:
+    calls = CallLimits(
+        tenant=parse_limits("1/minute"),
+        anonymous=[],
+        registry=CollectorRegistry(),
+        per_tenant={"big": parse_limits("3/minute"), "ops": parse_limits("")},
+    )
+    for _ in range(3):
+        await calls.count(caller("big"), None)
+    for _ in range(50):
+        await calls.count(caller("ops"), None)  # unlimited
+    await calls.count(caller("small"), None)
+
+    with pytest.raises(RateLimited, match="3 per 1 minute"):
+        await calls.count(caller("big"), None)
+    with pytest.raises(RateLimited, match="1 per 1 minute"):
+        await calls.count(caller("small"), None)
+
+
+def test_limits_per_tenant_are_read_as_json_and_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DISCO_GATEWAY_RATE_LIMIT_PER_TENANT", '{"big": "3/minute", "ops": ""}')
+
+    assert GatewaySettings(env="dev").rate_limit_per_tenant == {"big": "3/minute", "ops": ""}
+    with pytest.raises(ValidationError, match="the limits of tenant 'big'"):
+        GatewaySettings(env="dev", rate_limit_per_tenant={"big": "lots"})
+
+
+async def test_the_gateway_counts_by_the_limits_of_its_settings() -> None:
+    from disco_gateway.state import GatewayState
+
+    settings = GatewaySettings(
+        env="dev", rate_limit_tenant="2/minute", rate_limit_per_tenant={"big": "3/minute"}
+    )
+    limits = GatewayState(settings).call_limits
+    for _ in range(3):
+        await limits.count(caller("big"), None)
+    for _ in range(2):
+        await limits.count(caller("small"), None)
+
+    for tenant in ("big", "small"):
+        with pytest.raises(RateLimited):
+            await limits.count(caller(tenant), None)

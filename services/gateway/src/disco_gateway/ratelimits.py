@@ -5,7 +5,8 @@ One tenant must not take the bus, the agents and the database from the others,
 and a public agent (no token) must not be callable without bound. Each call
 counts against one key:
 
-- a call with a token, against its tenant (``DISCO_GATEWAY_RATE_LIMIT_TENANT``);
+- a call with a token, against its tenant (``DISCO_GATEWAY_RATE_LIMIT_TENANT``, or
+  the tenant's own in ``DISCO_GATEWAY_RATE_LIMIT_PER_TENANT``);
 - a call without one (a public agent), against the caller's address
   (``DISCO_GATEWAY_RATE_LIMIT_ANONYMOUS``). Behind a proxy, name it in
   ``DISCO_FORWARDED_ALLOW_IPS`` so the address is the caller's, not the proxy's.
@@ -49,6 +50,8 @@ class CallLimits:
         tenant: the limits of one tenant's calls.
         anonymous: the limits of one address's calls without a token.
         registry: where ``disco_gateway_rate_limited_total`` is counted.
+        per_tenant: the limits of the tenants whose calls are limited otherwise than
+            ``tenant`` says (an empty list: none).
     """
 
     def __init__(
@@ -57,8 +60,11 @@ class CallLimits:
         tenant: list[RateLimitItem],
         anonymous: list[RateLimitItem],
         registry: CollectorRegistry,
+        per_tenant: dict[str, list[RateLimitItem]] | None = None,
     ) -> None:
-        self._limits = {"tenant": tenant, "anonymous": anonymous}
+        self._tenant = tenant
+        self._anonymous = anonymous
+        self._per_tenant = dict(per_tenant or {})
         self._window = SlidingWindowCounterRateLimiter(MemoryStorage())
         self._refused = Counter(
             "disco_gateway_rate_limited",
@@ -73,18 +79,18 @@ class CallLimits:
         Raises:
             RateLimited: a limit of its key is spent.
         """
-        kind, key = (
-            ("anonymous", address or "?") if scope.anonymous else ("tenant", scope.tenant_id)
-        )
-        for limit in self._limits[kind]:
+        if scope.anonymous:
+            kind, key, whose = "anonymous", address or "?", "an address's calls without a token"
+            limits = self._anonymous
+        else:
+            kind, key, whose = "tenant", scope.tenant_id, "your tenant's calls"
+            limits = self._per_tenant.get(key, self._tenant)
+        for limit in limits:
             if await self._window.hit(limit, kind, key):
                 continue
             stats = await self._window.get_window_stats(limit, kind, key)
             wait = max(1, math.ceil(stats.reset_time - time.time()))
             self._refused.labels(kind).inc()
-            whose = (
-                "this tenant's" if kind == "tenant" else "calls without a token from your address"
-            )
             raise RateLimited(
                 f"Too many calls: the limit of {whose} is {limit}; try again in {wait} s.",
                 headers={"Retry-After": str(wait)},

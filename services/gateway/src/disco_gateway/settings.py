@@ -18,6 +18,16 @@ def _own(name: str) -> AliasChoices:
     return AliasChoices(f"DISCO_GATEWAY_{name}")
 
 
+def _check_limits(text: str, what: str = "") -> None:
+    if text.strip():
+        try:
+            parse_many(text)
+        except ValueError as exc:
+            raise ValueError(
+                f"{what}{text!r} is not a list of rate limits such as `50/second;1000/minute`"
+            ) from exc
+
+
 class GatewaySettings(GatewayLinkSettings):
     """Settings of the gateway: the shared ``DISCO_*`` ones, and its own ``DISCO_GATEWAY_*``.
 
@@ -174,6 +184,15 @@ class GatewaySettings(GatewayLinkSettings):
             "`200/second;5000/minute` (empty: none)."
         ),
     )
+    rate_limit_per_tenant: dict[str, str] = Field(
+        default_factory=dict,
+        validation_alias=_own("RATE_LIMIT_PER_TENANT"),
+        description=(
+            "Tenants whose limits differ from RATE_LIMIT_TENANT, as JSON: "
+            '`{"acme": "1000/second", "trial": "5/second;100/hour", "ops": ""}` '
+            "(empty: none)."
+        ),
+    )
     rate_limit_anonymous: str = Field(
         default="20/second;600/minute",
         validation_alias=_own("RATE_LIMIT_ANONYMOUS"),
@@ -252,13 +271,14 @@ class GatewaySettings(GatewayLinkSettings):
     @field_validator("rate_limit_tenant", "rate_limit_anonymous")
     @classmethod
     def _rate_limits(cls, value: str) -> str:
-        if value.strip():
-            try:
-                parse_many(value)
-            except ValueError as exc:
-                raise ValueError(
-                    f"{value!r} is not a list of rate limits such as `50/second;1000/minute`"
-                ) from exc
+        _check_limits(value)
+        return value
+
+    @field_validator("rate_limit_per_tenant")
+    @classmethod
+    def _rate_limits_per_tenant(cls, value: dict[str, str]) -> dict[str, str]:
+        for tenant, limits in value.items():
+            _check_limits(limits, f"the limits of tenant {tenant!r}: ")
         return value
 
     @field_validator(

@@ -46,6 +46,10 @@ class GatewayState(ServiceState[GatewaySettings]):
             tenant=parse_limits(settings.rate_limit_tenant),
             anonymous=parse_limits(settings.rate_limit_anonymous),
             registry=self.metrics.registry,
+            per_tenant={
+                tenant: parse_limits(limits)
+                for tenant, limits in settings.rate_limit_per_tenant.items()
+            },
         )
 
     def require_a2a(self) -> A2AService:
