@@ -6,9 +6,12 @@ Screenshots of every step land in the test's tmp dir (``screenshots/``).
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 import uuid
 from collections.abc import Iterator
 
+import asyncpg
 import httpx
 import pytest
 from playwright.async_api import Browser, BrowserContext, expect
@@ -54,7 +57,7 @@ async def test_a_bad_token_gets_the_login_page_and_never_data(
     page = await context.new_page()
 
     # No token: every page sends you to the login page.
-    for path in ("/plans", "/agents", "/dlq", "/health", "/sessions/s-1"):
+    for path in ("/plans", "/agents", "/dlq", "/pushes", "/health", "/sessions/s-1"):
         response = await page.goto(f"{console.url}{path}")
         assert response is not None
         assert page.url.startswith(f"{console.url}/login"), path
@@ -223,6 +226,61 @@ async def test_a_dead_letter_shows_its_reason_and_an_admin_republishes_it(
     assert len(credentials) == 2
     assert credentials[0] not in (None, admin_token)
     assert credentials[1] == admin_token
+
+
+async def test_push_notifications_waiting_for_a_webhook_show_for_their_tenant_only(
+    browser: Browser, console: Console, screens: Screens, contexts: list[BrowserContext]
+) -> None:
+    task_id = f"task-{uuid.uuid4().hex[:10]}"
+    url = f"https://hooks.example.com/{task_id}"
+    # What a webhook that keeps failing leaves: a notification tried twice, the next
+    # try an hour away (so no sweeper takes it while the test looks).
+    connection = await asyncpg.connect(console.stack.database_url.replace("+asyncpg", ""))
+    try:
+        async with connection.transaction():
+            await connection.execute(
+                "SELECT set_config('disco.tenant_id', $1, true), "
+                "set_config('disco.user_id', $2, true)",
+                TENANT,
+                USER,
+            )
+            await connection.execute(
+                "INSERT INTO gateway.a2a_push_configs (tenant_id, task_id, config_id, user_id,"
+                " config) VALUES ($1, $2, 'hook', $3, $4::jsonb)",
+                TENANT, task_id, USER, json.dumps({"id": "hook", "url": url}),
+            )  # fmt: skip
+            await connection.execute(
+                "INSERT INTO gateway.a2a_push_deliveries (tenant_id, task_id, config_id, user_id,"
+                " body, attempts, due_at) VALUES ($1, $2, 'hook', $3, $4::jsonb, 2,"
+                " now() + interval '1 hour')",
+                TENANT, task_id, USER,
+                json.dumps({"statusUpdate": {"taskId": task_id,
+                                             "status": {"state": "TASK_STATE_WORKING"}}}),
+            )  # fmt: skip
+
+        acme = await signed_in(browser, console, token(TENANT))
+        contexts.append(acme)
+        page = await acme.new_page()
+        await page.goto(f"{console.url}/pushes")
+        row = page.locator("tr.waiting-push", has_text=task_id)
+        await expect(row).to_contain_text(url)
+        await expect(row).to_contain_text("TASK_STATE_WORKING")
+        await expect(row.locator("td.attempts")).to_have_text("2")
+        await expect(row).to_contain_text(re.compile(r"in \d+m"))  # the next try, an hour away
+        await screens.shot(page, "push-notifications")
+
+        beta = await signed_in(browser, console, token(OTHER_TENANT))
+        contexts.append(beta)
+        other = await beta.new_page()
+        await other.goto(f"{console.url}/pushes")
+        assert task_id not in await other.content()
+    finally:
+        async with connection.transaction():
+            await connection.execute("SELECT set_config('disco.tenant_id', $1, true)", TENANT)
+            await connection.execute(
+                "DELETE FROM gateway.a2a_push_configs WHERE task_id = $1", task_id
+            )
+        await connection.close()
 
 
 @pytest.fixture(scope="module")

@@ -50,15 +50,19 @@ log = structlog.get_logger("disco_gateway.console")
 
 
 def _ago(value: datetime | None) -> str:
+    """How long ago (``5m ago``), or for a time to come how long until (``in 59m``)."""
     if value is None:
         return "—"
     seconds = (datetime.now(UTC) - value).total_seconds()
-    if seconds < 0:
-        return f"in {int(-seconds)}s"
+    span = _span(abs(seconds))
+    return f"in {span}" if seconds < 0 else f"{span} ago"
+
+
+def _span(seconds: float) -> str:
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
-            return f"{int(seconds // size)}{unit} ago"
-    return f"{int(seconds)}s ago"
+            return f"{int(seconds // size)}{unit}"
+    return f"{int(seconds)}s"
 
 
 def _when(value: datetime | None) -> str:
@@ -307,6 +311,15 @@ async def republish_dead_letter(
     )
     letters = await read_dead_letters(bus.settings, user, limit=state.settings.console_dlq_limit)
     return _page(request, "dlq.html", user=user, letters=letters, republished=letter)
+
+
+# -- push notifications ----------------------------------------------------------------------
+
+
+@router.get("/pushes")
+async def pushes(request: Request, user: UserDep) -> HTMLResponse:
+    waiting = await service.waiting_pushes(GatewayState.of(request), user)
+    return _page(request, "pushes.html", user=user, waiting=waiting)
 
 
 # -- health ----------------------------------------------------------------------------------

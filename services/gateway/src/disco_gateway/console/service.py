@@ -32,6 +32,7 @@ from disco_common.tracker import (
 from disco_gateway.console.auth import ConsoleUser
 from disco_gateway.console.clients import ConsoleClients, forwarding
 from disco_gateway.console.diagram import Diagram, layout
+from disco_gateway.push.repository import WaitingDelivery, waiting_deliveries
 from disco_gateway.state import GatewayState
 
 __all__ = [
@@ -48,6 +49,7 @@ __all__ = [
     "list_plans",
     "plan_detail",
     "sessions_overview",
+    "waiting_pushes",
 ]
 
 _PAGE = 50
@@ -239,6 +241,15 @@ async def sessions_overview(clients: ConsoleClients, user: ConsoleUser) -> Sessi
             clients.tracker.list_questions(status="waiting", limit=_PAGE),
         )
     return SessionsOverview(sessions=sessions.items, questions=questions.items)
+
+
+async def waiting_pushes(
+    state: GatewayState, user: ConsoleUser, *, limit: int = 200
+) -> list[WaitingDelivery]:
+    """The tenant's push notifications not delivered yet (retries due, tries under way)."""
+    database = state.require_database()
+    async with database.unit_of_work(user.tenant_id, user.user_id) as session:
+        return await waiting_deliveries(session, user.tenant_id, limit=limit)
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import text
@@ -14,8 +15,10 @@ __all__ = [
     "ClaimedDelivery",
     "PushConfigRepository",
     "PushDeliveryRepository",
+    "WaitingDelivery",
     "claim_due_deliveries",
     "release_deliveries",
+    "waiting_deliveries",
 ]
 
 _UPSERT = text(
@@ -118,6 +121,15 @@ _DONE = text(
     "DELETE FROM gateway.a2a_push_deliveries"
     " WHERE tenant_id = :tenant_id AND seq = :seq AND claimed_by = :me"
 )
+_WAITING = text(
+    "SELECT d.task_id, d.config_id, c.config ->> 'url' AS url, d.attempts,"
+    " d.claimed_by IS NOT NULL AND d.due_at > now() AS trying, d.due_at, d.created_at,"
+    " coalesce(d.body #>> '{statusUpdate,status,state}', d.body #>> '{task,status,state}',"
+    " CASE WHEN d.body ? 'artifactUpdate' THEN 'artifact' ELSE 'message' END) AS what"
+    " FROM gateway.a2a_push_deliveries AS d JOIN gateway.a2a_push_configs AS c"
+    " ON c.tenant_id = d.tenant_id AND c.task_id = d.task_id AND c.config_id = d.config_id"
+    " WHERE d.tenant_id = :tenant_id ORDER BY d.created_at, d.seq LIMIT :limit"
+)
 _CLAIM_DUE = text(
     "SELECT tenant_id, seq, task_id, attempts, body, config"
     " FROM gateway.claim_a2a_push_deliveries(:me, :lease, :max_rows)"
@@ -136,6 +148,31 @@ class ClaimedDelivery:
     """Tries started, this one included."""
     body: dict[str, Any]
     config: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class WaitingDelivery:
+    """A notification not delivered yet, as an operator looks at it."""
+
+    task_id: str
+    config_id: str
+    url: str
+    attempts: int
+    """Tries started so far."""
+    trying: bool
+    """A try is under way (else the next one is due at ``due_at``)."""
+    due_at: datetime
+    created_at: datetime
+    what: str
+    """The task state it carries, ``artifact`` or ``message``."""
+
+
+async def waiting_deliveries(
+    session: AsyncSession, tenant_id: str, *, limit: int
+) -> list[WaitingDelivery]:
+    """The tenant's notifications not delivered yet, oldest first."""
+    rows = await session.execute(_WAITING, {"tenant_id": tenant_id, "limit": limit})
+    return [WaitingDelivery(**row._asdict()) for row in rows.all()]
 
 
 class PushDeliveryRepository:
