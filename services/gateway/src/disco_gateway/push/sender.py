@@ -214,12 +214,17 @@ class RetryingPushSender(PushNotificationSender):
     ) -> None:
         if previous is not None:
             await asyncio.wait([previous])  # keep this configuration's order
-        async with self._database.unit_of_work(tenant_id) as session:
-            rows = PushDeliveryRepository(session, tenant_id, token)
-            claimed = await rows.claim(seq, lease_seconds=self._lease)
-            if claimed is None:
-                # Taken over, or behind an older notification: the sweeper sees to it.
-                await rows.release(seq)
+        try:
+            async with self._database.unit_of_work(tenant_id) as session:
+                rows = PushDeliveryRepository(session, tenant_id, token)
+                claimed = await rows.claim(seq, lease_seconds=self._lease)
+                if claimed is None:
+                    # Taken over, or behind an older notification: the sweeper sees to it.
+                    await rows.release(seq)
+        except Exception as exc:
+            # The row stays: a sweeper takes it once its lease ends.
+            _log.warning("push delivery not started", seq=seq, error=repr(exc))
+            return
         if claimed is not None:
             await self._try(claimed, token)
 
