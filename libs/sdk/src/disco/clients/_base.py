@@ -181,17 +181,19 @@ class ServiceClient(StartStop):
         (:meth:`ServiceClientSettings.token_provider`).
         """
         settings = settings if settings is not None else ServiceClientSettings()
+        # DISCO_<SERVICE>_URL: the settings have a URL field per service.
+        url = getattr(settings, f"{cls.service_name}_url", None)
+        if not isinstance(url, str):
+            raise TypeError(
+                f"{cls.__name__} is not a client of a service the settings name; "
+                f"build it with its URL: {cls.__name__}(base_url, ...)"
+            )
         return cls(
-            cls._url(settings),
+            url,
             token=token if token is not None else settings.token_provider(),
             timeout_seconds=settings.http_timeout_seconds,
             retries=settings.http_retries,
         )
-
-    @classmethod
-    def _url(cls, settings: ServiceClientSettings) -> str:
-        """The base URL of this client's service in ``settings``."""
-        raise NotImplementedError(f"{cls.__name__} does not say where its service is")
 
     async def start(self) -> None:
         """Open the connection pool. Idempotent."""

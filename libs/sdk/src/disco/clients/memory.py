@@ -22,7 +22,6 @@ from disco.clients._base import acting_for
 from disco.clients._memory_calls import BASE as _BASE
 from disco.clients._memory_calls import MemoryCalls
 from disco.clients._memory_calls import segment as _seg
-from disco.clients._settings import ServiceClientSettings
 from disco_common.memory import (
     AgentStateSnapshot,
     AgentStateSnapshotPut,
@@ -64,10 +63,6 @@ class MemoryClient(MemoryCalls):
     """
 
     service_name = "memory"
-
-    @classmethod
-    def _url(cls, settings: ServiceClientSettings) -> str:
-        return settings.memory_url  # DISCO_MEMORY_URL
 
     # -- working memory -----------------------------------------------------------
 

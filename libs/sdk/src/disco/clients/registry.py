@@ -9,7 +9,6 @@ from pydantic import JsonValue
 
 from disco.clients._base import ServiceClient, ServiceNotFoundError
 from disco.clients._paging import pages, query_of, query_params, segment
-from disco.clients._settings import ServiceClientSettings
 from disco_common.pagination import Page
 from disco_common.registry import (
     AgentListQuery,
@@ -43,10 +42,6 @@ class RegistryClient(ServiceClient):
     """
 
     service_name = "registry"
-
-    @classmethod
-    def _url(cls, settings: ServiceClientSettings) -> str:
-        return settings.registry_url  # DISCO_REGISTRY_URL
 
     # -- agents -------------------------------------------------------------------
 

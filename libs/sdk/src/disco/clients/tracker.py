@@ -19,7 +19,6 @@ from httpx_sse import SSEError, aconnect_sse
 
 from disco.clients._base import ServiceClient, ServiceNotFoundError, ServiceUnavailableError
 from disco.clients._paging import pages, query_of, query_params, segment
-from disco.clients._settings import ServiceClientSettings
 from disco_common.pagination import Page, PageQuery
 from disco_common.plans import PlanDefinition, PlanRegistrationRequest, PlanStatus
 from disco_common.tasks import TaskStatus
@@ -74,10 +73,6 @@ class TrackerClient(ServiceClient):
     """
 
     service_name = "tracker"
-
-    @classmethod
-    def _url(cls, settings: ServiceClientSettings) -> str:
-        return settings.tracker_url  # DISCO_TRACKER_URL
 
     # -- plans -----------------------------------------------------------------------------
 
