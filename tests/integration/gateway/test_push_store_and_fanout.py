@@ -49,7 +49,8 @@ async def test_push_configs_are_kept_per_task_and_owner_and_all_dispatched(db: D
 
     assert (stored.id, stored.task_id, stored.tenant) == (task_id, task_id, "")
     assert [c.url for c in mine] == ["https://hooks.example/a"]
-    assert sorted(config_id for _, config_id in queued) == sorted([task_id, "b"])
+    assert sorted(config_id for _, config_id, _ in queued) == sorted([task_id, "b"])
+    assert all(claimed is not None and claimed.attempts == 1 for _, _, claimed in queued)
     assert elsewhere == []
     assert after == []
 

@@ -89,11 +89,17 @@ _ENQUEUE = text(
     " WHERE tenant_id = :tenant_id AND task_id = :task_id),"
     " queued AS ("
     " INSERT INTO gateway.a2a_push_deliveries"
-    " (tenant_id, task_id, config_id, user_id, body, claimed_by, due_at)"
-    " SELECT :tenant_id, :task_id, config_id, user_id, CAST(:body AS jsonb), :me,"
-    " now() + make_interval(secs => :lease) FROM configs ORDER BY config_id"
-    " RETURNING seq, config_id)"
-    " SELECT queued.seq, queued.config_id FROM queued ORDER BY queued.seq"
+    " (tenant_id, task_id, config_id, user_id, body, claimed_by, due_at, attempts)"
+    " SELECT :tenant_id, :task_id, c.config_id, c.user_id, CAST(:body AS jsonb), :me,"
+    " now() + make_interval(secs => :lease),"
+    # The first of its configuration is held for its first try at once (no claim).
+    " CASE WHEN EXISTS (SELECT 1 FROM gateway.a2a_push_deliveries AS e"
+    " WHERE e.tenant_id = :tenant_id AND e.task_id = :task_id"
+    " AND e.config_id = c.config_id) THEN 0 ELSE 1 END"
+    " FROM configs AS c ORDER BY c.config_id"
+    " RETURNING seq, config_id, attempts)"
+    " SELECT queued.seq, queued.config_id, queued.attempts, configs.config"
+    " FROM queued JOIN configs USING (config_id) ORDER BY queued.seq"
 )
 _CLAIM = text(
     "UPDATE gateway.a2a_push_deliveries AS d"
@@ -189,9 +195,11 @@ class PushDeliveryRepository:
 
     async def enqueue(
         self, task_id: str, body: dict[str, Any], *, lease_seconds: float
-    ) -> list[tuple[int, str]]:
+    ) -> list[tuple[int, str, ClaimedDelivery | None]]:
         """A row per configuration of the task, held under the token for the lease: each
-        row's ``(seq, config_id)``."""
+        row's ``(seq, config_id, claimed)``. ``claimed`` is the row held for its first try
+        when it is the oldest of its configuration (else None: :meth:`claim` it once the
+        older ones are gone)."""
         rows = await self._session.execute(
             _ENQUEUE,
             {
@@ -202,7 +210,16 @@ class PushDeliveryRepository:
                 "lease": lease_seconds,
             },
         )
-        return [(seq, config_id) for seq, config_id in rows.all()]
+        return [
+            (
+                row.seq,
+                row.config_id,
+                ClaimedDelivery(self._tenant_id, row.seq, task_id, 1, body, dict(row.config))
+                if row.attempts
+                else None,
+            )
+            for row in rows.all()
+        ]
 
     async def claim(self, seq: int, *, lease_seconds: float) -> ClaimedDelivery | None:
         """Hold row ``seq`` for one try (counted): None if it is gone, held under another

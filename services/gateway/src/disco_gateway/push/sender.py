@@ -193,10 +193,11 @@ class RetryingPushSender(PushNotificationSender):
         except Exception as exc:
             _log.warning("push notification not stored", task_id=task_id, error=repr(exc))
             return
-        for seq, config_id in queued:
+        for seq, config_id, claimed in queued:
             key = (scope.tenant_id, task_id, config_id)
             # After whatever this instance sends to the configuration already.
-            self._spawn(key, self._after(self._last.get(key), scope.tenant_id, seq, token))
+            previous = self._last.get(key)
+            self._spawn(key, self._after(previous, scope.tenant_id, seq, token, claimed))
 
     def _spawn(self, key: tuple[str, str, str], delivery: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(delivery, name=f"disco-push-{key[1]}-{key[2]}")
@@ -210,10 +211,20 @@ class RetryingPushSender(PushNotificationSender):
             del self._last[key]
 
     async def _after(
-        self, previous: asyncio.Task[None] | None, tenant_id: str, seq: int, token: str
+        self,
+        previous: asyncio.Task[None] | None,
+        tenant_id: str,
+        seq: int,
+        token: str,
+        claimed: ClaimedDelivery | None,
     ) -> None:
+        """Try row ``seq`` once ``previous`` is done: at once if it was stored held for its
+        first try (``claimed``), else once a claim says it is the oldest."""
         if previous is not None:
             await asyncio.wait([previous])  # keep this configuration's order
+        if claimed is not None:
+            await self._try(claimed, token)
+            return
         try:
             async with self._database.unit_of_work(tenant_id) as session:
                 rows = PushDeliveryRepository(session, tenant_id, token)
