@@ -249,3 +249,17 @@ def test_retired_keys_that_are_no_public_key_set_are_refused_at_startup(
 
     with pytest.raises(ValidationError, match=message):
         GatewaySettings(env="dev", card_retired_keys_file=retired)
+
+
+def test_a_card_served_again_unchanged_keeps_its_signature_and_a_changed_one_is_signed_anew() -> (
+    None
+):
+    signer = CardSigner(
+        load_signing_key(pem_of(ec.generate_private_key(ec.SECP256R1()))), public_url=GATEWAY
+    )
+    first, again = signer.sign(card()), signer.sign(card())
+    changed = signer.sign(card().model_copy(update={"description": "Says goodbye."}))
+
+    assert again.signatures == first.signatures  # ECDSA would differ if signed anew
+    assert changed.signatures != first.signatures
+    verifier_for(signer, "ES256")(as_served(changed))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +47,7 @@ __all__ = [
 ]
 
 JWKS_PATH = "/.well-known/jwks.json"
+_SIGNED_CARDS = 1024  # the signatures of the cards served last, by their content
 
 _CURVES = {"secp256r1": "ES256", "secp384r1": "ES384", "secp521r1": "ES512"}
 # RFC 7638: the members of each key type a thumbprint covers.
@@ -147,6 +149,7 @@ class CardSigner:
     ) -> None:
         self._key = key
         self._retired = list(retired or [])
+        self._signed: OrderedDict[str, list[A2AAgentCardSignature]] = OrderedDict()
         self._sign = None
         if key is not None:
             header: ProtectedHeader = {
@@ -167,14 +170,25 @@ class CardSigner:
         return cls(key, public_url=settings.gateway_public_url, retired=retired)
 
     def sign(self, card: A2AAgentCard) -> A2AAgentCard:
-        """``card`` with its signature (as served: the wire JSON of the model)."""
+        """``card`` with its signature (as served: the wire JSON of the model).
+
+        A card served again unchanged keeps the signature it got: signing costs
+        about 0.7 ms, and the public cards need no token to ask for.
+        """
         if self._sign is None:
             return card
-        signed = self._sign(to_proto(card, a2a_pb2.AgentCard))
-        signatures = [
-            A2AAgentCardSignature(protected=s.protected, signature=s.signature)
-            for s in signed.signatures
-        ]
+        content = card.model_dump_json()
+        signatures = self._signed.get(content)
+        if signatures is None:
+            signed = self._sign(to_proto(card, a2a_pb2.AgentCard))
+            signatures = [
+                A2AAgentCardSignature(protected=s.protected, signature=s.signature)
+                for s in signed.signatures
+            ]
+            self._signed[content] = signatures
+            while len(self._signed) > _SIGNED_CARDS:
+                self._signed.popitem(last=False)
+        self._signed.move_to_end(content)
         return card.model_copy(update={"signatures": signatures})
 
     def sign_proto(self, card: a2a_pb2.AgentCard) -> a2a_pb2.AgentCard:
