@@ -86,6 +86,10 @@ PAIRS: list[tuple[BaseModel, type[Message]]] = [
         a2a_pb2.TaskArtifactUpdateEvent,
     ),
     (build_agent_card(SOURCE, public_url="https://gw.example", tenant="acme"), a2a_pb2.AgentCard),
+    (
+        build_agent_card(SOURCE, public_url="https://gw.example", grpc_address="gw.example:8090"),
+        a2a_pb2.AgentCard,
+    ),
     (build_gateway_card([SOURCE], public_url="https://gw.example"), a2a_pb2.AgentCard),
     (
         build_gateway_card([SOURCE], public_url="https://gw.example").model_copy(
@@ -164,6 +168,25 @@ def test_a_card_requires_the_bearer_token_unless_the_agent_is_public() -> None:
     assert {i.protocol_binding for i in sdk_card.supported_interfaces} == {"JSONRPC", "HTTP+JSON"}
     assert sdk_card.capabilities.streaming
     assert sdk_card.capabilities.push_notifications
+
+
+def test_a_grpc_interface_names_the_agent_in_its_tenant_field() -> None:
+    agent = build_agent_card(
+        SOURCE, public_url="https://gw.example", tenant="acme", grpc_address="gw.example:8090"
+    )
+    gateway = build_gateway_card([SOURCE], public_url="https://gw.example", grpc_address="g:1")
+    without = build_agent_card(SOURCE, public_url="https://gw.example")
+
+    assert [(i.protocol_binding, i.url, i.tenant) for i in agent.supported_interfaces] == [
+        ("JSONRPC", f"https://gw.example/a2a/{SOURCE.name}", "acme"),
+        ("HTTP+JSON", f"https://gw.example/a2a/{SOURCE.name}", "acme"),
+        ("GRPC", "gw.example:8090", SOURCE.name),
+    ]
+    assert [(i.protocol_binding, i.tenant) for i in gateway.supported_interfaces][-1] == (
+        "GRPC",
+        None,
+    )
+    assert [i.protocol_binding for i in without.supported_interfaces] == ["JSONRPC", "HTTP+JSON"]
 
 
 def test_a_card_carries_each_skills_input_and_output_schemas() -> None:

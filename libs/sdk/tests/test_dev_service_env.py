@@ -18,6 +18,7 @@ def gateway_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, **env: str) -> 
         "DISCO_GATEWAY_PUSH_ALLOW_LOOPBACK",
         "DISCO_GATEWAY_CARD_SIGNING_KEY",
         "DISCO_GATEWAY_CARD_SIGNING_KEY_FILE",
+        "DISCO_GATEWAY_GRPC_PORT",
     ):
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
@@ -65,3 +66,11 @@ def test_a_signing_key_of_ones_own_is_kept(monkeypatch: pytest.MonkeyPatch, tmp_
 
     assert "DISCO_GATEWAY_CARD_SIGNING_KEY_FILE" not in env
     assert not list(tmp_path.glob("*.pem"))
+
+
+def test_a_dev_gateway_serves_grpc_on_8090_unless_told_otherwise(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    assert gateway_env(monkeypatch, tmp_path)["DISCO_GATEWAY_GRPC_PORT"] == "8090"
+    told = gateway_env(monkeypatch, tmp_path, DISCO_GATEWAY_GRPC_PORT="9999")
+    assert told["DISCO_GATEWAY_GRPC_PORT"] == "9999"

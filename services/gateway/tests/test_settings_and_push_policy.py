@@ -31,6 +31,34 @@ def test_public_agents_are_read_comma_separated(monkeypatch: pytest.MonkeyPatch)
     assert settings.gateway_public_url == "https://agents.example.com"
 
 
+@pytest.mark.parametrize(
+    ("env", "address"),
+    [
+        ({}, None),  # no gRPC port: no gRPC binding
+        ({"DISCO_GATEWAY_GRPC_PORT": "8090"}, "agents.example.com:8090"),
+        (
+            {"DISCO_GATEWAY_GRPC_PORT": "8090", "DISCO_GATEWAY_PUBLIC_URL": "http://[::1]:8080"},
+            "[::1]:8090",
+        ),
+        (
+            {
+                "DISCO_GATEWAY_GRPC_PORT": "8090",
+                "DISCO_GATEWAY_GRPC_PUBLIC_ADDRESS": "grpc.agents.example.com:443",
+            },
+            "grpc.agents.example.com:443",
+        ),
+    ],
+)
+def test_cards_name_the_grpc_address_callers_reach(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], address: str | None
+) -> None:
+    monkeypatch.setenv("DISCO_GATEWAY_PUBLIC_URL", "https://agents.example.com")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+
+    assert GatewaySettings().gateway_grpc_address == address
+
+
 @pytest.mark.parametrize("setting", [{"push_allow_loopback": True}, {"card_visibility": "all"}])
 def test_dev_only_settings_are_refused_in_production(setting: dict[str, object]) -> None:
     with pytest.raises(ValueError, match="dev"):

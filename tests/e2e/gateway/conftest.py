@@ -6,7 +6,7 @@
 - gateway instances (``python -m disco_gateway``) a test can start, kill and
   restart (:class:`GatewayProcess`); :func:`gateway` is the one shared by the
   tests, on its own port;
-- a2a-sdk clients over either binding (:func:`a2a_client`), with a dev token.
+- a2a-sdk clients over any binding (:func:`a2a_client`), with a dev token.
 
 Every test tells its traffic apart by the tasks it creates, so the processes
 are started once for all of them.
@@ -24,7 +24,10 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import grpc
+import grpc.aio
 import httpx
 import pytest
 from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
@@ -52,7 +55,7 @@ TENANT = "acme"
 OTHER_TENANT = "beta"
 USER = "alice"
 PUBLIC_AGENT = "hello"
-BINDINGS = ("JSONRPC", "HTTP+JSON")
+BINDINGS = ("JSONRPC", "HTTP+JSON", "GRPC")
 
 
 def token(tenant: str = TENANT, user: str = USER) -> str:
@@ -79,12 +82,18 @@ class GatewayProcess:
     env: dict[str, str]
     logs: Path
     port: int = field(default_factory=free_port)
+    grpc_port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     starts: int = 0
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def grpc_address(self) -> str:
+        """Where its gRPC binding listens (``host:port``, as its cards name it)."""
+        return f"127.0.0.1:{self.grpc_port}"
 
     def start(self) -> GatewayProcess:
         return self.launch().wait_serving()
@@ -96,6 +105,7 @@ class GatewayProcess:
             **self.env,
             "DISCO_GATEWAY_PORT": str(self.port),
             "DISCO_GATEWAY_PUBLIC_URL": self.url,
+            "DISCO_GATEWAY_GRPC_PORT": str(self.grpc_port),
         }
         self.process = _spawn([sys.executable, "-m", "disco_gateway"], env, self._log)
         return self
@@ -259,6 +269,40 @@ def gateway(gateway_stack: GatewayStack) -> GatewayProcess:
     return gateway_stack.gateways[0].wait_serving()
 
 
+def _with_bearer(details: grpc.aio.ClientCallDetails, header: tuple[str, str]) -> Any:
+    return details._replace(metadata=grpc.aio.Metadata(*(details.metadata or ()), header))
+
+
+class _UnaryBearer(grpc.aio.UnaryUnaryClientInterceptor):
+    """Adds ``authorization: Bearer <token>`` to a channel's unary calls."""
+
+    def __init__(self, header: tuple[str, str]) -> None:
+        self._header = header
+
+    async def intercept_unary_unary(self, continuation, details, request):  # type: ignore[no-untyped-def]
+        return await continuation(_with_bearer(details, self._header), request)
+
+
+class _StreamBearer(grpc.aio.UnaryStreamClientInterceptor):
+    """The same for its streams (a channel takes each interceptor for one kind of call)."""
+
+    def __init__(self, header: tuple[str, str]) -> None:
+        self._header = header
+
+    async def intercept_unary_stream(self, continuation, details, request):  # type: ignore[no-untyped-def]
+        return await continuation(_with_bearer(details, self._header), request)
+
+
+def grpc_channel(address: str, bearer_token: str | None) -> grpc.aio.Channel:
+    """A channel to the gateway's gRPC binding, sending ``bearer_token`` (None: none)."""
+    if bearer_token is None:
+        return grpc.aio.insecure_channel(address)
+    header = ("authorization", f"Bearer {bearer_token}")
+    return grpc.aio.insecure_channel(
+        address, interceptors=[_UnaryBearer(header), _StreamBearer(header)]
+    )
+
+
 @contextlib.asynccontextmanager
 async def a2a_client(
     url: str,
@@ -277,8 +321,14 @@ async def a2a_client(
     try:
         path = f"/a2a/{agent}" if agent else ""
         card = await A2ACardResolver(http, f"{url}{path}").get_agent_card()
+        bearer_token = token(tenant, user) if tenant is not None else None
         factory = ClientFactory(
-            ClientConfig(httpx_client=http, supported_protocol_bindings=[binding], streaming=True)
+            ClientConfig(
+                httpx_client=http,
+                supported_protocol_bindings=[binding],
+                streaming=True,
+                grpc_channel_factory=lambda address: grpc_channel(address, bearer_token),
+            )
         )
         client = factory.create(card)
         try:

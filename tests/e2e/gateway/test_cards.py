@@ -28,9 +28,13 @@ async def test_the_gateway_card_needs_no_token_and_lists_the_public_agents(
     async with httpx.AsyncClient() as http:
         card = await A2ACardResolver(http, gateway.url).get_agent_card()  # the SDK parses it
 
-    assert {(i.url, i.protocol_binding, i.protocol_version) for i in card.supported_interfaces} == {
-        (f"{gateway.url}/a2a", "JSONRPC", "1.0"),
-        (f"{gateway.url}/a2a", "HTTP+JSON", "1.0"),
+    assert {
+        (i.url, i.protocol_binding, i.protocol_version, i.tenant) for i in card.supported_interfaces
+    } == {
+        (f"{gateway.url}/a2a", "JSONRPC", "1.0", ""),
+        (f"{gateway.url}/a2a", "HTTP+JSON", "1.0", ""),
+        # One gRPC service for all: no tenant field names an agent at the gateway's own.
+        (gateway.grpc_address, "GRPC", "1.0", ""),
     }
     skills = {skill.id for skill in card.skills}
     assert f"{PUBLIC_AGENT}/hello" in skills  # a public agent (DISCO_GATEWAY_PUBLIC_AGENTS)
@@ -49,7 +53,12 @@ async def test_a_public_agents_card_declares_its_schemas_and_no_security_require
         card = await A2ACardResolver(http, f"{gateway.url}/a2a/{PUBLIC_AGENT}").get_agent_card()
 
     assert card.name == PUBLIC_AGENT
-    assert [i.url for i in card.supported_interfaces] == [f"{gateway.url}/a2a/{PUBLIC_AGENT}"] * 2
+    assert [(i.url, i.protocol_binding, i.tenant) for i in card.supported_interfaces] == [
+        (f"{gateway.url}/a2a/{PUBLIC_AGENT}", "JSONRPC", ""),
+        (f"{gateway.url}/a2a/{PUBLIC_AGENT}", "HTTP+JSON", ""),
+        # The gRPC service's calls name their agent in the request's tenant field.
+        (gateway.grpc_address, "GRPC", PUBLIC_AGENT),
+    ]
     assert list(card.security_requirements) == []
     (skill,) = card.skills
     assert skill.id == "hello"
@@ -74,7 +83,11 @@ async def test_a_private_agents_card_is_hidden_without_a_token_and_shown_with_on
     assert shown.status_code == 200
     card = shown.json()
     assert card["securityRequirements"] == [{"schemes": {"bearer": {"list": []}}}]
-    assert {i["tenant"] for i in card["supportedInterfaces"]} == {TENANT}
+    assert {(i["protocolBinding"], i["tenant"]) for i in card["supportedInterfaces"]} == {
+        ("JSONRPC", TENANT),
+        ("HTTP+JSON", TENANT),
+        ("GRPC", "gw-echo"),
+    }
     assert unknown.status_code == 404
 
 
@@ -91,7 +104,11 @@ async def test_the_extended_card_shows_the_callers_agents(
     assert {"gw-echo/gw.echo", "gw-math/gw.add", "gw-math/gw.mul", "hello/hello"} <= skills
     assert agent.name == "gw-math"
     assert [skill.id for skill in agent.skills] == ["gw.add", "gw.mul"]
-    assert {i.tenant for i in agent.supported_interfaces} == {TENANT}
+    assert {(i.protocol_binding, i.tenant) for i in agent.supported_interfaces} == {
+        ("JSONRPC", TENANT),
+        ("HTTP+JSON", TENANT),
+        ("GRPC", "gw-math"),
+    }
 
 
 async def test_every_card_is_signed_with_the_key_the_gateway_publishes(

@@ -1,13 +1,18 @@
 """Rate limits at the door: a tenant over its limit, and an address calling a public agent
-without a token over its own, get 429 in the shape of the binding, with Retry-After."""
+without a token over its own, get 429 in the shape of the binding, with Retry-After (on gRPC:
+RESOURCE_EXHAUSTED with a RetryInfo)."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
 
+import grpc
+import grpc.aio
 import httpx
 import pytest
+from a2a.types import a2a_pb2, a2a_pb2_grpc
+from google.rpc import error_details_pb2, status_pb2
 
 from tests.e2e.gateway.conftest import (
     PUBLIC_AGENT,
@@ -15,6 +20,7 @@ from tests.e2e.gateway.conftest import (
     GatewayProcess,
     GatewayStack,
     bearer,
+    token,
 )
 from tests.e2e.gateway.streams import stream
 
@@ -114,3 +120,28 @@ async def test_session_messages_over_a_websocket_count_against_the_tenant_too(
     assert answers[4]["type"] == "ERROR"
     assert (answers[4]["payload"]["code"], answers[4]["payload"]["status"]) == ("rate_limited", 429)
     assert answers[4]["payload"]["details"]["retry_after_seconds"] >= 1
+
+
+async def test_a_tenant_over_its_limit_gets_resource_exhausted_over_grpc_with_retry_info(
+    limited: GatewayProcess,
+) -> None:
+    tenant = f"limited-{uuid.uuid4().hex[:6]}"
+    metadata = (("authorization", f"Bearer {token(tenant)}"), ("a2a-version", "1.0"))
+    request = a2a_pb2.ListTasksRequest()  # at the gateway's own endpoint (no agent)
+    async with grpc.aio.insecure_channel(limited.grpc_address) as channel:
+        stub = a2a_pb2_grpc.A2AServiceStub(channel)  # type: ignore[no-untyped-call]
+        for _ in range(4):
+            await stub.ListTasks(request, metadata=metadata)
+        with pytest.raises(grpc.aio.AioRpcError) as raised:
+            await stub.ListTasks(request, metadata=metadata)
+
+    error = raised.value
+    status = status_pb2.Status()
+    status.ParseFromString(dict(error.trailing_metadata())["grpc-status-details-bin"])
+    info, retry = error_details_pb2.ErrorInfo(), error_details_pb2.RetryInfo()
+    assert status.details[0].Unpack(info)
+    assert status.details[1].Unpack(retry)
+    assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "4 per 1 minute" in (error.details() or "")
+    assert (info.domain, info.reason) == ("disco", "RATE_LIMITED")
+    assert 1 <= retry.retry_delay.seconds <= 60

@@ -170,6 +170,7 @@ def stack_env(tmp_path: Path) -> Iterator[dict[str, str]]:
         "DISCO_POSTGRES_PORT": str(free_port()),
         "DISCO_KAFKA_PORT": str(free_port()),
         "DISCO_GATEWAY_PORT": str(free_port()),
+        "DISCO_GATEWAY_GRPC_PORT": str(free_port()),
         "DISCO_REGISTRY_PORT": str(free_port()),
         "DISCO_MEMORY_PORT": str(free_port()),
         "DISCO_TRACKER_PORT": str(free_port()),

@@ -19,6 +19,7 @@ submodules or from here:
 from disco_common.a2a import (
     A2A_BEARER_SCHEME,
     A2A_EVENT_CONTRACTS_EXTENSION,
+    A2A_GRPC_BINDING,
     A2A_HTTP_JSON_BINDING,
     A2A_JSONRPC_BINDING,
     A2A_PROTOCOL_VERSION,
@@ -326,6 +327,7 @@ from disco_common.tracker import (
 __all__ = [
     "A2A_BEARER_SCHEME",
     "A2A_EVENT_CONTRACTS_EXTENSION",
+    "A2A_GRPC_BINDING",
     "A2A_HTTP_JSON_BINDING",
     "A2A_JSONRPC_BINDING",
     "A2A_PROTOCOL_VERSION",

@@ -44,6 +44,7 @@ from disco_common.ids import UtcDatetime
 __all__ = [
     "A2A_BEARER_SCHEME",
     "A2A_EVENT_CONTRACTS_EXTENSION",
+    "A2A_GRPC_BINDING",
     "A2A_HTTP_JSON_BINDING",
     "A2A_JSONRPC_BINDING",
     "A2A_PROTOCOL_VERSION",
@@ -84,6 +85,9 @@ A2A_JSONRPC_BINDING = "JSONRPC"
 
 A2A_HTTP_JSON_BINDING = "HTTP+JSON"
 """The HTTP+JSON (REST) protocol binding's name in ``supportedInterfaces``."""
+
+A2A_GRPC_BINDING = "GRPC"
+"""The gRPC protocol binding's name in ``supportedInterfaces``."""
 
 A2A_EVENT_CONTRACTS_EXTENSION = "urn:disco:a2a:extension:event-contracts:v1"
 """The A2A extension under which a card carries each skill's input and output JSON Schemas.

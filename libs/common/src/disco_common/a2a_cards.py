@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from disco_common.a2a import (
     A2A_BEARER_SCHEME,
     A2A_EVENT_CONTRACTS_EXTENSION,
+    A2A_GRPC_BINDING,
     A2A_HTTP_JSON_BINDING,
     A2A_JSONRPC_BINDING,
     A2AAgentCapabilities,
@@ -56,11 +57,20 @@ def agent_a2a_url(public_url: str, name: str) -> str:
     return f"{public_url.rstrip('/')}/a2a/{name}"
 
 
-def _interfaces(url: str, tenant: str | None) -> list[A2AAgentInterface]:
-    return [
+def _interfaces(
+    url: str, tenant: str | None, grpc_address: str | None, route: str | None
+) -> list[A2AAgentInterface]:
+    """JSON-RPC and HTTP+JSON at ``url``; gRPC at ``grpc_address`` when given, whose
+    ``tenant`` field is the agent's ``route`` (one gRPC service serves every agent)."""
+    interfaces = [
         A2AAgentInterface(url=url, protocol_binding=binding, tenant=tenant)
         for binding in (A2A_JSONRPC_BINDING, A2A_HTTP_JSON_BINDING)
     ]
+    if grpc_address:
+        interfaces.append(
+            A2AAgentInterface(url=grpc_address, protocol_binding=A2A_GRPC_BINDING, tenant=route)
+        )
+    return interfaces
 
 
 def _security(requires_token: bool) -> dict[str, Any]:
@@ -129,6 +139,7 @@ def build_agent_card(
     public_url: str,
     requires_token: bool = True,
     tenant: str | None = None,
+    grpc_address: str | None = None,
     streaming: bool = True,
     push_notifications: bool = True,
 ) -> A2AAgentCard:
@@ -138,7 +149,9 @@ def build_agent_card(
       is the provider;
     - ``supportedInterfaces``: JSON-RPC and HTTP+JSON at
       ``{public_url}/a2a/{name}``, protocol 1.0 (with ``tenant`` when given: the
-      ``/{tenant}/…`` path binding);
+      ``/{tenant}/…`` path binding); gRPC at ``grpc_address`` (``host:port``) when
+      given, with the agent's name as its ``tenant`` (the field a gRPC call is
+      routed by: the caller's tenant comes from its token on every binding);
     - each capability becomes a skill (id and name = the task name; tags = the
       agent's tags and the request event type; JSON and text in and out); the
       skills' input and output JSON Schemas travel in the
@@ -151,7 +164,9 @@ def build_agent_card(
         name=source.name,
         description=source.description or f"disco agent {source.name}",
         version=source.version,
-        supported_interfaces=_interfaces(agent_a2a_url(base, source.name), tenant),
+        supported_interfaces=_interfaces(
+            agent_a2a_url(base, source.name), tenant, grpc_address, source.name
+        ),
         provider=A2AAgentProvider(organization=source.tenant_id, url=base),
         capabilities=A2AAgentCapabilities(
             streaming=streaming,
@@ -174,12 +189,14 @@ def build_gateway_card(
     description: str | None = None,
     version: str = "0.1.0",
     tenant: str | None = None,
+    grpc_address: str | None = None,
     streaming: bool = True,
     push_notifications: bool = True,
 ) -> A2AAgentCard:
     """The gateway's own card: every agent in ``sources`` as skills ``<agent>/<task name>``.
 
-    Its interfaces are ``{public_url}/a2a``; a message sent there names its
+    Its interfaces are ``{public_url}/a2a`` (and gRPC at ``grpc_address``, with no
+    ``tenant``); a message sent there names its
     agent and skill in its metadata (``{"skill": "<agent>/<task name>"}``).
     Each agent also has a card of its own (:func:`build_agent_card`).
     """
@@ -193,7 +210,7 @@ def build_gateway_card(
             f"{base}/a2a/<agent> with its own card. Agents: {agents}."
         ),
         version=version,
-        supported_interfaces=_interfaces(f"{base}/a2a", tenant),
+        supported_interfaces=_interfaces(f"{base}/a2a", tenant, grpc_address, None),
         provider=A2AAgentProvider(organization="disco", url=base),
         capabilities=A2AAgentCapabilities(
             streaming=streaming,

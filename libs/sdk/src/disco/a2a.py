@@ -130,18 +130,29 @@ class A2AGatewayHelper:
         public_url: str,
         requires_token: bool = True,
         tenant: str | None = None,
+        grpc_address: str | None = None,
     ) -> A2AAgentCard:
         """The A2A card of one agent (see :func:`disco_common.a2a_cards.build_agent_card`)."""
         return build_agent_card(
-            source, public_url=public_url, requires_token=requires_token, tenant=tenant
+            source,
+            public_url=public_url,
+            requires_token=requires_token,
+            tenant=tenant,
+            grpc_address=grpc_address,
         )
 
     @staticmethod
     def gateway_card(
-        sources: Sequence[A2ACardSource], *, public_url: str, tenant: str | None = None
+        sources: Sequence[A2ACardSource],
+        *,
+        public_url: str,
+        tenant: str | None = None,
+        grpc_address: str | None = None,
     ) -> A2AAgentCard:
         """The gateway's card listing ``sources`` (see :mod:`disco_common.a2a_cards`)."""
-        return build_gateway_card(sources, public_url=public_url, tenant=tenant)
+        return build_gateway_card(
+            sources, public_url=public_url, tenant=tenant, grpc_address=grpc_address
+        )
 
     @staticmethod
     def requested_skill(message: A2AMessage) -> str | None:

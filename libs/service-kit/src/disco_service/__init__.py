@@ -24,6 +24,7 @@ from disco_service._deps import (
     get_identity,
     get_session,
     identify,
+    identify_token,
     require_role,
 )
 from disco_service._erasure import (
@@ -110,6 +111,7 @@ __all__ = [
     "get_session",
     "get_state",
     "identify",
+    "identify_token",
     "in_background",
     "install_error_handlers",
     "listen",

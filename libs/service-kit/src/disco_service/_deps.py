@@ -9,7 +9,7 @@ the bus) know nothing of requests or of the state that holds them.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import Annotated
 
@@ -24,7 +24,8 @@ from disco.bus import BusClient, sign_as
 from disco_common.auth import Role
 from disco_service._auth import Identity
 from disco_service._errors import Forbidden, Unauthenticated
-from disco_service._state import get_state
+from disco_service._settings import ServiceSettings
+from disco_service._state import ServiceState, get_state
 
 __all__ = [
     "BusDep",
@@ -34,6 +35,7 @@ __all__ = [
     "get_identity",
     "get_session",
     "identify",
+    "identify_token",
     "require_role",
 ]
 
@@ -49,8 +51,16 @@ async def identify(connection: HTTPConnection, token: str) -> Identity:
     Raises:
         Unauthenticated: the token is not valid.
     """
-    claims = await get_state(connection).verifier.verify(token)
-    identity = replace(Identity.from_claims(claims, connection.headers), credential=token)
+    return await identify_token(get_state(connection), token, connection.headers)
+
+
+async def identify_token(
+    state: ServiceState[ServiceSettings], token: str, headers: Mapping[str, str]
+) -> Identity:
+    """:func:`identify` for a call that is not HTTP (the gateway's gRPC binding):
+    ``headers`` are the call's (lower-case) metadata."""
+    claims = await state.verifier.verify(token)
+    identity = replace(Identity.from_claims(claims, headers), credential=token)
     # What this request publishes is vouched for by the caller's own token (the
     # caller's tenant), not by the service's identity.
     sign_as(token)

@@ -251,6 +251,39 @@ class GatewayLinkSettings(ServiceSettings):
         ),
     )
 
+    gateway_grpc_port: int | None = Field(
+        default=None,
+        ge=1,
+        le=65535,
+        validation_alias=AliasChoices("DISCO_GATEWAY_GRPC_PORT"),
+        description=(
+            "The port of the gateway's A2A gRPC binding (DISCO_GATEWAY_GRPC_PORT); unset, "
+            "the gateway serves no gRPC and cards list JSON-RPC and HTTP+JSON only."
+        ),
+    )
+    gateway_grpc_public_address: str | None = Field(
+        default=None,
+        min_length=1,
+        validation_alias=AliasChoices("DISCO_GATEWAY_GRPC_PUBLIC_ADDRESS"),
+        description=(
+            "The gRPC binding's `host:port` as outside callers reach it, named by cards "
+            "(DISCO_GATEWAY_GRPC_PUBLIC_ADDRESS); unset: the public URL's host and "
+            "DISCO_GATEWAY_GRPC_PORT."
+        ),
+    )
+
+    @property
+    def gateway_grpc_address(self) -> str | None:
+        """Where cards say the gRPC binding is (``host:port``), or None without one."""
+        if self.gateway_grpc_port is None:
+            return None
+        if self.gateway_grpc_public_address:
+            return self.gateway_grpc_public_address
+        host = urlsplit(self.gateway_public_url).hostname or "127.0.0.1"
+        if ":" in host:  # an IPv6 literal
+            host = f"[{host}]"
+        return f"{host}:{self.gateway_grpc_port}"
+
     @field_validator("gateway_public_agents", mode="before")
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from disco_gateway.a2a.endpoints import a2a_routes
+from disco_gateway.a2a.grpc_binding import grpc_lifespan
 from disco_gateway.a2a.service import a2a_lifespan
 from disco_gateway.cards.endpoints import router as cards_router
 from disco_gateway.console.endpoints import console_lifespan, static_files
@@ -25,8 +26,9 @@ point of its pyproject.toml); it starts after the registry, which it reads agent
 DESCRIPTION = (
     "The door for outside systems. Any A2A v1.0 client discovers disco's agents "
     "(`/.well-known/agent-card.json`, `/a2a/{agent}/.well-known/agent-card.json`) and calls "
-    "them over JSON-RPC (`POST /a2a/{agent}`) or HTTP+JSON (`/a2a/{agent}/message:send`, "
-    "`message:stream`, `tasks/...`): each message becomes an `action-requests` envelope, and the "
+    "them over JSON-RPC (`POST /a2a/{agent}`), HTTP+JSON (`/a2a/{agent}/message:send`, "
+    "`message:stream`, `tasks/...`) or gRPC (`lf.a2a.v1.A2AService` on "
+    "`DISCO_GATEWAY_GRPC_PORT`, the agent in the request's `tenant`): each message becomes an `action-requests` envelope, and the "
     "agent's progress, questions and answer come back as A2A task states, streamed over SSE, "
     "stored in Postgres and pushed to webhooks. `POST /v1/publish` puts an event on the bus for "
     "clients that cannot speak Kafka. Tenant and user come from the bearer token.\n\n"
@@ -60,7 +62,14 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         description=DESCRIPTION,
         # Cards first: /a2a/{agent}/.well-known/... must match before the A2A mount.
         routers=[cards_router],
-        lifespan_hooks=[a2a_lifespan, sessions_lifespan, console_lifespan, erasure_follower],
+        lifespan_hooks=[
+            a2a_lifespan,
+            # After the A2A side: a gRPC call finds it started, and it outlives the calls.
+            grpc_lifespan,
+            sessions_lifespan,
+            console_lifespan,
+            erasure_follower,
+        ],
     )
     # The A2A routes next, before the other routers: a request tries the routes in
     # order, and an A2A call is the commonest request (no other route starts /a2a).

@@ -37,6 +37,8 @@ __all__ = ["DevStack", "StackState", "read_state", "stop_from_state"]
 STATE_FILE = "stack.json"
 CARD_KEY_FILE = "card-signing-key.pem"
 """The key the dev gateway signs agent cards with (kept beside the stack's data)."""
+DEV_GRPC_PORT = 8090
+"""Where the dev gateway serves the A2A gRPC binding (``DISCO_GATEWAY_GRPC_PORT`` overrides)."""
 _READY_TIMEOUT_SECONDS = 90.0
 
 
@@ -243,6 +245,8 @@ class DevStack:
             env[f"DISCO_{other.name.upper()}_URL"] = (
                 f"http://127.0.0.1:{self.settings.service_port(other)}"
             )
+        # The gateway's A2A gRPC binding (the registry's cards name it too).
+        env.setdefault("DISCO_GATEWAY_GRPC_PORT", str(DEV_GRPC_PORT))
         if env["DISCO_ENV"] == "dev":
             # A webhook on this machine may take the gateway's push notifications.
             env.setdefault("DISCO_GATEWAY_PUSH_ALLOW_LOOPBACK", "true")

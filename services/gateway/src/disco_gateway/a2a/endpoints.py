@@ -8,11 +8,12 @@ Routes (each agent's interface URL is ``{DISCO_GATEWAY_PUBLIC_URL}/a2a/{agent}``
     POST /a2a/{agent}/{tenant}/message:send ...        the v1.0 /{tenant}/ path binding
     POST /a2a, /a2a/message:send, ...                  the gateway's own (metadata names the agent)
 
-Before the a2a-sdk sees a request, the door:
+Before the a2a-sdk sees a request, the door (:mod:`disco_gateway.a2a.door`):
 
 - authenticates it: a bearer token (401 without one), except for the public
   agents (``DISCO_GATEWAY_PUBLIC_AGENTS``), whose token-less calls run in
   ``DISCO_GATEWAY_PUBLIC_TENANT``;
+- counts it against the rate limits (429);
 - refuses a tenant other than the token's (the ``/{tenant}/`` path, the JSON-RPC
   ``tenant`` field): 403;
 - finds the agent (404 for an unknown one);
@@ -24,26 +25,25 @@ body on HTTP+JSON, a JSON-RPC error object on JSON-RPC.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from a2a.server.context import ServerCallContext
-from a2a.server.events.event_queue import Event
 from a2a.server.request_handlers import RequestHandler
 from a2a.server.routes import DefaultServerCallContextBuilder, create_rest_routes
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
-from a2a.types import a2a_pb2
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
-from disco_common.auth import Role
+from disco_gateway.a2a.door import admit, authenticate
 from disco_gateway.a2a.handler import TARGET_KEY
+from disco_gateway.a2a.service import LiveHandler
 from disco_gateway.scope import CallScope, enter
 from disco_gateway.state import GatewayState
-from disco_service import DiscoHTTPError, Forbidden, Identity, NotFound, Unauthenticated, identify
+from disco_service import DiscoHTTPError, Forbidden
 
-__all__ = ["a2a_routes", "authenticate"]
+__all__ = ["a2a_routes"]
 
 Binding = Literal["jsonrpc", "rest"]
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -58,27 +58,6 @@ _GRPC_STATUS = {
 }
 _SCOPE_ATTRIBUTE = "disco_scope"
 _TARGET_ATTRIBUTE = "disco_target"
-
-
-async def authenticate(request: Request, state: GatewayState, agent: str | None) -> CallScope:
-    """Who the request acts for (see the module docs).
-
-    Raises:
-        Unauthenticated: no valid bearer token, and the agent is not public.
-    """
-    header = request.headers.get("authorization")
-    if header:
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            raise Unauthenticated("Send the token as `Authorization: Bearer <jwt>`.")
-        return CallScope(await identify(request, token.strip()), agent=agent)
-    settings = state.settings
-    if agent is not None and settings.is_public_agent(agent):
-        identity = Identity(
-            settings.public_tenant, settings.public_user, "anonymous", frozenset({Role.USER})
-        )
-        return CallScope(identity, agent=agent, anonymous=True)
-    raise Unauthenticated("A bearer token is required (Authorization: Bearer <jwt>).")
 
 
 def _error(binding: Binding, exc: DiscoHTTPError, request_id: Any = None) -> Response:
@@ -120,8 +99,7 @@ def _guarded(endpoint: Endpoint, binding: Binding, state: GatewayState) -> Endpo
         agent = request.path_params.get("agent")
         request_id: Any = None
         try:
-            scope = await authenticate(request, state, agent)
-            await state.call_limits.count(scope, request.client.host if request.client else None)
+            scope = await authenticate(state, agent, request.headers)
             if binding == "jsonrpc":
                 request_id, tenant = await _jsonrpc_fields(request)
             else:
@@ -131,10 +109,8 @@ def _guarded(endpoint: Endpoint, binding: Binding, state: GatewayState) -> Endpo
                     f"tenant {tenant!r} is not yours: your token is for tenant {scope.tenant_id!r}",
                     code="tenant_mismatch",
                 )
-            if agent is not None:
-                target = await state.require_a2a().directory.agent(scope.tenant_id, agent)
-                if target is None:
-                    raise NotFound(f"there is no agent {agent!r}", code="agent_not_found")
+            target = await admit(state, scope, request.client.host if request.client else None)
+            if target is not None:
                 setattr(request.state, _TARGET_ATTRIBUTE, target)
         except DiscoHTTPError as exc:
             return _error(binding, exc, request_id)
@@ -158,71 +134,6 @@ class _ContextBuilder(DefaultServerCallContextBuilder):
         return context
 
 
-class _LiveHandler(RequestHandler):
-    """The running instance's handler (it exists once the lifespan started)."""
-
-    def __init__(self, state: GatewayState) -> None:
-        self._state = state
-
-    def _handler(self) -> RequestHandler:
-        return self._state.require_a2a().handler
-
-    async def on_get_task(self, params: a2a_pb2.GetTaskRequest, context: ServerCallContext) -> Any:
-        return await self._handler().on_get_task(params, context)
-
-    async def on_list_tasks(
-        self, params: a2a_pb2.ListTasksRequest, context: ServerCallContext
-    ) -> Any:
-        return await self._handler().on_list_tasks(params, context)
-
-    async def on_cancel_task(
-        self, params: a2a_pb2.CancelTaskRequest, context: ServerCallContext
-    ) -> Any:
-        return await self._handler().on_cancel_task(params, context)
-
-    async def on_message_send(
-        self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
-    ) -> Any:
-        return await self._handler().on_message_send(params, context)
-
-    async def on_message_send_stream(
-        self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
-    ) -> AsyncGenerator[Event, None]:
-        async for event in self._handler().on_message_send_stream(params, context):
-            yield event
-
-    async def on_create_task_push_notification_config(
-        self, params: a2a_pb2.TaskPushNotificationConfig, context: ServerCallContext
-    ) -> Any:
-        return await self._handler().on_create_task_push_notification_config(params, context)
-
-    async def on_get_task_push_notification_config(
-        self, params: a2a_pb2.GetTaskPushNotificationConfigRequest, context: ServerCallContext
-    ) -> Any:
-        return await self._handler().on_get_task_push_notification_config(params, context)
-
-    async def on_subscribe_to_task(
-        self, params: a2a_pb2.SubscribeToTaskRequest, context: ServerCallContext
-    ) -> AsyncGenerator[Event, None]:
-        async for event in self._handler().on_subscribe_to_task(params, context):
-            yield event
-
-    async def on_list_task_push_notification_configs(
-        self, params: a2a_pb2.ListTaskPushNotificationConfigsRequest, context: ServerCallContext
-    ) -> Any:
-        return await self._handler().on_list_task_push_notification_configs(params, context)
-
-    async def on_delete_task_push_notification_config(
-        self, params: a2a_pb2.DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
-    ) -> None:
-        await self._handler().on_delete_task_push_notification_config(params, context)
-
-    async def on_get_extended_agent_card(
-        self, params: a2a_pb2.GetExtendedAgentCardRequest, context: ServerCallContext
-    ) -> Any:
-        return await self._handler().on_get_extended_agent_card(params, context)
-
-
 def _rest(
     handler: RequestHandler, state: GatewayState, *, prefix: str
 ) -> tuple[list[Route], list[Route]]:
@@ -244,7 +155,7 @@ def _rest(
 
 def a2a_routes(state: GatewayState) -> list[BaseRoute]:
     """Every A2A route of the gateway, in matching order (see the module docs)."""
-    handler = _LiveHandler(state)
+    handler = LiveHandler(state)
     jsonrpc = JsonRpcDispatcher(request_handler=handler, context_builder=_ContextBuilder())
     rpc = _guarded(jsonrpc.handle_requests, "jsonrpc", state)
     gateway_rest, _ = _rest(handler, state, prefix="/a2a")

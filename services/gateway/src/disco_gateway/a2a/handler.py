@@ -504,10 +504,13 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
                     public_url=settings.gateway_public_url,
                     requires_token=not settings.is_public_agent(target.name),
                     tenant=scope.tenant_id,
+                    grpc_address=settings.gateway_grpc_address,
                 )
             else:
                 sources = await self._runtime.directory.agents(scope.tenant_id)
                 card = A2AGatewayHelper.gateway_card(
-                    sources, public_url=settings.gateway_public_url
+                    sources,
+                    public_url=settings.gateway_public_url,
+                    grpc_address=settings.gateway_grpc_address,
                 )
             return self._runtime.card_signer.sign_proto(to_proto(card, a2a_pb2.AgentCard))

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 import httpx
 import structlog
+from a2a.server.context import ServerCallContext
+from a2a.server.events.event_queue import Event
+from a2a.server.request_handlers import RequestHandler
+from a2a.types import a2a_pb2
 from sqlalchemy import text
 
 from disco.clients import RegistryClient, ServiceClientSettings
@@ -33,7 +38,7 @@ from disco_gateway.state import GatewayState
 from disco_gateway.tasks.store import PostgresTaskStore
 from disco_gateway.tasks.stream import PostgresTaskEventStream, TaskEventListener
 
-__all__ = ["A2AService", "a2a_lifespan"]
+__all__ = ["A2AService", "LiveHandler", "a2a_lifespan"]
 
 _log = structlog.get_logger("disco_gateway")
 
@@ -57,6 +62,72 @@ class A2AService:
     @property
     def card_signer(self) -> CardSigner:
         return self.runtime.card_signer
+
+
+class LiveHandler(RequestHandler):
+    """The running instance's handler (it exists once the lifespan started): what the
+    bindings' routes and servicer, made with the app, call."""
+
+    def __init__(self, state: GatewayState) -> None:
+        self._state = state
+
+    def _handler(self) -> RequestHandler:
+        return self._state.require_a2a().handler
+
+    async def on_get_task(self, params: a2a_pb2.GetTaskRequest, context: ServerCallContext) -> Any:
+        return await self._handler().on_get_task(params, context)
+
+    async def on_list_tasks(
+        self, params: a2a_pb2.ListTasksRequest, context: ServerCallContext
+    ) -> Any:
+        return await self._handler().on_list_tasks(params, context)
+
+    async def on_cancel_task(
+        self, params: a2a_pb2.CancelTaskRequest, context: ServerCallContext
+    ) -> Any:
+        return await self._handler().on_cancel_task(params, context)
+
+    async def on_message_send(
+        self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
+    ) -> Any:
+        return await self._handler().on_message_send(params, context)
+
+    async def on_message_send_stream(
+        self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event, None]:
+        async for event in self._handler().on_message_send_stream(params, context):
+            yield event
+
+    async def on_create_task_push_notification_config(
+        self, params: a2a_pb2.TaskPushNotificationConfig, context: ServerCallContext
+    ) -> Any:
+        return await self._handler().on_create_task_push_notification_config(params, context)
+
+    async def on_get_task_push_notification_config(
+        self, params: a2a_pb2.GetTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> Any:
+        return await self._handler().on_get_task_push_notification_config(params, context)
+
+    async def on_subscribe_to_task(
+        self, params: a2a_pb2.SubscribeToTaskRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event, None]:
+        async for event in self._handler().on_subscribe_to_task(params, context):
+            yield event
+
+    async def on_list_task_push_notification_configs(
+        self, params: a2a_pb2.ListTaskPushNotificationConfigsRequest, context: ServerCallContext
+    ) -> Any:
+        return await self._handler().on_list_task_push_notification_configs(params, context)
+
+    async def on_delete_task_push_notification_config(
+        self, params: a2a_pb2.DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> None:
+        await self._handler().on_delete_task_push_notification_config(params, context)
+
+    async def on_get_extended_agent_card(
+        self, params: a2a_pb2.GetExtendedAgentCardRequest, context: ServerCallContext
+    ) -> Any:
+        return await self._handler().on_get_extended_agent_card(params, context)
 
 
 @contextlib.asynccontextmanager

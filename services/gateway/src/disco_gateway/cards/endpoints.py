@@ -15,7 +15,7 @@ from fastapi import APIRouter, Path, Request
 
 from disco_common.a2a import A2AAgentCard
 from disco_common.ids import AgentName
-from disco_gateway.a2a.endpoints import authenticate
+from disco_gateway.a2a.door import authenticate
 from disco_gateway.cards import service
 from disco_gateway.cards.schemas import CardKeys
 from disco_gateway.cards.signing import JWKS_PATH
@@ -60,7 +60,7 @@ async def get_agent_card(
     state = GatewayState.of(request)
     tenant_id = None
     if request.headers.get("authorization"):
-        tenant_id = (await authenticate(request, state, agent)).tenant_id
+        tenant_id = (await authenticate(state, agent, request.headers)).tenant_id
     a2a = state.require_a2a()
     card = await service.agent_card(a2a.directory, state.settings, agent, tenant_id=tenant_id)
     if card is None:

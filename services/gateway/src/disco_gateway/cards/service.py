@@ -34,7 +34,9 @@ async def gateway_card(directory: AgentDirectory, settings: GatewaySettings) -> 
     """The gateway's card: the agents a caller without a token may see, as skills."""
     sources = await directory.agents(settings.public_tenant)
     shown = [source for source in sources if shown_without_token(source, settings)]
-    return A2AGatewayHelper.gateway_card(shown, public_url=settings.gateway_public_url)
+    return A2AGatewayHelper.gateway_card(
+        shown, public_url=settings.gateway_public_url, grpc_address=settings.gateway_grpc_address
+    )
 
 
 async def agent_card(
@@ -53,4 +55,5 @@ async def agent_card(
         public_url=settings.gateway_public_url,
         requires_token=not settings.is_public_agent(source.name),
         tenant=tenant_id,
+        grpc_address=settings.gateway_grpc_address,
     )

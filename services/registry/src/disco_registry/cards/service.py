@@ -41,4 +41,5 @@ async def card_for(
         public_url=settings.gateway_public_url,
         requires_token=not settings.is_public_agent(source.name),
         tenant=tenant_id,
+        grpc_address=settings.gateway_grpc_address,
     )

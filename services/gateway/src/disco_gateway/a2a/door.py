@@ -1,0 +1,66 @@
+"""The A2A door: who a call acts for and which agent it may reach, on every binding.
+
+The HTTP bindings (``a2a.endpoints``) and the gRPC binding (``a2a.grpc``) both
+admit a call here before the a2a-sdk sees it:
+
+- a bearer token (``authorization`` header or metadata) gives the caller's
+  tenant and user; without one, only the public agents
+  (``DISCO_GATEWAY_PUBLIC_AGENTS``) may be called, in ``DISCO_GATEWAY_PUBLIC_TENANT``;
+- the call is counted against the rate limits (the tenant's, or the address's
+  without a token);
+- the agent must exist for the caller's tenant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from disco_common.a2a_cards import A2ACardSource
+from disco_common.auth import Role
+from disco_gateway.scope import CallScope
+from disco_gateway.state import GatewayState
+from disco_service import Identity, NotFound, Unauthenticated, identify_token
+
+__all__ = ["admit", "authenticate"]
+
+
+async def authenticate(
+    state: GatewayState, agent: str | None, headers: Mapping[str, str]
+) -> CallScope:
+    """Who a call of ``agent`` (None: the gateway's own endpoint) with ``headers`` acts for.
+
+    ``headers`` must look names up without regard to case (Starlette's ``Headers``).
+
+    Raises:
+        Unauthenticated: no valid bearer token, and the agent is not public.
+    """
+    header = headers.get("authorization")
+    if header:
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise Unauthenticated("Send the token as `Authorization: Bearer <jwt>`.")
+        return CallScope(await identify_token(state, token.strip(), headers), agent=agent)
+    settings = state.settings
+    if agent is not None and settings.is_public_agent(agent):
+        identity = Identity(
+            settings.public_tenant, settings.public_user, "anonymous", frozenset({Role.USER})
+        )
+        return CallScope(identity, agent=agent, anonymous=True)
+    raise Unauthenticated("A bearer token is required (Authorization: Bearer <jwt>).")
+
+
+async def admit(state: GatewayState, scope: CallScope, address: str | None) -> A2ACardSource | None:
+    """Count the call of ``scope`` (from ``address``) and find its agent (None: the gateway's
+    own endpoint).
+
+    Raises:
+        RateLimited: a limit of the caller is spent.
+        NotFound: the caller's tenant has no such agent.
+    """
+    await state.call_limits.count(scope, address)
+    if scope.agent is None:
+        return None
+    target = await state.require_a2a().directory.agent(scope.tenant_id, scope.agent)
+    if target is None:
+        raise NotFound(f"there is no agent {scope.agent!r}", code="agent_not_found")
+    return target

@@ -1,0 +1,142 @@
+"""The gRPC binding as a raw gRPC client sees it: the door's refusals as gRPC statuses with
+``google.rpc.Status`` details, no stack traces, a task shared with the HTTP bindings, the
+caller's trace continued onto the bus, and the calls counted.
+
+(The a2a-sdk client runs every binding-parametrized test over gRPC too.)
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+
+import grpc
+import grpc.aio
+import httpx
+import pytest
+from a2a.types import a2a_pb2, a2a_pb2_grpc
+from google.rpc import error_details_pb2, status_pb2
+
+from tests.e2e.gateway.conftest import TENANT, GatewayProcess, GatewayStack, bearer, token
+from tests.e2e.gateway.support import bus_side, send_request, user_message
+
+Metadata = tuple[tuple[str, str], ...]
+
+
+def auth(tenant: str = TENANT) -> Metadata:
+    return (("authorization", f"Bearer {token(tenant)}"), ("a2a-version", "1.0"))
+
+
+@pytest.fixture
+async def stub(gateway: GatewayProcess) -> AsyncIterator[a2a_pb2_grpc.A2AServiceStub]:
+    async with grpc.aio.insecure_channel(gateway.grpc_address) as channel:
+        yield a2a_pb2_grpc.A2AServiceStub(channel)  # type: ignore[no-untyped-call]
+
+
+def details(error: grpc.aio.AioRpcError) -> tuple[grpc.StatusCode, list[tuple[str, str]]]:
+    """The status code and the ``(domain, reason)`` of each ``ErrorInfo`` of a failed call."""
+    status = status_pb2.Status()
+    for key, value in error.trailing_metadata() or ():
+        if key == "grpc-status-details-bin":
+            status.ParseFromString(value)
+    infos = []
+    for detail in status.details:
+        info = error_details_pb2.ErrorInfo()
+        if detail.Unpack(info):
+            infos.append((info.domain, info.reason))
+    assert "Traceback" not in (error.details() or "")
+    return error.code(), infos
+
+
+async def refused(call: object) -> grpc.aio.AioRpcError:
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await call  # type: ignore[misc]
+    return raised.value
+
+
+async def test_the_door_answers_in_grpc_statuses_with_their_reasons(
+    stub: a2a_pb2_grpc.A2AServiceStub,
+) -> None:
+    message = send_request(user_message({"text": "hi"}))
+    message.tenant = "gw-echo"
+    no_token = await refused(stub.SendMessage(message, metadata=(("a2a-version", "1.0"),)))
+    bad_token = await refused(
+        stub.SendMessage(message, metadata=(("authorization", "Bearer nonsense"),))
+    )
+    not_bearer = await refused(stub.SendMessage(message, metadata=(("authorization", "Basic x"),)))
+    nobody = send_request(user_message({"text": "hi"}))
+    nobody.tenant = "nobody"
+    unknown_agent = await refused(stub.SendMessage(nobody, metadata=auth()))
+    missing = await refused(
+        stub.GetTask(a2a_pb2.GetTaskRequest(id="missing", tenant="gw-echo"), metadata=auth())
+    )
+    old_version = await refused(
+        stub.SendMessage(
+            message, metadata=(("authorization", f"Bearer {token()}"), ("a2a-version", "0.3"))
+        )
+    )
+    too_large = send_request(user_message("x" * 2_000_000))
+    too_large.tenant = "gw-echo"
+    oversized = await refused(stub.SendMessage(too_large, metadata=auth()))
+
+    for error in (no_token, bad_token, not_bearer):
+        assert details(error) == (grpc.StatusCode.UNAUTHENTICATED, [("disco", "UNAUTHENTICATED")])
+    assert details(unknown_agent) == (grpc.StatusCode.NOT_FOUND, [("disco", "AGENT_NOT_FOUND")])
+    assert details(missing) == (
+        grpc.StatusCode.NOT_FOUND,
+        [("a2a-protocol.org", "TASK_NOT_FOUND")],
+    )
+    assert details(old_version) == (
+        grpc.StatusCode.FAILED_PRECONDITION,
+        [("a2a-protocol.org", "VERSION_NOT_SUPPORTED")],
+    )
+    assert oversized.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+async def test_a_task_sent_over_grpc_is_the_same_task_over_http_and_continues_the_callers_trace(
+    gateway: GatewayProcess, gateway_stack: GatewayStack, stub: a2a_pb2_grpc.A2AServiceStub
+) -> None:
+    trace_id = uuid.uuid4().hex
+    traceparent = f"00-{trace_id}-{uuid.uuid4().hex[:16]}-01"
+    text = uuid.uuid4().hex
+    request = send_request(user_message({"text": text}))
+    request.tenant = "gw-echo"
+    async with bus_side(gateway_stack) as bus:
+        sent = await stub.SendMessage(request, metadata=(*auth(), ("traceparent", traceparent)))
+        published = await bus.first(
+            lambda topic, e: topic == "action-requests" and (e.data or {}).get("text") == text  # type: ignore[union-attr]
+        )
+    async with httpx.AsyncClient(base_url=gateway.url, headers=bearer()) as http:
+        over_http = await http.get(
+            f"/a2a/gw-echo/tasks/{sent.task.id}", headers={"A2A-Version": "1.0"}
+        )
+
+    assert sent.task.status.state == a2a_pb2.TaskState.TASK_STATE_COMPLETED
+    assert published.correlation_id == sent.task.id
+    assert published.tenant_id == TENANT
+    assert published.traceparent is not None
+    assert published.traceparent.split("-")[1] == trace_id
+    assert over_http.status_code == 200
+    assert over_http.json()["id"] == sent.task.id
+    assert over_http.json()["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+async def test_grpc_calls_are_counted_by_method_and_status(
+    gateway: GatewayProcess, stub: a2a_pb2_grpc.A2AServiceStub
+) -> None:
+    def counted(text: str) -> float:
+        line = 'disco_gateway_grpc_calls_total{code="NOT_FOUND",method="GetTask"}'
+        for row in text.splitlines():
+            if row.startswith(line):
+                return float(row.split()[-1])
+        return 0.0
+
+    async with httpx.AsyncClient(base_url=gateway.url) as http:
+        before = counted((await http.get("/metrics")).text)
+        for _ in range(3):
+            await refused(
+                stub.GetTask(a2a_pb2.GetTaskRequest(id="missing", tenant="gw-echo"), metadata=auth())
+            )
+        after = counted((await http.get("/metrics")).text)
+
+    assert after - before == 3
