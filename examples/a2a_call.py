@@ -3,14 +3,16 @@
     uv run python examples/hello_tool.py &                     # an agent to call
     uv run python examples/a2a_call.py hello '{"name": "Ada"}'   # JSON: a data part
     uv run python examples/a2a_call.py assistant "What is the weather in Atlantis?"  # text
+    uv run python examples/a2a_call.py --binding GRPC hello '{"name": "Bo"}'  # over gRPC
 
 It fetches the agent's card (``/a2a/<agent>/.well-known/agent-card.json``),
 checks its signature against the gateway's keys (``/.well-known/jwks.json``)
 when it is signed, creates an a2a-sdk client for it with a dev token
 (``disco token``'s), streams the task's events as they come, then reads the
 task back. ``--binding
-HTTP+JSON`` picks the REST binding instead of JSON-RPC; ``--gateway`` another
-gateway than the local one (``DISCO_GATEWAY_URL``).
+HTTP+JSON`` picks the REST binding instead of JSON-RPC, ``--binding GRPC`` the
+gRPC one (at the address the card names; ``--grpc-tls`` for one behind TLS);
+``--gateway`` another gateway than the local one (``DISCO_GATEWAY_URL``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import os
 import sys
 import uuid
 
+import grpc
+import grpc.aio
 import httpx
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.client.errors import AgentCardResolutionError
@@ -52,7 +56,46 @@ def message(content: str) -> a2a_pb2.Message:
     )
 
 
-async def call(agent: str, content: str, *, gateway: str, binding: str, tenant: str) -> None:
+def _with_token(details: grpc.aio.ClientCallDetails, token: str) -> grpc.aio.ClientCallDetails:
+    header = ("authorization", f"Bearer {token}")
+    return details._replace(metadata=grpc.aio.Metadata(*(details.metadata or ()), header))
+
+
+class _UnaryBearer(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
+    """Sends the token with each call on a channel without TLS (call credentials need TLS)."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+    async def intercept_unary_unary(self, continuation, details, request):  # type: ignore[no-untyped-def]
+        return await continuation(_with_token(details, self.token), request)
+
+
+class _StreamBearer(grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[misc]
+    """The same for streams (a channel takes an interceptor for one kind of call only)."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+    async def intercept_unary_stream(self, continuation, details, request):  # type: ignore[no-untyped-def]
+        return await continuation(_with_token(details, self.token), request)
+
+
+def grpc_channel(address: str, token: str, *, tls: bool) -> grpc.aio.Channel:
+    """A channel to the gateway's gRPC binding that sends ``token`` with every call."""
+    if tls:
+        credentials = grpc.composite_channel_credentials(
+            grpc.ssl_channel_credentials(), grpc.access_token_call_credentials(token)
+        )
+        return grpc.aio.secure_channel(address, credentials)
+    return grpc.aio.insecure_channel(
+        address, interceptors=[_UnaryBearer(token), _StreamBearer(token)]
+    )
+
+
+async def call(
+    agent: str, content: str, *, gateway: str, binding: str, tenant: str, grpc_tls: bool = False
+) -> None:
     token = mint_dev_token(DEV_AUTH_SECRET, tenant, "a2a-example", [Role.USER])
     async with httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120) as http:
         card = await A2ACardResolver(http, f"{gateway}/a2a/{agent}").get_agent_card()
@@ -72,7 +115,11 @@ async def call(agent: str, content: str, *, gateway: str, binding: str, tenant: 
 
             create_signature_verifier(key_of, _ALGORITHMS)(card)  # raises unless it holds
             print(f"card signature verified (key {used[-1]})")
-        config = ClientConfig(httpx_client=http, supported_protocol_bindings=[binding])
+        config = ClientConfig(
+            httpx_client=http,
+            supported_protocol_bindings=[binding],
+            grpc_channel_factory=lambda address: grpc_channel(address, token, tls=grpc_tls),
+        )
         client = ClientFactory(config).create(card)
         task_id = None
         request = a2a_pb2.SendMessageRequest(message=message(content))
@@ -94,7 +141,8 @@ def main() -> None:
     parser.add_argument(
         "--gateway", default=os.environ.get("DISCO_GATEWAY_URL", "http://127.0.0.1:8080")
     )
-    parser.add_argument("--binding", choices=["JSONRPC", "HTTP+JSON"], default="JSONRPC")
+    parser.add_argument("--binding", choices=["JSONRPC", "HTTP+JSON", "GRPC"], default="JSONRPC")
+    parser.add_argument("--grpc-tls", action="store_true", help="the gRPC address is behind TLS")
     parser.add_argument("--tenant", default=os.environ.get("DISCO_TENANT_ID", "default"))
     args = parser.parse_args()
     try:
@@ -105,6 +153,7 @@ def main() -> None:
                 gateway=args.gateway,
                 binding=args.binding,
                 tenant=args.tenant,
+                grpc_tls=args.grpc_tls,
             )
         )
     except AgentCardResolutionError as exc:

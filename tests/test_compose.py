@@ -115,8 +115,13 @@ def test_each_service_runs_its_own_module(name: str) -> None:
 def test_each_service_port_is_its_settings_default(name: str) -> None:
     settings_cls, _ = SERVICES[name]
     default = settings_cls.model_fields["port"].default
-    assert container_ports(name) == [default]
+    assert container_ports(name)[0] == default
     assert environment(name).get(f"DISCO_{name.upper()}_PORT", str(default)) == str(default)
+
+
+def test_the_gateway_publishes_its_grpc_port() -> None:
+    grpc_port = int(environment("gateway")["DISCO_GATEWAY_GRPC_PORT"])
+    assert container_ports("gateway")[1:] == [grpc_port]
 
 
 @pytest.mark.parametrize("name", list(SERVICES))

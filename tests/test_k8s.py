@@ -103,7 +103,7 @@ def test_each_service_has_probes_resources_and_a_locked_down_security_context(
     [container] = spec["containers"]
     assert container["command"] == ["python", "-m", f"disco_{name}"]
     port = SERVICES[name].model_fields["port"].default
-    assert container["ports"] == [{"name": "http", "containerPort": port}]
+    assert container["ports"][0] == {"name": "http", "containerPort": port}
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
     assert {"cpu", "memory"} <= set(container["resources"]["requests"])
@@ -201,6 +201,21 @@ def test_only_the_gateway_takes_traffic_from_outside_disco(overlay: str) -> None
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_gateway_serves_the_grpc_binding_on_a_port_the_policies_open(overlay: str) -> None:
+    [container] = pod(overlay, "Deployment", "disco-gateway")["containers"]
+    ports = {port["name"]: port["containerPort"] for port in container["ports"]}
+    config = objects(overlay, "ConfigMap")["disco-config"]["data"]
+    service = objects(overlay, "Service")["disco-gateway"]["spec"]
+    public = objects(overlay, "NetworkPolicy")["disco-gateway-public"]["spec"]
+
+    assert ports == {"http": 8080, "grpc": int(config["DISCO_GATEWAY_GRPC_PORT"])}
+    assert {"name": "grpc", "port": 8090, "targetPort": "grpc", "appProtocol": "grpc"} in (
+        service["ports"]
+    )
+    assert [port["port"] for port in public["ingress"][0]["ports"]] == ["http", "grpc"]
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
 def test_the_example_agent_scales_as_one_consumer_group_and_serves_metrics(
     overlay: str,
 ) -> None:
@@ -222,9 +237,20 @@ def test_prod_uses_sasl_ssl_jwks_and_names_its_external_kafka() -> None:
     assert data["DISCO_AUTH_JWKS_URL"].startswith("https://")
     assert "example.internal" in data["DISCO_KAFKA_BOOTSTRAP"]
     assert objects("prod", "Secret") == {}  # secrets are made outside git
-    ingress = objects("prod", "Ingress")["disco-gateway"]["spec"]
+    ingresses = objects("prod", "Ingress")
+    ingress = ingresses["disco-gateway"]["spec"]
     backend = ingress["rules"][0]["http"]["paths"][0]["backend"]["service"]
     assert backend["name"] == "disco-gateway"
+    # The gRPC binding on a host of its own, the one its cards name.
+    grpc_ingress = ingresses["disco-gateway-grpc"]
+    annotations = grpc_ingress["metadata"]["annotations"]
+    assert annotations["nginx.ingress.kubernetes.io/backend-protocol"] == "GRPC"
+    grpc_rule = grpc_ingress["spec"]["rules"][0]
+    assert grpc_rule["http"]["paths"][0]["backend"]["service"] == {
+        "name": "disco-gateway",
+        "port": {"name": "grpc"},
+    }
+    assert data["DISCO_GATEWAY_GRPC_PUBLIC_ADDRESS"] == f"{grpc_rule['host']}:443"
     for name in SERVICES:
         mounts = pod("prod", "Deployment", f"disco-{name}")["containers"][0]["volumeMounts"]
         assert {"name": "kafka-ca", "mountPath": "/etc/disco/kafka-ca", "readOnly": True} in mounts

@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from tests.e2e.gateway.conftest import ROOT, TENANT, GatewayProcess
+from tests.e2e.gateway.conftest import BINDINGS, ROOT, TENANT, GatewayProcess
 
 
-@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+@pytest.mark.parametrize("binding", BINDINGS)
 def test_the_a2a_example_greets_through_the_gateway(gateway: GatewayProcess, binding: str) -> None:
     result = subprocess.run(
         [sys.executable, "examples/a2a_call.py", "hello", '{"name": "Ada"}', "--binding", binding],

@@ -133,10 +133,9 @@ async def test_grpc_calls_are_counted_by_method_and_status(
 
     async with httpx.AsyncClient(base_url=gateway.url) as http:
         before = counted((await http.get("/metrics")).text)
+        missing = a2a_pb2.GetTaskRequest(id="missing", tenant="gw-echo")
         for _ in range(3):
-            await refused(
-                stub.GetTask(a2a_pb2.GetTaskRequest(id="missing", tenant="gw-echo"), metadata=auth())
-            )
+            await refused(stub.GetTask(missing, metadata=auth()))
         after = counted((await http.get("/metrics")).text)
 
     assert after - before == 3

@@ -213,11 +213,15 @@ def test_dev_up_runs_every_service_and_dev_down_stops_them(stack_env: dict[str, 
         service: httpx.get(f"http://127.0.0.1:{stack_env[f'DISCO_{service.upper()}_PORT']}/readyz")
         for service in ("gateway", "registry", "memory", "tracker")
     }
+    grpc_port = int(stack_env["DISCO_GATEWAY_GRPC_PORT"])
+    with socket.create_connection(("127.0.0.1", grpc_port), timeout=5):
+        pass  # the gateway's A2A gRPC binding listens
     down = _run_disco("dev", "down", env=stack_env)
     after = _run_disco("dev", "status", env=stack_env)
     health_after = _run_disco("status", "--timeout", "1", env=stack_env)
 
     assert "disco is up" in up.stdout
+    assert f"127.0.0.1:{grpc_port}   A2A over gRPC" in up.stdout
     # Progress: each step says what it started and how long it took.
     for step in ("starting PostgreSQL", "starting the Kafka-protocol broker", "migrating"):
         assert re.search(rf"^✓ {step}.*\(\d+\.\ds\)$", up.stdout, re.MULTILINE), up.stdout

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
@@ -44,7 +45,7 @@ def up(
     from disco._dev.dburl import redact
     from disco._dev.progress import Steps
     from disco._dev.settings import DevSettings
-    from disco._dev.stack import DevStack
+    from disco._dev.stack import DEV_GRPC_PORT, DevStack
 
     settings = DevSettings()
     steps = Steps(typer.echo, Console(stderr=True))
@@ -64,6 +65,9 @@ def up(
             "  (A2A agent card: /.well-known/agent-card.json)" if record.name == "gateway" else ""
         )
         typer.echo(f"  {record.name:<{width}} {record.url}   docs: {record.url}/docs{extra}")
+        if record.name == "gateway":
+            grpc_port = os.environ.get("DISCO_GATEWAY_GRPC_PORT") or str(DEV_GRPC_PORT)
+            typer.echo(f"  {'':<{width}} 127.0.0.1:{grpc_port}   A2A over gRPC")
     prefix = settings.topic_prefix or "(none)"
     typer.echo(f"  {'kafka':<{width}} {settings.bootstrap()}   topic prefix: {prefix}")
     typer.echo(f"  {'postgres':<{width}} {redact(settings.app_url())}")
