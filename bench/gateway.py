@@ -9,10 +9,10 @@ fresh database, migrated), then runs as real processes: the registry, the
 
 - the SDK path: ``BusClient.request(..., wait=...)`` to the hello tool, one at a
   time (p50/p99);
-- A2A ``SendMessage`` (blocking) to ``/a2a/hello`` over JSON-RPC and over
-  HTTP+JSON, one at a time (p50/p99), and what A2A adds to the SDK path at p50
-  (the three paths take turns call by call, so that the load on the machine
-  weighs on them alike);
+- A2A ``SendMessage`` (blocking) to ``/a2a/hello`` over JSON-RPC, over
+  HTTP+JSON and over gRPC (a raw ``grpc.aio`` stub), one at a time (p50/p99),
+  and what A2A adds to the SDK path at p50 (the paths take turns call by call,
+  so that the load on the machine weighs on them alike);
 - streaming first-event latency: ``SendStreamingMessage`` (HTTP+JSON SSE), time
   to the first event and to the last (p50/p99);
 - tasks/s: blocking ``SendMessage`` from ``--clients`` concurrent clients for
@@ -40,6 +40,8 @@ import time
 import uuid
 from pathlib import Path
 
+import grpc
+import grpc.aio
 import httpx
 from _common import (
     Infra,
@@ -51,6 +53,8 @@ from _common import (
     stop_processes,
     wait_ready,
 )
+from a2a.types import a2a_pb2, a2a_pb2_grpc
+from google.protobuf.json_format import ParseDict
 
 from disco._dev.ports import free_port
 from disco.auth import DEV_AUTH_SECRET, mint_dev_token
@@ -82,6 +86,12 @@ def _rest_body() -> bytes:
     return json.dumps({"message": _message()}).encode()
 
 
+def _grpc_request() -> a2a_pb2.SendMessageRequest:
+    request = ParseDict({"message": _message()}, a2a_pb2.SendMessageRequest())
+    request.tenant = "hello"  # the agent, as its card's GRPC interface says
+    return request
+
+
 def _completed(content: bytes, jsonrpc: bool) -> bool:
     body = json.loads(content)
     task = body["result"]["task"] if jsonrpc else body["task"]
@@ -108,7 +118,7 @@ async def bench(args: argparse.Namespace, infra: Infra) -> None:
     database_url, bootstrap = infra.database_url, infra.bootstrap
     postmaster, broker = infra.postmaster_pid, infra.broker_pid
     prefix = f"bench{uuid.uuid4().hex[:6]}."
-    registry_port, gateway_port = free_port(), free_port()
+    registry_port, gateway_port, grpc_port = free_port(), free_port(), free_port()
     registry_url = f"http://127.0.0.1:{registry_port}"
     gateway_url = f"http://127.0.0.1:{gateway_port}"
     env = {
@@ -129,6 +139,7 @@ async def bench(args: argparse.Namespace, infra: Infra) -> None:
         "DISCO_REGISTRY_PORT": str(registry_port),
         "DISCO_GATEWAY_PORT": str(gateway_port),
         "DISCO_GATEWAY_PUBLIC_URL": gateway_url,
+        "DISCO_GATEWAY_GRPC_PORT": str(grpc_port),
         "PYTHONPATH": str(ROOT),
     }
     logs = Path(tempfile.mkdtemp(prefix="disco-bench-gateway-"))
@@ -187,25 +198,35 @@ async def bench(args: argparse.Namespace, infra: Infra) -> None:
                 response = await lean.request("POST", "/a2a/hello/message:send", _rest_body())
                 assert _completed(response.content, False), response.text
 
-            for call in (sdk_call, jsonrpc_call, rest_call):  # warm each path
+            channel = grpc.aio.insecure_channel(f"127.0.0.1:{grpc_port}")
+            stub = a2a_pb2_grpc.A2AServiceStub(channel)  # type: ignore[no-untyped-call]
+            grpc_metadata = (("authorization", headers["Authorization"]), ("a2a-version", "1.0"))
+
+            async def grpc_call() -> None:
+                response = await stub.SendMessage(_grpc_request(), metadata=grpc_metadata)
+                assert response.task.status.state == a2a_pb2.TaskState.TASK_STATE_COMPLETED
+
+            for call in (sdk_call, jsonrpc_call, rest_call, grpc_call):  # warm each path
                 await sequential(20, call)
             print(f"load average before: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)")
-            print(f"one request at a time, {args.round_trips} each, the three paths taking turns:")
+            print(f"one request at a time, {args.round_trips} each, the four paths taking turns:")
             # Call by call in turn rather than path after path: a change of load on the
             # machine during the run weighs on the three alike, and none runs right after
             # the warm-up.
-            paths = (sdk_call, jsonrpc_call, rest_call)
-            taken: tuple[list[float], ...] = ([], [], [])
+            paths = (sdk_call, jsonrpc_call, rest_call, grpc_call)
+            taken: tuple[list[float], ...] = ([], [], [], [])
             for _ in range(args.round_trips):
                 for call, samples in zip(paths, taken, strict=True):
                     taken_at = time.perf_counter()
                     await call()
                     samples.append(time.perf_counter() - taken_at)
-            sdk, jsonrpc, rest = taken
+            sdk, jsonrpc, rest, over_grpc = taken
+            await channel.close()
             _line("SDK request(wait=) to the hello tool", sdk)
             for label, samples in (
                 ("A2A SendMessage, JSON-RPC", jsonrpc),
                 ("A2A SendMessage, HTTP+JSON", rest),
+                ("A2A SendMessage, gRPC", over_grpc),
             ):
                 added = (percentile(samples, 0.5) - percentile(sdk, 0.5)) * 1000
                 _line(label, samples, f"  A2A adds {added:+.2f} ms at p50")

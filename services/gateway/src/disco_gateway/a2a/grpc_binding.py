@@ -159,15 +159,13 @@ class GatewayGrpcHandler(GrpcHandler):
         self._tracer = state.tracer_provider.get_tracer("disco_gateway.grpc")
 
     async def _admit(
-        self, request: message.Message, context: grpc.aio.ServicerContext
+        self, request: message.Message, context: grpc.aio.ServicerContext, headers: Headers
     ) -> ServerCallContext:
-        headers = _metadata(context)
         _check_version(headers)
         agent = getattr(request, "tenant", "") or None
         scope = await authenticate(self._state, agent, headers)
         target = await admit(self._state, scope, _peer_host(context.peer()))
         call = self._build_call_context(context, request)
-        call.state["headers"] = dict(headers)
         scope.attach(call)
         if target is not None:
             call.state[TARGET_KEY] = target
@@ -175,10 +173,12 @@ class GatewayGrpcHandler(GrpcHandler):
         return call
 
     @contextlib.contextmanager
-    def _span(self, method: str, context: grpc.aio.ServicerContext) -> Iterator[Span]:
+    def _span(
+        self, method: str, context: grpc.aio.ServicerContext, headers: Headers
+    ) -> Iterator[Span]:
         """The call's server span, continuing the caller's trace (``traceparent`` metadata),
         so the envelopes it publishes are part of that trace; counted by outcome."""
-        parent = propagate.extract(_metadata(context))
+        parent = propagate.extract(headers)
         with self._tracer.start_as_current_span(
             f"{_SERVICE}/{method}",
             context=parent,
@@ -206,9 +206,10 @@ class GatewayGrpcHandler(GrpcHandler):
         default_response: Response,
     ) -> Response:
         method = _UNARY_METHODS.get(request.DESCRIPTOR.name, request.DESCRIPTOR.name)
-        with self._span(method, context):
+        headers = _metadata(context)
+        with self._span(method, context, headers):
             try:
-                call = await self._admit(request, context)
+                call = await self._admit(request, context, headers)
                 return await handler_func(call)
             except DiscoHTTPError as exc:
                 await _refuse(context, exc)
@@ -228,9 +229,10 @@ class GatewayGrpcHandler(GrpcHandler):
         handler_func: Callable[[ServerCallContext], AsyncIterable[Response]],
     ) -> AsyncIterable[Response]:
         method = _STREAM_METHODS.get(request.DESCRIPTOR.name, request.DESCRIPTOR.name)
-        with self._span(method, context):
+        headers = _metadata(context)
+        with self._span(method, context, headers):
             try:
-                call = await self._admit(request, context)
+                call = await self._admit(request, context, headers)
                 async for item in handler_func(call):
                     yield item
             except DiscoHTTPError as exc:
