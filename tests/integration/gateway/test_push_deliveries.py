@@ -1,5 +1,6 @@
-"""Push notifications are kept in Postgres until delivered: in order per configuration,
-retried, taken over from a stopped instance, given up on after the last attempt."""
+"""Push notifications are kept in Postgres until delivered: queued by the write of the
+task's change, in order per configuration, retried, taken over from a stopped instance,
+given up on after the last attempt."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ from contextlib import asynccontextmanager, suppress
 from typing import Any
 
 import httpx
+import pytest
+from a2a.server.cluster.task_store import ConcurrentTaskModificationError
+from a2a.server.cluster.version import TaskVersion
 from a2a.types import a2a_pb2
 from prometheus_client import CollectorRegistry
 from sqlalchemy import make_url, text
@@ -293,3 +297,84 @@ async def test_a_notification_that_cannot_be_stored_is_logged_not_raised(
                 )
     finally:
         await broken.dispose()
+
+
+def _working_task(task_id: str) -> a2a_pb2.Task:
+    task = a2a_pb2.Task(id=task_id, context_id="ctx")
+    task.status.state = a2a_pb2.TASK_STATE_WORKING
+    return task
+
+
+async def test_a_write_queues_its_notifications_so_an_instance_dying_before_its_try_loses_none(
+    db: Database,
+) -> None:
+    tenant, task_id = new_tenant(), str(uuid.uuid4())
+    # The instance that writes the task's change dies before it tries the notification:
+    # no sender of its ever runs.
+    dying = PostgresTaskStore(db, push_lease_seconds=3600)
+    context = caller(tenant).context()
+    async with receiving() as receiver, instance(db) as survivor:
+        await configure(db, tenant, task_id, receiver.url, "hook")
+        first = await dying.save(
+            _working_task(task_id),
+            event=None,
+            prev=None,
+            prev_version=TaskVersion.MISSING,
+            context=context,
+        )
+        event = status_event(task_id, a2a_pb2.TASK_STATE_COMPLETED, "done")
+        done = _working_task(task_id)
+        done.status.CopyFrom(event.status)
+        await dying.save(done, event=event, prev=None, prev_version=first, context=context)
+        with pytest.raises(ConcurrentTaskModificationError):  # a write that did not happen...
+            await dying.save(done, event=event, prev=None, prev_version=first, context=context)
+        queued = await waiting(db, tenant, task_id)  # ...queued nothing
+        async with db.unit_of_work(tenant) as session:
+            holder = await session.scalar(
+                text("SELECT claimed_by FROM gateway.a2a_push_deliveries WHERE task_id = :t"),
+                {"t": task_id},
+            )
+        await survivor.sweep()  # held for the dead instance's try: left alone
+        untouched = len(receiver.tries)
+        async with db.unit_of_work(tenant) as session:  # the lease ends
+            await session.execute(
+                text("UPDATE gateway.a2a_push_deliveries SET due_at = now() WHERE task_id = :t"),
+                {"t": task_id},
+            )
+        await receiver.until(lambda: len(receiver.delivered) == 1, pump=survivor.sweep)
+    left = await waiting(db, tenant, task_id)
+
+    assert queued == 1  # the event's write queued it (the first write had no event)
+    assert holder == f"{dying.push_instance}/w1"
+    assert untouched == 0
+    assert [said(body) for body in receiver.delivered] == ["done"]
+    assert receiver.delivered[0]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert left == 0
+
+
+async def test_the_writer_tries_what_its_write_queued_without_storing_it_again(
+    db: Database,
+) -> None:
+    tenant, task_id = new_tenant(), str(uuid.uuid4())
+    context = caller(tenant).context()
+    async with receiving([503]) as receiver, instance(db) as sender:
+        store = sender.tasks
+        await configure(db, tenant, task_id, receiver.url, "hook")
+        event = status_event(task_id, a2a_pb2.TASK_STATE_WORKING, "working")
+        task = _working_task(task_id)
+        task.status.CopyFrom(event.status)
+        await store.save(
+            task, event=event, prev=None, prev_version=TaskVersion.MISSING, context=context
+        )
+        queued = await waiting(db, tenant, task_id)
+        with scoped(caller(tenant)):
+            await sender.send_notification(task_id, event)  # what the a2a-sdk does next
+        await receiver.until(lambda: len(receiver.delivered) == 1, pump=sender.sweep)
+    left = await waiting(db, tenant, task_id)  # the instance stopped: its tries are over
+
+    assert queued == 1
+    assert [(status, said(body)) for status, body in receiver.tries] == [
+        (503, "working"),
+        (204, "working"),
+    ]
+    assert left == 0  # one row, tried twice, delivered: none stored a second time

@@ -164,7 +164,10 @@ async def a2a_lifespan(state: GatewayState) -> AsyncIterator[None]:
         await stack.enter_async_context(listener.listening(database))
         http = httpx.AsyncClient(timeout=settings.push_timeout_seconds)
         stack.push_async_callback(http.aclose)
-        store = PostgresTaskStore(database)
+        # A try is one URL check and one POST, bounded by the timeout.
+        push_lease = settings.push_timeout_seconds * 2 + 5
+        # A task's write queues its push notifications, held for this instance's first try.
+        store = PostgresTaskStore(database, push_lease_seconds=push_lease)
         push_store = PostgresPushConfigStore(database, store)
         push_sender = RetryingPushSender(
             database,
@@ -172,8 +175,7 @@ async def a2a_lifespan(state: GatewayState) -> AsyncIterator[None]:
             PushPoster(http, PushUrlPolicy(allow_loopback=settings.push_allow_loopback)),
             max_attempts=settings.push_max_attempts,
             backoff_seconds=settings.push_backoff_seconds,
-            # A try is one URL check and one POST, bounded by the timeout.
-            lease_seconds=settings.push_timeout_seconds * 2 + 5,
+            lease_seconds=push_lease,
             sweep_seconds=settings.push_sweep_seconds,
             metrics=state.push_metrics,
         )

@@ -127,6 +127,10 @@ _DONE = text(
     "DELETE FROM gateway.a2a_push_deliveries"
     " WHERE tenant_id = :tenant_id AND seq = :seq AND claimed_by = :me"
 )
+_DROP = text(
+    "DELETE FROM gateway.a2a_push_deliveries"
+    " WHERE tenant_id = :tenant_id AND seq = ANY(:seqs) AND claimed_by = :me"
+)
 _WAITING = text(
     "SELECT d.task_id, d.config_id, c.config ->> 'url' AS url, d.attempts,"
     " d.claimed_by IS NOT NULL AND d.due_at > now() AS trying, d.due_at, d.created_at,"
@@ -247,6 +251,12 @@ class PushDeliveryRepository:
         """Hand row ``seq`` to whichever sweeper comes next."""
         await self._session.execute(
             _RELEASE, {"tenant_id": self._tenant_id, "seq": seq, "me": self._me}
+        )
+
+    async def drop(self, seqs: list[int]) -> None:
+        """Forget rows ``seqs`` untried: notifications of writes nobody notifies."""
+        await self._session.execute(
+            _DROP, {"tenant_id": self._tenant_id, "seqs": seqs, "me": self._me}
         )
 
     async def done(self, seq: int) -> None:

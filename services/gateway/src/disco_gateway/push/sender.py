@@ -6,10 +6,12 @@ gateway posts the same body (the event as a ``StreamResponse``) with the same
 headers — ``X-A2A-Notification-Token`` when the config has a token, and
 ``Authorization: <scheme> <credentials>`` from its authentication — but:
 
-- each notification is first stored, a row per configuration of the task
-  (``gateway.a2a_push_deliveries``), and forgotten once delivered or given up
-  on: one waiting out a retry's backoff when its instance stops (or dies) is
-  delivered by another instance, or by this one when it is back;
+- each notification is stored, a row per configuration of the task
+  (``gateway.a2a_push_deliveries``), by the very transaction that writes the
+  task's change (:class:`~disco_gateway.tasks.store.PostgresTaskStore`), and
+  forgotten once delivered or given up on: one whose instance stops (or dies)
+  before or between its tries is delivered by another instance, or by this one
+  when it is back;
 - never from the task's own path: deliveries run in the background, so a slow
   receiver slows no task;
 - one configuration's notifications go out in the order they were sent: only
@@ -20,12 +22,12 @@ headers — ``X-A2A-Notification-Token`` when the config has a token, and
 - the URL is checked again before every attempt (the DNS may have changed),
   and the attempt connects to the address that was checked (``push.urls``).
 
-The instance that sends a notification tries it at once. Each instance's
-sweeper (every ``DISCO_GATEWAY_PUSH_SWEEP_SECONDS``) takes the rest: rows whose
-holder's lease ran out, retries that are due, notifications that waited behind
-an older one of their configuration. What can still be lost: a notification
-whose instance dies after the task's write and before the notification's (two
-commits, a few milliseconds apart).
+The instance that wrote the change tries its notifications at once, when the
+a2a-sdk hands it the event (:meth:`RetryingPushSender.send_notification`), under
+the token the write held them with. Each instance's sweeper (every
+``DISCO_GATEWAY_PUSH_SWEEP_SECONDS``) takes the rest: rows whose holder's lease
+ran out (its instance died before trying them), retries that are due,
+notifications that waited behind an older one of their configuration.
 """
 
 from __future__ import annotations
@@ -36,7 +38,6 @@ import enum
 import functools
 import itertools
 import random
-import uuid
 from collections.abc import Coroutine
 from typing import Any
 
@@ -59,7 +60,7 @@ from disco_gateway.push.repository import (
 )
 from disco_gateway.push.urls import PushUrlPolicy
 from disco_gateway.scope import current_scope
-from disco_gateway.tasks.store import PostgresTaskStore
+from disco_gateway.tasks.store import PostgresTaskStore, QueuedPushes
 from disco_service import Database
 
 __all__ = ["NOTIFICATION_TOKEN_HEADER", "Outcome", "PushPoster", "RetryingPushSender"]
@@ -160,11 +161,17 @@ class RetryingPushSender(PushNotificationSender):
         self._backoff = backoff_seconds
         self._lease = lease_seconds
         self._sweep_seconds = sweep_seconds
-        self._instance = f"gateway-{uuid.uuid4()}"
+        # The store's writes hold the notifications they queue under this instance too.
+        self._instance = tasks.push_instance
         self._tokens = itertools.count()
         self._last: dict[tuple[str, str, str], asyncio.Task[None]] = {}
         self._running: set[asyncio.Task[None]] = set()
         self._sweeper: asyncio.Task[None] | None = None
+
+    @property
+    def tasks(self) -> PostgresTaskStore:
+        """The task store whose writes queue this sender's notifications."""
+        return self._tasks
 
     @property
     def url_policy(self) -> PushUrlPolicy:
@@ -175,14 +182,24 @@ class RetryingPushSender(PushNotificationSender):
         return f"{self._instance}/{next(self._tokens)}"
 
     async def send_notification(self, task_id: str, event: PushNotificationEvent) -> None:
-        """Store the event for each configuration of the task and start delivering it.
+        """Start delivering the event to each configuration of the task: the rows the
+        write of the event queued; or, when no write here queued it (a store that does
+        not know the task), rows stored now.
 
         Best effort, as the interface asks: a failure is logged, never raised into
         the task's own path (its answer is stored already).
         """
         scope = current_scope()
-        if not self._tasks.may_push(scope.tenant_id, task_id):
+        written, unnotified = self._tasks.take_queued(scope.tenant_id, task_id, event)
+        if unnotified:
+            # Older writes' notifications nobody sends: dropped first, so that this
+            # event's rows are the oldest of their configurations.
+            await self._drop(scope.tenant_id, unnotified)
+        if written is False:
             return  # its last write saw no configuration: no query per event
+        if isinstance(written, QueuedPushes):
+            self._deliver_queued(scope.tenant_id, task_id, written)
+            return
         body = MessageToDict(to_stream_response(event))
         token = self._token()
         try:
@@ -198,6 +215,29 @@ class RetryingPushSender(PushNotificationSender):
             # After whatever this instance sends to the configuration already.
             previous = self._last.get(key)
             self._spawn(key, self._after(previous, scope.tenant_id, seq, token, claimed))
+
+    async def _drop(self, tenant_id: str, unnotified: list[QueuedPushes]) -> None:
+        try:
+            async with self._database.unit_of_work(tenant_id) as session:
+                for queued in unnotified:
+                    await PushDeliveryRepository(session, tenant_id, queued.token).drop(
+                        [int(row["seq"]) for row in queued.rows]
+                    )
+        except Exception as exc:
+            # They stay held: a sweeper sends them once the lease ends (one more each).
+            _log.warning("push notifications not dropped", error=repr(exc))
+
+    def _deliver_queued(self, tenant_id: str, task_id: str, queued: QueuedPushes) -> None:
+        for row in queued.rows:
+            seq, config_id = int(row["seq"]), str(row["config_id"])
+            claimed = (
+                ClaimedDelivery(tenant_id, seq, task_id, 1, queued.body, dict(row["config"]))
+                if row["attempts"]
+                else None
+            )
+            key = (tenant_id, task_id, config_id)
+            previous = self._last.get(key)
+            self._spawn(key, self._after(previous, tenant_id, seq, queued.token, claimed))
 
     def _spawn(self, key: tuple[str, str, str], delivery: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(delivery, name=f"disco-push-{key[1]}-{key[2]}")

@@ -58,8 +58,8 @@ _GET = text(f"SELECT {_TASK_COLUMNS} FROM gateway.a2a_tasks WHERE {_SCOPE}")  # 
 # The two writes of every A2A message, one statement each (migration gateway_0005), in
 # the driver's own placeholders: they go to asyncpg directly (see ScopedWrites).
 _WRITE_TASK = (
-    "SELECT version, pushes FROM gateway.a2a_write_task($1, $2, $3, $4, $5, $6, $7, $8, $9, "
-    "$10::jsonb, $11, $12, $13::jsonb)"
+    "SELECT version, pushes, queued FROM gateway.a2a_write_task($1, $2, $3, $4, $5, $6, $7, $8, "
+    "$9, $10::jsonb, $11, $12, $13::jsonb, $14::jsonb, $15, $16)"
 )
 _ADD_TURN = "SELECT gateway.a2a_add_turn($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb)"
 _TERMINAL = list(TERMINAL_STATES)
@@ -134,10 +134,13 @@ class TaskRow:
 
 @dataclass(frozen=True)
 class Written:
-    """What a write of a task left: its new version, and whether it has push configurations."""
+    """What a write of a task left: its new version, whether it has push configurations,
+    and the push notifications it queued (``queued``: each row's ``seq``, ``config_id``,
+    ``attempts`` (1: held for its first try) and ``config``, oldest first)."""
 
     version: int
     pushes: bool
+    queued: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -390,6 +393,9 @@ class ScopedWrites:
         owner: str | None = None,
         agent: str | None = None,
         prev: int | None = None,
+        push: dict[str, Any] | None = None,
+        push_token: str | None = None,
+        push_lease_seconds: float = 0.0,
     ) -> Written | None:
         """Write a task; its new version, or None when nothing was written.
 
@@ -397,14 +403,22 @@ class ScopedWrites:
         replace version ``prev`` (None: ``prev`` is stale). ``cancel``: overwrite
         any version of a task that is not over (None: over, or absent). When it
         wrote, ``event`` (what produced the task) is logged at the new version and
-        the log's tails wake on commit.
+        the log's tails wake on commit; and ``push`` (a notification's body: a
+        ``StreamResponse``), when given, is queued for each push configuration of the task,
+        held under ``push_token`` for ``push_lease_seconds`` (migration
+        ``gateway_0009``).
         """
         task_text = json.dumps(task)
-        event_text: str | None = None
-        if event is not None:
-            # A task logged as its own event: its JSON is made once.
-            only_task = len(event) == 1 and event.get("task") is task
-            event_text = f'{{"task": {task_text}}}' if only_task else json.dumps(event)
+
+        def text_of(body: dict[str, Any]) -> str:
+            # A task as its own event (or notification): its JSON is made once.
+            only_task = len(body) == 1 and body.get("task") is task
+            return f'{{"task": {task_text}}}' if only_task else json.dumps(body)
+
+        event_text = text_of(event) if event is not None else None
+        push_text: str | None = None
+        if push is not None:
+            push_text = event_text if push is event else text_of(push)
         row = await self._one(
             _WRITE_TASK,
             tenant_id,
@@ -420,7 +434,14 @@ class ScopedWrites:
             prev,
             _TERMINAL,
             event_text,
+            push_text,
+            push_token,
+            push_lease_seconds,
         )
         if row is None or row["version"] is None:
             return None
-        return Written(int(row["version"]), bool(row["pushes"]))
+        queued_rows = row["queued"]  # decoded by the pool's jsonb codec
+        if isinstance(queued_rows, str):
+            queued_rows = json.loads(queued_rows)
+        queued = tuple(queued_rows or ())
+        return Written(int(row["version"]), bool(row["pushes"]), queued)

@@ -15,7 +15,10 @@ Tenant and user come from the call's :class:`~disco_gateway.scope.CallScope`
 
 from __future__ import annotations
 
-from collections import OrderedDict
+import itertools
+import uuid
+from collections import OrderedDict, deque
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -42,16 +45,18 @@ from disco_gateway.tasks.repository import (
     TaskRepository,
     TaskRow,
     TaskWrite,
+    Written,
 )
 from disco_service import Database, InvalidCursor, Paginator
 
-__all__ = ["FRESH_TASK_KEY", "PostgresTaskStore", "task_json", "task_of"]
+__all__ = ["FRESH_TASK_KEY", "PostgresTaskStore", "QueuedPushes", "task_json", "task_of"]
 
 FRESH_TASK_KEY = "disco.fresh_task"
 """Call-context state: the id the a2a-sdk generated for this call's new task. Until the
 call writes it, no row can hold it: reading it needs no query."""
 
 _PUSH_HINTS = 20_000
+_QUEUED_PER_TASK = 16
 
 _PAGES = Paginator("a2a_tasks", tuple[UtcDatetime, str])
 _TERMINAL = frozenset(TaskState.Value(state) for state in TERMINAL_STATES)
@@ -98,6 +103,24 @@ def _status_time(task: Task) -> datetime:
     return datetime.now(UTC)
 
 
+@dataclass(frozen=True, slots=True)
+class QueuedPushes:
+    """The push notifications one write queued: a row per configuration of the task.
+
+    Attributes:
+        token: what holds them (``<instance>/w<n>``) until the lease ends.
+        body: the notification (the event as a ``StreamResponse``, JSON).
+        rows: each row's ``seq``, ``config_id``, ``attempts`` (1: held for its first
+            try, the oldest of its configuration) and ``config``, oldest first.
+        event: the event the write applied, which the a2a-sdk notifies next.
+    """
+
+    token: str
+    body: dict[str, Any]
+    rows: tuple[dict[str, Any], ...]
+    event: object
+
+
 def _version(value: TaskVersion) -> int:
     raw = value._value  # the a2a-sdk keeps it private; we wrote an int there
     if not isinstance(raw, int):
@@ -108,24 +131,76 @@ def _version(value: TaskVersion) -> int:
 class PostgresTaskStore(VersionedTaskStore):
     """Tasks in ``gateway.a2a_tasks`` (see the module docs)."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(
+        self,
+        database: Database,
+        *,
+        push_instance: str | None = None,
+        push_lease_seconds: float = 30.0,
+    ) -> None:
+        """``push_instance``: the instance id the push sender's tokens start with (its
+        drain hands back what they hold); ``push_lease_seconds``: how long a queued
+        notification is held for this instance's first try."""
         self._database = database
         self._writes = ScopedWrites(database)
-        # (tenant, task) -> whether its last write here saw push configurations.
-        self._pushes: OrderedDict[tuple[str, str], bool] = OrderedDict()
+        self._push_instance = push_instance or f"gateway-{uuid.uuid4()}"
+        self._push_lease = push_lease_seconds
+        self._push_tokens = itertools.count()
+        # (tenant, task) -> False when its last write here saw no push configuration,
+        # else what its writes queued and the sender has not taken yet.
+        self._pushes: OrderedDict[tuple[str, str], bool | deque[QueuedPushes]] = OrderedDict()
+
+    @property
+    def push_instance(self) -> str:
+        """The instance id the tokens of queued push notifications start with."""
+        return self._push_instance
 
     def may_push(self, tenant_id: str, task_id: str) -> bool:
         """Whether the task may have push configurations (False only when its last write
         through this store saw none: a configuration set since shows at the next write)."""
-        return self._pushes.get((tenant_id, task_id), True)
+        return self._pushes.get((tenant_id, task_id), True) is not False
 
-    def note_pushes(self, tenant_id: str, task_id: str, pushes: bool) -> None:
-        """Remember whether the task has push configurations (bounded)."""
+    def take_queued(
+        self, tenant_id: str, task_id: str, event: object
+    ) -> tuple[QueuedPushes | bool, list[QueuedPushes]]:
+        """What a write of the task here queued for ``event``, and what older writes
+        queued for events nobody notified (and nobody will: the a2a-sdk notifies in
+        the order it writes), to drop.
+
+        Instead of the first: False when the task's last write saw no push
+        configuration (nothing to send), or True when no write here queued
+        ``event`` (whoever sends it must queue it).
+        """
+        known = self._pushes.get((tenant_id, task_id), True)
+        if not isinstance(known, deque):
+            return known, []
+        for index, queued in enumerate(known):
+            if queued.event is event or queued.event == event:
+                skipped = [known.popleft() for _ in range(index)]
+                return known.popleft(), skipped
+        return True, []
+
+    def note_pushes(
+        self, tenant_id: str, task_id: str, pushes: bool, queued: QueuedPushes | None = None
+    ) -> None:
+        """Remember whether the task has push configurations, and what a write queued
+        (bounded: the oldest tasks are forgotten; their rows wait for a sweeper)."""
         key = (tenant_id, task_id)
-        self._pushes[key] = pushes
+        known = self._pushes.get(key)
+        if queued is not None:
+            if not isinstance(known, deque):
+                # Bounded: what falls off waits for a sweeper (held until its lease ends).
+                known = deque(maxlen=_QUEUED_PER_TASK)
+            known.append(queued)
+            self._pushes[key] = known
+        elif not pushes or not isinstance(known, deque):
+            self._pushes[key] = pushes
         self._pushes.move_to_end(key)
         while len(self._pushes) > _PUSH_HINTS:
             self._pushes.popitem(last=False)
+
+    def _push_token(self) -> str:
+        return f"{self._push_instance}/w{next(self._push_tokens)}"
 
     async def save(
         self,
@@ -153,6 +228,7 @@ class PostgresTaskStore(VersionedTaskStore):
             write = "insert"
         else:
             write = "update"
+        token = self._push_token()
         written = await self._writes.write_task(
             write,
             tenant_id=scope.tenant_id,
@@ -166,13 +242,31 @@ class PostgresTaskStore(VersionedTaskStore):
             owner=scope.user_id,
             agent=scope.agent,
             prev=_version(prev_version) if write == "update" else None,
+            # The event is the notification the a2a-sdk sends next (the same JSON).
+            push=logged,
+            push_token=token,
+            push_lease_seconds=self._push_lease,
         )
         if written is None:
             raise ConcurrentTaskModificationError(task.id)
         if context.state.get(FRESH_TASK_KEY) == task.id:
             del context.state[FRESH_TASK_KEY]  # it has a row now
-        self.note_pushes(scope.tenant_id, task.id, written.pushes)
+        self._noted(scope.tenant_id, task.id, written, token, logged, event)
         return TaskVersion(written.version)
+
+    def _noted(
+        self,
+        tenant_id: str,
+        task_id: str,
+        written: Written,
+        token: str,
+        body: dict[str, Any] | None,
+        event: object,
+    ) -> None:
+        queued = None
+        if written.queued and body is not None:
+            queued = QueuedPushes(token, body, written.queued, event)
+        self.note_pushes(tenant_id, task_id, written.pushes, queued)
 
     async def insert(
         self, task: Task, context: ServerCallContext, *, history: list[dict[str, Any]]
@@ -194,6 +288,8 @@ class PostgresTaskStore(VersionedTaskStore):
         scope = CallScope.of(context)
         document = task_json(task, history)
         over = task.status.state in _TERMINAL
+        notification = {"task": document}  # what the caller sends next
+        token = self._push_token()
         written = await self._writes.write_task(
             "insert",
             tenant_id=scope.tenant_id,
@@ -202,14 +298,17 @@ class PostgresTaskStore(VersionedTaskStore):
             status=TaskState.Name(task.status.state),
             status_timestamp=_status_time(task),
             task=document,
-            event=None if over else {"task": document},
+            event=None if over else notification,
             context_id=task.context_id,
             owner=scope.user_id,
             agent=scope.agent,
+            push=notification,
+            push_token=token,
+            push_lease_seconds=self._push_lease,
         )
         if written is None:
             raise ConcurrentTaskModificationError(task.id)
-        self.note_pushes(scope.tenant_id, task.id, written.pushes)
+        self._noted(scope.tenant_id, task.id, written, token, notification, task)
 
     async def get(self, task_id: str, context: ServerCallContext) -> StoredTask | None:
         if context.state.get(FRESH_TASK_KEY) == task_id:
