@@ -166,18 +166,22 @@ async def test_a_reconnect_with_after_misses_nothing_and_repeats_nothing(
 ) -> None:
     session = _session()
     published: list[str] = []
-    done = asyncio.Event()
+    first_gone = asyncio.Event()
 
     async def keep_publishing() -> None:
         for n in range(120):
+            if n == 60:
+                # The rest flows while the client is away and as it comes back (the
+                # first 60 may all reach it before it goes: the gateway reads in batches).
+                await first_gone.wait()
             published.append(await _log(bus, session, n))
         published.append(await _log(bus, session, 999, last=True))
-        done.set()
 
     seen: list[str] = []
     async with stream(gateway.url, session) as first:
         producer = asyncio.create_task(keep_publishing())
         await first.wait_for(lambda m: m["type"] == "TOOL_LOG", count=20)
+    first_gone.set()
     seen += [m["id"] for m in first.received if m["type"] == "TOOL_LOG"]
     # Disconnected while events keep flowing; come back with the last id seen.
     async with stream(gateway.url, session, after=seen[-1]) as second:

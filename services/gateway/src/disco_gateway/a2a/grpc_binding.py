@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from typing import TypeVar
 
 import grpc
@@ -36,7 +36,7 @@ from a2a.utils.grpc_status import status_to_grpc
 from google.protobuf import any_pb2, duration_pb2, message
 from google.rpc import error_details_pb2, status_pb2
 from opentelemetry import propagate
-from opentelemetry.trace import Span, SpanKind, StatusCode
+from opentelemetry.trace import SpanKind, StatusCode
 from prometheus_client import CollectorRegistry, Counter
 from starlette.datastructures import Headers
 
@@ -172,23 +172,33 @@ class GatewayGrpcHandler(GrpcHandler):
         enter(scope)
         return call
 
-    @contextlib.contextmanager
-    def _span(
-        self, method: str, context: grpc.aio.ServicerContext, headers: Headers
-    ) -> Iterator[Span]:
-        """The call's server span, continuing the caller's trace (``traceparent`` metadata),
-        so the envelopes it publishes are part of that trace; counted by outcome."""
-        parent = propagate.extract(headers)
+    @contextlib.asynccontextmanager
+    async def _call(
+        self, method: str, request: message.Message, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[ServerCallContext]:
+        """One call: its server span (continuing the caller's trace from its ``traceparent``
+        metadata, so the envelopes it publishes are part of that trace), the door, and
+        every failure as a gRPC status; counted by method and status."""
+        headers = _metadata(context)
         with self._tracer.start_as_current_span(
             f"{_SERVICE}/{method}",
-            context=parent,
+            context=propagate.extract(headers),
             kind=SpanKind.SERVER,
             attributes={"rpc.system": "grpc", "rpc.service": _SERVICE, "rpc.method": method},
             record_exception=False,
             set_status_on_exception=False,
         ) as span:
             try:
-                yield span
+                yield await self._admit(request, context, headers)
+            except DiscoHTTPError as exc:
+                await _refuse(context, exc)
+            except A2AError as exc:
+                await self.abort_context(exc, context)
+            except grpc.aio.AbortError:
+                raise
+            except Exception:
+                _log.exception("grpc call failed", method=method)
+                await self.abort_context(InternalError("internal error"), context)
             finally:
                 code = context.code() or grpc.StatusCode.OK
                 if not isinstance(code, grpc.StatusCode):
@@ -206,21 +216,10 @@ class GatewayGrpcHandler(GrpcHandler):
         default_response: Response,
     ) -> Response:
         method = _UNARY_METHODS.get(request.DESCRIPTOR.name, request.DESCRIPTOR.name)
-        headers = _metadata(context)
-        with self._span(method, context, headers):
-            try:
-                call = await self._admit(request, context, headers)
-                return await handler_func(call)
-            except DiscoHTTPError as exc:
-                await _refuse(context, exc)
-            except A2AError as exc:
-                await self.abort_context(exc, context)
-            except grpc.aio.AbortError:
-                raise
-            except Exception:
-                _log.exception("grpc call failed", method=method)
-                await self.abort_context(InternalError("internal error"), context)
-        return default_response
+        response = default_response  # refused: the status is set, the body unused
+        async with self._call(method, request, context) as call:
+            response = await handler_func(call)
+        return response
 
     async def _handle_stream(
         self,
@@ -229,21 +228,9 @@ class GatewayGrpcHandler(GrpcHandler):
         handler_func: Callable[[ServerCallContext], AsyncIterable[Response]],
     ) -> AsyncIterable[Response]:
         method = _STREAM_METHODS.get(request.DESCRIPTOR.name, request.DESCRIPTOR.name)
-        headers = _metadata(context)
-        with self._span(method, context, headers):
-            try:
-                call = await self._admit(request, context, headers)
-                async for item in handler_func(call):
-                    yield item
-            except DiscoHTTPError as exc:
-                await _refuse(context, exc)
-            except A2AError as exc:
-                await self.abort_context(exc, context)
-            except grpc.aio.AbortError:
-                raise
-            except Exception:
-                _log.exception("grpc stream failed", method=method)
-                await self.abort_context(InternalError("internal error"), context)
+        async with self._call(method, request, context) as call:
+            async for item in handler_func(call):
+                yield item
 
 
 @contextlib.asynccontextmanager
