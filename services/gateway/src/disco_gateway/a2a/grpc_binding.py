@@ -219,7 +219,7 @@ class GatewayGrpcHandler(GrpcHandler):
         response = default_response  # refused: the status is set, the body unused
         async with self._call(method, request, context) as call:
             response = await handler_func(call)
-        return response
+        return response  # noqa: RET504 - the call context swallows a refusal: then the default
 
     async def _handle_stream(
         self,
