@@ -54,6 +54,7 @@ def test_the_kit_exports_exactly_its_public_api() -> None:
         "get_session",
         "get_state",
         "identify",
+        "identify_token",
         "in_background",
         "install_error_handlers",
         "listen",
