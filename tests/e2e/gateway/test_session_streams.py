@@ -305,9 +305,12 @@ async def test_a_client_that_never_reads_gets_a_stream_gap_and_others_get_everyt
     ):
         published: list[str] = []
         # Publish until the server dropped events for the stalled socket (the kernel's and
-        # the transport's buffers fill first), then some more.
+        # the transport's buffers fill first), then some more. Each event is published once
+        # the reading client has the one before: on a loaded machine that client (in this
+        # process, beside the publisher) could otherwise fall 64 behind and get a gap too.
         for n in range(count * 10):
             published.append(await _log(bus, session, n, padding=_PADDING))
+            await fast.wait_for(lambda m: m["type"] == "TOOL_LOG", count=len(published) - 1)
             if n >= count and await _dropped(small.url):
                 break
         await fast.wait_for(lambda m: m["type"] == "TOOL_LOG", count=len(published), timeout=120)
