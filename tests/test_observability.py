@@ -20,7 +20,9 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from disco.bus import BusMetrics
+from disco_gateway.a2a.grpc_binding import GrpcMetrics
 from disco_gateway.push.metrics import PushMetrics
+from disco_gateway.ratelimits import CallLimits
 from disco_gateway.sessions.metrics import StreamMetrics
 from disco_service._metrics import ServiceMetrics
 
@@ -44,6 +46,8 @@ def _exported_series() -> set[str]:
     gateway_registry = CollectorRegistry()
     StreamMetrics(gateway_registry)
     PushMetrics(gateway_registry)
+    GrpcMetrics(gateway_registry)
+    CallLimits(tenant=[], anonymous=[], registry=gateway_registry)
     registries.append(gateway_registry)
     names = set(_SCRAPE_SERIES)
     for registry in registries:
