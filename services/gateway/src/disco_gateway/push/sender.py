@@ -211,10 +211,7 @@ class RetryingPushSender(PushNotificationSender):
             _log.warning("push notification not stored", task_id=task_id, error=repr(exc))
             return
         for seq, config_id, claimed in queued:
-            key = (scope.tenant_id, task_id, config_id)
-            # After whatever this instance sends to the configuration already.
-            previous = self._last.get(key)
-            self._spawn(key, self._after(previous, scope.tenant_id, seq, token, claimed))
+            self._start(scope.tenant_id, task_id, config_id, seq, token, claimed)
 
     async def _drop(self, tenant_id: str, unnotified: list[QueuedPushes]) -> None:
         try:
@@ -235,9 +232,21 @@ class RetryingPushSender(PushNotificationSender):
                 if row["attempts"]
                 else None
             )
-            key = (tenant_id, task_id, config_id)
-            previous = self._last.get(key)
-            self._spawn(key, self._after(previous, tenant_id, seq, queued.token, claimed))
+            self._start(tenant_id, task_id, config_id, seq, queued.token, claimed)
+
+    def _start(
+        self,
+        tenant_id: str,
+        task_id: str,
+        config_id: str,
+        seq: int,
+        token: str,
+        claimed: ClaimedDelivery | None,
+    ) -> None:
+        """Deliver row ``seq`` after whatever this instance sends to its configuration already."""
+        key = (tenant_id, task_id, config_id)
+        previous = self._last.get(key)
+        self._spawn(key, self._after(previous, tenant_id, seq, token, claimed))
 
     def _spawn(self, key: tuple[str, str, str], delivery: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(delivery, name=f"disco-push-{key[1]}-{key[2]}")
