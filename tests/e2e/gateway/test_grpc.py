@@ -18,7 +18,7 @@ from a2a.types import a2a_pb2, a2a_pb2_grpc
 from google.rpc import error_details_pb2, status_pb2
 
 from tests.e2e.gateway.conftest import TENANT, GatewayProcess, GatewayStack, bearer, token
-from tests.e2e.gateway.support import bus_side, send_request, user_message
+from tests.e2e.gateway.support import bus_side, send_request, until, user_message
 
 Metadata = tuple[tuple[str, str], ...]
 
@@ -136,6 +136,12 @@ async def test_grpc_calls_are_counted_by_method_and_status(
         missing = a2a_pb2.GetTaskRequest(id="missing", tenant="gw-echo")
         for _ in range(3):
             await refused(stub.GetTask(missing, metadata=auth()))
-        after = counted((await http.get("/metrics")).text)
+
+        async def all_counted() -> float | None:
+            # A call is counted as it ends, which may be just after its caller has the status.
+            now = counted((await http.get("/metrics")).text)
+            return now if now - before >= 3 else None
+
+        after = await until(all_counted, timeout=10, what="three GetTask calls counted")
 
     assert after - before == 3
