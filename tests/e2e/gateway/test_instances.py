@@ -149,3 +149,47 @@ def _completes(body: dict[str, Any], task_id: str) -> bool:
         if part.get(id_field) == task_id:
             return bool(part.get("status", {}).get("state") == "TASK_STATE_COMPLETED")
     return False
+
+
+async def test_a_cancel_through_another_instance_pushes_the_canceled_state_at_once(
+    gateway: GatewayProcess, gateway_stack: GatewayStack
+) -> None:
+    other = GatewayProcess(gateway_stack.gateway_env, gateway_stack.logs)
+    gateway_stack.gateways.append(other)
+    other.start()
+    config = a2a_pb2.TaskPushNotificationConfig(token="tok-c")
+    try:
+        async with (
+            PushReceiver() as receiver,
+            a2a_client(gateway.url, "JSONRPC", agent="gw-slow") as running_here,
+            a2a_client(other.url, "JSONRPC", agent="gw-slow") as elsewhere,
+        ):
+            config.url = receiver.url
+            running_here._config.streaming = False
+            (sent,) = await events_of(
+                running_here,
+                send_request(
+                    user_message({"text": uuid.uuid4().hex}), return_immediately=True, push=config
+                ),
+            )
+            canceled = await elsewhere.cancel_task(a2a_pb2.CancelTaskRequest(id=sent.task.id))
+            # Well within the lease (25 s) its write held the notification for.
+            _, body = await receiver.wait_for(lambda b: _cancels(b, sent.task.id), timeout=10)
+            # The instance running it hears of the cancel too, and pushes nothing more of it.
+            await task_in(running_here, sent.task.id, CANCELED)
+            await receiver.wait_for(lambda b: _cancels(b, sent.task.id))
+            cancels = [b for _, b in receiver.received if _cancels(b, sent.task.id)]
+    finally:
+        other.stop()
+
+    assert canceled.status.state == CANCELED
+    assert body["statusUpdate"]["taskId"] == sent.task.id
+    assert len(cancels) == 1
+
+
+def _cancels(body: dict[str, Any], task_id: str) -> bool:
+    for kind, id_field in (("statusUpdate", "taskId"), ("task", "id")):
+        part = body.get(kind) or {}
+        if part.get(id_field) == task_id:
+            return bool(part.get("status", {}).get("state") == "TASK_STATE_CANCELED")
+    return False

@@ -413,6 +413,15 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
         with _sanitized("CancelTask"):
             task = cast(a2a_pb2.Task | None, await super().on_cancel_task(params, context))
             if task is not None and task.status.state == a2a_pb2.TaskState.TASK_STATE_CANCELED:
+                # The a2a-sdk notifies the cancel of a task running here, but writes that
+                # of a task running nowhere here without notifying it: what its write
+                # queued is sent now (nothing when it was sent already).
+                await self._runtime.push_sender.send_queued(
+                    task.id,
+                    a2a_pb2.TaskStatusUpdateEvent(
+                        task_id=task.id, context_id=task.context_id, status=task.status
+                    ),
+                )
                 await self._tell_agent(CallScope.of(context), task.id)
             return task
 

@@ -190,13 +190,9 @@ class RetryingPushSender(PushNotificationSender):
         the task's own path (its answer is stored already).
         """
         scope = current_scope()
-        written, unnotified = self._tasks.take_queued(scope.tenant_id, task_id, event)
-        if unnotified:
-            # Older writes' notifications nobody sends: dropped first, so that this
-            # event's rows are the oldest of their configurations.
-            await self._drop(scope.tenant_id, unnotified)
+        written = await self._take(scope.tenant_id, task_id, event)
         if written is False:
-            return  # its last write saw no configuration: no query per event
+            return  # no configuration at its last write, or sent already: no query
         if isinstance(written, QueuedPushes):
             self._deliver_queued(scope.tenant_id, task_id, written)
             return
@@ -212,6 +208,25 @@ class RetryingPushSender(PushNotificationSender):
             return
         for seq, config_id, claimed in queued:
             self._start(scope.tenant_id, task_id, config_id, seq, token, claimed)
+
+    async def send_queued(self, task_id: str, event: PushNotificationEvent) -> None:
+        """Deliver what a write of the task here queued for ``event``, if nobody took it
+        yet; never store anything. For a change the a2a-sdk writes without notifying
+        it: its cancel of a task that runs nowhere here."""
+        scope = current_scope()
+        written = await self._take(scope.tenant_id, task_id, event)
+        if isinstance(written, QueuedPushes):
+            self._deliver_queued(scope.tenant_id, task_id, written)
+
+    async def _take(
+        self, tenant_id: str, task_id: str, event: PushNotificationEvent
+    ) -> QueuedPushes | bool:
+        written, unnotified = self._tasks.take_queued(tenant_id, task_id, event)
+        if unnotified:
+            # Older writes' notifications nobody sends: dropped first, so that this
+            # event's rows are the oldest of their configurations.
+            await self._drop(tenant_id, unnotified)
+        return written
 
     async def _drop(self, tenant_id: str, unnotified: list[QueuedPushes]) -> None:
         try:

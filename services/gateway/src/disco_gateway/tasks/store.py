@@ -121,6 +121,23 @@ class QueuedPushes:
     event: object
 
 
+@dataclass(slots=True)
+class _TaskPushes:
+    """What writes of one task queued that nobody took yet, and the events taken lately."""
+
+    queued: deque[QueuedPushes]
+    taken: deque[object]
+
+    @classmethod
+    def new(cls) -> _TaskPushes:
+        # Bounded: what falls off waits for a sweeper (held until its lease ends).
+        return cls(deque(maxlen=_QUEUED_PER_TASK), deque(maxlen=_QUEUED_PER_TASK))
+
+
+def _same(one: object, other: object) -> bool:
+    return one is other or one == other
+
+
 def _version(value: TaskVersion) -> int:
     raw = value._value  # the a2a-sdk keeps it private; we wrote an int there
     if not isinstance(raw, int):
@@ -147,8 +164,8 @@ class PostgresTaskStore(VersionedTaskStore):
         self._push_lease = push_lease_seconds
         self._push_tokens = itertools.count()
         # (tenant, task) -> False when its last write here saw no push configuration,
-        # else what its writes queued and the sender has not taken yet.
-        self._pushes: OrderedDict[tuple[str, str], bool | deque[QueuedPushes]] = OrderedDict()
+        # else what its writes queued (and what of it was taken lately).
+        self._pushes: OrderedDict[tuple[str, str], bool | _TaskPushes] = OrderedDict()
 
     @property
     def push_instance(self) -> str:
@@ -167,17 +184,22 @@ class PostgresTaskStore(VersionedTaskStore):
         queued for events nobody notified (and nobody will: the a2a-sdk notifies in
         the order it writes), to drop.
 
-        Instead of the first: False when the task's last write saw no push
-        configuration (nothing to send), or True when no write here queued
-        ``event`` (whoever sends it must queue it).
+        Instead of the first: False when there is nothing to send (the task's last
+        write saw no push configuration, or what its write queued for ``event`` was
+        taken already), or True when no write here queued ``event`` (whoever sends
+        it must queue it).
         """
         known = self._pushes.get((tenant_id, task_id), True)
-        if not isinstance(known, deque):
+        if not isinstance(known, _TaskPushes):
             return known, []
-        for index, queued in enumerate(known):
-            if queued.event is event or queued.event == event:
-                skipped = [known.popleft() for _ in range(index)]
-                return known.popleft(), skipped
+        for index, queued in enumerate(known.queued):
+            if _same(queued.event, event):
+                skipped = [known.queued.popleft() for _ in range(index)]
+                taken = known.queued.popleft()
+                known.taken.append(taken.event)
+                return taken, skipped
+        if any(_same(taken, event) for taken in known.taken):
+            return False, []
         return True, []
 
     def note_pushes(
@@ -188,12 +210,11 @@ class PostgresTaskStore(VersionedTaskStore):
         key = (tenant_id, task_id)
         known = self._pushes.get(key)
         if queued is not None:
-            if not isinstance(known, deque):
-                # Bounded: what falls off waits for a sweeper (held until its lease ends).
-                known = deque(maxlen=_QUEUED_PER_TASK)
-            known.append(queued)
+            if not isinstance(known, _TaskPushes):
+                known = _TaskPushes.new()
+            known.queued.append(queued)
             self._pushes[key] = known
-        elif not pushes or not isinstance(known, deque):
+        elif not pushes or not isinstance(known, _TaskPushes):
             self._pushes[key] = pushes
         self._pushes.move_to_end(key)
         while len(self._pushes) > _PUSH_HINTS:
