@@ -1,6 +1,6 @@
 """The gRPC binding as a raw gRPC client sees it: the door's refusals as gRPC statuses with
 ``google.rpc.Status`` details, no stack traces, a task shared with the HTTP bindings, the
-caller's trace continued onto the bus, and the calls counted.
+caller's trace continued onto the bus, the calls counted, and the standard health service.
 
 (The a2a-sdk client runs every binding-parametrized test over gRPC too.)
 """
@@ -16,6 +16,7 @@ import httpx
 import pytest
 from a2a.types import a2a_pb2, a2a_pb2_grpc
 from google.rpc import error_details_pb2, status_pb2
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.e2e.gateway.conftest import TENANT, GatewayProcess, GatewayStack, bearer, token
 from tests.e2e.gateway.support import bus_side, send_request, until, user_message
@@ -145,3 +146,17 @@ async def test_grpc_calls_are_counted_by_method_and_status(
         after = await until(all_counted, timeout=10, what="three GetTask calls counted")
 
     assert after - before == 3
+
+
+async def test_the_standard_health_service_says_the_binding_is_serving(
+    gateway: GatewayProcess,
+) -> None:
+    async with grpc.aio.insecure_channel(gateway.grpc_address) as channel:
+        checks = health_pb2_grpc.HealthStub(channel)  # type: ignore[no-untyped-call]
+        overall = await checks.Check(health_pb2.HealthCheckRequest(service=""))  # no token
+        a2a = await checks.Check(health_pb2.HealthCheckRequest(service="lf.a2a.v1.A2AService"))
+        unknown = await refused(checks.Check(health_pb2.HealthCheckRequest(service="nope")))
+
+    assert overall.status == health_pb2.HealthCheckResponse.SERVING
+    assert a2a.status == health_pb2.HealthCheckResponse.SERVING
+    assert unknown.code() == grpc.StatusCode.NOT_FOUND

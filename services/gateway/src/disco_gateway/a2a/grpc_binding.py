@@ -16,6 +16,11 @@ gRPC statuses with a ``google.rpc.Status`` in ``grpc-status-details-bin``
 (``ErrorInfo`` with disco's error code, ``RetryInfo`` on a rate limit).
 An ``a2a-version`` other than 1.x is refused as on HTTP; none means 1.0 (the
 service's own package says it).
+
+The standard health service (``grpc.health.v1.Health``, no token) answers
+``SERVING`` for ``""`` and ``lf.a2a.v1.A2AService`` while the instance takes
+calls, and ``NOT_SERVING`` from the moment it starts stopping, so a gRPC load
+balancer drains it before it goes.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from a2a.utils.errors import A2AError, InternalError, VersionNotSupportedError
 from a2a.utils.grpc_status import status_to_grpc
 from google.protobuf import any_pb2, duration_pb2, message
 from google.rpc import error_details_pb2, status_pb2
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from opentelemetry import propagate
 from opentelemetry.trace import SpanKind, StatusCode
 from prometheus_client import CollectorRegistry, Counter
@@ -253,13 +259,18 @@ async def grpc_lifespan(state: GatewayState) -> AsyncIterator[None]:
     a2a_pb2_grpc.add_A2AServiceServicer_to_server(  # type: ignore[no-untyped-call]
         GatewayGrpcHandler(state, GrpcMetrics(state.metrics.registry)), server
     )
+    checks = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(checks, server)
     address = f"{settings.host}:{port}"
     if server.add_insecure_port(address) == 0:
         raise RuntimeError(f"the gRPC binding cannot listen on {address}")
     started = time.monotonic()
     await server.start()
+    for service in ("", _SERVICE):
+        await checks.set(service, health_pb2.HealthCheckResponse.SERVING)
     _log.info("grpc binding serving", address=address, seconds=round(time.monotonic() - started, 3))
     try:
         yield
     finally:
+        await checks.enter_graceful_shutdown()  # NOT_SERVING: balancers stop sending calls
         await server.stop(settings.shutdown_grace_seconds / 2)
