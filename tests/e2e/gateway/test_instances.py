@@ -144,10 +144,15 @@ async def test_a_push_waiting_when_its_gateway_is_killed_is_delivered_by_another
 
 
 def _completes(body: dict[str, Any], task_id: str) -> bool:
+    return _tells(body, task_id, "TASK_STATE_COMPLETED")
+
+
+def _tells(body: dict[str, Any], task_id: str, state: str) -> bool:
+    """Whether a push notification says task ``task_id`` is in ``state``."""
     for kind, id_field in (("statusUpdate", "taskId"), ("task", "id")):
         part = body.get(kind) or {}
         if part.get(id_field) == task_id:
-            return bool(part.get("status", {}).get("state") == "TASK_STATE_COMPLETED")
+            return bool(part.get("status", {}).get("state") == state)
     return False
 
 
@@ -188,8 +193,4 @@ async def test_a_cancel_through_another_instance_pushes_the_canceled_state_at_on
 
 
 def _cancels(body: dict[str, Any], task_id: str) -> bool:
-    for kind, id_field in (("statusUpdate", "taskId"), ("task", "id")):
-        part = body.get(kind) or {}
-        if part.get(id_field) == task_id:
-            return bool(part.get("status", {}).get("state") == "TASK_STATE_CANCELED")
-    return False
+    return _tells(body, task_id, "TASK_STATE_CANCELED")
