@@ -21,7 +21,26 @@ from disco_gateway.scope import CallScope
 from disco_gateway.state import GatewayState
 from disco_service import Identity, NotFound, Unauthenticated, identify_token
 
-__all__ = ["admit", "authenticate"]
+__all__ = ["admit", "authenticate", "grpc_status_name"]
+
+# The google.rpc status of each HTTP status the door refuses with: the HTTP+JSON
+# binding names it in its error body, the gRPC binding ends the call with it.
+_GRPC_STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    409: "ABORTED",
+    413: "RESOURCE_EXHAUSTED",
+    422: "INVALID_ARGUMENT",
+    429: "RESOURCE_EXHAUSTED",
+    503: "UNAVAILABLE",
+}
+
+
+def grpc_status_name(http_status: int) -> str:
+    """The google.rpc status name of a refusal with ``http_status``."""
+    return _GRPC_STATUS.get(http_status, "FAILED_PRECONDITION")
 
 
 async def authenticate(

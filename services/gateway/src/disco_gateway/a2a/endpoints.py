@@ -36,7 +36,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
-from disco_gateway.a2a.door import admit, authenticate
+from disco_gateway.a2a.door import admit, authenticate, grpc_status_name
 from disco_gateway.a2a.handler import TARGET_KEY
 from disco_gateway.a2a.service import LiveHandler
 from disco_gateway.scope import CallScope, enter
@@ -49,13 +49,6 @@ Binding = Literal["jsonrpc", "rest"]
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 _ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
-_GRPC_STATUS = {
-    401: "UNAUTHENTICATED",
-    403: "PERMISSION_DENIED",
-    404: "NOT_FOUND",
-    429: "RESOURCE_EXHAUSTED",
-    503: "UNAVAILABLE",
-}
 _SCOPE_ATTRIBUTE = "disco_scope"
 _TARGET_ATTRIBUTE = "disco_target"
 
@@ -67,7 +60,7 @@ def _error(binding: Binding, exc: DiscoHTTPError, request_id: Any = None) -> Res
         body: dict[str, Any] = {
             "error": {
                 "code": exc.status_code,
-                "status": _GRPC_STATUS.get(exc.status_code, "FAILED_PRECONDITION"),
+                "status": grpc_status_name(exc.status_code),
                 "message": exc.message,
                 "details": [info],
             }

@@ -46,7 +46,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from prometheus_client import CollectorRegistry, Counter
 from starlette.datastructures import Headers
 
-from disco_gateway.a2a.door import admit, authenticate
+from disco_gateway.a2a.door import admit, authenticate, grpc_status_name
 from disco_gateway.a2a.handler import TARGET_KEY
 from disco_gateway.a2a.service import LiveHandler
 from disco_gateway.scope import enter
@@ -76,17 +76,6 @@ _UNARY_METHODS = {
 _STREAM_METHODS = {
     "SendMessageRequest": "SendStreamingMessage",
     "SubscribeToTaskRequest": "SubscribeToTask",
-}
-_STATUS_FOR_HTTP = {
-    400: grpc.StatusCode.INVALID_ARGUMENT,
-    401: grpc.StatusCode.UNAUTHENTICATED,
-    403: grpc.StatusCode.PERMISSION_DENIED,
-    404: grpc.StatusCode.NOT_FOUND,
-    409: grpc.StatusCode.ABORTED,
-    413: grpc.StatusCode.RESOURCE_EXHAUSTED,
-    422: grpc.StatusCode.INVALID_ARGUMENT,
-    429: grpc.StatusCode.RESOURCE_EXHAUSTED,
-    503: grpc.StatusCode.UNAVAILABLE,
 }
 
 
@@ -132,7 +121,7 @@ def _check_version(headers: Headers) -> None:
 async def _refuse(context: grpc.aio.ServicerContext, error: DiscoHTTPError) -> None:
     """End the call with the gRPC status of a door's refusal (as the HTTP bindings
     answer its HTTP status)."""
-    code = _STATUS_FOR_HTTP.get(error.status_code, grpc.StatusCode.FAILED_PRECONDITION)
+    code = grpc.StatusCode[grpc_status_name(error.status_code)]
     status = status_pb2.Status(code=code.value[0], message=error.message)
     info = any_pb2.Any()
     info.Pack(error_details_pb2.ErrorInfo(reason=error.code.upper(), domain="disco"))
