@@ -1,6 +1,7 @@
 """The gRPC binding as a raw gRPC client sees it: the door's refusals as gRPC statuses with
 ``google.rpc.Status`` details, no stack traces, a task shared with the HTTP bindings, the
-caller's trace continued onto the bus, the calls counted, and the standard health service.
+caller's trace continued onto the bus, the calls counted, the standard health service and
+server reflection.
 
 (The a2a-sdk client runs every binding-parametrized test over gRPC too.)
 """
@@ -15,8 +16,10 @@ import grpc.aio
 import httpx
 import pytest
 from a2a.types import a2a_pb2, a2a_pb2_grpc
+from google.protobuf import descriptor_pb2
 from google.rpc import error_details_pb2, status_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from tests.e2e.gateway.conftest import TENANT, GatewayProcess, GatewayStack, bearer, token
 from tests.e2e.gateway.support import bus_side, send_request, until, user_message
@@ -160,3 +163,32 @@ async def test_the_standard_health_service_says_the_binding_is_serving(
     assert overall.status == health_pb2.HealthCheckResponse.SERVING
     assert a2a.status == health_pb2.HealthCheckResponse.SERVING
     assert unknown.code() == grpc.StatusCode.NOT_FOUND
+
+
+async def test_server_reflection_describes_the_a2a_service_without_a_token(
+    gateway: GatewayProcess,
+) -> None:
+    """What ``grpcurl list`` and ``grpcurl describe`` ask: the services, then the file
+    that defines the A2A service, with its methods."""
+    requests = (
+        reflection_pb2.ServerReflectionRequest(list_services=""),
+        reflection_pb2.ServerReflectionRequest(file_containing_symbol="lf.a2a.v1.A2AService"),
+    )
+    async with grpc.aio.insecure_channel(gateway.grpc_address) as channel:
+        reflect = reflection_pb2_grpc.ServerReflectionStub(channel)  # type: ignore[no-untyped-call]
+        answers = [answer async for answer in reflect.ServerReflectionInfo(iter(requests))]
+
+    listed = {service.name for service in answers[0].list_services_response.service}
+    assert listed == {
+        "lf.a2a.v1.A2AService",
+        "grpc.health.v1.Health",
+        "grpc.reflection.v1alpha.ServerReflection",
+    }
+    files = [
+        descriptor_pb2.FileDescriptorProto.FromString(raw)
+        for raw in answers[1].file_descriptor_response.file_descriptor_proto
+    ]
+    (a2a_file,) = [file for file in files if file.package == "lf.a2a.v1"]
+    (service,) = a2a_file.service
+    methods = {method.name for method in service.method}
+    assert {"SendMessage", "SendStreamingMessage", "GetTask", "CancelTask"} <= methods

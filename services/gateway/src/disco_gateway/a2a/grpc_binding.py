@@ -21,6 +21,10 @@ The standard health service (``grpc.health.v1.Health``, no token) answers
 ``SERVING`` for ``""`` and ``lf.a2a.v1.A2AService`` while the instance takes
 calls, and ``NOT_SERVING`` from the moment it starts stopping, so a gRPC load
 balancer drains it before it goes.
+
+Server reflection (``grpc.reflection.v1alpha``, no token) describes both
+services, so ``grpcurl`` or Postman can list and call the binding without the
+A2A ``.proto`` at hand: ``grpcurl -plaintext 127.0.0.1:8090 list``.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from a2a.utils.grpc_status import status_to_grpc
 from google.protobuf import any_pb2, duration_pb2, message
 from google.rpc import error_details_pb2, status_pb2
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
 from opentelemetry import propagate
 from opentelemetry.trace import SpanKind, StatusCode
 from prometheus_client import CollectorRegistry, Counter
@@ -250,6 +255,9 @@ async def grpc_lifespan(state: GatewayState) -> AsyncIterator[None]:
     )
     checks = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(checks, server)
+    reflection.enable_server_reflection(
+        (_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+    )
     address = f"{settings.host}:{port}"
     if server.add_insecure_port(address) == 0:
         raise RuntimeError(f"the gRPC binding cannot listen on {address}")
