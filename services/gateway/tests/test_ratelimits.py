@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from prometheus_client import CollectorRegistry
 from pydantic import ValidationError
@@ -128,3 +130,45 @@ async def test_the_gateway_counts_by_the_limits_of_its_settings() -> None:
     for tenant in ("big", "small"):
         with pytest.raises(RateLimited):
             await limits.count(caller(tenant), None)
+
+
+async def test_the_other_instances_hits_count_against_a_limit_as_this_ones_do() -> None:
+    calls, _ = limits(tenant="4/hour")
+    await calls.count(caller("acme"), None)
+    (window,) = calls.windows.changed()
+    assert window.hits == 1
+    assert window.expires_at > time.time()
+
+    calls.windows.learn({window.window_key: 3})  # three more, on the other instances
+
+    with pytest.raises(RateLimited, match="4 per 1 hour"):
+        await calls.count(caller("acme"), None)
+    assert calls.windows.changed() == []  # the refused call changed nothing to share
+    calls.windows.learn({})  # their window ended: this instance's own call is left
+    await calls.count(caller("acme"), None)
+    (window,) = calls.windows.changed()
+    assert window.hits == 2
+
+
+async def test_counts_not_shared_are_offered_again() -> None:
+    calls, _ = limits(tenant="10/hour")
+    await calls.count(caller("acme"), None)
+    await calls.count(caller("globex"), None)
+    offered = calls.windows.changed()
+    assert calls.windows.changed() == []
+
+    calls.windows.unshared(offered)
+
+    assert sorted(count.window_key for count in calls.windows.changed()) == sorted(
+        count.window_key for count in offered
+    )
+
+
+def test_limits_are_shared_every_second_by_default_and_can_be_kept_per_instance() -> None:
+    assert GatewaySettings(env="dev").rate_limit_share_seconds == 1.0
+    assert GatewaySettings(env="dev", rate_limit_share_seconds=0).rate_limit_share_seconds == 0
+    with pytest.raises(ValidationError):
+        GatewaySettings(env="dev", rate_limit_share_seconds=-1)
+    assert limits(anonymous="1/second")[0].any
+    assert limits(tenant="1/second")[0].any
+    assert not limits()[0].any

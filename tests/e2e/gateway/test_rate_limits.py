@@ -1,6 +1,6 @@
 """Rate limits at the door: a tenant over its limit, and an address calling a public agent
 without a token over its own, get 429 in the shape of the binding, with Retry-After (on gRPC:
-RESOURCE_EXHAUSTED with a RetryInfo)."""
+RESOURCE_EXHAUSTED with a RetryInfo); two instances hold a limit together."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from tests.e2e.gateway.conftest import (
     token,
 )
 from tests.e2e.gateway.streams import stream
+from tests.e2e.gateway.support import until
 
 
 def message(*parts: dict[str, object]) -> dict[str, object]:
@@ -35,7 +36,7 @@ def rpc(params: dict[str, object]) -> dict[str, object]:
 
 @pytest.fixture(scope="module")
 def limited(gateway_stack: GatewayStack) -> Iterator[GatewayProcess]:
-    """A gateway of its own with small limits (they count per instance).
+    """A gateway of its own with small limits.
 
     Hourly: the sliding window weighs the last window's hits down as the next one
     begins, so a run that straddled a minute's end could be let through once more.
@@ -51,6 +52,54 @@ def limited(gateway_stack: GatewayStack) -> Iterator[GatewayProcess]:
     gateway_stack.gateways.append(gateway)
     yield gateway.start()
     gateway.stop()
+
+
+@pytest.fixture(scope="module")
+def limited_twin(gateway_stack: GatewayStack, limited: GatewayProcess) -> Iterator[GatewayProcess]:
+    """A second instance with the limits of ``limited``: the two share their counts."""
+    gateway = GatewayProcess(limited.env, gateway_stack.logs)
+    gateway_stack.gateways.append(gateway)
+    yield gateway.start()
+    gateway.stop()
+
+
+async def shares(http: httpx.AsyncClient, gateway: GatewayProcess) -> float:
+    """How many times ``gateway`` has exchanged its rate-limit counts with the others."""
+    line = 'disco_gateway_rate_limit_shares_total{outcome="ok"}'
+    for row in (await http.get(f"{gateway.url}/metrics")).text.splitlines():
+        if row.startswith(line):
+            return float(row.split()[-1])
+    return 0.0
+
+
+async def shared_since_now(http: httpx.AsyncClient, gateway: GatewayProcess) -> None:
+    """Wait for an exchange of ``gateway`` that began after this call (two more than it
+    has made now: one may be under way, with the counts as they were before)."""
+    before = await shares(http, gateway)
+
+    async def twice_more() -> float | None:
+        now = await shares(http, gateway)
+        return now if now >= before + 2 else None
+
+    await until(twice_more, timeout=30, what=f"two exchanges of counts by {gateway.url}")
+
+
+async def test_two_instances_hold_a_tenants_limit_together(
+    limited: GatewayProcess, limited_twin: GatewayProcess
+) -> None:
+    tenant = f"limited-{uuid.uuid4().hex[:6]}"
+    headers = {**bearer(tenant), "A2A-Version": "1.0"}
+    async with httpx.AsyncClient(headers=headers, timeout=30) as http:
+        on_first = [await http.get(f"{limited.url}/a2a/tasks") for _ in range(3)]
+        await shared_since_now(http, limited)  # its three calls written...
+        await shared_since_now(http, limited_twin)  # ... and read by the other
+        on_twin = [await http.get(f"{limited_twin.url}/a2a/tasks") for _ in range(2)]
+
+    assert [response.status_code for response in on_first] == [200, 200, 200]
+    assert [response.status_code for response in on_twin] == [200, 429]
+    assert on_twin[1].json()["error"]["status"] == "RESOURCE_EXHAUSTED"
+    assert "4 per 1 hour" in on_twin[1].json()["error"]["message"]
+    assert 1 <= int(on_twin[1].headers["retry-after"]) <= 3600
 
 
 async def test_a_tenant_over_its_limit_gets_429_on_both_bindings_publishes_and_messages(

@@ -11,6 +11,7 @@ from disco_gateway.cards.endpoints import router as cards_router
 from disco_gateway.console.endpoints import console_lifespan, static_files
 from disco_gateway.console.endpoints import router as console_router
 from disco_gateway.publish.endpoints import router as publish_router
+from disco_gateway.ratelimits.lifespan import rate_limit_lifespan
 from disco_gateway.sessions.endpoints import router as sessions_router
 from disco_gateway.sessions.lifespan import sessions_lifespan
 from disco_gateway.settings import GatewaySettings
@@ -64,6 +65,8 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         # Cards first: /a2a/{agent}/.well-known/... must match before the A2A mount.
         routers=[cards_router],
         lifespan_hooks=[
+            # First in, last out: the counts of every call are shared on the way out.
+            rate_limit_lifespan,
             a2a_lifespan,
             # After the A2A side: a gRPC call finds it started, and it outlives the calls.
             grpc_lifespan,

@@ -180,7 +180,7 @@ class GatewaySettings(GatewayLinkSettings):
         default="",
         validation_alias=_own("RATE_LIMIT_TENANT"),
         description=(
-            "Limits of one tenant's A2A calls and publishes per instance, e.g. "
+            "Limits of one tenant's A2A calls and publishes, e.g. "
             "`200/second;5000/minute` (empty: none)."
         ),
     )
@@ -197,8 +197,18 @@ class GatewaySettings(GatewayLinkSettings):
         default="20/second;600/minute",
         validation_alias=_own("RATE_LIMIT_ANONYMOUS"),
         description=(
-            "Limits of the calls without a token (public agents) from one address, per "
-            "instance (empty: none)."
+            "Limits of the calls without a token (public agents) from one address (empty: none)."
+        ),
+    )
+    rate_limit_share_seconds: float = Field(
+        default=1.0,
+        ge=0,
+        le=60,
+        validation_alias=_own("RATE_LIMIT_SHARE_SECONDS"),
+        description=(
+            "How often an instance shares its rate-limit counts with the other instances "
+            "(through Postgres), so that a limit holds for all of them together; 0: each "
+            "instance counts alone, and N instances let through N times a limit."
         ),
     )
     publish_max_wait_seconds: float = Field(
