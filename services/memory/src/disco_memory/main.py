@@ -37,19 +37,22 @@ DESCRIPTION = (
     "semantic/episodic/procedural memory and agent-state snapshots."
 )
 
-# The semantic router first: FastAPI tries routes in order, and its vector query is
-# the service's hottest route (the paths of different routers never overlap).
+# FastAPI tries the routers in order, and skipping one costs about 7 µs (its routes
+# are tried one by one), so the hottest go first (the paths of different routers
+# never overlap): dedup marks are checked and made for every envelope a Worker or
+# Planner handles (last, they took 80 µs of route matching each); then the vector
+# query, and the contexts every task and plan step reads and saves.
 ROUTERS = (
+    dedup_router,
     semantic_router,
-    working_router,
     task_context_router,
     plan_context_router,
+    working_router,
+    snapshots_router,
     plans_router,
     sessions_router,
     episodic_router,
     procedural_router,
-    snapshots_router,
-    dedup_router,
     erasure_router,
 )
 
