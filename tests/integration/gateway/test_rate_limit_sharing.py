@@ -4,6 +4,7 @@ application role cannot read the counts (only the system function can)."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 
@@ -17,9 +18,10 @@ from disco_common.auth import Role
 from disco_gateway import GatewaySettings
 from disco_gateway.errors import RateLimited
 from disco_gateway.ratelimits import CallLimits, parse_limits
-from disco_gateway.ratelimits.lifespan import share_once
+from disco_gateway.ratelimits.lifespan import rate_limit_lifespan, share_once
 from disco_gateway.ratelimits.repository import WindowCount, share_counts
 from disco_gateway.scope import CallScope
+from disco_gateway.state import GatewayState
 from disco_service import Database, Identity
 from tests.fixtures.infra import DatabaseUrls
 
@@ -158,3 +160,52 @@ async def test_the_application_role_cannot_read_the_counts(
     async with db.unit_of_work(tenant) as session:
         seen = await session.scalar(text("SELECT count(*) FROM gateway.rate_limit_counts"))
     assert seen == 0
+
+
+async def test_a_stopping_instance_shares_its_counts_on_the_way_out(
+    db: Database, database: DatabaseUrls, settings: GatewaySettings
+) -> None:
+    tenant = f"t-{uuid.uuid4().hex[:10]}"
+    state = GatewayState(
+        settings.model_copy(
+            update={"rate_limit_tenant": "10/hour", "rate_limit_share_seconds": 60.0}
+        )
+    )
+    state.database = db
+    async with rate_limit_lifespan(state):
+        # The first exchange runs as the instance starts, before these calls; the next
+        # would be a minute later.
+        await until_shared(state)
+        assert await admitted(state.call_limits, caller(tenant), 2) == 2
+        assert await rows(database, tenant) == []
+
+    assert [row["hits"] for row in await rows(database, tenant)] == [2]
+    assert shared(state) == 2
+
+
+def shared(state: GatewayState) -> float:
+    """How many exchanges of counts went through, by the instance's own metric."""
+    sample = state.metrics.registry.get_sample_value(
+        "disco_gateway_rate_limit_shares_total", {"outcome": "ok"}
+    )
+    return sample or 0.0
+
+
+async def until_shared(state: GatewayState) -> None:
+    """Until the lifespan's first exchange is done (it runs in a task of its own)."""
+    for _ in range(500):
+        if shared(state):
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("no exchange of counts within 5 s")
+
+
+async def test_without_limits_or_with_sharing_off_nothing_is_shared(
+    settings: GatewaySettings,
+) -> None:
+    for update in ({"rate_limit_anonymous": ""}, {"rate_limit_share_seconds": 0.0}):
+        state = GatewayState(settings.model_copy(update=update))
+        # No database: the lifespan must not need one.
+        async with rate_limit_lifespan(state):
+            pass
+        assert shared(state) == 0
