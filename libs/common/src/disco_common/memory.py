@@ -128,6 +128,12 @@ MetadataFilter = Annotated[
 
 TtlSeconds = Annotated[int, Field(ge=1, le=TTL_MAX_SECONDS)]
 
+_MAX_INTEGER = 2**31 - 1
+"""The largest value of a Postgres ``integer`` column (versions, format versions): a
+larger one is refused with the request (422), not by the database."""
+_MAX_BIGINT = 2**63 - 1
+"""The largest value of a Postgres ``bigint`` column (turn sequences)."""
+
 
 class _Versioned(Record):
     version: int = Field(ge=1, description="1 on creation, +1 per write.")
@@ -142,6 +148,7 @@ class _Versioned(Record):
 _EXPECTED_VERSION = Field(
     default=None,
     ge=0,
+    le=_MAX_INTEGER,
     description="Write only if the stored version equals this (0: only if absent); else 409.",
 )
 
@@ -513,7 +520,10 @@ class EpisodicRecentQuery(Body):
     agent_id: Id | None = Field(default=None, description="Only this agent's conversation.")
     limit: int = Field(default=20, ge=1, le=200)
     before_sequence: int | None = Field(
-        default=None, ge=1, description="Only turns before this sequence (to page backwards)."
+        default=None,
+        ge=1,
+        le=_MAX_BIGINT,
+        description="Only turns before this sequence (to page backwards).",
     )
 
 
@@ -648,7 +658,9 @@ class AgentStateSnapshotPut(Body):
     slim: dict[str, JsonValue] = Field(description="Slim state, at most 512 KiB encoded.")
     execution_id: Id | None = None
     status: str | None = Field(default=None, max_length=50, description="The agent's status.")
-    format_version: int = Field(default=1, ge=1, description="The serializer's format version.")
+    format_version: int = Field(
+        default=1, ge=1, le=_MAX_INTEGER, description="The serializer's format version."
+    )
     expected_version: int | None = _EXPECTED_VERSION
 
 
