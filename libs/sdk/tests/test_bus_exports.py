@@ -16,6 +16,7 @@ def test_disco_bus_exports_exactly_its_public_api() -> None:
         "BusNotStartedError",
         "BusUnavailableError",
         "ContextAttributes",
+        "CorrelationInUseError",
         "CredentialError",
         "CredentialSigner",
         "CredentialVerifier",

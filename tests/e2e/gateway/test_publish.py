@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import httpx
@@ -96,3 +97,46 @@ async def test_bad_requests_get_clear_errors(gateway: GatewayProcess) -> None:
     assert unknown_topic.status_code == 422
     assert wait_on_fact.status_code == 400
     assert too_large.status_code == 413
+
+
+async def test_a_correlation_id_waited_on_twice_is_a_409_for_its_tenant_only(
+    gateway: GatewayProcess, gateway_stack: GatewayStack
+) -> None:
+    """A caller picks its correlation ids: another tenant's pick of the same one must not
+    fail its request, and the same tenant's second wait on one is a clear 409 (both were
+    a 500, found by schemathesis)."""
+    correlation = f"c-{uuid.uuid4().hex[:8]}"
+    request = {
+        "topic": "action-requests",
+        "event_type": "nobody.requested",  # nobody answers: each wait runs out
+        "data": {},
+        "response_event": "nobody.done",
+        "correlation_id": correlation,
+    }
+    async with (
+        bus_side(gateway_stack) as bus,
+        httpx.AsyncClient(base_url=gateway.url, timeout=30) as http,
+    ):
+
+        async def publish(tenant: str, wait: float) -> httpx.Response:
+            return await http.post(
+                "/v1/publish", params={"wait": wait}, json=request, headers=bearer(tenant)
+            )
+
+        first = asyncio.create_task(publish(TENANT, 4))
+        # The first request's envelope is on the bus: it waits for its answer now.
+        await bus.first(
+            lambda topic, e: (
+                topic == "action-requests"
+                and e.correlation_id == correlation
+                and e.tenant_id == TENANT
+            )
+        )
+        again, elsewhere = await asyncio.gather(publish(TENANT, 1), publish(OTHER_TENANT, 1))
+        first_answer = await first
+
+    assert again.status_code == 409, again.text
+    assert again.json()["error"]["code"] == "conflict"
+    assert correlation in again.json()["error"]["message"]
+    assert elsewhere.status_code == 504, elsewhere.text  # waited its own second
+    assert first_answer.status_code == 504, first_answer.text

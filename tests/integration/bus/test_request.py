@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from disco.bus import BusClient, BusConsumer, RequestTimeout
+from disco.bus import BusClient, BusConsumer, CorrelationInUseError, RequestTimeout
 from disco_common.envelope import ActionRequest, ActionResult, Envelope
 from disco_common.topics import Topic
 
@@ -127,3 +127,76 @@ async def test_a_response_for_another_tenant_is_passed_over_for_the_requests_own
         )
 
     assert (answer.tenant_id, answer.data) == ("acme", {"sum": 5})
+
+
+async def test_two_tenants_may_wait_on_one_correlation_id_and_each_gets_its_own_answer(
+    bus: BusClient,
+) -> None:
+    # A correlation id is the caller's choice (the gateway's publish bridge takes it from
+    # any tenant): another tenant's use of the same one must neither fail nor answer it.
+    async with _calculator(bus):
+        answers = await asyncio.gather(
+            *(
+                bus.request(
+                    "add.requested",
+                    {"a": n, "b": 10},
+                    response_event="add.completed",
+                    correlation_id="order-1",
+                    tenant_id=tenant,
+                    wait=20,
+                )
+                for n, tenant in enumerate(("acme", "globex"))
+            )
+        )
+
+    assert [(a.tenant_id, a.data) for a in answers] == [
+        ("acme", {"sum": 10}),
+        ("globex", {"sum": 11}),
+    ]
+
+
+async def test_one_tenant_waiting_twice_on_one_correlation_id_is_refused_at_once(
+    bus: BusClient,
+) -> None:
+    asked, release = asyncio.Event(), asyncio.Event()
+    consumer = BusConsumer(bus, "slow-calculator")
+
+    @consumer.on(Topic.ACTION_REQUESTS, "add.requested")
+    async def add(envelope: Envelope) -> None:
+        request = envelope.as_(ActionRequest)
+        assert isinstance(request.data, dict)
+        asked.set()
+        await release.wait()  # the first request waits for its answer meanwhile
+        await bus.respond(
+            request.response_event,
+            {"sum": request.data["a"] + request.data["b"]},
+            correlation_id=request.correlation_id or request.id,
+            topic=request.response_topic,
+            tenant_id=request.tenant_id,
+        )
+
+    async with consumer:
+        first = asyncio.create_task(
+            bus.request(
+                "add.requested",
+                {"a": 1, "b": 2},
+                response_event="add.completed",
+                correlation_id="order-2",
+                tenant_id="acme",
+                wait=20,
+            )
+        )
+        await asyncio.wait_for(asked.wait(), 20)
+        with pytest.raises(CorrelationInUseError, match="'order-2' is already waiting"):
+            await bus.request(
+                "add.requested",
+                {"a": 5, "b": 5},
+                response_event="add.completed",
+                correlation_id="order-2",
+                tenant_id="acme",
+                wait=20,
+            )
+        release.set()
+        answer = await first
+
+    assert answer.data == {"sum": 3}  # the first request is untouched

@@ -73,6 +73,20 @@ class RequestTimeout(BusError, TimeoutError):
         self.seconds = seconds
 
 
+class CorrelationInUseError(BusError):
+    """``request(..., wait=...)`` with a ``correlation_id`` another request of the same
+    tenant is still waiting on: the answer could not be told apart."""
+
+    def __init__(self, correlation_id: str, tenant_id: str | None) -> None:
+        whose = f" of tenant {tenant_id!r}" if tenant_id is not None else ""
+        super().__init__(
+            f"a request{whose} with correlation_id {correlation_id!r} is already waiting for "
+            "its answer: use another correlation id (or none, and one is made)"
+        )
+        self.correlation_id = correlation_id
+        self.tenant_id = tenant_id
+
+
 class HandlerRegistrationError(BusError, TypeError):
     """A handler was registered wrongly (not async, wrong signature, duplicate, too late)."""
 

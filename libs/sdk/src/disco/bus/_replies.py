@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Sequence
 import structlog
 
 from disco.bus._credentials import tenant_guard
-from disco.bus._errors import BusError, BusNotStartedError
+from disco.bus._errors import BusError, BusNotStartedError, CorrelationInUseError
 from disco.bus._reader import ReadRecord, TopicReader
 from disco.settings import BusSettings
 from disco_common.auth import UNAUTHENTICATED_TENANT
@@ -54,7 +54,9 @@ class ReplyListener:
         self._name = f"{settings.topic_prefix}{topic}"
         self._reader: TopicReader | None = None
         self._task: asyncio.Task[None] | None = None
-        self._waiters: dict[str, tuple[asyncio.Future[Envelope], str | None]] = {}
+        # By correlation id, then by the tenant the answer must come from (None: any):
+        # two tenants may wait on one correlation id (their own choice of it).
+        self._waiters: dict[str, dict[str | None, asyncio.Future[Envelope]]] = {}
         self._guard = tenant_guard(settings)
         self._failure: BaseException | None = None
         self._lock = asyncio.Lock()
@@ -104,25 +106,31 @@ class ReplyListener:
         self, correlation_id: str, *, tenant_id: str | None = None
     ) -> AsyncIterator[asyncio.Future[Envelope]]:
         """A future for the first envelope carrying ``correlation_id`` from ``tenant_id``
-        (the request's tenant).
+        (the request's tenant; None: from any).
 
         Enter it before publishing the request; it is forgotten on exit.
+
+        Raises:
+            CorrelationInUseError: a request of the same tenant waits on ``correlation_id``.
         """
         if self._failure is not None:
             raise BusError(f"the reply listener on {self._name!r} failed") from self._failure
         if not self.running:
             raise BusNotStartedError("the reply listener is not running: call start() first")
-        if correlation_id in self._waiters:
-            raise BusError(f"a request with correlation_id {correlation_id!r} is already waiting")
+        by_tenant = self._waiters.setdefault(correlation_id, {})
+        if tenant_id in by_tenant:
+            raise CorrelationInUseError(correlation_id, tenant_id)
         future: asyncio.Future[Envelope] = asyncio.get_running_loop().create_future()
-        self._waiters[correlation_id] = (future, tenant_id)
+        by_tenant[tenant_id] = future
         reader = self._reader
         assert reader is not None
         try:
             with reader.pacer.urgent():
                 yield future
         finally:
-            self._waiters.pop(correlation_id, None)
+            del by_tenant[tenant_id]
+            if not by_tenant and self._waiters.get(correlation_id) is by_tenant:
+                del self._waiters[correlation_id]
             if not future.done():
                 future.cancel()
 
@@ -133,9 +141,9 @@ class ReplyListener:
                 if not self._waiters:
                     continue
                 for record in records:
-                    waiter = self._waiter_of(record)
-                    if waiter is not None:
-                        await self._offer(record, *waiter)
+                    waiters = self._waiter_of(record)
+                    if waiters is not None:
+                        await self._offer(record, waiters)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -143,7 +151,7 @@ class ReplyListener:
             self._failure = exc
             self._fail_all(exc)
 
-    def _waiter_of(self, record: ReadRecord) -> tuple[asyncio.Future[Envelope], str | None] | None:
+    def _waiter_of(self, record: ReadRecord) -> dict[str | None, asyncio.Future[Envelope]] | None:
         # Only the correlation id matters until it matches a waiter: skip the
         # full validation of everyone else's responses.
         headers: Sequence[tuple[str, bytes]] = record.headers
@@ -159,13 +167,13 @@ class ReplyListener:
                 correlation_id = wire_attribute(document, "correlation_id")
             except (ValueError, AttributeError):
                 return None
-        waiter = self._waiters.get(correlation_id) if isinstance(correlation_id, str) else None
-        if waiter is None or waiter[0].done():
+        waiters = self._waiters.get(correlation_id) if isinstance(correlation_id, str) else None
+        if not waiters or all(future.done() for future in waiters.values()):
             return None
-        return waiter
+        return waiters
 
     async def _offer(
-        self, record: ReadRecord, future: asyncio.Future[Envelope], expected: str | None
+        self, record: ReadRecord, waiters: dict[str | None, asyncio.Future[Envelope]]
     ) -> None:
         try:
             envelope = self._kind.from_kafka_record(record.value, record.headers)
@@ -173,8 +181,14 @@ class ReplyListener:
             _log.warning("malformed response ignored", topic=self._name, reason=exc.reason)
             return
         refused: str | None = None
-        if expected is not None and envelope.tenant_id != expected:
-            refused = f"a response for tenant {envelope.tenant_id!r} to a request of {expected!r}"
+        future = waiters.get(envelope.tenant_id)
+        if future is None:
+            future = waiters.get(None)  # a waiter that takes an answer from any tenant
+        if future is None:
+            expected = ", ".join(sorted(repr(t) for t in waiters if t is not None))
+            refused = f"a response for tenant {envelope.tenant_id!r} to a request of {expected}"
+        elif future.done():
+            return  # answered already: a second delivery of its answer
         elif self._guard is not None:
             refused = await self._guard.refusal(envelope.tenant_id, record.headers)
         if refused:
@@ -185,10 +199,12 @@ class ReplyListener:
                 reason=refused,
             )
             return
+        assert future is not None
         if not future.done():
             future.set_result(envelope)
 
     def _fail_all(self, exc: BaseException) -> None:
-        for future, _ in self._waiters.values():
-            if not future.done():
-                future.set_exception(exc)
+        for waiters in self._waiters.values():
+            for future in waiters.values():
+                if not future.done():
+                    future.set_exception(exc)

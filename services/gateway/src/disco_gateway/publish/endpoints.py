@@ -23,7 +23,7 @@ router = APIRouter(prefix="/v1", tags=["publish"], responses=error_responses(401
     status_code=202,
     responses={
         200: {"model": Published, "description": "With wait: the response came"},
-        **error_responses(400, 413, 429, 504),
+        **error_responses(400, 409, 413, 429, 504),
     },
     summary="Publish an event (and wait for its response)",
 )
@@ -40,7 +40,8 @@ async def publish(
     """Put an event on the bus as the caller's tenant and user; its id comes back (202).
     A request on ``action-requests`` must name ``response_event`` and fit the schema
     registered for its type (422 listing the violations). With ``wait`` the correlated
-    response comes back too (200), or 504 when it did not come in time."""
+    response comes back too (200), or 504 when it did not come in time; 409 when the
+    tenant's other request still waits on the same ``correlation_id``."""
     state = GatewayState.of(request)
     await state.call_limits.count(CallScope(identity), None)
     if wait is not None:

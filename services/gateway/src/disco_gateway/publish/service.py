@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from disco.bus import BusClient, RequestTimeout
+from disco.bus import BusClient, CorrelationInUseError, RequestTimeout
 from disco.clients import RegistryClient, acting_for
 from disco.registry import PayloadValidationError, PayloadValidator
 from disco_common.envelope import Envelope, EnvelopeError
 from disco_common.topics import Topic
 from disco_gateway.errors import InvalidPayload, NoResponse
 from disco_gateway.publish.schemas import Published, PublishRequest
-from disco_service import BadRequest, Identity, UnprocessableEntity
+from disco_service import BadRequest, Conflict, Identity, UnprocessableEntity
 
 __all__ = ["Publisher"]
 
@@ -54,6 +54,8 @@ class Publisher:
             InvalidPayload: the payload breaks the registered schema (violations listed).
             BadRequest: ``wait`` on a topic nobody answers.
             NoResponse: ``wait`` passed without a response.
+            Conflict: ``wait`` with a ``correlation_id`` the tenant's other request still
+                waits on.
         """
         tenant_id, user_id = identity.tenant_id, identity.user_id
         if request.topic is Topic.ACTION_REQUESTS:
@@ -107,6 +109,8 @@ class Publisher:
             )
         except RequestTimeout as exc:
             raise NoResponse(str(exc)) from None
+        except CorrelationInUseError as exc:
+            raise Conflict(str(exc)) from None
         except EnvelopeError as exc:
             raise UnprocessableEntity(f"no valid envelope: {exc.reason}") from None
         return Published(
