@@ -66,6 +66,8 @@ class Bounds:
     max_examples: int = 15
     max_seconds: int = 60
     phases: str = "examples,coverage,fuzzing"
+    seed: int = 1
+    """Schemathesis' seed: one run repeats exactly; another seed explores other inputs."""
 
 
 @dataclass
@@ -134,7 +136,7 @@ def _schemathesis(url: str, token: str, bounds: Bounds, report: Path) -> int:
         "--request-timeout",
         "30",
         "--seed",
-        "1",
+        str(bounds.seed),
         "--continue-on-failure",
         "--no-color",
         "--report",
@@ -265,8 +267,9 @@ def main() -> int:
     parser.add_argument("--max-seconds", type=int, default=Bounds.max_seconds, help="per service")
     parser.add_argument("--phases", default=Bounds.phases)
     parser.add_argument("--service", action="append", choices=SERVICES)
+    parser.add_argument("--seed", type=int, default=Bounds.seed, help="another explores more")
     args = parser.parse_args()
-    bounds = Bounds(args.max_examples, args.max_seconds, args.phases)
+    bounds = Bounds(args.max_examples, args.max_seconds, args.phases, args.seed)
     with (
         tempfile.TemporaryDirectory(prefix="disco-fuzz-") as scratch,
         _infrastructure(Path(scratch)) as (admin, bootstrap),
