@@ -140,3 +140,40 @@ async def test_a_correlation_id_waited_on_twice_is_a_409_for_its_tenant_only(
     assert correlation in again.json()["error"]["message"]
     assert elsewhere.status_code == 504, elsewhere.text  # waited its own second
     assert first_answer.status_code == 504, first_answer.text
+
+
+async def test_an_answer_without_a_causation_id_is_returned_with_the_requests_id(
+    gateway: GatewayProcess, gateway_stack: GatewayStack
+) -> None:
+    """A responder that is not the SDK (any Kafka client) may leave ``causation_id`` out:
+    the bridge still knows the id of the request it published (this was a 500)."""
+    correlation = f"c-{uuid.uuid4().hex[:8]}"
+    async with (
+        bus_side(gateway_stack) as bus,
+        httpx.AsyncClient(base_url=gateway.url, headers=bearer(), timeout=30) as http,
+    ):
+        waited = asyncio.create_task(
+            http.post(
+                "/v1/publish",
+                params={"wait": 20},
+                json={
+                    "topic": "action-requests",
+                    "event_type": "plain.requested",
+                    "data": {"n": 1},
+                    "response_event": "plain.done",
+                    "correlation_id": correlation,
+                },
+            )
+        )
+        request = await bus.first(
+            lambda topic, e: topic == "action-requests" and e.correlation_id == correlation
+        )
+        answer = await bus.bus.respond(  # outside a handler: no causation_id
+            "plain.done", {"ok": True}, correlation_id=correlation, tenant_id=TENANT
+        )
+        response = await waited
+
+    assert answer.causation_id is None
+    assert response.status_code == 200, response.text
+    assert response.json()["id"] == request.id
+    assert response.json()["response"]["data"] == {"ok": True}

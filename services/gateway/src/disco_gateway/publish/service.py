@@ -15,6 +15,7 @@ from disco.bus import BusClient, CorrelationInUseError, RequestTimeout
 from disco.clients import RegistryClient, acting_for
 from disco.registry import PayloadValidationError, PayloadValidator
 from disco_common.envelope import Envelope, EnvelopeError
+from disco_common.ids import new_id
 from disco_common.topics import Topic
 from disco_gateway.errors import InvalidPayload, NoResponse
 from disco_gateway.publish.schemas import Published, PublishRequest
@@ -80,6 +81,9 @@ class Publisher:
         try:
             if request.topic is Topic.ACTION_REQUESTS and wait is not None:
                 assert request.response_event is not None
+                # The request's id is ours to give: an answer need not name it (a
+                # responder that is not the SDK may leave causation_id out).
+                request_id = new_id()
                 answer = await self._bus.request(
                     request.event_type,
                     request.data,
@@ -89,9 +93,10 @@ class Publisher:
                     tenant_id=tenant_id,
                     user_id=user_id,
                     session_id=request.session_id,
+                    id=request_id,
                 )
                 return Published(
-                    id=answer.causation_id or "",
+                    id=request_id,
                     topic=request.topic,
                     event_type=request.event_type,
                     correlation_id=answer.correlation_id,
