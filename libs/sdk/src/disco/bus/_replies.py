@@ -129,7 +129,7 @@ class ReplyListener:
                 yield future
         finally:
             del by_tenant[tenant_id]
-            if not by_tenant and self._waiters.get(correlation_id) is by_tenant:
+            if not by_tenant:
                 del self._waiters[correlation_id]
             if not future.done():
                 future.cancel()
