@@ -91,6 +91,17 @@ async def until(
         await asyncio.sleep(0.1)
 
 
+def metric_value(text: str, series: str, default: float | None = None) -> float:
+    """The value of ``series`` (a name, with its ``{labels}`` if any) in a ``/metrics``
+    page; ``default`` when it is not there yet (None: the test fails)."""
+    for line in text.splitlines():
+        if line.startswith(f"{series} "):
+            return float(line.split()[-1])
+    if default is None:
+        raise AssertionError(f"no metric {series}")
+    return default
+
+
 async def task_in(
     client: Client, task_id: str, *states: int, timeout: float = 30.0
 ) -> a2a_pb2.Task:

@@ -22,7 +22,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from tests.e2e.gateway.conftest import TENANT, GatewayProcess, GatewayStack, bearer, token
-from tests.e2e.gateway.support import bus_side, send_request, until, user_message
+from tests.e2e.gateway.support import bus_side, metric_value, send_request, until, user_message
 
 Metadata = tuple[tuple[str, str], ...]
 
@@ -129,11 +129,8 @@ async def test_grpc_calls_are_counted_by_method_and_status(
     gateway: GatewayProcess, stub: a2a_pb2_grpc.A2AServiceStub
 ) -> None:
     def counted(text: str) -> float:
-        line = 'disco_gateway_grpc_calls_total{code="NOT_FOUND",method="GetTask"}'
-        for row in text.splitlines():
-            if row.startswith(line):
-                return float(row.split()[-1])
-        return 0.0
+        series = 'disco_gateway_grpc_calls_total{code="NOT_FOUND",method="GetTask"}'
+        return metric_value(text, series, default=0.0)
 
     async with httpx.AsyncClient(base_url=gateway.url) as http:
         before = counted((await http.get("/metrics")).text)

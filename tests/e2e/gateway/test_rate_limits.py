@@ -23,7 +23,7 @@ from tests.e2e.gateway.conftest import (
     token,
 )
 from tests.e2e.gateway.streams import stream
-from tests.e2e.gateway.support import until
+from tests.e2e.gateway.support import metric_value, until
 
 
 def message(*parts: dict[str, object]) -> dict[str, object]:
@@ -65,11 +65,8 @@ def limited_twin(gateway_stack: GatewayStack, limited: GatewayProcess) -> Iterat
 
 async def shares(http: httpx.AsyncClient, gateway: GatewayProcess) -> float:
     """How many times ``gateway`` has exchanged its rate-limit counts with the others."""
-    line = 'disco_gateway_rate_limit_shares_total{outcome="ok"}'
-    for row in (await http.get(f"{gateway.url}/metrics")).text.splitlines():
-        if row.startswith(line):
-            return float(row.split()[-1])
-    return 0.0
+    page = (await http.get(f"{gateway.url}/metrics")).text
+    return metric_value(page, 'disco_gateway_rate_limit_shares_total{outcome="ok"}', default=0.0)
 
 
 async def shared_since_now(http: httpx.AsyncClient, gateway: GatewayProcess) -> None:

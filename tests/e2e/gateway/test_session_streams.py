@@ -26,7 +26,7 @@ from tests.e2e.gateway.conftest import (
     bearer,
 )
 from tests.e2e.gateway.streams import stream
-from tests.e2e.gateway.support import until
+from tests.e2e.gateway.support import metric_value, until
 
 # About 55 KB a message: strings are cut at 4,000 characters, lists at 200 items.
 _PADDING = ["z" * 3900] * 14
@@ -339,14 +339,7 @@ async def test_a_client_that_never_reads_gets_a_stream_gap_and_others_get_everyt
 async def _dropped(url: str) -> bool:
     async with httpx.AsyncClient(timeout=30) as http:
         metrics = (await http.get(f"{url}/metrics")).text
-    return _metric(metrics, "disco_gateway_stream_dropped_events_total") > 0
-
-
-def _metric(text: str, name: str) -> float:
-    for line in text.splitlines():
-        if line.startswith(f"{name} "):
-            return float(line.split()[1])
-    raise AssertionError(f"no metric {name}")
+    return metric_value(metrics, "disco_gateway_stream_dropped_events_total") > 0
 
 
 async def test_the_heartbeat_closes_a_dead_socket_and_keeps_a_live_one(
@@ -369,7 +362,7 @@ async def test_the_heartbeat_closes_a_dead_socket_and_keeps_a_live_one(
         async def one_socket_left() -> bool | None:
             async with httpx.AsyncClient(timeout=30) as http:
                 metrics = (await http.get(f"{quick.url}/metrics")).text
-            return True if _metric(metrics, "disco_gateway_stream_sockets") == 1 else None
+            return True if metric_value(metrics, "disco_gateway_stream_sockets") == 1 else None
 
         await until(one_socket_left, timeout=30, what="the dead socket closed by the server")
         dead.connection.transport.resume_reading()

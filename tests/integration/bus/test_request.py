@@ -11,13 +11,21 @@ from disco_common.envelope import ActionRequest, ActionResult, Envelope
 from disco_common.topics import Topic
 
 
-def _calculator(bus: BusClient) -> BusConsumer:
+def _calculator(
+    bus: BusClient, held: tuple[asyncio.Event, asyncio.Event] | None = None
+) -> BusConsumer:
+    """Answers ``add.requested``; with ``held`` (asked, release), it says it was asked,
+    then waits to be released before answering."""
     consumer = BusConsumer(bus, "calculator")
 
     @consumer.on(Topic.ACTION_REQUESTS, "add.requested")
     async def add(envelope: Envelope) -> None:
         request = envelope.as_(ActionRequest)
         assert isinstance(request.data, dict)
+        if held is not None:
+            asked, release = held
+            asked.set()
+            await release.wait()
         await bus.respond(
             request.response_event,
             {"sum": request.data["a"] + request.data["b"]},
@@ -159,23 +167,7 @@ async def test_one_tenant_waiting_twice_on_one_correlation_id_is_refused_at_once
     bus: BusClient,
 ) -> None:
     asked, release = asyncio.Event(), asyncio.Event()
-    consumer = BusConsumer(bus, "slow-calculator")
-
-    @consumer.on(Topic.ACTION_REQUESTS, "add.requested")
-    async def add(envelope: Envelope) -> None:
-        request = envelope.as_(ActionRequest)
-        assert isinstance(request.data, dict)
-        asked.set()
-        await release.wait()  # the first request waits for its answer meanwhile
-        await bus.respond(
-            request.response_event,
-            {"sum": request.data["a"] + request.data["b"]},
-            correlation_id=request.correlation_id or request.id,
-            topic=request.response_topic,
-            tenant_id=request.tenant_id,
-        )
-
-    async with consumer:
+    async with _calculator(bus, held=(asked, release)):
         first = asyncio.create_task(
             bus.request(
                 "add.requested",
