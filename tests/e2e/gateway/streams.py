@@ -138,6 +138,10 @@ async def stream(
         max_queue=max_queue,
         max_size=None,
         compression=None,  # what a test sends must weigh on the wire what it weighs
+        # A stalled client reads no frame, its own keepalive pongs included: with the
+        # default keepalive (a ping every 20 s, 20 s for its pong) it closed itself
+        # (1006) whenever a loaded machine made the stall last longer than that.
+        ping_interval=20 if read else None,
     )
     client = StreamClient(connection)
     if read:
