@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -226,3 +227,57 @@ def test_a_message_answer_carries_no_task_state() -> None:
         dc.A2AAnswer(kind="message", parts=[dc.A2APart.from_text("x")], artifacts=[ARTIFACT])
     with pytest.raises(ValueError, match="status message or an artifact"):
         dc.ActionProgressedData(sequence=1)
+
+
+def test_the_message_context_travels_as_a_string_attribute_in_both_cloudevents_modes() -> None:
+    context = dc.A2AMessageContext.of_message(
+        MESSAGE.model_copy(update={"extensions": ["urn:x"], "reference_task_ids": ["t-0"]}),
+        accepted_output_modes=["text/plain", "application/json"],
+        requested_extensions=["urn:x", "urn:y"],
+    )
+    request = dc.ActionRequest.from_dict(
+        {
+            "source": "disco://service/gateway/a2a",
+            "type": "weather.requested",
+            "response_event": "a2a.answered",
+            "data": {"city": "Atlantis"},
+            dc.A2A_MESSAGE_ATTRIBUTE: context.to_attribute(),
+        }
+    )
+
+    structured = json.loads(request.to_kafka_value())
+    # A CloudEvents extension value is a string: the context's own JSON, camelCase.
+    assert json.loads(structured["a2amessage"]) == {
+        "messageId": "msg-1",
+        "metadata": {"skill": "weather"},
+        "extensions": ["urn:x"],
+        "requestedExtensions": ["urn:x", "urn:y"],
+        "referenceTaskIds": ["t-0"],
+        "acceptedOutputModes": ["text/plain", "application/json"],
+    }
+    binary_headers = [
+        ("ce_specversion", b"1.0"),
+        ("ce_id", b"e-1"),
+        ("ce_source", b"s"),
+        ("ce_type", b"weather.requested"),
+        ("ce_responseevent", b"a2a.answered"),
+        ("ce_a2amessage", context.to_attribute().encode()),
+        ("content-type", b"application/json"),
+    ]
+    binary = dc.Envelope.from_kafka_record(b'{"city": "Atlantis"}', binary_headers)
+    for envelope in (dc.Envelope.from_kafka_value(request.to_kafka_value()), binary):
+        assert dc.A2AMessageContext.of(envelope.extensions) == context
+
+
+def test_a_message_context_names_what_the_caller_accepts() -> None:
+    picky = dc.A2AMessageContext(message_id="m", accepted_output_modes=["text/*", "image/png"])
+    open_minded = dc.A2AMessageContext(message_id="m")
+
+    assert picky.accepts("text/markdown")
+    assert picky.accepts("image/png; q=1")
+    assert not picky.accepts("application/json")
+    assert open_minded.accepts("application/pdf")
+    assert dc.A2AMessageContext.of({}) is None
+    assert dc.A2AMessageContext.of({"a2amessage": "not json"}) is None
+    with pytest.raises(ValueError, match="a2amessage"):
+        dc.A2AMessageContext.from_attribute('{"metadata": {}}')

@@ -711,6 +711,9 @@ EXAMPLES: list[BaseModel] = [
     dc.HumanInputWaitQuery(status=dc.HumanInputWaitStatus.WAITING, task_id="task-1"),
     dc.TaskProgressQuery(status=dc.TaskStatus.RUNNING, agent_name="analyzer"),
     A2A_MESSAGE,
+    dc.A2AMessageContext.of_message(
+        A2A_MESSAGE, accepted_output_modes=["text/plain"], requested_extensions=["urn:x"]
+    ),
     *A2A_MESSAGE.parts,
     A2A_ARTIFACT,
     *A2A_CARD.supported_interfaces,

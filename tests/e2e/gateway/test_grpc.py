@@ -90,8 +90,9 @@ async def test_the_door_answers_in_grpc_statuses_with_their_reasons(
         grpc.StatusCode.NOT_FOUND,
         [("a2a-protocol.org", "TASK_NOT_FOUND")],
     )
+    # A2A v1.0 maps VersionNotSupportedError to UNIMPLEMENTED (the a2a-sdk: FAILED_PRECONDITION).
     assert details(old_version) == (
-        grpc.StatusCode.FAILED_PRECONDITION,
+        grpc.StatusCode.UNIMPLEMENTED,
         [("a2a-protocol.org", "VERSION_NOT_SUPPORTED")],
     )
     assert oversized.code() == grpc.StatusCode.RESOURCE_EXHAUSTED

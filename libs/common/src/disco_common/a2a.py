@@ -14,6 +14,10 @@ This module holds, as pydantic models whose JSON is the specification's JSON
   field of :class:`~disco_common.tasks.ActionResultData`) and the partial
   answers it may send before it (:data:`ACTION_PROGRESSED` envelopes carrying
   :class:`ActionProgressedData`);
+- what an agent knows of the A2A message it is answering: :class:`A2AMessageContext`
+  (its id, metadata, extensions, referenced tasks, the output modes the caller
+  accepts), carried on the request envelope as the :data:`A2A_MESSAGE_ATTRIBUTE`
+  CloudEvents extension attribute;
 - the state mapping between a disco task (:class:`~disco_common.tasks.TaskStatus`)
   and an A2A task (:class:`A2ATaskState`);
 - the card objects the one card builder (:mod:`disco_common.a2a_cards`) fills.
@@ -47,6 +51,7 @@ __all__ = [
     "A2A_GRPC_BINDING",
     "A2A_HTTP_JSON_BINDING",
     "A2A_JSONRPC_BINDING",
+    "A2A_MESSAGE_ATTRIBUTE",
     "A2A_PROTOCOL_VERSION",
     "A2A_RESPONSE_EVENT",
     "A2A_TERMINAL_STATES",
@@ -62,6 +67,7 @@ __all__ = [
     "A2AArtifact",
     "A2AHTTPAuthSecurityScheme",
     "A2AMessage",
+    "A2AMessageContext",
     "A2APart",
     "A2ARole",
     "A2ASecurityRequirement",
@@ -115,6 +121,16 @@ with its ``correlation_id``, carrying :class:`ActionProgressedData`.
 Sent by a Tool or Worker while it works (an intermediate status message, an
 artifact or a chunk of one). It travels on the same topic and key as the final
 answer, so a reader sees the partial answers of a request before its answer.
+"""
+
+
+A2A_MESSAGE_ATTRIBUTE = "a2amessage"
+"""The CloudEvents extension attribute that carries an :class:`A2AMessageContext`.
+
+Its value is a string, the context's JSON (``{"messageId": ..., "metadata": ...}``),
+as CloudEvents extension values are: in structured mode it is a string member of
+the envelope, in binary mode the ``ce_a2amessage`` header. A plain Kafka client
+parses the string as JSON.
 """
 
 
@@ -313,6 +329,100 @@ class A2AMessage(_Wire):
     def text(self, separator: str = "\n") -> str:
         """The message's text parts joined (empty when it has none)."""
         return separator.join(part.text for part in self.parts if part.text is not None)
+
+
+class A2AMessageContext(_Wire):
+    """The A2A message an agent's request came from, as far as the payload does not say it.
+
+    The gateway puts it on every envelope it makes of an A2A caller's message (the
+    request on ``action-requests``, or the human's answer on
+    ``notification-events`` when the message answers a question), as the
+    :data:`A2A_MESSAGE_ATTRIBUTE` extension attribute. The SDK hands it to a handler
+    as ``request.a2a`` (a Tool), ``task.a2a`` (a Worker's task, kept with it),
+    ``result.a2a`` (a human's answer) and ``goal.a2a`` (a Planner's goal).
+
+    Attributes:
+        message_id: the caller's ``messageId`` (the same when the caller sends the
+            message again: the gateway sends it on once).
+        metadata: the message's ``metadata``.
+        extensions: the extension URIs the message itself names (``extensions``).
+        requested_extensions: the extensions the caller activated for the call (its
+            ``A2A-Extensions`` service parameter: an HTTP header, gRPC metadata).
+        reference_task_ids: other tasks the message refers to (``referenceTaskIds``).
+        accepted_output_modes: the media types the caller accepts in the answer
+            (``configuration.acceptedOutputModes``; empty: any).
+    """
+
+    message_id: str = Field(min_length=1)
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+    extensions: list[str] = Field(default_factory=list)
+    requested_extensions: list[str] = Field(default_factory=list)
+    reference_task_ids: list[str] = Field(default_factory=list)
+    accepted_output_modes: list[str] = Field(default_factory=list)
+
+    def accepts(self, media_type: str) -> bool:
+        """Whether the caller accepts answers of ``media_type`` (any, when it named none).
+
+        ``text/*`` and ``*/*`` in the caller's list match as wildcards.
+        """
+        if not self.accepted_output_modes:
+            return True
+        kind = media_type.split(";", 1)[0].strip().lower()
+        family = kind.split("/", 1)[0]
+        for accepted in self.accepted_output_modes:
+            mode = accepted.split(";", 1)[0].strip().lower()
+            if mode in (kind, "*/*", f"{family}/*"):
+                return True
+        return False
+
+    def to_attribute(self) -> str:
+        """The value of the :data:`A2A_MESSAGE_ATTRIBUTE` attribute: this context's JSON."""
+        return self.model_dump_json(by_alias=True, exclude_defaults=True)
+
+    @classmethod
+    def from_attribute(cls, value: object) -> A2AMessageContext:
+        """The context an :data:`A2A_MESSAGE_ATTRIBUTE` value carries (its JSON text; an
+        object, as a reader may have parsed it already, is taken too).
+
+        Raises:
+            ValueError: it is not an A2A message context.
+        """
+        try:
+            if isinstance(value, str | bytes):
+                return cls.model_validate_json(value)
+            return cls.model_validate(value)
+        except ValueError as exc:
+            raise ValueError(f"the {A2A_MESSAGE_ATTRIBUTE} attribute is not valid: {exc}") from None
+
+    @classmethod
+    def of(cls, attributes: Mapping[str, object]) -> A2AMessageContext | None:
+        """The context among an envelope's extension attributes (``envelope.extensions``),
+        or None when it carries none, or one that is not valid (its payload still is)."""
+        value = attributes.get(A2A_MESSAGE_ATTRIBUTE)
+        if value is None:
+            return None
+        try:
+            return cls.from_attribute(value)
+        except ValueError:
+            return None
+
+    @classmethod
+    def of_message(
+        cls,
+        message: A2AMessage,
+        *,
+        accepted_output_modes: Iterable[str] = (),
+        requested_extensions: Iterable[str] = (),
+    ) -> A2AMessageContext:
+        """The context of a caller's ``message`` sent with those options."""
+        return cls(
+            message_id=message.message_id,
+            metadata=dict(message.metadata or {}),
+            extensions=list(message.extensions or []),
+            requested_extensions=sorted(set(requested_extensions)),
+            reference_task_ids=list(message.reference_task_ids or []),
+            accepted_output_modes=list(accepted_output_modes),
+        )
 
 
 class A2ATaskStatus(_Wire):

@@ -19,7 +19,7 @@ from typing import Self
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from disco_common._base import Body, Metadata
-from disco_common.a2a import A2AAnswer, A2ATaskState
+from disco_common.a2a import A2AAnswer, A2AMessageContext, A2ATaskState
 from disco_common.ids import (
     AgentName,
     EventType,
@@ -296,6 +296,13 @@ class TaskContextData(Body):
     tenant_id: TenantId | None = None
     user_id: Id | None = None
     session_id: Id | None = None
+    a2a_message: A2AMessageContext | None = Field(
+        default=None,
+        description=(
+            "The A2A message the task's request came from, when an A2A caller sent it "
+            "through the gateway (the request's `a2amessage` attribute)."
+        ),
+    )
     agent_id: Id | None = Field(default=None, description="The agent instance handling the task.")
     agent_name: AgentName | None = Field(default=None, description="The agent handling the task.")
     human_input: HumanInputWait | None = Field(

@@ -25,7 +25,8 @@ The handler context is reachable from anywhere a handler runs:
 :class:`NotInHandlerError` elsewhere). The bus lives in :mod:`disco.bus`, the
 service clients in :mod:`disco.clients`, LLM drivers in :mod:`disco.llm`,
 the LLM agent runtime (state, tools, approvals, snapshots) in :mod:`disco.runtime`,
-and what an agent answers an A2A caller with (:class:`A2AAnswer`, partial answers)
+what an agent answers an A2A caller with (:class:`A2AAnswer`, partial answers)
+and what it knows of the caller's A2A message (:class:`A2AMessageContext`)
 in :mod:`disco.a2a`. :func:`configure_logging` and :func:`configure_tracing`
 (:mod:`disco.telemetry`) give an agent the services' JSON logs and traces.
 """
@@ -61,7 +62,7 @@ from disco.agents import (
     Worker,
 )
 from disco.telemetry import configure_logging, configure_tracing
-from disco_common.a2a import A2AAnswer, A2AArtifact, A2APart
+from disco_common.a2a import A2AAnswer, A2AArtifact, A2AMessageContext, A2APart
 from disco_common.plans import PlanDefinition, StateAction, StateConfig, StateTransition
 from disco_common.registry import AgentCapability, EventDefinition
 from disco_common.tasks import ActionResultData, DelegationSpec, ErrorInfo
@@ -70,6 +71,7 @@ from disco_common.topics import Topic
 __all__ = [
     "A2AAnswer",
     "A2AArtifact",
+    "A2AMessageContext",
     "A2APart",
     "ActionResultData",
     "Agent",

@@ -40,12 +40,14 @@ from collections.abc import Sequence
 from pydantic import JsonValue
 
 from disco_common.a2a import (
+    A2A_MESSAGE_ATTRIBUTE,
     A2A_RESPONSE_EVENT,
     ACTION_PROGRESSED,
     A2AAgentCard,
     A2AAnswer,
     A2AArtifact,
     A2AMessage,
+    A2AMessageContext,
     A2APart,
     A2ATaskState,
     ActionProgressedData,
@@ -66,6 +68,7 @@ __all__ = [
     "A2AGatewayHelper",
     "A2AMappingError",
     "A2AMessage",
+    "A2AMessageContext",
     "A2APart",
     "A2ATaskState",
     "ActionProgressedData",
@@ -113,7 +116,9 @@ class A2AGatewayHelper:
       registered schema, naming the field that breaks it (:meth:`check_payload`);
       ``contextId`` is the envelope's ``session_id``, the task id its
       ``task_id`` and (first turn) ``correlation_id``; tenant and user are the
-      caller's token's (:meth:`message_to_request`);
+      caller's token's; the rest of the message (its id, metadata, extensions,
+      referenced tasks, accepted output modes) is the ``a2amessage`` attribute
+      (:class:`~disco_common.a2a.A2AMessageContext`) (:meth:`message_to_request`);
     - the answer → :meth:`answer_of`: the agent's :class:`A2AAnswer` when it gave
       one, else ``completed`` with an artifact (a data part, plus a text part
       when the result has ``text``) or ``failed`` with the error (``canceled``
@@ -272,8 +277,13 @@ class A2AGatewayHelper:
         source: str,
         id: str | None = None,
         payload: JsonValue = None,
+        a2a: A2AMessageContext | None = None,
     ) -> ActionRequest:
         """The ``action-requests`` envelope of a message (its payload checked first).
+
+        ``a2a`` (default: the context of ``message`` alone) is what the agent is told of
+        the caller's message: the :data:`~disco_common.a2a.A2A_MESSAGE_ATTRIBUTE`
+        extension attribute.
 
         Raises:
             A2AMappingError: the payload breaks the registered schema, or the
@@ -293,6 +303,7 @@ class A2AGatewayHelper:
             "user_id": user_id,
             "response_event": A2A_RESPONSE_EVENT,
             "response_topic": Topic.ACTION_RESULTS.value,
+            A2A_MESSAGE_ATTRIBUTE: (a2a or A2AMessageContext.of_message(message)).to_attribute(),
         }
         if id is not None:
             fields["id"] = id

@@ -13,6 +13,7 @@ def test_disco_exports_exactly_its_public_api() -> None:
     assert sorted(disco.__all__) == [
         "A2AAnswer",
         "A2AArtifact",
+        "A2AMessageContext",
         "A2APart",
         "ActionResultData",
         "Agent",
@@ -129,6 +130,7 @@ def test_disco_a2a_exports_the_answer_builders_and_the_gateway_helper() -> None:
         "A2AGatewayHelper",
         "A2AMappingError",
         "A2AMessage",
+        "A2AMessageContext",
         "A2APart",
         "A2ATaskState",
         "A2A_RESPONSE_EVENT",

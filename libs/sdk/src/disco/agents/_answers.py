@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pydantic import JsonValue, ValidationError
 
+from disco_common.a2a import A2AMessageContext
 from disco_common.envelope import Envelope
 from disco_common.notifications import HumanInputResponse
 from disco_common.tasks import ActionResultData, ErrorInfo
@@ -52,6 +53,12 @@ class AnswerView:
     def event_type(self) -> str:
         """The answer's event type (the ``response_event`` the request named)."""
         return self.envelope.type
+
+    @property
+    def a2a(self) -> A2AMessageContext | None:
+        """The A2A message this answer came from: a human's answer an A2A caller sent
+        through the gateway (the caller's next message on the task); else None."""
+        return A2AMessageContext.of(self.envelope.extensions)
 
     @property
     def data(self) -> JsonValue:

@@ -13,6 +13,7 @@ from disco.agents._errors import PlanError
 from disco.agents._handlers import to_json
 from disco.agents._plan import PlanContext
 from disco.agents._plan_machine import States, plan_definition
+from disco_common.a2a import A2AMessageContext
 from disco_common.envelope import ActionRequest
 from disco_common.plans import PlanContextData
 from disco_common.tasks import ActionResultData, ErrorInfo
@@ -58,6 +59,11 @@ class GoalContext(Generic[InputT]):
     @property
     def session_id(self) -> str | None:
         return self.envelope.session_id
+
+    @property
+    def a2a(self) -> A2AMessageContext | None:
+        """The A2A message the goal's request came from (None: not from an A2A caller)."""
+        return A2AMessageContext.of(self.envelope.extensions)
 
     @property
     def parent_plan_id(self) -> str | None:

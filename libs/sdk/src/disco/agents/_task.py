@@ -42,7 +42,7 @@ from disco.agents._task_wire import (
     send_request,
     task_fields,
 )
-from disco_common.a2a import A2AAnswer, A2AArtifact, A2APart
+from disco_common.a2a import A2AAnswer, A2AArtifact, A2AMessageContext, A2APart
 from disco_common.memory import TaskContextRecord
 from disco_common.notifications import HumanInputOption, HumanInputRequest, NotificationType
 from disco_common.system_events import SystemEventType, TaskProgressData
@@ -134,6 +134,13 @@ class TaskContext(DurableContext[TaskContextData], Generic[InputT]):
     def data(self) -> JsonValue:
         """The request data as it came."""
         return self._data.data
+
+    @property
+    def a2a(self) -> A2AMessageContext | None:
+        """The A2A message the task's request came from (None: not from an A2A caller);
+        kept with the task, so a restored task has it too. The message that answers a
+        question to a human is the answer's: ``result.a2a``."""
+        return self._data.a2a_message
 
     @property
     def plan_id(self) -> str | None:

@@ -12,7 +12,7 @@ from disco.agents._agent import Agent
 from disco.agents._common import answer, derived_id
 from disco.agents._handlers import describe, error_info, inspect_handler, to_json
 from disco.agents._progress import ProgressReporter
-from disco_common.a2a import A2AAnswer, A2AArtifact, A2APart
+from disco_common.a2a import A2AAnswer, A2AArtifact, A2AMessageContext, A2APart
 from disco_common.envelope import ActionRequest, Envelope
 from disco_common.tasks import ActionResultData
 from disco_common.topics import Topic
@@ -36,7 +36,9 @@ class InvocationContext(Generic[InputT]):
     model it is the data as it came.
 
     While the handler works it may send partial answers (an A2A caller sees them
-    as status and artifact updates): :meth:`update` and :meth:`artifact`.
+    as status and artifact updates): :meth:`update` and :meth:`artifact`. When an
+    A2A caller sent the request through the gateway, :attr:`a2a` is what it sent
+    besides the payload (its message id, metadata, extensions...).
     """
 
     __slots__ = ("_progress", "envelope", "input")
@@ -87,6 +89,16 @@ class InvocationContext(Generic[InputT]):
     def data(self) -> JsonValue:
         """The request data as it came."""
         return self.envelope.data
+
+    @property
+    def a2a(self) -> A2AMessageContext | None:
+        """The A2A message the request came from (None: not from an A2A caller).
+
+        Its ``message_id``, ``metadata``, ``extensions`` and ``requested_extensions``
+        (what the caller activated), ``reference_task_ids`` and
+        ``accepted_output_modes`` (see :class:`~disco_common.a2a.A2AMessageContext`).
+        """
+        return A2AMessageContext.of(self.envelope.extensions)
 
     @property
     def event_type(self) -> str:

@@ -56,6 +56,7 @@ from disco.agents._result import ResultContext
 from disco.agents._task import DEFAULT_TASK_TTL_SECONDS, TaskContext
 from disco.agents._task_wire import announce_task, publish_due, publish_outcome, task_fields
 from disco.settings import BusSettings
+from disco_common.a2a import A2AMessageContext
 from disco_common.envelope import ActionRequest, Envelope
 from disco_common.registry import AgentCapability, EventDefinition, Visibility
 from disco_common.system_events import (
@@ -312,6 +313,7 @@ class Worker(Agent):
             tenant_id=request.tenant_id,
             user_id=request.user_id,
             session_id=request.session_id,
+            a2a_message=A2AMessageContext.of(request.extensions),
             agent_id=self.identity.agent_id,
             agent_name=self.name,
             traceparent=request.traceparent,

@@ -25,7 +25,12 @@ from disco.bus import (
 from disco.bus._wire import record_for
 from disco.settings import BusSettings
 from disco.testing._memory import InMemoryMemory
-from disco_common.a2a import ACTION_PROGRESSED, ActionProgressedData
+from disco_common.a2a import (
+    A2A_MESSAGE_ATTRIBUTE,
+    ACTION_PROGRESSED,
+    A2AMessageContext,
+    ActionProgressedData,
+)
 from disco_common.envelope import ActionRequest, ActionResult, Envelope
 from disco_common.notifications import HumanInputRequest, HumanInputResponse, NotificationType
 from disco_common.tasks import ActionResultData, ErrorInfo
@@ -224,11 +229,19 @@ class AgentTestKit(StartStop):
         *,
         response_event: str,
         settle: bool = True,
+        a2a: A2AMessageContext | None = None,
         **attributes: Unpack[ContextAttributes],
     ) -> ActionRequest:
-        """Publish a request on ``action-requests`` as an outside caller; then :meth:`settle`."""
+        """Publish a request on ``action-requests`` as an outside caller; then :meth:`settle`.
+
+        ``a2a``: the request comes from an A2A caller's message, as the gateway sends it
+        (the handler's ``request.a2a`` / ``task.a2a``).
+        """
+        scope = self._scope(attributes)
+        if a2a is not None:
+            scope[A2A_MESSAGE_ATTRIBUTE] = a2a.to_attribute()
         request: ActionRequest = await self._outside.request(
-            event_type, data, response_event=response_event, **self._scope(attributes)
+            event_type, data, response_event=response_event, **scope
         )
         if settle:
             await self.settle()
@@ -287,10 +300,12 @@ class AgentTestKit(StartStop):
         *,
         timed_out: bool = False,
         settle: bool = True,
+        a2a: A2AMessageContext | None = None,
     ) -> Envelope:
         """Answer a ``notification.human_input`` question (the latest one by default).
 
-        ``timed_out=True`` answers as the tracker does when nobody answered.
+        ``timed_out=True`` answers as the tracker does when nobody answered; ``a2a``
+        answers as an A2A caller's message does through the gateway (``result.a2a``).
         """
         if question is None:
             asked = self.questions()
@@ -306,19 +321,31 @@ class AgentTestKit(StartStop):
             plan_id=body.plan_id,
             answered_by=None if timed_out else self.user_id,
         )
-        envelope = await self._outside.publish(
-            Topic.NOTIFICATION_EVENTS,
-            body.response_event,
-            response,
-            **self._scope(
-                {
-                    "correlation_id": question.correlation_id,
-                    "plan_id": question.plan_id,
-                    "task_id": question.task_id,
-                    "session_id": question.session_id,
-                }
-            ),
+        attributes = self._scope(
+            {
+                "correlation_id": question.correlation_id,
+                "plan_id": question.plan_id,
+                "task_id": question.task_id,
+                "session_id": question.session_id,
+            }
         )
+        if a2a is None:
+            envelope = await self._outside.publish(
+                Topic.NOTIFICATION_EVENTS, body.response_event, response, **attributes
+            )
+        else:
+            envelope = await self._outside.publish_envelope(
+                Topic.NOTIFICATION_EVENTS,
+                Envelope.from_dict(
+                    {
+                        **{key: value for key, value in attributes.items() if value is not None},
+                        "source": f"disco://{_TEST}",
+                        "type": body.response_event,
+                        "data": response.model_dump(mode="json", exclude_none=True),
+                        A2A_MESSAGE_ATTRIBUTE: a2a.to_attribute(),
+                    }
+                ),
+            )
         if settle:
             await self.settle()
         return envelope

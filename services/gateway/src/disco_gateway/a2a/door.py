@@ -21,7 +21,11 @@ from disco_gateway.scope import CallScope
 from disco_gateway.state import GatewayState
 from disco_service import Identity, NotFound, Unauthenticated, identify_token
 
-__all__ = ["admit", "authenticate", "grpc_status_name"]
+__all__ = ["NEEDS_TOKEN", "admit", "authenticate", "grpc_status_name", "require_token"]
+
+NEEDS_TOKEN = frozenset({"ListTasks"})
+"""The A2A methods a caller without a token may not call, even at a public agent: every
+such caller acts as the same public user, so a list would show each one the others' tasks."""
 
 # The google.rpc status of each HTTP status the door refuses with: the HTTP+JSON
 # binding names it in its error body, the gRPC binding ends the call with it.
@@ -83,3 +87,16 @@ async def admit(state: GatewayState, scope: CallScope, address: str | None) -> A
     if target is None:
         raise NotFound(f"there is no agent {scope.agent!r}", code="agent_not_found")
     return target
+
+
+def require_token(scope: CallScope, method: str) -> None:
+    """Refuse ``method`` to a caller without a token when it needs one (:data:`NEEDS_TOKEN`).
+
+    Raises:
+        Unauthenticated: it does (401 with ``WWW-Authenticate``, gRPC ``UNAUTHENTICATED``).
+    """
+    if scope.anonymous and method in NEEDS_TOKEN:
+        raise Unauthenticated(
+            f"{method} needs a bearer token (Authorization: Bearer <jwt>): callers without "
+            "one share a user, so a list would show each of them the others' tasks"
+        )

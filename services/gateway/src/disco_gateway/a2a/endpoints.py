@@ -17,10 +17,18 @@ Before the a2a-sdk sees a request, the door (:mod:`disco_gateway.a2a.door`):
 - refuses a tenant other than the token's (the ``/{tenant}/`` path, the JSON-RPC
   ``tenant`` field): 403;
 - finds the agent (404 for an unknown one);
+- refuses ``ListTasks`` to a caller without a token (401, as any missing credential);
 - puts the caller's :class:`~disco_gateway.scope.CallScope` in the call context.
 
 Errors at the door take each binding's shape: a ``google.rpc.Status``-style
 body on HTTP+JSON, a JSON-RPC error object on JSON-RPC.
+
+Where the a2a-sdk's own dispatchers answer other than the A2A specification
+says, the door corrects them: a JSON-RPC request whose ``Content-Type`` is not
+JSON is ``ContentTypeNotSupportedError`` (-32005, not a parse error); HTTP+JSON
+answers carry ``Content-Type: application/json`` (the binding's, not the SDK's
+``application/a2a+json``); and the JSON-RPC endpoint answers at its URL with a
+trailing slash too (``POST /a2a/{agent}/``), as clients that join paths send it.
 """
 
 from __future__ import annotations
@@ -30,13 +38,16 @@ from typing import Any, Literal
 
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import RequestHandler
+from a2a.server.request_handlers.response_helpers import build_error_response
 from a2a.server.routes import DefaultServerCallContextBuilder, create_rest_routes
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
+from a2a.utils.constants import A2A_JSON_MEDIA_TYPE
+from a2a.utils.errors import ContentTypeNotSupportedError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
-from disco_gateway.a2a.door import admit, authenticate, grpc_status_name
+from disco_gateway.a2a.door import admit, authenticate, grpc_status_name, require_token
 from disco_gateway.a2a.handler import TARGET_KEY
 from disco_gateway.a2a.service import LiveHandler
 from disco_gateway.scope import CallScope, enter
@@ -51,6 +62,9 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 _ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
 _SCOPE_ATTRIBUTE = "disco_scope"
 _TARGET_ATTRIBUTE = "disco_target"
+_JSON = "application/json"
+# The A2A method of each HTTP+JSON route the door looks at (by path after the prefix).
+_REST_METHODS = {("/tasks", "GET"): "ListTasks"}
 
 
 def _error(binding: Binding, exc: DiscoHTTPError, request_id: Any = None) -> Response:
@@ -74,29 +88,71 @@ def _error(binding: Binding, exc: DiscoHTTPError, request_id: Any = None) -> Res
     return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
 
 
-async def _jsonrpc_fields(request: Request) -> tuple[Any, str]:
-    """The JSON-RPC request's id and ``params.tenant`` (the dispatcher reads the body again)."""
-    try:
-        body = await request.json()
-    except ValueError:
-        return None, ""
-    if not isinstance(body, dict):
-        return None, ""
-    params = body.get("params")
-    tenant = params.get("tenant", "") if isinstance(params, dict) else ""
-    return body.get("id"), tenant if isinstance(tenant, str) else ""
+class _JsonRpcCall:
+    """What the door reads of a JSON-RPC request: its id, method and ``params.tenant``
+    (the dispatcher reads the body again)."""
+
+    def __init__(self, body: Any) -> None:
+        if not isinstance(body, dict):
+            body = {}
+        params = body.get("params")
+        tenant = params.get("tenant", "") if isinstance(params, dict) else ""
+        method = body.get("method")
+        self.id: Any = body.get("id")
+        self.method = method if isinstance(method, str) else ""
+        self.tenant = tenant if isinstance(tenant, str) else ""
+
+    @classmethod
+    async def read(cls, request: Request) -> _JsonRpcCall:
+        try:
+            return cls(await request.json())
+        except ValueError:
+            return cls(None)
 
 
-def _guarded(endpoint: Endpoint, binding: Binding, state: GatewayState) -> Endpoint:
+def _is_json(content_type: str | None) -> bool:
+    """Whether a ``Content-Type`` is JSON (``application/json`` or a ``+json`` type)."""
+    media_type = (content_type or "").split(";", 1)[0].strip().lower()
+    if media_type == _JSON:
+        return True
+    return media_type.startswith("application/") and media_type.endswith("+json")
+
+
+def _content_type_refused(request: Request, call: _JsonRpcCall) -> Response:
+    """A JSON-RPC request that is not JSON: ``ContentTypeNotSupportedError`` (as the dispatcher
+    answers every A2A error: HTTP 200 with the error object)."""
+    sent = request.headers.get("content-type") or "none"
+    error = ContentTypeNotSupportedError(
+        message=f"a JSON-RPC request is sent as Content-Type: application/json, not {sent}"
+    )
+    return JSONResponse(build_error_response(call.id, error))
+
+
+def _as_json(response: Response) -> Response:
+    """An HTTP+JSON answer labelled ``application/json`` (the a2a-sdk labels its successes
+    ``application/a2a+json``)."""
+    content_type = response.headers.get("content-type", "")
+    if content_type.startswith(A2A_JSON_MEDIA_TYPE):
+        response.headers["content-type"] = _JSON
+    return response
+
+
+def _guarded(
+    endpoint: Endpoint, binding: Binding, state: GatewayState, *, method: str = ""
+) -> Endpoint:
+    """``endpoint`` behind the door; ``method``: the A2A method of an HTTP+JSON route."""
+
     async def door(request: Request) -> Response:
         agent = request.path_params.get("agent")
-        request_id: Any = None
+        call = _JsonRpcCall(None)
         try:
             scope = await authenticate(state, agent, request.headers)
             if binding == "jsonrpc":
-                request_id, tenant = await _jsonrpc_fields(request)
+                call = await _JsonRpcCall.read(request)
+                tenant, operation = call.tenant, call.method
             else:
-                tenant = request.path_params.get("tenant", "")
+                tenant, operation = request.path_params.get("tenant", ""), method
+            require_token(scope, operation)
             if tenant and tenant != scope.tenant_id:
                 raise Forbidden(
                     f"tenant {tenant!r} is not yours: your token is for tenant {scope.tenant_id!r}",
@@ -106,10 +162,13 @@ def _guarded(endpoint: Endpoint, binding: Binding, state: GatewayState) -> Endpo
             if target is not None:
                 setattr(request.state, _TARGET_ATTRIBUTE, target)
         except DiscoHTTPError as exc:
-            return _error(binding, exc, request_id)
+            return _error(binding, exc, call.id)
+        if binding == "jsonrpc" and not _is_json(request.headers.get("content-type")):
+            return _content_type_refused(request, call)
         setattr(request.state, _SCOPE_ATTRIBUTE, scope)
         enter(scope)  # inherited by every task the a2a-sdk starts for this call
-        return await endpoint(request)
+        response = await endpoint(request)
+        return _as_json(response) if binding == "rest" else response
 
     return door
 
@@ -136,9 +195,9 @@ def _rest(
     for route in built:
         if isinstance(route, Route) and route.methods:
             methods = sorted(m for m in route.methods if m != "HEAD")
-            plain.append(
-                Route(route.path, _guarded(route.endpoint, "rest", state), methods=methods)
-            )
+            method = _REST_METHODS.get((route.path[len(prefix) :], methods[0]), "")
+            guarded = _guarded(route.endpoint, "rest", state, method=method)
+            plain.append(Route(route.path, guarded, methods=methods))
     tenant_routes = [
         Route(f"/{{tenant}}{route.path[len(prefix) :]}", route.endpoint, methods=route.methods)
         for route in plain
@@ -155,8 +214,10 @@ def a2a_routes(state: GatewayState) -> list[BaseRoute]:
     agent_rest, agent_tenant_rest = _rest(handler, state, prefix="")
     return [
         Route("/a2a", rpc, methods=["POST"]),
+        Route("/a2a/", rpc, methods=["POST"]),
         # The gateway's own binding (no /{tenant}/ form: it would shadow the agents').
         *gateway_rest,
         Route("/a2a/{agent}", rpc, methods=["POST"]),
+        Route("/a2a/{agent}/", rpc, methods=["POST"]),
         Mount("/a2a/{agent}", routes=[*agent_rest, *agent_tenant_rest]),
     ]

@@ -5,11 +5,13 @@ received the message, and turns what it enqueues into the task's stored state,
 its stream and its push notifications. For a disco agent ``execute``:
 
 1. subscribes to the instance's fan-out for the task before anything is sent;
-2. sends the message: a new request on ``action-requests`` (recording the turn
-   — what was asked of which agent, with which correlation id — meanwhile, so
-   that any instance can continue the task or apply its answer), or, when the
-   task waits on a question to a human, the human's answer on
-   ``notification-events``;
+2. sends the message: a new request on ``action-requests`` (its turn — what was
+   asked of which agent, with which correlation id — was recorded when the
+   message was prepared, :mod:`disco_gateway.a2a.prepare`, so that any instance
+   can continue the task or apply its answer), or, when the task waits on a
+   question to a human, the human's answer on ``notification-events``; both
+   carry what the agent is told of the caller's message
+   (:class:`~disco_common.a2a.A2AMessageContext`, the ``a2amessage`` attribute);
 3. translates what comes back (:func:`~disco_gateway.a2a.mapping.translate`)
    and enqueues it, until the agent is done for now (the task is over, waits
    for input, or the agent answered with a direct message).
@@ -20,11 +22,8 @@ message, so that an agent can answer with a message instead of a task.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
-from typing import Any
 
 import structlog
 from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -36,10 +35,11 @@ from google.protobuf.json_format import MessageToDict, ParseDict
 
 from disco.a2a import A2AGatewayHelper
 from disco.bus import BusError
-from disco_common.a2a import A2AMessage
-from disco_common.registry import DiscoveredCapability
+from disco_common.a2a import A2A_MESSAGE_ATTRIBUTE
+from disco_common.envelope import Notification
 from disco_common.topics import Topic
-from disco_gateway.a2a.mapping import Translation, translate, turn_correlation_id, working
+from disco_gateway.a2a.mapping import Translation, translate, working
+from disco_gateway.a2a.prepare import Prepared, give_back
 from disco_gateway.a2a.runtime import A2ARuntime
 from disco_gateway.bus.fanout import Inbox, Key
 from disco_gateway.scope import CallScope
@@ -51,11 +51,9 @@ __all__ = [
     "STREAMING_KEY",
     "BusAgentExecutor",
     "Handover",
-    "Prepared",
     "finished_task",
     "keys_of",
     "new_task",
-    "turn_of",
 ]
 
 _log = structlog.get_logger("disco_gateway.a2a")
@@ -65,32 +63,6 @@ STREAMING_KEY = "disco.streaming"
 """Call-context state: whether the caller streams (else it waits for the outcome)."""
 HANDOVER_KEY = "disco.handover"
 """Call-context state: a :class:`Handover` from the handler's fast path."""
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """A message checked before the a2a-sdk takes it up (see ``GatewayRequestHandler``).
-
-    Attributes:
-        message: the caller's message.
-        agent: the agent it is for.
-        capability: the skill it asks for (None: it answers a question to a human).
-        payload: the request payload (checked against the skill's schema).
-        turn: the task's turn so far (None for a new task).
-        document: the caller's message as A2A JSON, as it came (without the ids the
-            a2a-sdk gives a new task's message).
-    """
-
-    message: A2AMessage
-    agent: str
-    capability: DiscoveredCapability | None
-    payload: Any
-    turn: TurnRow | None
-    document: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def answers_question(self) -> bool:
-        return self.turn is not None and self.turn.question is not None and self.capability is None
 
 
 class Handover:
@@ -143,10 +115,6 @@ class BusAgentExecutor(AgentExecutor):
         prepared = call.state.get(PREPARED_KEY)
         if not isinstance(prepared, Prepared):
             raise InternalError(message="the message was not prepared by the gateway")
-        task_id = context.task_id
-        context_id = context.context_id
-        assert task_id is not None
-        assert context_id is not None
         streaming = bool(call.state.get(STREAMING_KEY, True))
         handover = call.state.pop(HANDOVER_KEY, None)
         if isinstance(handover, Handover):
@@ -163,10 +131,7 @@ class BusAgentExecutor(AgentExecutor):
                     first=handover.first,
                 )
             return
-        # The a2a-sdk set the message's task and context ids.
-        message = context.message
-        document = {} if prepared.answers_question or message is None else MessageToDict(message)
-        turn = turn_of(prepared, task_id, context_id, scope, document)
+        turn = prepared.turn  # recorded when prepared (the question's, for an answer)
         async with self._runtime.fanout.subscribe(keys_of(turn)) as inbox:
             await self.send(scope, turn, prepared)
             task_exists = context.current_task is not None
@@ -183,28 +148,31 @@ class BusAgentExecutor(AgentExecutor):
             )
 
     async def send(self, scope: CallScope, turn: TurnRow, prepared: Prepared) -> None:
-        """Send the message: a new request (its turn recorded meanwhile), or a human's answer.
+        """Send the message: a new request (its turn recorded when it was prepared), or a
+        human's answer. Its claim is the message's for good once it went out, and given
+        back when it could not go out.
 
         Subscribe to the turn's keys first (:func:`keys_of`).
 
         Raises:
-            InternalError: the bus is unavailable.
+            InternalError: the bus is unavailable, or the call ended (and gave the claim
+                back) before the message went out.
         """
-        runtime = self._runtime
+        claim = prepared.claim
+        if claim.state == "given back":
+            raise InternalError(message="the call ended before its message went out")
+        claim.state = "sending"
         try:
             if prepared.answers_question:
-                await self._answer_question(scope, turn, prepared.message)
+                await self._answer_question(scope, turn, prepared)
             else:
-                # The turn is recorded while the request travels: the answer cannot be
-                # applied by the consumer group before the handover delay anyway, and
-                # this instance follows it live. If recording fails, the call fails.
-                await asyncio.gather(
-                    runtime.add_turn(scope.tenant_id, turn),
-                    self._request(scope, turn, prepared),
-                )
+                await self._request(scope, turn, prepared)
         except BusError as exc:
             _log.warning("message not sent", task_id=turn.task_id, error=repr(exc))
+            claim.state = "held"
+            await give_back(self._runtime, scope.tenant_id, prepared)
             raise InternalError(message="the bus is unavailable; send the message again") from None
+        claim.state = "sent"
 
     async def _request(self, scope: CallScope, turn: TurnRow, prepared: Prepared) -> None:
         assert prepared.capability is not None
@@ -220,30 +188,35 @@ class BusAgentExecutor(AgentExecutor):
             source=self._runtime.source,
             # The same turn sent again is the same request: agents deduplicate.
             id=f"{turn.correlation_id}.request",
+            a2a=prepared.a2a,
         )
         await self._runtime.bus.publish_envelope(Topic.ACTION_REQUESTS, request)
 
-    async def _answer_question(self, scope: CallScope, turn: TurnRow, message: A2AMessage) -> None:
+    async def _answer_question(self, scope: CallScope, turn: TurnRow, prepared: Prepared) -> None:
+        """The human's answer the caller's message is (its claim took the question)."""
         question = turn.question
         assert question is not None
         answer = A2AGatewayHelper.human_answer(
-            message,
+            prepared.message,
             request_id=question.get("request_id"),
             task_id=turn.task_id,
             user_id=scope.user_id,
         )
-        await self._runtime.bus.publish(
-            Topic.NOTIFICATION_EVENTS,
-            str(question["response_event"]),
-            answer.model_dump(mode="json", exclude_none=True),
-            correlation_id=str(question["correlation_id"]),
-            task_id=turn.task_id,
-            session_id=turn.context_id,
-            tenant_id=scope.tenant_id,
-            user_id=scope.user_id,
-            id=f"{question['correlation_id']}.answer",
+        envelope = Notification.from_dict(
+            {
+                "source": self._runtime.source,
+                "type": str(question["response_event"]),
+                "data": answer.model_dump(mode="json", exclude_none=True),
+                "correlation_id": str(question["correlation_id"]),
+                "task_id": turn.task_id,
+                "session_id": turn.context_id,
+                "tenant_id": scope.tenant_id,
+                "user_id": scope.user_id,
+                "id": f"{question['correlation_id']}.answer",
+                A2A_MESSAGE_ATTRIBUTE: prepared.a2a.to_attribute(),
+            }
         )
-        await self._runtime.remember_question(scope.tenant_id, turn, None)
+        await self._runtime.bus.publish_envelope(Topic.NOTIFICATION_EVENTS, envelope)
 
     async def _follow(
         self,
@@ -264,6 +237,10 @@ class BusAgentExecutor(AgentExecutor):
                 translation = translate(await inbox.get(), turn)
             if not translation.events:
                 continue
+            if translation.direct_message:
+                # Kept for the same message sent again: no task holds a direct message.
+                reply = MessageToDict(translation.events[0])
+                await self._runtime.remember_reply(scope.tenant_id, turn, reply)
             if translation.question is not None:
                 # Remembered before the caller can see input-required: its answer may
                 # come to any instance, which must find the question.
@@ -298,37 +275,6 @@ class BusAgentExecutor(AgentExecutor):
                 task_id=context.task_id, context_id=context.context_id, status=status
             )
         )
-
-
-def turn_of(
-    prepared: Prepared,
-    task_id: str,
-    context_id: str,
-    scope: CallScope,
-    message: dict[str, Any],
-) -> TurnRow:
-    """The turn a prepared message makes of the task (the asked question's, for an answer).
-
-    ``message`` is the caller's message as A2A JSON, with its task and context ids.
-    """
-    previous = prepared.turn
-    if prepared.answers_question:
-        assert previous is not None
-        return previous
-    assert prepared.capability is not None
-    number = previous.turn + 1 if previous is not None else 1
-    return TurnRow(
-        task_id=task_id,
-        turn=number,
-        correlation_id=turn_correlation_id(task_id, number),
-        context_id=context_id,
-        user_id=scope.user_id,
-        agent=prepared.agent,
-        skill=prepared.capability.task_name,
-        event_type=prepared.capability.consumed_event.event_type,
-        message=message,
-        question=None,
-    )
 
 
 def keys_of(turn: TurnRow) -> set[Key]:

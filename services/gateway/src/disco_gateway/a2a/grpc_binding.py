@@ -14,8 +14,12 @@ Before the a2a-sdk sees a call, the door (:mod:`disco_gateway.a2a.door`) checks
 the ``authorization`` metadata, the rate limits and the agent; its refusals are
 gRPC statuses with a ``google.rpc.Status`` in ``grpc-status-details-bin``
 (``ErrorInfo`` with disco's error code, ``RetryInfo`` on a rate limit).
-An ``a2a-version`` other than 1.x is refused as on HTTP; none means 1.0 (the
-service's own package says it).
+An ``a2a-version`` other than 1.x is refused with ``UNIMPLEMENTED`` (the A2A
+v1.0 mapping of ``VersionNotSupportedError``); none means 1.0 (the service's
+own package says it). A call without a token whose ``tenant`` is empty reached
+the gateway's own endpoint, which needs one: its ``UNAUTHENTICATED`` says so,
+naming the field (a ``BadRequest`` violation of ``tenant``), since the likely
+mistake is a client that did not copy the card's ``tenant`` into the request.
 
 The standard health service (``grpc.health.v1.Health``, no token) answers
 ``SERVING`` for ``""`` and ``lf.a2a.v1.A2AService`` while the instance takes
@@ -51,12 +55,12 @@ from opentelemetry.trace import SpanKind, StatusCode
 from prometheus_client import CollectorRegistry, Counter
 from starlette.datastructures import Headers
 
-from disco_gateway.a2a.door import admit, authenticate, grpc_status_name
+from disco_gateway.a2a.door import admit, authenticate, grpc_status_name, require_token
 from disco_gateway.a2a.handler import TARGET_KEY
 from disco_gateway.a2a.service import LiveHandler
 from disco_gateway.scope import enter
 from disco_gateway.state import GatewayState
-from disco_service import DiscoHTTPError
+from disco_service import DiscoHTTPError, Unauthenticated
 
 __all__ = ["GatewayGrpcHandler", "GrpcMetrics", "grpc_lifespan"]
 
@@ -123,24 +127,67 @@ def _check_version(headers: Headers) -> None:
         )
 
 
+class _NoAgentNamed(Unauthenticated):
+    """A call without a token that names no agent (an empty ``tenant``)."""
+
+    field = "tenant"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "This call names no agent: its `tenant` field is empty, so it reached the "
+            "gateway's own endpoint, which needs a bearer token. To call an agent, copy the "
+            "`tenant` of the GRPC interface in its card (/a2a/<agent>/.well-known/"
+            "agent-card.json) into every request; the a2a-sdk client does it when it is "
+            "made from the agent's card."
+        )
+
+
+def _packed(detail: message.Message) -> any_pb2.Any:
+    packed = any_pb2.Any()
+    packed.Pack(detail)
+    return packed
+
+
+async def _abort(
+    context: grpc.aio.ServicerContext,
+    code: grpc.StatusCode,
+    text: str,
+    details: list[message.Message],
+) -> None:
+    """End the call with ``code`` and a ``google.rpc.Status`` carrying ``details``."""
+    status = status_pb2.Status(code=code.value[0], message=text)
+    status.details.extend(_packed(detail) for detail in details)
+    rich = status_to_grpc(status)
+    context.set_trailing_metadata(tuple(rich.trailing_metadata))
+    await context.abort(rich.code, rich.details)
+
+
 async def _refuse(context: grpc.aio.ServicerContext, error: DiscoHTTPError) -> None:
     """End the call with the gRPC status of a door's refusal (as the HTTP bindings
     answer its HTTP status)."""
     code = grpc.StatusCode[grpc_status_name(error.status_code)]
-    status = status_pb2.Status(code=code.value[0], message=error.message)
-    info = any_pb2.Any()
-    info.Pack(error_details_pb2.ErrorInfo(reason=error.code.upper(), domain="disco"))
-    status.details.append(info)
+    details: list[message.Message] = [
+        error_details_pb2.ErrorInfo(reason=error.code.upper(), domain="disco")
+    ]
     retry_after = error.headers.get("Retry-After")
     if retry_after is not None and retry_after.isdigit():
-        retry = any_pb2.Any()
-        retry.Pack(
-            error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(seconds=int(retry_after)))
+        delay = duration_pb2.Duration(seconds=int(retry_after))
+        details.append(error_details_pb2.RetryInfo(retry_delay=delay))
+    if isinstance(error, _NoAgentNamed):
+        violation = error_details_pb2.BadRequest.FieldViolation(
+            field=error.field, description="names the agent to call (empty: none)"
         )
-        status.details.append(retry)
-    rich = status_to_grpc(status)
-    context.set_trailing_metadata(tuple(rich.trailing_metadata))
-    await context.abort(rich.code, rich.details)
+        details.append(error_details_pb2.BadRequest(field_violations=[violation]))
+    await _abort(context, code, error.message, details)
+
+
+async def _unsupported_version(
+    context: grpc.aio.ServicerContext, error: VersionNotSupportedError
+) -> None:
+    """``VersionNotSupportedError`` as A2A v1.0 maps it to gRPC: ``UNIMPLEMENTED`` (the
+    a2a-sdk answers ``FAILED_PRECONDITION``), with the ``ErrorInfo`` every client reads."""
+    info = error_details_pb2.ErrorInfo(reason="VERSION_NOT_SUPPORTED", domain="a2a-protocol.org")
+    await _abort(context, grpc.StatusCode.UNIMPLEMENTED, error.message, [info])
 
 
 class GatewayGrpcHandler(GrpcHandler):
@@ -159,11 +206,18 @@ class GatewayGrpcHandler(GrpcHandler):
         self._tracer = state.tracer_provider.get_tracer("disco_gateway.grpc")
 
     async def _admit(
-        self, request: message.Message, context: grpc.aio.ServicerContext, headers: Headers
+        self,
+        method: str,
+        request: message.Message,
+        context: grpc.aio.ServicerContext,
+        headers: Headers,
     ) -> ServerCallContext:
         _check_version(headers)
         agent = getattr(request, "tenant", "") or None
+        if agent is None and not headers.get("authorization"):
+            raise _NoAgentNamed
         scope = await authenticate(self._state, agent, headers)
+        require_token(scope, method)
         target = await admit(self._state, scope, _peer_host(context.peer()))
         call = self._build_call_context(context, request)
         scope.attach(call)
@@ -189,9 +243,11 @@ class GatewayGrpcHandler(GrpcHandler):
             set_status_on_exception=False,
         ) as span:
             try:
-                yield await self._admit(request, context, headers)
+                yield await self._admit(method, request, context, headers)
             except DiscoHTTPError as exc:
                 await _refuse(context, exc)
+            except VersionNotSupportedError as exc:
+                await _unsupported_version(context, exc)
             except A2AError as exc:
                 await self.abort_context(exc, context)
             except grpc.aio.AbortError:

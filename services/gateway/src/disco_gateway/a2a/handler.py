@@ -32,30 +32,20 @@ import contextlib
 import uuid
 from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass, replace
-from typing import Any, cast
+from typing import cast
 
 import structlog
 from a2a.server.agent_execution import RequestContext, SimpleRequestContextBuilder
+from a2a.server.agent_execution.active_task import INTERRUPTED_TASK_STATES, TERMINAL_TASK_STATES
 from a2a.server.context import ServerCallContext
 from a2a.server.events.event_queue import Event
 from a2a.server.request_handlers import DefaultRequestHandlerV2
 from a2a.types import a2a_pb2
-from a2a.utils.errors import (
-    A2AError,
-    InternalError,
-    InvalidParamsError,
-    TaskNotFoundError,
-    UnsupportedOperationError,
-)
-from a2a.utils.task import apply_history_length, validate_history_length
-from google.protobuf.json_format import MessageToDict
-from pydantic import TypeAdapter, ValidationError
+from a2a.utils.errors import A2AError, InternalError
+from a2a.utils.task import apply_history_length
 
-from disco.a2a import A2AGatewayHelper, A2AMappingError
-from disco.clients import ServiceError
-from disco_common.a2a import A2AAgentCard, A2ATaskState
-from disco_common.a2a_cards import A2ACardSource
-from disco_common.ids import Id
+from disco.a2a import A2AGatewayHelper
+from disco_common.a2a import A2AAgentCard
 from disco_common.system_events import SystemEventType, TaskCancelRequestedData
 from disco_common.topics import Topic
 from disco_gateway.a2a.executor import (
@@ -64,14 +54,19 @@ from disco_gateway.a2a.executor import (
     STREAMING_KEY,
     BusAgentExecutor,
     Handover,
-    Prepared,
     finished_task,
     keys_of,
     new_task,
-    turn_of,
 )
-from disco_gateway.a2a.mapping import message_of, to_proto, translate
-from disco_gateway.a2a.required import check_required_fields
+from disco_gateway.a2a.mapping import to_proto, translate
+from disco_gateway.a2a.prepare import (
+    TARGET_KEY,
+    Duplicate,
+    MessagePreparer,
+    Prepared,
+    give_back,
+)
+from disco_gateway.a2a.replay import Released, Replay, settled
 from disco_gateway.a2a.runtime import A2ARuntime
 from disco_gateway.scope import CallScope
 from disco_gateway.tasks.store import FRESH_TASK_KEY
@@ -80,19 +75,12 @@ __all__ = ["TARGET_KEY", "GatewayRequestHandler"]
 
 _log = structlog.get_logger("disco_gateway.a2a")
 
-TARGET_KEY = "disco.target"
-"""Where the endpoint puts the resolved agent (an ``A2ACardSource``) in the call context."""
-
-_ID = TypeAdapter(Id)
 _AWAITED = (Topic.ACTION_RESULTS.value,)
 """The topic a blocking call's answer comes on (see :meth:`BusFanout.subscribe`)."""
-_INTERRUPTED = {A2ATaskState.INPUT_REQUIRED.value, A2ATaskState.AUTH_REQUIRED.value}
-_TERMINAL = {
-    A2ATaskState.COMPLETED.value,
-    A2ATaskState.FAILED.value,
-    A2ATaskState.CANCELED.value,
-    A2ATaskState.REJECTED.value,
-}
+_SETTLED_STATES = TERMINAL_TASK_STATES | INTERRUPTED_TASK_STATES
+"""Where a stream ends: the task is over, or waits for its caller."""
+_SENDINGS = 3
+"""How often a message is taken up when its earlier sending keeps giving its claim back."""
 
 
 @contextlib.contextmanager
@@ -161,11 +149,8 @@ def gateway_card_proto() -> a2a_pb2.AgentCard:
 
 
 class _ContextBuilder(SimpleRequestContextBuilder):
-    """The a2a-sdk's request context, noting the id it generates for a new task.
-
-    A message the fast path handed over (:class:`Handover`) keeps the ids the
-    fast path gave it.
-    """
+    """The a2a-sdk's request context of a new task, with the ids the gateway gave it when it
+    prepared the message (:class:`~disco_gateway.a2a.prepare.Prepared`)."""
 
     async def build(
         self,
@@ -175,17 +160,13 @@ class _ContextBuilder(SimpleRequestContextBuilder):
         context_id: str | None = None,
         task: a2a_pb2.Task | None = None,
     ) -> RequestContext:
-        handover = context.state.get(HANDOVER_KEY)
-        if task_id is None and isinstance(handover, Handover):
-            built = await super().build(
-                context, params, handover.turn.task_id, handover.turn.context_id, task
-            )
+        prepared = context.state.get(PREPARED_KEY)
+        if task_id is None and isinstance(prepared, Prepared):
+            turn = prepared.turn
+            built = await super().build(context, params, turn.task_id, turn.context_id, task)
             context.state[FRESH_TASK_KEY] = built.task_id  # no row holds it yet
             return built
-        built = await super().build(context, params, task_id, context_id, task)
-        if task_id is None and built.task_id is not None:
-            context.state[FRESH_TASK_KEY] = built.task_id  # no row holds it yet
-        return built
+        return await super().build(context, params, task_id, context_id, task)
 
 
 class GatewayRequestHandler(DefaultRequestHandlerV2):
@@ -205,6 +186,8 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
             interrupted_task_timeout=settings.interrupted_task_seconds,
         )
         self._runtime = runtime
+        self._preparer = MessagePreparer(runtime)
+        self._replay = Replay(runtime)
 
     # -- messages -------------------------------------------------------------------------
 
@@ -213,46 +196,108 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
     ) -> a2a_pb2.Message | a2a_pb2.Task:
         with _sanitized("SendMessage"):
             context.state[STREAMING_KEY] = False
-            await self._prepare(params, context)
-            if params.configuration.return_immediately or not _starts_plain_task(params):
-                return cast(
-                    a2a_pb2.Message | a2a_pb2.Task, await super().on_message_send(params, context)
-                )
-            started = await self._start_new(params, context)
-            if isinstance(started, _Answered):
-                return apply_history_length(started.task, params.configuration)
-            try:
-                return cast(
-                    a2a_pb2.Message | a2a_pb2.Task, await super().on_message_send(params, context)
-                )
-            finally:
-                await started.release()
+            for _ in range(_SENDINGS):
+                try:
+                    prepared = await self._prepare(params, context)
+                except Duplicate as duplicate:
+                    until = None if params.configuration.return_immediately else settled
+                    try:
+                        found = await self._replay.outcome(duplicate, context, until=until)
+                    except Released:
+                        continue  # its earlier sending never went out: this one goes
+                    if isinstance(found, a2a_pb2.Task):
+                        return apply_history_length(found, params.configuration)
+                    return found
+                try:
+                    return await self._send(params, context)
+                finally:
+                    await give_back(self._runtime, CallScope.of(context).tenant_id, prepared)
+            raise InternalError(message="the message could not be taken up; send it again")
+
+    async def _send(
+        self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
+    ) -> a2a_pb2.Message | a2a_pb2.Task:
+        if params.configuration.return_immediately or not _starts_plain_task(params):
+            return cast(
+                a2a_pb2.Message | a2a_pb2.Task, await super().on_message_send(params, context)
+            )
+        started = await self._start_new(params, context)
+        if isinstance(started, _Answered):
+            return apply_history_length(started.task, params.configuration)
+        try:
+            return cast(
+                a2a_pb2.Message | a2a_pb2.Task, await super().on_message_send(params, context)
+            )
+        finally:
+            await started.release()
 
     async def on_message_send_stream(
         self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event, None]:
         with _sanitized("SendStreamingMessage"):
             context.state[STREAMING_KEY] = True
-            await self._prepare(params, context)
-            handover: Handover | None = None
-            if _starts_plain_task(params):
-                started = await self._start_new(params, context)
-                if isinstance(started, _Answered):
-                    # What the a2a-sdk streams for these events, without storing each.
-                    yield apply_history_length(started.submitted, params.configuration)
-                    for event in started.events:
-                        yield event
+            for _ in range(_SENDINGS):
+                try:
+                    prepared = await self._prepare(params, context)
+                except Duplicate as duplicate:
+                    try:
+                        found = await self._replay.outcome(duplicate, context)
+                    except Released:
+                        continue  # its earlier sending never went out: this one goes
+                    async with contextlib.aclosing(self._resumed(found, params, context)) as events:
+                        async for event in events:
+                            yield event
                     return
-                handover = started
-            try:
-                async with contextlib.aclosing(
-                    super().on_message_send_stream(params, context)
-                ) as events:
-                    async for event in events:
-                        yield event
-            finally:
-                if handover is not None:
-                    await handover.release()
+                try:
+                    async with contextlib.aclosing(self._stream(params, context)) as events:
+                        async for event in events:
+                            yield event
+                finally:
+                    await give_back(self._runtime, CallScope.of(context).tenant_id, prepared)
+                return
+            raise InternalError(message="the message could not be taken up; send it again")
+
+    async def _stream(
+        self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event, None]:
+        handover: Handover | None = None
+        if _starts_plain_task(params):
+            started = await self._start_new(params, context)
+            if isinstance(started, _Answered):
+                # What the a2a-sdk streams for these events, without storing each.
+                yield apply_history_length(started.submitted, params.configuration)
+                for event in started.events:
+                    yield event
+                return
+            handover = started
+        try:
+            async with contextlib.aclosing(
+                super().on_message_send_stream(params, context)
+            ) as events:
+                async for event in events:
+                    yield event
+        finally:
+            if handover is not None:
+                await handover.release()
+
+    async def _resumed(
+        self,
+        found: a2a_pb2.Task | a2a_pb2.Message,
+        params: a2a_pb2.SendMessageRequest,
+        context: ServerCallContext,
+    ) -> AsyncGenerator[Event, None]:
+        """The stream of a message sent again: the direct message its first sending got, or
+        the task from where it stands (its snapshot, then what follows, until it settles)."""
+        if isinstance(found, a2a_pb2.Message):
+            yield found
+            return
+        if found.status.state in _SETTLED_STATES:
+            yield apply_history_length(found, params.configuration)
+            return
+        request = a2a_pb2.SubscribeToTaskRequest(id=found.id)
+        async with contextlib.aclosing(super().on_subscribe_to_task(request, context)) as events:
+            async for event in events:
+                yield event
 
     async def _start_new(
         self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
@@ -268,17 +313,11 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
         is over), which follows the task from there as if it had sent the
         message itself.
         """
-        check_required_fields(params)  # what the a2a-sdk's handler checks first
-        validate_history_length(params.configuration)
         prepared = context.state[PREPARED_KEY]
         scope = CallScope.of(context)
         message = params.message
-        # The ids the a2a-sdk's request context would generate.
-        message.task_id = str(uuid.uuid4())
-        if not message.context_id:
-            message.context_id = str(uuid.uuid4())
-        document = {**prepared.document, "taskId": message.task_id, "contextId": message.context_id}
-        turn = turn_of(prepared, message.task_id, message.context_id, scope, document)
+        turn = prepared.turn
+        message.task_id = turn.task_id
         runtime = self._runtime
         executor = cast(BusAgentExecutor, self.agent_executor)
         async with contextlib.AsyncExitStack() as stack:
@@ -302,108 +341,24 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
                 return _Answered(task, new_task(turn, message), tuple(first.events))
             handover = Handover(stack.pop_all(), inbox, turn, first)
         context.state[HANDOVER_KEY] = handover
-        message.ClearField("task_id")  # a new task to the a2a-sdk, with the handover's id
+        message.ClearField("task_id")  # a new task to the a2a-sdk, with the prepared id
         return handover
 
     async def _prepare(
         self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
-    ) -> None:
+    ) -> Prepared:
+        """The message checked and claimed (:class:`MessagePreparer`), in the call's state.
+
+        Raises:
+            Duplicate: it was sent before.
+        """
+        prepared = await self._preparer.prepare(params, context)
         scope = CallScope.of(context)
-        try:
-            document = MessageToDict(params.message)
-            message = message_of(document)
-        except ValueError as exc:
-            raise InvalidParamsError(message=str(exc)) from None
-        for field, value in (
-            ("message.contextId", message.context_id),
-            ("message.taskId", message.task_id),
-        ):
-            if value:
-                try:
-                    _ID.validate_python(value)
-                except ValidationError:
-                    raise InvalidParamsError(
-                        message=f"{field} must be an id of letters, digits and ._:@- ",
-                        data={"errors": [{"field": field, "message": "not a valid id"}]},
-                    ) from None
-        try:
-            if message.task_id:
-                prepared = await self._next_message(scope, message, context)
-            else:
-                prepared = await self._first_message(scope, message, context)
-        except A2AMappingError as exc:
-            raise InvalidParamsError(message=str(exc), data={"errors": exc.violations}) from None
-        except ServiceError as exc:
-            _log.warning("registry unavailable", error=repr(exc))
-            raise InternalError(
-                message="The agent registry cannot be reached; try again."
-            ) from None
         if scope.agent != prepared.agent:
             # The gateway's own endpoint: the task is the named agent's.
             replace(scope, agent=prepared.agent).attach(context)
-        context.state[PREPARED_KEY] = replace(prepared, document=document)
-
-    async def _target(
-        self, scope: CallScope, context: ServerCallContext, name: str | None
-    ) -> A2ACardSource:
-        target = context.state.get(TARGET_KEY)
-        if isinstance(target, A2ACardSource) and (name is None or target.name == name):
-            return target
-        if name is None:
-            raise A2AMappingError(
-                'name the agent: the gateway\'s endpoint takes "skill": "<agent>/<skill>" (or '
-                '"agent": "<agent>") in the message\'s metadata; each agent also has its own '
-                "endpoint at /a2a/<agent>",
-                field="metadata.skill",
-            )
-        found = await self._runtime.directory.agent(scope.tenant_id, name)
-        if found is None:
-            raise A2AMappingError(f"there is no agent {name!r}", field="metadata.skill")
-        return found
-
-    async def _first_message(
-        self, scope: CallScope, message: Any, context: ServerCallContext
-    ) -> Prepared:
-        skill = A2AGatewayHelper.requested_skill(message)
-        name = scope.agent
-        if name is None:
-            named = (message.metadata or {}).get("agent")
-            if isinstance(named, str):
-                name = named
-            elif skill is not None and "/" in skill:
-                name = skill.split("/", 1)[0]
-        target = await self._target(scope, context, name)
-        capability = A2AGatewayHelper.choose_capability(target, skill)
-        payload = A2AGatewayHelper.message_payload(message)
-        A2AGatewayHelper.check_payload(capability, payload)
-        return Prepared(message, target.name, capability, payload, None)
-
-    async def _next_message(
-        self, scope: CallScope, message: Any, context: ServerCallContext
-    ) -> Prepared:
-        row = await self._runtime.store.row(message.task_id, context)
-        if row is None:
-            raise TaskNotFoundError
-        if row.status in _TERMINAL:
-            raise UnsupportedOperationError(
-                message=f"task {row.task_id} is over ({row.status}): start a new task"
-            )
-        if row.status not in _INTERRUPTED:
-            raise UnsupportedOperationError(
-                message=f"task {row.task_id} is working: send its next message when it asks "
-                "for input (input-required)"
-            )
-        turn = await self._runtime.latest_turn(scope.tenant_id, row.task_id)
-        if turn is None:
-            raise TaskNotFoundError
-        if turn.question is not None:
-            return Prepared(message, turn.agent, None, None, turn)
-        target = await self._target(scope, context, turn.agent)
-        skill = A2AGatewayHelper.requested_skill(message) or turn.skill
-        capability = A2AGatewayHelper.choose_capability(target, skill)
-        payload = A2AGatewayHelper.message_payload(message)
-        A2AGatewayHelper.check_payload(capability, payload)
-        return Prepared(message, turn.agent, capability, payload, turn)
+        context.state[PREPARED_KEY] = prepared
+        return prepared
 
     # -- cancel -----------------------------------------------------------------------------
 
@@ -457,10 +412,7 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
         self, params: a2a_pb2.ListTasksRequest, context: ServerCallContext
     ) -> a2a_pb2.ListTasksResponse:
         with _sanitized("ListTasks"):
-            if CallScope.of(context).anonymous:
-                raise UnsupportedOperationError(
-                    message="ListTasks needs a bearer token: callers without one share a user"
-                )
+            # A caller without a token never gets here: the door refuses it (401).
             return cast(a2a_pb2.ListTasksResponse, await super().on_list_tasks(params, context))
 
     async def on_subscribe_to_task(
@@ -507,7 +459,7 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
             settings = self._runtime.settings
             card: A2AAgentCard
             if scope.agent is not None:
-                target = await self._target(scope, context, scope.agent)
+                target = await self._preparer.target(scope, context, scope.agent)
                 card = A2AGatewayHelper.agent_to_card(
                     target,
                     public_url=settings.gateway_public_url,

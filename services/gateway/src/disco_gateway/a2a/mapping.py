@@ -76,6 +76,7 @@ __all__ = [
     "artifact_proto",
     "from_proto",
     "message_of",
+    "message_task_id",
     "part_proto",
     "question_of",
     "to_proto",
@@ -87,6 +88,7 @@ ProtoT = TypeVar("ProtoT", bound=ProtoMessage)
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 _NAMESPACE = uuid.UUID("0b3b6f5e-7f7c-4d8a-9c1e-2d6a0f3c5e11")
+_MESSAGE_NAMESPACE = uuid.UUID("5f0e7c1a-2b8d-4e6f-9a3c-7d1b0e4f2a68")
 
 ROUTES: dict[str, frozenset[str]] = {
     Topic.ACTION_RESULTS.value: frozenset({A2A_RESPONSE_EVENT, ACTION_PROGRESSED}),
@@ -125,6 +127,12 @@ def message_of(message: a2a_pb2.Message | dict[str, Any]) -> A2AMessage:
             for error in exc.errors(include_url=False)
         )
         raise ValueError(f"the message is not a valid A2A message: {problems}") from None
+
+
+def message_task_id(tenant_id: str, user_id: str, agent: str, message_id: str) -> str:
+    """The id of the task a caller's first message to ``agent`` starts: the same for the
+    same ``messageId`` sent again, so that it finds the task the first one made."""
+    return str(uuid.uuid5(_MESSAGE_NAMESPACE, "\x1f".join((tenant_id, user_id, agent, message_id))))
 
 
 def turn_correlation_id(task_id: str, turn: int) -> str:

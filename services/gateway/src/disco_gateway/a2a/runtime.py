@@ -69,9 +69,35 @@ class A2ARuntime:
                 correlation_id
             )
 
-    async def add_turn(self, tenant_id: str, turn: TurnRow) -> None:
-        """Record a turn before its request goes out (any instance can then follow it)."""
-        await ScopedWrites(self.database).add_turn(tenant_id, turn)
+    async def turn(self, tenant_id: str, task_id: str, number: int) -> TurnRow | None:
+        """Turn ``number`` of the task."""
+        async with self.database.unit_of_work(tenant_id) as session:
+            return await TurnRepository(session, tenant_id).get(task_id, number)
+
+    async def add_turn(self, tenant_id: str, turn: TurnRow) -> bool:
+        """Record a turn before its request goes out (any instance can then follow it);
+        False when it is recorded already: the turn is another message's, or this one's
+        sent before."""
+        return await ScopedWrites(self.database).add_turn(tenant_id, turn)
+
+    async def claim_answer(self, tenant_id: str, turn: TurnRow, message_id: str) -> bool:
+        """Take the question ``turn`` waits on for the caller's message ``message_id``;
+        False when it waits on none any more."""
+        async with self.database.unit_of_work(tenant_id) as session:
+            return await TurnRepository(session, tenant_id).claim_answer(
+                turn.task_id, turn.turn, message_id
+            )
+
+    async def forget_turn(self, tenant_id: str, turn: TurnRow) -> None:
+        """Drop a recorded turn whose request never went out (the message may come again)."""
+        async with self.database.unit_of_work(tenant_id) as session:
+            await TurnRepository(session, tenant_id).delete(turn.task_id, turn.turn)
+
+    async def remember_reply(self, tenant_id: str, turn: TurnRow, reply: dict[str, object]) -> None:
+        """Record the direct message the agent answered ``turn`` with (for the same message
+        sent again: no task holds it)."""
+        async with self.database.unit_of_work(tenant_id) as session:
+            await TurnRepository(session, tenant_id).set_reply(turn.task_id, turn.turn, reply)
 
     async def remember_question(
         self, tenant_id: str, turn: TurnRow, question: dict[str, object] | None

@@ -83,7 +83,11 @@ _COUNT = text(f"SELECT count(*) FROM gateway.a2a_tasks WHERE {_FILTERS}")  # noq
 
 _TURN_COLUMNS = (
     "task_id, turn, correlation_id, context_id, user_id, agent, skill, event_type, message, "
-    "question"
+    "question, answer_message_id, reply"
+)
+_TURN = text(
+    f"SELECT {_TURN_COLUMNS} FROM gateway.a2a_turns "  # noqa: S608
+    "WHERE tenant_id = :tenant_id AND task_id = :task_id AND turn = :turn"
 )
 _LATEST_TURN = text(
     f"SELECT {_TURN_COLUMNS} FROM gateway.a2a_turns "  # noqa: S608
@@ -100,7 +104,23 @@ _TURN_AND_STATUS = text(
     "WHERE t.tenant_id = :tenant_id AND t.correlation_id = :correlation_id"
 )
 _SET_QUESTION = text(
-    "UPDATE gateway.a2a_turns SET question = CAST(:question AS jsonb), updated_at = now() "
+    "UPDATE gateway.a2a_turns SET question = CAST(:question AS jsonb), "
+    "answer_message_id = NULL, updated_at = now() "
+    "WHERE tenant_id = :tenant_id AND task_id = :task_id AND turn = :turn"
+)
+# The caller's message that answers the question a turn waits on takes the question.
+_CLAIM_ANSWER = text(
+    "UPDATE gateway.a2a_turns SET question = NULL, answer_message_id = :message_id, "
+    "updated_at = now() "
+    "WHERE tenant_id = :tenant_id AND task_id = :task_id AND turn = :turn "
+    "AND question IS NOT NULL RETURNING turn"
+)
+_SET_REPLY = text(
+    "UPDATE gateway.a2a_turns SET reply = CAST(:reply AS jsonb), updated_at = now() "
+    "WHERE tenant_id = :tenant_id AND task_id = :task_id AND turn = :turn"
+)
+_DELETE_TURN = text(
+    "DELETE FROM gateway.a2a_turns "
     "WHERE tenant_id = :tenant_id AND task_id = :task_id AND turn = :turn"
 )
 
@@ -248,7 +268,10 @@ class TaskRepository:
 class TurnRow:
     """One request the gateway made of an agent for a task (a task has one per turn).
 
-    ``question`` is the question to a human the task waits on, when it does.
+    ``question`` is the question to a human the task waits on, when it does;
+    ``answer_message_id`` the id of the caller's message that answered the last
+    one; ``reply`` the direct message the agent answered the turn with (no task
+    holds it), as A2A JSON.
     """
 
     task_id: str
@@ -261,6 +284,14 @@ class TurnRow:
     event_type: str
     message: dict[str, Any]
     question: dict[str, Any] | None
+    answer_message_id: str | None = None
+    reply: dict[str, Any] | None = None
+
+    @property
+    def message_id(self) -> str | None:
+        """The ``messageId`` of the caller's message that started the turn."""
+        value = self.message.get("messageId")
+        return value if isinstance(value, str) else None
 
     @classmethod
     def of(cls, row: RowMapping) -> TurnRow:
@@ -275,6 +306,8 @@ class TurnRow:
             event_type=row["event_type"],
             message=dict(row["message"]),
             question=dict(row["question"]) if row["question"] is not None else None,
+            answer_message_id=row["answer_message_id"],
+            reply=dict(row["reply"]) if row["reply"] is not None else None,
         )
 
 
@@ -284,6 +317,12 @@ class TurnRepository:
     def __init__(self, session: AsyncSession, tenant_id: str) -> None:
         self._session = session
         self._tenant_id = tenant_id
+
+    async def get(self, task_id: str, turn: int) -> TurnRow | None:
+        """Turn ``turn`` of the task."""
+        params = {"tenant_id": self._tenant_id, "task_id": task_id, "turn": turn}
+        row = (await self._session.execute(_TURN, params)).mappings().first()
+        return TurnRow.of(row) if row is not None else None
 
     async def latest(self, task_id: str) -> TurnRow | None:
         """The task's current turn."""
@@ -329,7 +368,8 @@ class TurnRepository:
         return (TurnRow.of(row), row["task_status"]) if row is not None else None
 
     async def set_question(self, task_id: str, turn: int, question: dict[str, Any] | None) -> None:
-        """Record (or clear) the question to a human a turn waits on."""
+        """Record (or clear) the question to a human a turn waits on (a new question has no
+        answer yet)."""
         await self._session.execute(
             _SET_QUESTION,
             {
@@ -339,6 +379,32 @@ class TurnRepository:
                 "question": json.dumps(question) if question is not None else None,
             },
         )
+
+    async def claim_answer(self, task_id: str, turn: int, message_id: str) -> bool:
+        """Take the question turn ``turn`` waits on for the caller's message ``message_id``
+        (its answer); False when the turn waits on none (any more)."""
+        params = {
+            "tenant_id": self._tenant_id,
+            "task_id": task_id,
+            "turn": turn,
+            "message_id": message_id,
+        }
+        return (await self._session.execute(_CLAIM_ANSWER, params)).first() is not None
+
+    async def set_reply(self, task_id: str, turn: int, reply: dict[str, Any]) -> None:
+        """Record the direct message the agent answered turn ``turn`` with."""
+        params = {
+            "tenant_id": self._tenant_id,
+            "task_id": task_id,
+            "turn": turn,
+            "reply": json.dumps(reply),
+        }
+        await self._session.execute(_SET_REPLY, params)
+
+    async def delete(self, task_id: str, turn: int) -> None:
+        """Forget turn ``turn`` (its request never went out)."""
+        params = {"tenant_id": self._tenant_id, "task_id": task_id, "turn": turn}
+        await self._session.execute(_DELETE_TURN, params)
 
 
 class ScopedWrites:
@@ -362,9 +428,10 @@ class ScopedWrites:
             self._database.engine, statement, lambda driver: driver.fetchrow(statement, *args)
         )
 
-    async def add_turn(self, tenant_id: str, turn: TurnRow) -> None:
-        """Record a turn (a second record of the same turn is ignored)."""
-        await self._one(
+    async def add_turn(self, tenant_id: str, turn: TurnRow) -> bool:
+        """Record a turn; False when the turn is recorded already (a second record of it,
+        or another message's record of the same turn, is ignored)."""
+        row = await self._one(
             _ADD_TURN,
             tenant_id,
             turn.user_id,
@@ -377,6 +444,7 @@ class ScopedWrites:
             turn.event_type,
             json.dumps(turn.message),
         )
+        return row is not None and bool(row[0])
 
     async def write_task(
         self,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import Any
 
 from a2a.server.cluster.event_stream import TaskEventStream, VersionedEvent
@@ -84,6 +84,12 @@ class PostgresTaskEventStream(TaskEventStream):
     def __init__(self, database: Database, listener: TaskEventListener) -> None:
         self._database = database
         self._listener = listener
+
+    def watch(self, tenant_id: str, task_id: str) -> AbstractContextManager[asyncio.Event]:
+        """An :class:`asyncio.Event` set whenever the task's log grows (and when listening
+        starts again after a lost connection)."""
+        watching: AbstractContextManager[asyncio.Event] = self._listener.watch(tenant_id, task_id)
+        return watching
 
     async def publish(self, task_id: str, event: VersionedEvent) -> None:
         """Nothing to do: the store logged the event in the write's own transaction."""
