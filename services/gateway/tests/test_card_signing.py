@@ -263,3 +263,29 @@ def test_a_card_served_again_unchanged_keeps_its_signature_and_a_changed_one_is_
     assert again.signatures == first.signatures  # ECDSA would differ if signed anew
     assert changed.signatures != first.signatures
     verifier_for(signer, "ES256")(as_served(changed))
+
+
+@pytest.mark.parametrize(
+    ("key", "algorithm"),
+    [
+        (ec.generate_private_key(ec.SECP256R1()), "ES256"),
+        (ec.generate_private_key(ec.SECP521R1()), "ES512"),
+        (rsa.generate_private_key(public_exponent=65537, key_size=2048), "RS256"),
+        (ed25519.Ed25519PrivateKey.generate(), "EdDSA"),
+    ],
+    ids=["P-256", "P-521", "RSA", "Ed25519"],
+)
+def test_two_instances_with_one_key_sign_a_card_alike(key: Any, algorithm: str) -> None:
+    # Deterministic signatures (RFC 6979 for ECDSA): the same card, signed by another
+    # instance or after a restart, is the same bytes, so its ETag does not change.
+    pem = pem_of(key)
+    one, other = (CardSigner(load_signing_key(pem), public_url=GATEWAY) for _ in range(2))
+
+    def proto() -> a2a_pb2.AgentCard:
+        return ParseDict(card().to_wire(), a2a_pb2.AgentCard())
+
+    assert one.sign(card()).signatures == other.sign(card()).signatures
+    by_one, by_other = one.sign_proto(proto()), other.sign_proto(proto())
+    assert len(by_one.signatures) == 1
+    assert by_one.signatures == by_other.signatures
+    verifier_for(other, algorithm)(as_served(one.sign(card())))

@@ -55,6 +55,7 @@ TENANT = "acme"
 OTHER_TENANT = "beta"
 USER = "alice"
 PUBLIC_AGENT = "hello"
+CONFORMANCE_AGENT = "a2a-conformance"
 BINDINGS = ("JSONRPC", "HTTP+JSON", "GRPC")
 
 
@@ -85,6 +86,9 @@ class GatewayProcess:
     grpc_port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     starts: int = 0
+    behind: GatewayProcess | None = None
+    """Another instance whose URLs this one's cards name (as two instances behind one
+    balancer do)."""
 
     @property
     def url(self) -> str:
@@ -107,6 +111,9 @@ class GatewayProcess:
             "DISCO_GATEWAY_PUBLIC_URL": self.url,
             "DISCO_GATEWAY_GRPC_PORT": str(self.grpc_port),
         }
+        if self.behind is not None:
+            env["DISCO_GATEWAY_PUBLIC_URL"] = self.behind.url
+            env["DISCO_GATEWAY_GRPC_PUBLIC_ADDRESS"] = self.behind.grpc_address
         self.process = _spawn([sys.executable, "-m", "disco_gateway"], env, self._log)
         return self
 
@@ -152,8 +159,8 @@ class GatewayStack:
     def bus_settings(self) -> BusSettings:
         return BusSettings(kafka_bootstrap=self.bootstrap, topic_prefix=self.prefix)
 
-    def new_gateway(self) -> GatewayProcess:
-        gateway = GatewayProcess(self.gateway_env, self.logs)
+    def new_gateway(self, *, behind: GatewayProcess | None = None) -> GatewayProcess:
+        gateway = GatewayProcess(self.gateway_env, self.logs, behind=behind)
         self.gateways.append(gateway)
         return gateway
 
@@ -269,6 +276,28 @@ def gateway(gateway_stack: GatewayStack) -> GatewayProcess:
     return gateway_stack.gateways[0].wait_serving()
 
 
+@pytest.fixture(scope="package")
+def twin_gateway(gateway_stack: GatewayStack, gateway: GatewayProcess) -> GatewayProcess:
+    """A second instance beside :func:`gateway`, as behind one balancer: its cards name the
+    same URLs."""
+    return gateway_stack.new_gateway(behind=gateway).start()
+
+
+@pytest.fixture(scope="package")
+def conformance_agent(gateway_stack: GatewayStack) -> Iterator[str]:
+    """``examples/a2a_conformance.py`` as a process (started for the tests that ask for it)."""
+    process = _spawn(
+        [sys.executable, "examples/a2a_conformance.py"],
+        gateway_stack.env,
+        gateway_stack.logs / "conformance.log",
+    )
+    try:
+        _wait_registered(gateway_stack.urls["registry"], [CONFORMANCE_AGENT])
+        yield CONFORMANCE_AGENT
+    finally:
+        stop_processes([process])
+
+
 def _with_bearer(details: grpc.aio.ClientCallDetails, header: tuple[str, str]) -> Any:
     return details._replace(metadata=grpc.aio.Metadata(*(details.metadata or ()), header))
 
@@ -311,13 +340,15 @@ async def a2a_client(
     tenant: str | None = TENANT,
     user: str = USER,
     agent: str | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
 ) -> AsyncIterator[Client]:
     """An a2a-sdk client of ``agent``'s card (the gateway's with None), over ``binding``.
 
-    With ``tenant`` None, no token is sent.
+    With ``tenant`` None, no token is sent; ``transport``: the HTTP client's (one that
+    records what it receives, :class:`tests.e2e.gateway.wire.RecordingTransport`).
     """
     headers = bearer(tenant, user) if tenant is not None else {}
-    http = httpx.AsyncClient(headers=headers, timeout=60)
+    http = httpx.AsyncClient(headers=headers, timeout=60, transport=transport)
     try:
         path = f"/a2a/{agent}" if agent else ""
         card = await A2ACardResolver(http, f"{url}{path}").get_agent_card()

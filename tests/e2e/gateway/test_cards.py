@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
@@ -17,6 +19,7 @@ from tests.e2e.gateway.conftest import (
     PUBLIC_AGENT,
     TENANT,
     GatewayProcess,
+    GatewayStack,
     a2a_client,
     bearer,
 )
@@ -144,3 +147,72 @@ async def test_every_card_is_signed_with_the_key_the_gateway_publishes(
     assert set(asked) == {(key["kid"], jwks_url)}
     assert len(asked) == 2 + len(BINDINGS)
     assert len(own.json()["signatures"]) == 1
+
+
+CARD_ROUTES = [
+    # (path, token, cached by the caller alone)
+    ("/.well-known/agent-card.json", False, False),
+    (f"/a2a/{PUBLIC_AGENT}/.well-known/agent-card.json", False, False),
+    ("/a2a/gw-math/.well-known/agent-card.json", True, True),
+    ("/a2a/gw-math/extendedAgentCard", True, True),  # the extended card over HTTP+JSON
+    ("/a2a/extendedAgentCard", True, True),  # the gateway's extended card
+]
+
+
+@pytest.mark.parametrize(("path", "with_token", "private"), CARD_ROUTES)
+async def test_a_card_comes_with_its_etag_and_a_matching_if_none_match_gets_304(
+    gateway: GatewayProcess,
+    twin_gateway: GatewayProcess,
+    path: str,
+    with_token: bool,
+    private: bool,
+) -> None:
+    headers = {**bearer(), "A2A-Version": "1.0"} if with_token else {}
+    async with httpx.AsyncClient(headers=headers) as http:
+        first = await http.get(f"{gateway.url}{path}")
+        again = await http.get(f"{gateway.url}{path}")
+        # Another instance behind the same balancer: the same card, byte for byte.
+        elsewhere = await http.get(f"{twin_gateway.url}{path}")
+        tag = first.headers["etag"]
+        unchanged = await http.get(f"{gateway.url}{path}", headers={"If-None-Match": tag})
+        weakly = await http.get(f"{twin_gateway.url}{path}", headers={"If-None-Match": f"W/{tag}"})
+        other = await http.get(f"{gateway.url}{path}", headers={"If-None-Match": '"stale"'})
+
+    assert first.status_code == 200, first.text
+    assert first.headers["content-type"] == "application/json"
+    assert tag[0] == tag[-1] == '"'  # a strong tag: these very bytes
+    scope = "private" if private else "public"
+    assert first.headers["cache-control"] == f"{scope}, max-age=60"
+    if path.endswith("agent-card.json"):
+        # The latest change of the registrations it shows, as an HTTP date.
+        assert parsedate_to_datetime(first.headers["last-modified"]).tzinfo is not None
+    # A signed card keeps its signature from one fetch (and instance) to the next.
+    assert first.json()["signatures"] == again.json()["signatures"]
+    assert (again.content, elsewhere.content) == (first.content, first.content)
+    assert again.headers["etag"] == elsewhere.headers["etag"] == tag
+    for revalidated in (unchanged, weakly):
+        assert (revalidated.status_code, revalidated.content) == (304, b"")
+        assert revalidated.headers["etag"] == tag
+        assert revalidated.headers["cache-control"] == first.headers["cache-control"]
+    assert other.status_code == 200
+    assert other.content == first.content
+
+
+async def test_the_registrys_card_route_is_revalidated_by_its_etag(
+    gateway_stack: GatewayStack,
+) -> None:
+    registry = gateway_stack.urls["registry"]
+    async with httpx.AsyncClient(base_url=registry, headers=bearer()) as http:
+        (agent,) = (await http.get("/v1/agents", params={"name": "gw-math"})).json()["items"]
+        path = f"/v1/agents/{agent['agent_id']}/card"
+        first = await http.get(path)
+        unchanged = await http.get(path, headers={"If-None-Match": first.headers["etag"]})
+
+    assert first.status_code == 200
+    assert first.json()["name"] == "gw-math"
+    assert first.headers["cache-control"] == "private, max-age=60"
+    assert first.headers["vary"] == "Authorization"
+    assert parsedate_to_datetime(first.headers["last-modified"]) == datetime.fromisoformat(
+        agent["updated_at"]
+    ).replace(microsecond=0)
+    assert (unchanged.status_code, unchanged.content) == (304, b"")

@@ -29,6 +29,7 @@ from disco_common.a2a import (
     A2ASecurityScheme,
     A2AStringList,
 )
+from disco_common.ids import UtcDatetime
 from disco_common.registry import DiscoveredCapability, Visibility
 
 __all__ = ["A2ACardSource", "agent_a2a_url", "build_agent_card", "build_gateway_card"]
@@ -46,6 +47,10 @@ class A2ACardSource(BaseModel):
     visibility: Visibility = Visibility.TENANT
     tenant_id: str = Field(description="The tenant that registered the agent (the provider).")
     capabilities: list[DiscoveredCapability] = Field(default_factory=list)
+    updated_at: UtcDatetime | None = Field(
+        default=None,
+        description="When the registration last changed (a card's Last-Modified); not on the card.",
+    )
 
 
 _JSON = "application/json"

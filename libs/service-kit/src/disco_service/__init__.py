@@ -15,6 +15,12 @@ Migrations import :mod:`disco_service.migration_helpers`.
 from disco_service._app import LifespanHook, create_service_app
 from disco_service._auth import Identity, TokenVerifier
 from disco_service._background import in_background
+from disco_service._conditional import (
+    NOT_MODIFIED_RESPONSE,
+    cacheable_body,
+    cacheable_json,
+    entity_tag,
+)
 from disco_service._db import Database, driver_sql, on_driver, statement_alone
 from disco_service._deps import (
     BusDep,
@@ -67,6 +73,7 @@ from disco_service._state import ReadinessCheck, ServiceState, get_state
 __all__ = [
     "DEFAULT_DATABASE_URL",
     "ERASURE_SOURCE",
+    "NOT_MODIFIED_RESPONSE",
     "BadRequest",
     "BusDep",
     "CheckResult",
@@ -99,10 +106,13 @@ __all__ = [
     "Unauthenticated",
     "UnprocessableEntity",
     "announce_erasure",
+    "cacheable_body",
+    "cacheable_json",
     "configure_logging",
     "create_service_app",
     "database_unavailable",
     "driver_sql",
+    "entity_tag",
     "erasure_follower",
     "error_response",
     "error_responses",

@@ -251,6 +251,16 @@ class GatewayLinkSettings(ServiceSettings):
         ),
     )
 
+    card_max_age_seconds: int = Field(
+        default=60,
+        ge=0,
+        validation_alias=AliasChoices("DISCO_GATEWAY_CARD_MAX_AGE_SECONDS"),
+        description=(
+            "How long a client may keep an A2A card before it revalidates it with its ETag "
+            "(DISCO_GATEWAY_CARD_MAX_AGE_SECONDS): its Cache-Control max-age."
+        ),
+    )
+
     gateway_grpc_port: int | None = Field(
         default=None,
         ge=1,

@@ -27,12 +27,15 @@ Where the a2a-sdk's own dispatchers answer other than the A2A specification
 says, the door corrects them: a JSON-RPC request whose ``Content-Type`` is not
 JSON is ``ContentTypeNotSupportedError`` (-32005, not a parse error); HTTP+JSON
 answers carry ``Content-Type: application/json`` (the binding's, not the SDK's
-``application/a2a+json``); and the JSON-RPC endpoint answers at its URL with a
-trailing slash too (``POST /a2a/{agent}/``), as clients that join paths send it.
+``application/a2a+json``); the extended card comes with ``ETag`` and
+``Cache-Control`` as the other cards do (``304`` to a matching ``If-None-Match``);
+and the JSON-RPC endpoint answers at its URL with a trailing slash too
+(``POST /a2a/{agent}/``), as clients that join paths send it.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
@@ -47,12 +50,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
+from disco_common.canonical import canonical_json
 from disco_gateway.a2a.door import admit, authenticate, grpc_status_name, require_token
 from disco_gateway.a2a.handler import TARGET_KEY
 from disco_gateway.a2a.service import LiveHandler
 from disco_gateway.scope import CallScope, enter
 from disco_gateway.state import GatewayState
-from disco_service import DiscoHTTPError, Forbidden
+from disco_service import DiscoHTTPError, Forbidden, cacheable_body
 
 __all__ = ["a2a_routes"]
 
@@ -64,7 +68,10 @@ _SCOPE_ATTRIBUTE = "disco_scope"
 _TARGET_ATTRIBUTE = "disco_target"
 _JSON = "application/json"
 # The A2A method of each HTTP+JSON route the door looks at (by path after the prefix).
-_REST_METHODS = {("/tasks", "GET"): "ListTasks"}
+_REST_METHODS = {
+    ("/tasks", "GET"): "ListTasks",
+    ("/extendedAgentCard", "GET"): "GetExtendedAgentCard",
+}
 
 
 def _error(binding: Binding, exc: DiscoHTTPError, request_id: Any = None) -> Response:
@@ -137,6 +144,25 @@ def _as_json(response: Response) -> Response:
     return response
 
 
+def _revalidatable(request: Request, response: Response, state: GatewayState) -> Response:
+    """The extended card over HTTP+JSON, as the other cards are served: with its ``ETag``
+    and ``Cache-Control`` (private: the caller's tenant's view), ``304`` to an
+    ``If-None-Match`` naming its ``ETag``.
+
+    Its members are written in sorted order: the a2a-sdk writes the members of a card's
+    free-form objects (an extension's ``params``) in an order that differs from one
+    process to the next, and the same card must be the same bytes on every instance.
+    """
+    card = json.loads(bytes(response.body))
+    return cacheable_body(
+        request,
+        canonical_json(card),
+        max_age_seconds=state.settings.card_max_age_seconds,
+        private=True,
+        vary="Authorization",
+    )
+
+
 def _guarded(
     endpoint: Endpoint, binding: Binding, state: GatewayState, *, method: str = ""
 ) -> Endpoint:
@@ -168,7 +194,11 @@ def _guarded(
         setattr(request.state, _SCOPE_ATTRIBUTE, scope)
         enter(scope)  # inherited by every task the a2a-sdk starts for this call
         response = await endpoint(request)
-        return _as_json(response) if binding == "rest" else response
+        if binding == "jsonrpc":
+            return response
+        if method == "GetExtendedAgentCard" and response.status_code == 200:
+            return _revalidatable(request, response, state)
+        return _as_json(response)
 
     return door
 

@@ -131,6 +131,7 @@ class AgentDirectory:
             tags=best.tags,
             visibility=best.visibility,
             tenant_id=best.tenant_id,
+            updated_at=best.updated_at,
             capabilities=[
                 DiscoveredCapability(
                     task_name=capability.task_name,

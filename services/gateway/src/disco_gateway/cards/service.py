@@ -11,6 +11,9 @@ token; every other card declares the bearer scheme.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime
+
 from disco.a2a import A2AGatewayHelper
 from disco_common.a2a import A2AAgentCard
 from disco_common.a2a_cards import A2ACardSource
@@ -18,7 +21,7 @@ from disco_common.registry import Visibility
 from disco_gateway.agents.service import AgentDirectory
 from disco_gateway.settings import GatewaySettings
 
-__all__ = ["agent_card", "gateway_card", "shown_without_token"]
+__all__ = ["agent_card", "gateway_card", "last_change", "shown_without_token"]
 
 
 def shown_without_token(source: A2ACardSource, settings: GatewaySettings) -> bool:
@@ -30,13 +33,22 @@ def shown_without_token(source: A2ACardSource, settings: GatewaySettings) -> boo
     )
 
 
-async def gateway_card(directory: AgentDirectory, settings: GatewaySettings) -> A2AAgentCard:
-    """The gateway's card: the agents a caller without a token may see, as skills."""
+def last_change(sources: Sequence[A2ACardSource]) -> datetime | None:
+    """When the latest of the registrations a card shows changed (its ``Last-Modified``)."""
+    return max((s.updated_at for s in sources if s.updated_at is not None), default=None)
+
+
+async def gateway_card(
+    directory: AgentDirectory, settings: GatewaySettings
+) -> tuple[A2AAgentCard, datetime | None]:
+    """The gateway's card: the agents a caller without a token may see, as skills; with
+    when the latest of them changed."""
     sources = await directory.agents(settings.public_tenant)
     shown = [source for source in sources if shown_without_token(source, settings)]
-    return A2AGatewayHelper.gateway_card(
+    card = A2AGatewayHelper.gateway_card(
         shown, public_url=settings.gateway_public_url, grpc_address=settings.gateway_grpc_address
     )
+    return card, last_change(shown)
 
 
 async def agent_card(
@@ -45,15 +57,17 @@ async def agent_card(
     name: str,
     *,
     tenant_id: str | None,
-) -> A2AAgentCard | None:
-    """Agent ``name``'s card for a caller of ``tenant_id`` (None: without a token), or None."""
+) -> tuple[A2AAgentCard, datetime | None] | None:
+    """Agent ``name``'s card for a caller of ``tenant_id`` (None: without a token), with
+    when its registration changed; or None."""
     source = await directory.agent(tenant_id or settings.public_tenant, name)
     if source is None or (tenant_id is None and not shown_without_token(source, settings)):
         return None
-    return A2AGatewayHelper.agent_to_card(
+    card = A2AGatewayHelper.agent_to_card(
         source,
         public_url=settings.gateway_public_url,
         requires_token=not settings.is_public_agent(source.name),
         tenant=tenant_id,
         grpc_address=settings.gateway_grpc_address,
     )
+    return card, source.updated_at

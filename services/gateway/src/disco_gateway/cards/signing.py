@@ -13,7 +13,10 @@ To rotate, keep the old public key published beside the new one for a while:
 ``/.well-known/jwks.json`` saved before the switch will do).
 
 Signing uses the a2a-sdk's ``create_agent_card_signer``, so the bytes signed
-are the ones an a2a-sdk client canonicalizes and verifies.
+are the ones an a2a-sdk client canonicalizes and verifies. Signatures are
+deterministic: ECDSA signs as RFC 6979 says (RSA PKCS#1 v1.5 and Ed25519 are so
+already), so a card served again, by any instance, carries the very same
+signature, and its ``ETag`` stays the same.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Any
 
 from a2a.types import a2a_pb2
 from a2a.utils.signing import ProtectedHeader, create_agent_card_signer
+from cryptography import utils
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from jwt import PyJWK
@@ -40,6 +44,7 @@ from disco_gateway.settings import GatewaySettings
 __all__ = [
     "JWKS_PATH",
     "CardSigner",
+    "DeterministicECKey",
     "SigningKey",
     "jwk_thumbprint",
     "load_retired_keys",
@@ -130,6 +135,69 @@ def load_retired_keys(document: bytes) -> list[dict[str, Any]]:
     return [dict(key) for key in keys]
 
 
+class DeterministicECKey(ec.EllipticCurvePrivateKey):
+    """An EC private key whose ECDSA signatures are deterministic (RFC 6979).
+
+    ECDSA draws a random nonce for each signature, so a card signed twice has two
+    signatures, both valid; with the nonce derived from the key and the message,
+    the same card gets the same signature everywhere. Everything else is the
+    wrapped key's.
+    """
+
+    def __init__(self, key: ec.EllipticCurvePrivateKey) -> None:
+        self._key = key
+
+    def sign(
+        self, data: utils.Buffer, signature_algorithm: ec.EllipticCurveSignatureAlgorithm
+    ) -> bytes:
+        if isinstance(signature_algorithm, ec.ECDSA):
+            signature_algorithm = ec.ECDSA(
+                signature_algorithm.algorithm, deterministic_signing=True
+            )
+        return self._key.sign(data, signature_algorithm)
+
+    def exchange(self, algorithm: ec.ECDH, peer_public_key: ec.EllipticCurvePublicKey) -> bytes:
+        return self._key.exchange(algorithm, peer_public_key)
+
+    def public_key(self) -> ec.EllipticCurvePublicKey:
+        return self._key.public_key()
+
+    @property
+    def curve(self) -> ec.EllipticCurve:
+        return self._key.curve
+
+    @property
+    def key_size(self) -> int:
+        return self._key.key_size
+
+    def private_numbers(self) -> ec.EllipticCurvePrivateNumbers:
+        return self._key.private_numbers()
+
+    def private_bytes(
+        self,
+        encoding: serialization.Encoding,
+        format: serialization.PrivateFormat,
+        encryption_algorithm: serialization.KeySerializationEncryption,
+    ) -> bytes:
+        return self._key.private_bytes(encoding, format, encryption_algorithm)
+
+    def __copy__(self) -> DeterministicECKey:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, object]) -> DeterministicECKey:
+        return self
+
+
+def _signing_key(pem: bytes) -> Any:
+    """What the a2a-sdk's signer signs with: the PEM itself, or for an EC key the key made
+    to sign deterministically (the signer hands the key to PyJWT, which takes key objects
+    as well as PEM)."""
+    key = serialization.load_pem_private_key(pem, password=None)
+    if isinstance(key, ec.EllipticCurvePrivateKey):
+        return DeterministicECKey(key)
+    return pem
+
+
 class CardSigner:
     """Signs the cards the gateway serves (or leaves them as they are, with no key).
 
@@ -158,7 +226,7 @@ class CardSigner:
                 "jku": public_url.rstrip("/") + JWKS_PATH,
                 "typ": "JOSE",
             }
-            self._sign = create_agent_card_signer(key.pem, header)
+            self._sign = create_agent_card_signer(_signing_key(key.pem), header)
 
     @classmethod
     def from_settings(cls, settings: GatewaySettings) -> CardSigner:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import text
@@ -13,7 +14,7 @@ __all__ = ["CardRepository", "CardSource"]
 
 _SOURCE = text(
     "SELECT a.tenant_id, a.agent_id, a.name, a.version, a.description, a.tags, "
-    "a.visibility, a.discovery FROM registry.agents a "
+    "a.visibility, a.discovery, a.updated_at FROM registry.agents a "
     "WHERE a.agent_id = :agent AND (a.tenant_id = :tenant OR a.visibility = 'public') "
     "ORDER BY (a.tenant_id = :tenant) DESC, a.tenant_id LIMIT 1"
 )
@@ -30,6 +31,7 @@ class CardSource:
         self.description: str = row.description
         self.tags: list[str] = list(row.tags)
         self.visibility: str = row.visibility
+        self.updated_at: datetime = row.updated_at
         self.capabilities = [DiscoveredCapability.model_validate(cap) for cap in row.discovery]
 
 

@@ -10,6 +10,8 @@ gateway runs a call in the caller's tenant, whoever registered the agent.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from disco_common.a2a import A2AAgentCard
@@ -23,12 +25,13 @@ __all__ = ["card_for"]
 
 async def card_for(
     session: AsyncSession, *, tenant_id: str, agent_id: str, settings: RegistrySettings
-) -> A2AAgentCard | None:
-    """The card of the visible agent ``agent_id`` as ``tenant_id`` calls it, or None."""
+) -> tuple[A2AAgentCard, datetime] | None:
+    """The card of the visible agent ``agent_id`` as ``tenant_id`` calls it, with when its
+    registration last changed; or None."""
     source = await CardRepository(session).source(tenant_id=tenant_id, agent_id=agent_id)
     if source is None:
         return None
-    return build_agent_card(
+    card = build_agent_card(
         A2ACardSource(
             name=source.name,
             description=source.description,
@@ -43,3 +46,4 @@ async def card_for(
         tenant=tenant_id,
         grpc_address=settings.gateway_grpc_address,
     )
+    return card, source.updated_at
