@@ -8,17 +8,19 @@ A Worker, reached through the gateway as any A2A v1.0 agent. The message says
 which shape of answer it wants (a data part ``{"shape": "..."}``, or the shape as
 text):
 
-| shape | what the A2A caller gets |
-|---|---|
-| ``text``, ``file``, ``file-url``, ``data`` | a completed task with one artifact of that kind |
-| ``artifacts`` | a completed task with all four artifacts |
-| ``message`` | a direct message instead of a task |
-| ``ask`` | a task in ``input-required``, asking a name; the caller's next message on the task answers, and the task completes greeting it |
-| ``reject`` | a rejected task, saying why |
-| ``fail`` | a failed task, saying why |
-| ``stream`` | status updates while it works, an artifact in three chunks (``append``, ``lastChunk``), then completed |
-| ``long`` | a task that works on (a status update every half second) until the caller cancels it; subscribe to it again from anywhere |
-| ``context`` | a completed task whose data artifact is what the agent was told of the caller's message (``task.a2a``: its id, metadata, extensions, referenced tasks, accepted output modes) |
+- ``text``, ``file``, ``file-url``, ``data``: a completed task with one artifact
+  of that kind; ``artifacts``: all four;
+- ``message``: a direct message instead of a task;
+- ``ask``: a task in ``input-required``, asking a name; the caller's next message
+  on the task answers, and the task completes greeting it;
+- ``reject``, ``fail``: a rejected or failed task, saying why;
+- ``stream``: status updates while it works, an artifact in three chunks
+  (``append``, ``lastChunk``), then completed;
+- ``long``: a task that works on (a status update every half second) until the
+  caller cancels it; subscribe to it again from any gateway instance;
+- ``context``: a completed task whose data artifact is what the agent was told of
+  the caller's message (``task.a2a``: its id, metadata, extensions, referenced
+  tasks, accepted output modes).
 
 Anything else is rejected, naming the shapes.
 """

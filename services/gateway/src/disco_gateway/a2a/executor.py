@@ -38,7 +38,7 @@ from disco.bus import BusError
 from disco_common.a2a import A2A_MESSAGE_ATTRIBUTE
 from disco_common.envelope import Notification
 from disco_common.topics import Topic
-from disco_gateway.a2a.mapping import Translation, translate, working
+from disco_gateway.a2a.mapping import Translation, completed_with, translate, working
 from disco_gateway.a2a.prepare import Prepared, give_back
 from disco_gateway.a2a.runtime import A2ARuntime
 from disco_gateway.bus.fanout import Inbox, Key
@@ -47,6 +47,7 @@ from disco_gateway.tasks.repository import TurnRow
 
 __all__ = [
     "HANDOVER_KEY",
+    "OUTCOME_ONLY_KEY",
     "PREPARED_KEY",
     "STREAMING_KEY",
     "BusAgentExecutor",
@@ -61,6 +62,9 @@ _log = structlog.get_logger("disco_gateway.a2a")
 PREPARED_KEY = "disco.prepared"
 STREAMING_KEY = "disco.streaming"
 """Call-context state: whether the caller streams (else it waits for the outcome)."""
+OUTCOME_ONLY_KEY = "disco.outcome_only"
+"""Call-context state: the caller waits for the outcome alone (a blocking ``SendMessage``
+without ``returnImmediately``): the task shows only with what the agent does."""
 HANDOVER_KEY = "disco.handover"
 """Call-context state: a :class:`Handover` from the handler's fast path."""
 
@@ -116,6 +120,7 @@ class BusAgentExecutor(AgentExecutor):
         if not isinstance(prepared, Prepared):
             raise InternalError(message="the message was not prepared by the gateway")
         streaming = bool(call.state.get(STREAMING_KEY, True))
+        outcome_only = bool(call.state.get(OUTCOME_ONLY_KEY, False))
         handover = call.state.pop(HANDOVER_KEY, None)
         if isinstance(handover, Handover):
             # The handler's fast path sent the message and read the first answer.
@@ -128,6 +133,7 @@ class BusAgentExecutor(AgentExecutor):
                     task_exists=False,
                     scope=scope,
                     streaming=streaming,
+                    outcome_only=outcome_only,
                     first=handover.first,
                 )
             return
@@ -145,6 +151,7 @@ class BusAgentExecutor(AgentExecutor):
                 task_exists=task_exists,
                 scope=scope,
                 streaming=streaming,
+                outcome_only=outcome_only,
             )
 
     async def send(self, scope: CallScope, turn: TurnRow, prepared: Prepared) -> None:
@@ -228,15 +235,18 @@ class BusAgentExecutor(AgentExecutor):
         task_exists: bool,
         scope: CallScope,
         streaming: bool,
+        outcome_only: bool = False,
         first: Translation | None = None,
     ) -> None:
         while True:
             if first is not None:
                 translation, first = first, None
             else:
-                translation = translate(await inbox.get(), turn)
+                translation = translate(await inbox.get(), turn, quiet_start=outcome_only)
             if not translation.events:
                 continue
+            if translation.direct_message and task_exists:
+                translation = completed_with(translation, turn)
             if translation.direct_message:
                 # Kept for the same message sent again: no task holds a direct message.
                 reply = MessageToDict(translation.events[0])

@@ -50,6 +50,7 @@ from disco_common.system_events import SystemEventType, TaskCancelRequestedData
 from disco_common.topics import Topic
 from disco_gateway.a2a.executor import (
     HANDOVER_KEY,
+    OUTCOME_ONLY_KEY,
     PREPARED_KEY,
     STREAMING_KEY,
     BusAgentExecutor,
@@ -196,6 +197,7 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
     ) -> a2a_pb2.Message | a2a_pb2.Task:
         with _sanitized("SendMessage"):
             context.state[STREAMING_KEY] = False
+            context.state[OUTCOME_ONLY_KEY] = not params.configuration.return_immediately
             for _ in range(_SENDINGS):
                 try:
                     prepared = await self._prepare(params, context)
@@ -327,7 +329,8 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
                 runtime.fanout.subscribe(keys_of(turn), awaiting=_AWAITED)
             )
             await executor.send(scope, turn, prepared)
-            while not (first := translate(await inbox.get(), turn)).events:
+            quiet = bool(context.state.get(OUTCOME_ONLY_KEY))
+            while not (first := translate(await inbox.get(), turn, quiet_start=quiet)).events:
                 pass
             if first.ends_turn and first.starts_task:
                 if first.question is not None:

@@ -19,14 +19,16 @@ Requests (an A2A message → the bus), by :class:`~disco.a2a.A2AGatewayHelper`:
 Answers (the bus → A2A events), by :func:`translate`, for the live executor and
 the applier alike:
 
-- ``task.started`` (system-events) → ``working``;
+- ``task.started`` (system-events) → ``working`` (nothing, for a caller that
+  waits for the outcome alone);
 - ``task.progress`` → ``working`` with the progress message;
 - ``action.progressed`` (a partial answer) → a ``working`` status update with
   its message, or an artifact update (``append``, ``lastChunk``);
 - ``notification.human_input`` for the task → ``input-required`` with the
   question (and its options as data); the caller's next message answers it;
 - the answer (``action-results``) → what :meth:`~disco.a2a.A2AGatewayHelper.answer_of`
-  says: the agent's :class:`~disco_common.a2a.A2AAnswer` (a direct message,
+  says: the agent's :class:`~disco_common.a2a.A2AAnswer` (a direct message —
+  which ends a task the caller sees already as ``completed`` with that message —
   artifacts, ``input-required``, ``rejected``, ``failed``), else ``completed``
   with an artifact (a data part, plus a text part when the result has ``text``),
   or ``failed`` with the error (``canceled`` when the error is ``cancelled``).
@@ -74,6 +76,7 @@ __all__ = [
     "ROUTES",
     "Translation",
     "artifact_proto",
+    "completed_with",
     "from_proto",
     "message_of",
     "message_task_id",
@@ -262,6 +265,21 @@ class Translation:
         return bool(self.events) and not self.direct_message
 
 
+def completed_with(translation: Translation, turn: TurnRow) -> Translation:
+    """A direct message to a caller who sees a task already (A2A allows no message after a
+    task): the task completes, with the message as its status message."""
+    (message,) = translation.events
+    assert isinstance(message, a2a_pb2.Message)
+    status = a2a_pb2.TaskStatus(state=a2a_pb2.TaskState.TASK_STATE_COMPLETED)
+    status.timestamp.CopyFrom(_now())
+    status.message.CopyFrom(message)
+    status.message.task_id = turn.task_id
+    event = a2a_pb2.TaskStatusUpdateEvent(
+        task_id=turn.task_id, context_id=turn.context_id, status=status
+    )
+    return Translation(events=[event], ends_turn=True)
+
+
 def question_of(envelope: Envelope) -> dict[str, Any] | None:
     """What the gateway remembers of a question to a human, to answer it later."""
     try:
@@ -300,8 +318,13 @@ def _answer_events(answer: A2AAnswer, turn: TurnRow, envelope: Envelope) -> Tran
     return Translation(events=events, ends_turn=True)
 
 
-def translate(delivery: Delivery, turn: TurnRow) -> Translation:
-    """What ``delivery`` means for the task of ``turn`` (nothing when it is not about it)."""
+def translate(delivery: Delivery, turn: TurnRow, *, quiet_start: bool = False) -> Translation:
+    """What ``delivery`` means for the task of ``turn`` (nothing when it is not about it).
+
+    ``quiet_start``: the caller waits for the outcome alone (a blocking call), so that
+    ``task.started`` means nothing to it: the task shows only with what the agent does
+    (and an agent that answers with a direct message gives the caller no task at all).
+    """
     envelope = delivery.envelope
     if delivery.topic == Topic.ACTION_RESULTS.value:
         if envelope.correlation_id != turn.correlation_id:
@@ -330,7 +353,7 @@ def translate(delivery: Delivery, turn: TurnRow) -> Translation:
         status = _status(A2ATaskState.INPUT_REQUIRED, turn, parts=parts, message_id=envelope.id)
         return Translation(events=[status], ends_turn=True, question=question)
     if envelope.type == SystemEventType.TASK_STARTED.value:
-        return Translation(events=[working(turn)])
+        return Translation() if quiet_start else Translation(events=[working(turn)])
     if envelope.type == SystemEventType.TASK_PROGRESS.value:
         try:
             progress = TaskProgressData.model_validate(envelope.data)
