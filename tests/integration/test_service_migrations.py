@@ -28,7 +28,7 @@ HEADS = {
     "registry": "registry_0007",
     "memory": "memory_0008",
     "tracker": "tracker_0004",
-    "gateway": "gateway_0010",
+    "gateway": "gateway_0011",
 }
 
 

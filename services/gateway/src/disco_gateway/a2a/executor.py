@@ -22,6 +22,7 @@ message, so that an agent can answer with a message instead of a task.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
@@ -39,7 +40,7 @@ from disco_common.a2a import A2A_MESSAGE_ATTRIBUTE
 from disco_common.envelope import Notification
 from disco_common.topics import Topic
 from disco_gateway.a2a.mapping import Translation, completed_with, translate, working
-from disco_gateway.a2a.prepare import Prepared, give_back
+from disco_gateway.a2a.prepare import Duplicate, Prepared, give_back
 from disco_gateway.a2a.runtime import A2ARuntime
 from disco_gateway.bus.fanout import Inbox, Key
 from disco_gateway.scope import CallScope
@@ -169,17 +170,47 @@ class BusAgentExecutor(AgentExecutor):
         if claim.state == "given back":
             raise InternalError(message="the call ended before its message went out")
         claim.state = "sending"
+        runtime = self._runtime
         try:
             if prepared.answers_question:
                 await self._answer_question(scope, turn, prepared)
-            else:
+            elif claim.recorded:
                 await self._request(scope, turn, prepared)
+            else:
+                await self._record_and_request(scope, turn, prepared)
         except BusError as exc:
             _log.warning("message not sent", task_id=turn.task_id, error=repr(exc))
             claim.state = "held"
-            await give_back(self._runtime, scope.tenant_id, prepared)
+            await give_back(runtime, scope.tenant_id, prepared)
             raise InternalError(message="the bus is unavailable; send the message again") from None
         claim.state = "sent"
+
+    async def _record_and_request(
+        self, scope: CallScope, turn: TurnRow, prepared: Prepared
+    ) -> None:
+        """Record the turn while its request travels (see :mod:`disco_gateway.a2a.prepare`):
+        the answer cannot be applied by the consumer group before the handover delay
+        anyway, and this instance follows it live. If recording fails, the call fails.
+
+        Raises:
+            Duplicate: the turn was recorded already, by this message's earlier sending
+                (whose request this one repeated: the same envelope).
+            BusError: the request did not go out (the turn, if recorded, is this one's).
+        """
+        recorded, sent = await asyncio.gather(
+            self._runtime.add_turn(scope.tenant_id, turn),
+            self._request(scope, turn, prepared),
+            return_exceptions=True,
+        )
+        if isinstance(recorded, BaseException):
+            raise recorded
+        claim = prepared.claim
+        claim.recorded = recorded
+        if not recorded:
+            claim.state = "sent"  # the turn is the earlier sending's: leave it be
+            raise Duplicate(turn.task_id, turn.turn, prepared.message.message_id)
+        if isinstance(sent, BaseException):
+            raise sent
 
     async def _request(self, scope: CallScope, turn: TurnRow, prepared: Prepared) -> None:
         assert prepared.capability is not None

@@ -200,7 +200,7 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
             context.state[OUTCOME_ONLY_KEY] = not params.configuration.return_immediately
             for _ in range(_SENDINGS):
                 try:
-                    prepared = await self._prepare(params, context)
+                    return await self._send(params, context)
                 except Duplicate as duplicate:
                     until = None if params.configuration.return_immediately else settled
                     try:
@@ -210,13 +210,25 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
                     if isinstance(found, a2a_pb2.Task):
                         return apply_history_length(found, params.configuration)
                     return found
-                try:
-                    return await self._send(params, context)
-                finally:
-                    await give_back(self._runtime, CallScope.of(context).tenant_id, prepared)
             raise InternalError(message="the message could not be taken up; send it again")
 
     async def _send(
+        self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
+    ) -> a2a_pb2.Message | a2a_pb2.Task:
+        """Prepare the message and send it (the fast path when it takes it); its claim is
+        given back if it never went out.
+
+        Raises:
+            Duplicate: it was sent before.
+        """
+        fast = _starts_plain_task(params) and not params.configuration.return_immediately
+        prepared = await self._prepare(params, context, defer_claim=fast)
+        try:
+            return await self._sent(params, context)
+        finally:
+            await give_back(self._runtime, CallScope.of(context).tenant_id, prepared)
+
+    async def _sent(
         self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
     ) -> a2a_pb2.Message | a2a_pb2.Task:
         if params.configuration.return_immediately or not _starts_plain_task(params):
@@ -240,22 +252,26 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
             context.state[STREAMING_KEY] = True
             for _ in range(_SENDINGS):
                 try:
-                    prepared = await self._prepare(params, context)
+                    prepared = await self._prepare(
+                        params, context, defer_claim=_starts_plain_task(params)
+                    )
+                    try:
+                        async with contextlib.aclosing(self._stream(params, context)) as events:
+                            async for event in events:
+                                yield event
+                    finally:
+                        await give_back(self._runtime, CallScope.of(context).tenant_id, prepared)
+                    return
                 except Duplicate as duplicate:
+                    # Raised before the stream showed anything (by the preparation, or
+                    # the fast path's send).
                     try:
                         found = await self._replay.outcome(duplicate, context)
                     except Released:
                         continue  # its earlier sending never went out: this one goes
-                    async with contextlib.aclosing(self._resumed(found, params, context)) as events:
-                        async for event in events:
-                            yield event
-                    return
-                try:
-                    async with contextlib.aclosing(self._stream(params, context)) as events:
-                        async for event in events:
-                            yield event
-                finally:
-                    await give_back(self._runtime, CallScope.of(context).tenant_id, prepared)
+                async with contextlib.aclosing(self._resumed(found, params, context)) as events:
+                    async for event in events:
+                        yield event
                 return
             raise InternalError(message="the message could not be taken up; send it again")
 
@@ -328,7 +344,11 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
             inbox = await stack.enter_async_context(
                 runtime.fanout.subscribe(keys_of(turn), awaiting=_AWAITED)
             )
-            await executor.send(scope, turn, prepared)
+            try:
+                await executor.send(scope, turn, prepared)
+            except Duplicate:
+                message.ClearField("task_id")  # a message to prepare again, as it came
+                raise
             quiet = bool(context.state.get(OUTCOME_ONLY_KEY))
             while not (first := translate(await inbox.get(), turn, quiet_start=quiet)).events:
                 pass
@@ -348,14 +368,18 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
         return handover
 
     async def _prepare(
-        self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
+        self,
+        params: a2a_pb2.SendMessageRequest,
+        context: ServerCallContext,
+        *,
+        defer_claim: bool,
     ) -> Prepared:
         """The message checked and claimed (:class:`MessagePreparer`), in the call's state.
 
         Raises:
             Duplicate: it was sent before.
         """
-        prepared = await self._preparer.prepare(params, context)
+        prepared = await self._preparer.prepare(params, context, defer_claim=defer_claim)
         scope = CallScope.of(context)
         if scope.agent != prepared.agent:
             # The gateway's own endpoint: the task is the named agent's.

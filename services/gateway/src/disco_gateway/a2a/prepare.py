@@ -11,12 +11,18 @@ Every message (:meth:`MessagePreparer.prepare`):
   task that is working takes no message until it asks for input, and one that is
   over none at all. Without a ``contextId`` it is in the task's context (the
   specification lets a client leave it out when it names the task);
-- claims its turn before anything is sent: a new turn is recorded (a first
-  message's task id is derived from the caller and its ``messageId``, so the same
-  message sent again finds the same turn), an answer takes the question. A
-  message whose ``messageId`` the task has seen already is :class:`Duplicate`:
-  the handler answers it with the task the first one made
-  (:mod:`disco_gateway.a2a.replay`), on any instance.
+- claims its turn: a new turn is recorded (a first message's task id is derived
+  from the caller and its ``messageId``, so the same message sent again finds the
+  same turn), an answer takes the question. A message whose ``messageId`` the
+  task has seen already is :class:`Duplicate`: the handler answers it with the
+  task the first one made (:mod:`disco_gateway.a2a.replay`), on any instance.
+
+A claim is made before anything is sent, but for the commonest call: a first
+message the handler's fast path sends, whose turn is recorded while its request
+travels (``defer_claim``), as the write would otherwise add a commit to every
+call's wait. Sent again, such a message sends its request once more before it
+finds the turn taken: the very same envelope (its id is the turn's), which
+agents deduplicate.
 
 A caller without a token shares a user with every other one, so its first
 messages are not matched by ``messageId`` (one could find another's task by
@@ -97,6 +103,9 @@ class Claim:
     answers); given back when it never goes out, so that it may be sent again."""
 
     state: ClaimState = "held"
+    recorded: bool = True
+    """The turn is recorded; False: it is recorded as the request goes out (a first
+    message's, on the fast path), which may find it taken."""
 
 
 @dataclass(frozen=True)
@@ -143,9 +152,16 @@ class MessagePreparer:
         self._runtime = runtime
 
     async def prepare(
-        self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
+        self,
+        params: a2a_pb2.SendMessageRequest,
+        context: ServerCallContext,
+        *,
+        defer_claim: bool = False,
     ) -> Prepared:
         """The message of ``params``, checked and claimed (its ids filled in ``params``).
+
+        ``defer_claim``: a first message's turn is recorded when its request goes out
+        (see the module docs), not now.
 
         Raises:
             Duplicate: the message was sent before.
@@ -181,7 +197,9 @@ class MessagePreparer:
             if message.task_id:
                 prepared = await self._next_message(scope, params, message, a2a, context)
             else:
-                prepared = await self._first_message(scope, params, message, a2a, context)
+                prepared = await self._first_message(
+                    scope, params, message, a2a, context, defer_claim=defer_claim
+                )
         except A2AMappingError as exc:
             raise InvalidParamsError(message=str(exc), data={"errors": exc.violations}) from None
         except ServiceError as exc:
@@ -221,6 +239,8 @@ class MessagePreparer:
         message: A2AMessage,
         a2a: A2AMessageContext,
         context: ServerCallContext,
+        *,
+        defer_claim: bool,
     ) -> Prepared:
         skill = A2AGatewayHelper.requested_skill(message)
         name = scope.agent
@@ -243,9 +263,13 @@ class MessagePreparer:
         if not params.message.context_id:
             params.message.context_id = str(uuid.uuid4())
         turn = self._turn(scope, params, task_id, 1, target.name, capability)
-        if not await self._runtime.add_turn(scope.tenant_id, turn):
+        if defer_claim:
+            claim = Claim(recorded=False)
+        elif await self._runtime.add_turn(scope.tenant_id, turn):
+            claim = Claim()
+        else:
             raise Duplicate(task_id, 1, message.message_id)
-        return Prepared(message, target.name, capability, payload, turn, a2a)
+        return Prepared(message, target.name, capability, payload, turn, a2a, claim)
 
     async def _next_message(
         self,
@@ -334,7 +358,7 @@ async def give_back(runtime: A2ARuntime, tenant_id: str, prepared: Prepared) -> 
     """Give the message's claim back unless its request went out (or is going out): the
     turn it recorded is forgotten, the question it took is asked again."""
     claim = prepared.claim
-    if claim.state != "held":
+    if claim.state != "held" or not claim.recorded:
         return
     claim.state = "given back"
     try:
