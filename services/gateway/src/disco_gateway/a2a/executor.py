@@ -274,7 +274,7 @@ class BusAgentExecutor(AgentExecutor):
                 translation, first = first, None
             else:
                 translation = translate(await inbox.get(), turn, quiet_start=outcome_only)
-            if not translation.events:
+            if not translation.events or (translation.started and task_exists):
                 continue
             if translation.direct_message and task_exists:
                 translation = completed_with(translation, turn)

@@ -252,6 +252,8 @@ class Translation:
             or the agent answered with a direct message).
         direct_message: the agent answered with a message, not a task.
         question: the question to a human the task now waits on (to remember).
+        started: it is the agent's ``task.started`` (news only while the caller sees no
+            task yet: it comes on its own topic, possibly after the agent's updates).
         starts_task: the envelope shows a task (not a direct message) is under way.
     """
 
@@ -259,6 +261,7 @@ class Translation:
     ends_turn: bool = False
     direct_message: bool = False
     question: dict[str, Any] | None = None
+    started: bool = False
 
     @property
     def starts_task(self) -> bool:
@@ -353,7 +356,7 @@ def translate(delivery: Delivery, turn: TurnRow, *, quiet_start: bool = False) -
         status = _status(A2ATaskState.INPUT_REQUIRED, turn, parts=parts, message_id=envelope.id)
         return Translation(events=[status], ends_turn=True, question=question)
     if envelope.type == SystemEventType.TASK_STARTED.value:
-        return Translation() if quiet_start else Translation(events=[working(turn)])
+        return Translation() if quiet_start else Translation([working(turn)], started=True)
     if envelope.type == SystemEventType.TASK_PROGRESS.value:
         try:
             progress = TaskProgressData.model_validate(envelope.data)

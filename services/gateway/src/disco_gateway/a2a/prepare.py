@@ -195,10 +195,10 @@ class MessagePreparer:
         )
         try:
             if message.task_id:
-                prepared = await self._next_message(scope, params, message, a2a, context)
+                prepared = await self._next_message(scope, params, message, document, a2a, context)
             else:
                 prepared = await self._first_message(
-                    scope, params, message, a2a, context, defer_claim=defer_claim
+                    scope, params, message, document, a2a, context, defer_claim=defer_claim
                 )
         except A2AMappingError as exc:
             raise InvalidParamsError(message=str(exc), data={"errors": exc.violations}) from None
@@ -237,6 +237,7 @@ class MessagePreparer:
         scope: CallScope,
         params: a2a_pb2.SendMessageRequest,
         message: A2AMessage,
+        document: dict[str, Any],
         a2a: A2AMessageContext,
         context: ServerCallContext,
         *,
@@ -262,7 +263,7 @@ class MessagePreparer:
             )
         if not params.message.context_id:
             params.message.context_id = str(uuid.uuid4())
-        turn = self._turn(scope, params, task_id, 1, target.name, capability)
+        turn = self._turn(scope, params, document, task_id, 1, target.name, capability)
         if defer_claim:
             claim = Claim(recorded=False)
         elif await self._runtime.add_turn(scope.tenant_id, turn):
@@ -276,6 +277,7 @@ class MessagePreparer:
         scope: CallScope,
         params: a2a_pb2.SendMessageRequest,
         message: A2AMessage,
+        document: dict[str, Any],
         a2a: A2AMessageContext,
         context: ServerCallContext,
     ) -> Prepared:
@@ -306,7 +308,8 @@ class MessagePreparer:
         capability = A2AGatewayHelper.choose_capability(target, skill)
         payload = A2AGatewayHelper.message_payload(message)
         A2AGatewayHelper.check_payload(capability, payload)
-        turn = self._turn(scope, params, task_id, latest.turn + 1, latest.agent, capability)
+        number = latest.turn + 1
+        turn = self._turn(scope, params, document, task_id, number, latest.agent, capability)
         if not await runtime.add_turn(scope.tenant_id, turn):
             await self._raise_taken(scope, task_id, message_id)
         return Prepared(message, latest.agent, capability, payload, turn, a2a)
@@ -332,24 +335,26 @@ class MessagePreparer:
     def _turn(
         scope: CallScope,
         params: a2a_pb2.SendMessageRequest,
+        document: dict[str, Any],
         task_id: str,
         number: int,
         agent: str,
         capability: DiscoveredCapability,
     ) -> TurnRow:
-        """Turn ``number`` of the task, for the message of ``params`` (its ids filled)."""
-        document = MessageToDict(params.message)
-        document["taskId"] = task_id
+        """Turn ``number`` of the task, for the message of ``params`` (its ids filled), whose
+        A2A JSON, as it came, is ``document``."""
+        context_id = params.message.context_id
+        message = {**document, "taskId": task_id, "contextId": context_id}
         return TurnRow(
             task_id=task_id,
             turn=number,
             correlation_id=turn_correlation_id(task_id, number),
-            context_id=params.message.context_id,
+            context_id=context_id,
             user_id=scope.user_id,
             agent=agent,
             skill=capability.task_name,
             event_type=capability.consumed_event.event_type,
-            message=document,
+            message=message,
             question=None,
         )
 
