@@ -4,11 +4,12 @@ The a2a-sdk handles every method (tasks, streams, resubscription across
 instances, cancel, push configurations) against the stores it is given. The
 gateway adds, around it:
 
-- before a message is taken up: the agent (the endpoint's, or the one its
-  metadata names at the gateway's own endpoint), the skill, the payload checked
-  against the skill's schema (``InvalidParams`` naming the field), and for a
-  task's next message whether it answers a question to a human or starts a new
-  turn (a task that is working takes no message until it asks for input);
+- before a message is taken up, its preparation
+  (:mod:`disco_gateway.a2a.prepare`): the agent, the skill, the payload checked
+  against the skill's schema, whether a task's next message answers a question
+  to a human or starts a new turn, and its claim on its turn; a message sent
+  again with the same ``messageId`` is answered with what its first sending
+  made (:mod:`disco_gateway.a2a.replay`);
 - after a cancel: ``task.cancel_requested`` on the bus, so the agent stops;
 - the extended card of the caller's tenant (``GetExtendedAgentCard``);
 - no error leaks what went wrong inside: anything but an A2A error becomes

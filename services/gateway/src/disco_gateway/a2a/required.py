@@ -4,9 +4,10 @@ The a2a-sdk's request handler checks every request with
 ``a2a.utils.proto_utils.validate_proto_required_fields`` before it takes it up:
 it reads each field's options (``google.api.field_behavior``) anew on every
 call and walks into every nested message, a data part's whole ``Struct``
-included. On the gateway's blocking fast path (which goes around that handler)
-the same check runs here, with the same errors: which fields are REQUIRED, and
-which nested types can hold one at all, is worked out once per message type.
+included. The gateway runs the same check, with the same errors, when it prepares
+a message (before its fast path goes around that handler, and before a message
+claims its turn): which fields are REQUIRED, and which nested types can hold one
+at all, is worked out once per message type.
 """
 
 from __future__ import annotations
