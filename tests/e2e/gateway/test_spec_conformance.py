@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 import grpc.aio
 import httpx
 import pytest
 from a2a.types import a2a_pb2, a2a_pb2_grpc
+from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
 
 from tests.e2e.gateway.conftest import (
@@ -24,6 +25,8 @@ from tests.e2e.gateway.conftest import (
     token,
 )
 from tests.e2e.gateway.support import events_of, send_request, user_message
+
+DetailT = TypeVar("DetailT", bound=Message)
 
 V1 = {"A2A-Version": "1.0"}
 INPUT_REQUIRED = a2a_pb2.TaskState.TASK_STATE_INPUT_REQUIRED
@@ -51,12 +54,18 @@ async def stub(gateway: GatewayProcess) -> AsyncIterator[a2a_pb2_grpc.A2AService
         yield a2a_pb2_grpc.A2AServiceStub(channel)  # type: ignore[no-untyped-call]
 
 
-def rich_status(error: grpc.aio.AioRpcError) -> status_pb2.Status:
+def details_of(error: grpc.aio.AioRpcError, kind: type[DetailT]) -> list[DetailT]:
+    """The details of ``kind`` in the ``google.rpc.Status`` of a failed call."""
     status = status_pb2.Status()
     for key, value in error.trailing_metadata() or ():
         if key == "grpc-status-details-bin":
             status.ParseFromString(value)
-    return status
+    found = []
+    for detail in status.details:
+        unpacked = kind()
+        if detail.Unpack(unpacked):
+            found.append(unpacked)
+    return found
 
 
 async def test_json_rpc_answers_at_the_endpoint_url_with_a_trailing_slash(
@@ -195,12 +204,8 @@ async def test_a_grpc_call_naming_no_agent_says_its_tenant_field_is_empty(
     error = raised.value
     assert error.code() == grpc.StatusCode.UNAUTHENTICATED
     assert "`tenant` field is empty" in (error.details() or "")
-    violations = []
-    for detail in rich_status(error).details:
-        bad_request = error_details_pb2.BadRequest()
-        if detail.Unpack(bad_request):
-            violations.extend((v.field, v.description) for v in bad_request.field_violations)
-    assert [field for field, _ in violations] == ["tenant"]
+    (bad_request,) = details_of(error, error_details_pb2.BadRequest)
+    assert [violation.field for violation in bad_request.field_violations] == ["tenant"]
     assert answered.task.status.state == COMPLETED  # with the agent named, it is called
 
 
@@ -220,9 +225,7 @@ async def test_an_unsupported_a2a_version_over_grpc_is_unimplemented(
     for error in (raised.value, streamed.value):
         assert error.code() == grpc.StatusCode.UNIMPLEMENTED
         assert "'2.0' is not supported" in (error.details() or "")
-        reasons = []
-        for detail in rich_status(error).details:
-            info = error_details_pb2.ErrorInfo()
-            if detail.Unpack(info):
-                reasons.append((info.domain, info.reason))
-        assert reasons == [("a2a-protocol.org", "VERSION_NOT_SUPPORTED")]
+        infos = details_of(error, error_details_pb2.ErrorInfo)
+        assert [(info.domain, info.reason) for info in infos] == [
+            ("a2a-protocol.org", "VERSION_NOT_SUPPORTED")
+        ]

@@ -136,6 +136,18 @@ class Prepared:
         return self.capability is None
 
 
+@dataclass(frozen=True)
+class _Incoming:
+    """A message as it came: the request, its message read as disco's model and as its
+    A2A JSON, what the agent is to be told of it, and the call."""
+
+    params: a2a_pb2.SendMessageRequest
+    message: A2AMessage
+    document: dict[str, Any]
+    a2a: A2AMessageContext
+    context: ServerCallContext
+
+
 def _user_message_ids(row: TaskRow) -> set[str]:
     """The ids of the caller's messages a stored task's history holds."""
     return {
@@ -193,13 +205,12 @@ class MessagePreparer:
             accepted_output_modes=params.configuration.accepted_output_modes,
             requested_extensions=context.requested_extensions,
         )
+        incoming = _Incoming(params, message, document, a2a, context)
         try:
             if message.task_id:
-                prepared = await self._next_message(scope, params, message, document, a2a, context)
+                prepared = await self._next_message(scope, incoming)
             else:
-                prepared = await self._first_message(
-                    scope, params, message, document, a2a, context, defer_claim=defer_claim
-                )
+                prepared = await self._first_message(scope, incoming, defer_claim=defer_claim)
         except A2AMappingError as exc:
             raise InvalidParamsError(message=str(exc), data={"errors": exc.violations}) from None
         except ServiceError as exc:
@@ -233,16 +244,9 @@ class MessagePreparer:
         return found
 
     async def _first_message(
-        self,
-        scope: CallScope,
-        params: a2a_pb2.SendMessageRequest,
-        message: A2AMessage,
-        document: dict[str, Any],
-        a2a: A2AMessageContext,
-        context: ServerCallContext,
-        *,
-        defer_claim: bool,
+        self, scope: CallScope, incoming: _Incoming, *, defer_claim: bool
     ) -> Prepared:
+        params, message = incoming.params, incoming.message
         skill = A2AGatewayHelper.requested_skill(message)
         name = scope.agent
         if name is None:
@@ -251,7 +255,7 @@ class MessagePreparer:
                 name = named
             elif skill is not None and "/" in skill:
                 name = skill.split("/", 1)[0]
-        target = await self.target(scope, context, name)
+        target = await self.target(scope, incoming.context, name)
         capability = A2AGatewayHelper.choose_capability(target, skill)
         payload = A2AGatewayHelper.message_payload(message)
         A2AGatewayHelper.check_payload(capability, payload)
@@ -263,27 +267,20 @@ class MessagePreparer:
             )
         if not params.message.context_id:
             params.message.context_id = str(uuid.uuid4())
-        turn = self._turn(scope, params, document, task_id, 1, target.name, capability)
+        turn = self._turn(scope, incoming, task_id, 1, target.name, capability)
         if defer_claim:
             claim = Claim(recorded=False)
         elif await self._runtime.add_turn(scope.tenant_id, turn):
             claim = Claim()
         else:
             raise Duplicate(task_id, 1, message.message_id)
-        return Prepared(message, target.name, capability, payload, turn, a2a, claim)
+        return Prepared(message, target.name, capability, payload, turn, incoming.a2a, claim)
 
-    async def _next_message(
-        self,
-        scope: CallScope,
-        params: a2a_pb2.SendMessageRequest,
-        message: A2AMessage,
-        document: dict[str, Any],
-        a2a: A2AMessageContext,
-        context: ServerCallContext,
-    ) -> Prepared:
+    async def _next_message(self, scope: CallScope, incoming: _Incoming) -> Prepared:
+        params, message, a2a = incoming.params, incoming.message, incoming.a2a
         runtime = self._runtime
         task_id = params.message.task_id
-        row = await runtime.store.row(task_id, context)
+        row = await runtime.store.row(task_id, incoming.context)
         if row is None:
             raise TaskNotFoundError
         if not params.message.context_id:
@@ -292,24 +289,23 @@ class MessagePreparer:
         if latest is None:
             raise TaskNotFoundError
         message_id = message.message_id
-        if message_id in _user_message_ids(row) or message_id in (
-            latest.message_id,
-            latest.answer_message_id,
-        ):
-            raise Duplicate(task_id, latest.turn if message_id == latest.message_id else None,
-                            message_id)  # fmt: skip
+        sent_before = _sent_before(latest, message_id)
+        if sent_before is not None:
+            raise sent_before
+        if message_id in _user_message_ids(row):
+            raise Duplicate(task_id, None, message_id)  # an earlier turn's
         _check_takes_message(row)
         if latest.question is not None:
             if await runtime.claim_answer(scope.tenant_id, latest, message_id):
                 return Prepared(message, latest.agent, None, None, latest, a2a)
             await self._raise_taken(scope, task_id, message_id)
-        target = await self.target(scope, context, latest.agent)
+        target = await self.target(scope, incoming.context, latest.agent)
         skill = A2AGatewayHelper.requested_skill(message) or latest.skill
         capability = A2AGatewayHelper.choose_capability(target, skill)
         payload = A2AGatewayHelper.message_payload(message)
         A2AGatewayHelper.check_payload(capability, payload)
         number = latest.turn + 1
-        turn = self._turn(scope, params, document, task_id, number, latest.agent, capability)
+        turn = self._turn(scope, incoming, task_id, number, latest.agent, capability)
         if not await runtime.add_turn(scope.tenant_id, turn):
             await self._raise_taken(scope, task_id, message_id)
         return Prepared(message, latest.agent, capability, payload, turn, a2a)
@@ -323,9 +319,9 @@ class MessagePreparer:
             UnsupportedOperationError: it was another.
         """
         latest = await self._runtime.latest_turn(scope.tenant_id, task_id)
-        if latest is not None and message_id in (latest.message_id, latest.answer_message_id):
-            turn = latest.turn if message_id == latest.message_id else None
-            raise Duplicate(task_id, turn, message_id)
+        sent_before = None if latest is None else _sent_before(latest, message_id)
+        if sent_before is not None:
+            raise sent_before
         raise UnsupportedOperationError(
             message=f"task {task_id} is working: send its next message when it asks for input "
             "(input-required)"
@@ -334,17 +330,15 @@ class MessagePreparer:
     @staticmethod
     def _turn(
         scope: CallScope,
-        params: a2a_pb2.SendMessageRequest,
-        document: dict[str, Any],
+        incoming: _Incoming,
         task_id: str,
         number: int,
         agent: str,
         capability: DiscoveredCapability,
     ) -> TurnRow:
-        """Turn ``number`` of the task, for the message of ``params`` (its ids filled), whose
-        A2A JSON, as it came, is ``document``."""
-        context_id = params.message.context_id
-        message = {**document, "taskId": task_id, "contextId": context_id}
+        """Turn ``number`` of the task, for the incoming message (its ids filled)."""
+        context_id = incoming.params.message.context_id
+        message = {**incoming.document, "taskId": task_id, "contextId": context_id}
         return TurnRow(
             task_id=task_id,
             turn=number,
@@ -357,6 +351,16 @@ class MessagePreparer:
             message=message,
             question=None,
         )
+
+
+def _sent_before(latest: TurnRow, message_id: str) -> Duplicate | None:
+    """The message sent before, when it started the task's latest turn or answered its
+    question (else None)."""
+    if message_id == latest.message_id:
+        return Duplicate(latest.task_id, latest.turn, message_id)
+    if message_id == latest.answer_message_id:
+        return Duplicate(latest.task_id, None, message_id)
+    return None
 
 
 async def give_back(runtime: A2ARuntime, tenant_id: str, prepared: Prepared) -> None:
