@@ -1,20 +1,19 @@
-"""Discovery answers kept by the service until a write or an expiry changes them.
+"""Answers kept per tenant by the service until a write or an expiry changes them.
 
-A discovery at 10,000 agents costs PostgreSQL about a millisecond and a half
-(the matches, their grouping and their schemas as JSON), on every call, while
-the answer to "who consumes X?" changes only when agents register, leave,
-revive or expire. So each instance keeps answers, and drops them exactly when
-they may have changed:
+The registry's reads (discovery, the AsyncAPI document) change only when
+agents register, leave, revive or expire, or when a schema version is added,
+while they are asked far more often. So each instance keeps answers, and drops
+them exactly when they may have changed:
 
-- **an expiry**: the statement says how long until the first live instance
-  among its matches expires (``fresh_seconds``); the answer is kept no longer;
-- **a write on this instance** (register, deregister): dropped before the
-  write's response, so that a caller reads its own writes here;
+- **an expiry**: the read says how long until the first live instance among
+  what it saw expires (``fresh_seconds``); the answer is kept no longer;
+- **a write on this instance** (register, deregister, a schema version): dropped
+  before the write's response, so that a caller reads its own writes here;
 - **a write anywhere** (another instance, the sweeper, a heartbeat that
   revives, SQL by hand): triggers send ``NOTIFY registry_discovery`` at commit
-  (migration ``registry_0007``, payload the tenant, or ``*`` when a public agent
-  is involved), and this instance listens. Another instance's write reaches
-  this cache when the notification arrives, a millisecond or so after commit;
+  (migrations ``registry_0007`` and ``registry_0008``), and this instance
+  listens (:mod:`disco_registry.changes`). Another instance's write reaches
+  the cache when the notification arrives, a millisecond or so after commit;
 - **while not listening** (not yet connected, or the connection lost) nothing is
   kept, and everything kept before is dropped when listening starts again.
 
@@ -28,35 +27,41 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
-__all__ = ["ALL_TENANTS", "CHANNEL", "DiscoveryCache", "DiscoveryKey"]
+__all__ = ["ALL_TENANTS", "CHANNEL", "TenantCache"]
 
 CHANNEL = "registry_discovery"
-"""Where the registry's triggers notify discovery changes (migration ``registry_0007``)."""
+"""Where the registry's triggers notify changes (migrations ``registry_0007``, ``_0008``)."""
 
 ALL_TENANTS = "*"
-"""The payload (and :meth:`DiscoveryCache.changed` argument) that drops every tenant's
+"""The payload (and :meth:`TenantCache.changed` argument) that drops every tenant's
 answers: a public agent changed."""
 
-DiscoveryKey = tuple[
-    str, tuple[str, ...], str | None, str | None, str | None, int
-]  # tenant, capabilities, consumed event, produced event, text, limit
+K = TypeVar("K", bound=tuple[Hashable, ...])
+V = TypeVar("V")
 
 
 @dataclass(frozen=True, slots=True)
-class _Answer:
-    text: str
+class _Answer(Generic[V]):
+    value: V
+    size: int
     until: float  # time.monotonic() deadline
 
 
-class DiscoveryCache:
-    """Discovery answers per tenant (see the module docstring)."""
+class TenantCache(Generic[K, V]):
+    """Answers per tenant (see the module docstring). A key's first item is its tenant;
+    ``size_of`` says how much of ``max_bytes`` an answer takes."""
 
-    def __init__(self, *, max_bytes: int, max_age_seconds: float) -> None:
+    def __init__(
+        self, *, max_bytes: int, max_age_seconds: float, size_of: Callable[[V], int]
+    ) -> None:
         self.max_bytes = max_bytes
         self.max_age_seconds = max_age_seconds
-        self._tenants: dict[str, OrderedDict[DiscoveryKey, _Answer]] = {}
+        self._size_of = size_of
+        self._tenants: dict[object, OrderedDict[K, _Answer[V]]] = {}
         self._bytes = 0
         self._generation = 0
         self._listening = False
@@ -75,10 +80,10 @@ class DiscoveryCache:
 
     @property
     def size_bytes(self) -> int:
-        """The size of the answers kept: characters of JSON text (a byte each in ASCII)."""
+        """The size of the answers kept, as ``size_of`` measures them."""
         return self._bytes
 
-    def get(self, key: DiscoveryKey) -> str | None:
+    def get(self, key: K) -> V | None:
         """The kept answer for ``key``, if it is still good."""
         answers = self._tenants.get(key[0])
         if answers is None:
@@ -91,7 +96,7 @@ class DiscoveryCache:
             return None
         answers.move_to_end(key)
         self.served += 1
-        return answer.text
+        return answer.value
 
     def ticket(self) -> int:
         """Take before asking the database; hand to :meth:`put` with its answer."""
@@ -100,19 +105,20 @@ class DiscoveryCache:
 
     def put(
         self,
-        key: DiscoveryKey,
+        key: K,
         ticket: int,
-        text: str,
+        value: V,
         fresh_seconds: float | None,
         *,
         asked_at: float,
     ) -> None:
-        """Keep ``text`` for ``key`` unless anything changed since ``ticket`` was taken.
+        """Keep ``value`` for ``key`` unless anything changed since ``ticket`` was taken.
 
         ``asked_at`` is the :func:`time.monotonic` time the question went to the
         database (before it read ``now()``): ``fresh_seconds`` counts from there.
         """
-        if not self.trusted or ticket != self._generation or len(text) > self.max_bytes:
+        size = self._size_of(value)
+        if not self.trusted or ticket != self._generation or size > self.max_bytes:
             return
         lifetime = self.max_age_seconds
         if fresh_seconds is not None:
@@ -122,9 +128,9 @@ class DiscoveryCache:
         answers = self._tenants.setdefault(key[0], OrderedDict())
         replaced = answers.pop(key, None)
         if replaced is not None:
-            self._bytes -= len(replaced.text)
-        answers[key] = _Answer(text, asked_at + lifetime)
-        self._bytes += len(text)
+            self._bytes -= replaced.size
+        answers[key] = _Answer(value, size, asked_at + lifetime)
+        self._bytes += size
         while self._bytes > self.max_bytes:
             self._evict_oldest()
 
@@ -137,7 +143,7 @@ class DiscoveryCache:
             return
         answers = self._tenants.pop(tenant_id, None)
         if answers is not None:
-            self._bytes -= sum(len(answer.text) for answer in answers.values())
+            self._bytes -= sum(answer.size for answer in answers.values())
 
     def wrote(self, tenant_id: str, *, public: bool) -> None:
         """A write on this instance committed: drop what it may change, before its
@@ -154,8 +160,8 @@ class DiscoveryCache:
         self._listening = False
         self.changed(ALL_TENANTS)
 
-    def _forget(self, answers: OrderedDict[DiscoveryKey, _Answer], key: DiscoveryKey) -> None:
-        self._bytes -= len(answers.pop(key).text)
+    def _forget(self, answers: OrderedDict[K, _Answer[V]], key: K) -> None:
+        self._bytes -= answers.pop(key).size
         if not answers:
             self._tenants.pop(key[0], None)
 
