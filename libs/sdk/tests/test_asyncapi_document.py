@@ -18,7 +18,12 @@ QUOTE_REQUEST: dict[str, Any] = {
     "type": "object",
     "properties": {
         "kg": {"type": "number", "exclusiveMinimum": 0, "description": "Weight."},
-        "to": {"$ref": "#/components/schemas/quote.request_1.0.0/$defs/Address"},
+        "to": {
+            "anyOf": [
+                {"$ref": "#/components/schemas/quote.request_1.0.0/$defs/Address"},
+                {"type": "null"},
+            ]
+        },
         "lines": {
             "type": "array",
             "items": {"$ref": "#/components/schemas/quote.request_1.0.0/$defs/Address"},
@@ -145,7 +150,7 @@ def test_payload_fields_read_as_rows_with_nested_models_under_their_parent() -> 
 
     assert [(r.path, r.type, r.required) for r in rows] == [
         ("kg", "number", True),
-        ("to", "Address", False),
+        ("to", "Address | null", False),
         ("to.city", "string", True),
         ("lines", "array of Address", False),
         ("lines[].city", "string", True),

@@ -15,44 +15,22 @@ from asgi_lifespan import LifespanManager
 
 from disco.clients import RegistryClient
 from disco_common.asyncapi import AsyncApiFormat
-from disco_common.registry import AgentRegistration, PayloadSchemaCreate, Visibility
+from disco_common.registry import PayloadSchemaCreate, Visibility
 from disco_registry import RegistrySettings, create_app
 from disco_registry.state import RegistryState
 from tests.fixtures.asyncapi import AsyncApiParser
-from tests.fixtures.waiting import eventually
-from tests.integration.registry.bus_agents import (
+from tests.fixtures.bus_agents import (
     ORDER_SHIPPED_V1,
     ORDER_SHIPPED_V2,
     carriers,
     planner,
-    shipping_worker,
+    register_bus,
     ttl,
 )
+from tests.fixtures.waiting import eventually
 from tests.integration.registry.support import assert_error, bearer, new_tenant, unique
 
 HOUR = 3600.0
-
-
-async def register_bus(client: RegistryClient, *, tool_name: str | None = None) -> dict[str, str]:
-    """The test bus for the client's tenant: two versions of a Tool, a Worker, a Planner.
-    Returns their names."""
-    names = {
-        "tool": tool_name or unique("carriers"),
-        "worker": unique("shipping"),
-        "planner": unique("deliveries"),
-    }
-    await client.create_schema(
-        PayloadSchemaCreate(name="order.shipped", version="1.0.0", json_schema=ORDER_SHIPPED_V1)
-    )
-    registrations: list[AgentRegistration] = [
-        carriers(names["tool"], version="1.0.0").registration(),
-        carriers(names["tool"], version="1.1.0", answer_event="quote.priced").registration(),
-        shipping_worker(names["worker"]).registration(),
-        planner(names["planner"]).registration(),
-    ]
-    for registration in registrations:
-        await client.register(ttl(registration))
-    return names
 
 
 async def document(http: httpx.AsyncClient, tenant: str, **params: str) -> httpx.Response:

@@ -20,9 +20,14 @@ from starlette.types import ASGIApp
 from disco._dev.ports import free_port
 from disco.clients import RegistryClient
 from disco_common.registry import PayloadSchemaCreate
-from tests.integration.registry.bus_agents import ORDER_SHIPPED_V1, ORDER_SHIPPED_V2, planner, ttl
+from tests.fixtures.bus_agents import (
+    ORDER_SHIPPED_V1,
+    ORDER_SHIPPED_V2,
+    planner,
+    register_bus,
+    ttl,
+)
 from tests.integration.registry.support import new_tenant, unique, uvicorn_server
-from tests.integration.registry.test_asyncapi import register_bus
 
 REPO = Path(__file__).resolve().parents[3]
 

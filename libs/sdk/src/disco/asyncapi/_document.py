@@ -292,7 +292,8 @@ class BusDocument:
 
 
 def _branches(schema: Mapping[str, Any]) -> list[Any]:
-    return list(schema.get("allOf", []))
+    # allOf parts add fields; anyOf/oneOf alternatives (`Model | None`) list theirs too.
+    return [*schema.get("allOf", []), *schema.get("anyOf", []), *schema.get("oneOf", [])]
 
 
 def _rules(schema: Mapping[str, Any]) -> str:

@@ -24,6 +24,7 @@ from fastapi.templating import Jinja2Templates
 from pydantic import ValidationError
 
 from disco.clients import ServiceAuthError, ServiceError
+from disco_common.asyncapi import AsyncApiFormat
 from disco_common.plans import PlanStatus
 from disco_common.tracker import PlanProgressQuery
 from disco_gateway.console import service
@@ -37,6 +38,7 @@ from disco_gateway.console.auth import (
     safe_next,
     verify_token,
 )
+from disco_gateway.console.bus import bus_download, bus_view
 from disco_gateway.console.clients import ConsoleClients, console_clients
 from disco_gateway.console.dead_letters import read_dead_letters, republish
 from disco_gateway.state import GatewayState
@@ -259,6 +261,41 @@ async def plan(request: Request, plan_id: str, user: UserDep, clients: ClientsDe
 async def agents(request: Request, user: UserDep, clients: ClientsDep) -> HTMLResponse:
     overview = await service.agents_overview(clients, user)
     return _page(request, "agents.html", user=user, overview=overview)
+
+
+# -- bus -------------------------------------------------------------------------------------
+
+
+@router.get("/bus")
+async def bus(
+    request: Request,
+    user: UserDep,
+    clients: ClientsDep,
+    agent: str = "",
+    event_type: str = "",
+) -> HTMLResponse:
+    try:
+        view = await bus_view(clients, user, agent=agent.strip(), event_type=event_type.strip())
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        return _error_page(request, 400, "Invalid filter", problems)
+    return _page(request, "bus.html", user=user, bus=view)
+
+
+@router.get("/bus/asyncapi.{extension}")
+async def bus_document(
+    request: Request, extension: str, user: UserDep, clients: ClientsDep
+) -> Response:
+    forms = {"json": AsyncApiFormat.JSON, "yaml": AsyncApiFormat.YAML}
+    if extension not in forms:
+        return _error_page(request, 404, "No such document", "Ask for asyncapi.json or .yaml.")
+    fetched = await bus_download(clients, user, forms[extension])
+    filename = f"asyncapi-{user.tenant_id}.{extension}"
+    return Response(
+        fetched.content,
+        media_type=fetched.media_type,
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )
 
 
 # -- sessions --------------------------------------------------------------------------------
