@@ -25,12 +25,23 @@ class BuiltDocument:
     json: bytes
     digest: str
     _yaml: bytes | None = None
+    _making_yaml: asyncio.Lock | None = None
 
     @classmethod
     def of(cls, document: object) -> BuiltDocument:
         """``document`` serialised once (its keys in the order given)."""
         data = pydantic_core.to_json(document)
         return cls(json=data, digest=hashlib.blake2b(data, digest_size=16).hexdigest())
+
+    async def yaml_text(self) -> bytes:
+        """:meth:`yaml`, made in a worker thread the first time (seconds for a large
+        document), once however many ask at the same time."""
+        if self._yaml is not None:
+            return self._yaml
+        if self._making_yaml is None:
+            self._making_yaml = asyncio.Lock()
+        async with self._making_yaml:
+            return await asyncio.to_thread(self.yaml)
 
     def yaml(self) -> bytes:
         """The same document as YAML (made once, then kept)."""

@@ -99,5 +99,7 @@ async def get_asyncapi(
     if _matches(if_none_match, etag):
         return Response(status_code=status.HTTP_304_NOT_MODIFIED, headers=headers)
     if yaml:
-        return Response(built.yaml(), media_type=ASYNCAPI_YAML_MEDIA_TYPE, headers=headers)
+        return Response(
+            await built.yaml_text(), media_type=ASYNCAPI_YAML_MEDIA_TYPE, headers=headers
+        )
     return Response(built.json, media_type=ASYNCAPI_JSON_MEDIA_TYPE, headers=headers)

@@ -24,9 +24,9 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 from urllib.parse import urldefrag, urljoin
 
-from jsonschema.validators import Draft7Validator
+import pydantic_core
+from jsonschema.validators import Draft7Validator, Draft202012Validator, validator_for
 
-from disco_common.registry import validate_payload
 from disco_common.system_events import SYSTEM_EVENT_DATA, SystemEventType
 
 __all__ = [
@@ -125,21 +125,36 @@ def _local_pointer(ref: str, base: str) -> str | None:
 
 def fitting_examples(schema: Mapping[str, Any]) -> list[Any]:
     """The schema's own ``examples`` that fit it, under its draft and under draft 07
-    (AsyncAPI tools check examples against the payload as a draft 07 schema)."""
+    (AsyncAPI tools check examples against the payload as a draft 07 schema).
+
+    Checking costs a millisecond or so a schema, on every build of a document, while
+    schemas rarely change: the answer is kept by the schema's JSON text (the database
+    gives a schema's keys in the same order every time).
+    """
     given = schema.get("examples")
     if not isinstance(given, list) or not given:
         return []
-    as_dict = dict(schema)
+    fitting: list[Any] = pydantic_core.from_json(_fitting(pydantic_core.to_json(schema)))
+    return fitting
+
+
+@functools.lru_cache(maxsize=4096)
+def _fitting(text: bytes) -> bytes:
+    return pydantic_core.to_json(_check_examples(pydantic_core.from_json(text)))
+
+
+def _check_examples(schema: dict[str, Any]) -> list[Any]:
+    # The registry checked the schema against its metaschema when it was registered:
+    # the validators are built without checking it again (the check is what costs).
+    own = validator_for(schema, default=Draft202012Validator)
     fitting: list[Any] = []
     try:
-        draft7 = Draft7Validator(as_dict)
-        for example in given:
+        validators = [own(schema), Draft7Validator(schema)]
+        for example in schema["examples"]:
             if len(fitting) == MAX_EXAMPLES:
                 break
-            if validate_payload(as_dict, example, max_violations=1).valid and draft7.is_valid(
-                example
-            ):
+            if all(validator.is_valid(example) for validator in validators):
                 fitting.append(example)
-    except Exception:  # a schema jsonschema cannot compile: no examples from it
+    except Exception:  # a reference jsonschema cannot follow: no examples from it
         return []
     return fitting

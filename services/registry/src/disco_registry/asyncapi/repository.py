@@ -18,6 +18,7 @@ __all__ = [
     "SourceCapability",
     "SourceEvent",
     "SourceSchema",
+    "parse_source",
 ]
 
 _SOURCE = "SELECT answer, fresh_seconds FROM registry.asyncapi_source_as($1, $2)"
@@ -106,14 +107,29 @@ def _agent(row: dict[str, Any]) -> SourceAgent:
     )
 
 
+def parse_source(answer: str, fresh_seconds: float | None) -> BusSource:
+    """The source from the JSON text the statement answered (CPU work: a large one is
+    read in a worker thread)."""
+    parsed = pydantic_core.from_json(answer)
+    return BusSource(
+        agents=[_agent(agent) for agent in parsed["agents"]],
+        events=[SourceEvent(**event) for event in parsed["events"]],
+        schemas=[SourceSchema(**schema) for schema in parsed["schemas"]],
+        fresh_seconds=fresh_seconds,
+    )
+
+
 class AsyncApiRepository:
     """Reads document sources for a tenant."""
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
 
-    async def source(self, *, tenant_id: str, user_id: str) -> BusSource:
-        """The live registrations ``tenant_id`` sees, their events and its schema versions.
+    async def source_text(self, *, tenant_id: str, user_id: str) -> tuple[str, float | None]:
+        """The live registrations ``tenant_id`` sees, their events and its schema versions,
+        as the JSON text of ``{"agents", "events", "schemas"}`` (read it with
+        :func:`parse_source`); and the seconds until the first of those registrations
+        loses its last live instance (None: none is live).
 
         ``tenant_id`` and ``user_id`` must be the caller's verified identity's: the
         statement scopes its transaction to them.
@@ -122,10 +138,4 @@ class AsyncApiRepository:
             self._engine, _SOURCE, lambda driver: driver.fetchrow(_SOURCE, tenant_id, user_id)
         )
         assert row is not None  # the function answers one row, always
-        answer = pydantic_core.from_json(row["answer"])
-        return BusSource(
-            agents=[_agent(agent) for agent in answer["agents"]],
-            events=[SourceEvent(**event) for event in answer["events"]],
-            schemas=[SourceSchema(**schema) for schema in answer["schemas"]],
-            fresh_seconds=row["fresh_seconds"],
-        )
+        return str(row["answer"]), row["fresh_seconds"]

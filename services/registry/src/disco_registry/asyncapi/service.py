@@ -1,8 +1,9 @@
 """The document of a tenant's bus: kept until it may have changed, else built.
 
 A build reads the registry once (:mod:`disco_registry.asyncapi.repository`),
-then plans and writes the document in a worker thread, so that a large one
-(thousands of event types) does not hold up the requests around it.
+then reads that answer, plans and writes the document in a worker thread (and
+its YAML, when first asked for), so that a large one (thousands of event types)
+does not hold up the requests around it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from disco_registry.asyncapi.cache import AsyncApiCache, AsyncApiKey, BuiltDocument
 from disco_registry.asyncapi.document import DocumentSettings, build_document
-from disco_registry.asyncapi.repository import AsyncApiRepository
+from disco_registry.asyncapi.repository import AsyncApiRepository, parse_source
 
 __all__ = ["bus_document"]
 
@@ -44,15 +45,20 @@ async def bus_document(
     async def build() -> BuiltDocument:
         ticket = cache.ticket()
         asked_at = time.monotonic()
-        source = await AsyncApiRepository(engine).source(
+        answer, fresh_seconds = await AsyncApiRepository(engine).source_text(
             tenant_id=settings.tenant_id, user_id=user_id
         )
         built = await asyncio.to_thread(
             lambda: BuiltDocument.of(
-                build_document(source, settings, agent=agent, event_type=event_type)
+                build_document(
+                    parse_source(answer, fresh_seconds),
+                    settings,
+                    agent=agent,
+                    event_type=event_type,
+                )
             )
         )
-        cache.put(key, ticket, built, source.fresh_seconds, asked_at=asked_at)
+        cache.put(key, ticket, built, fresh_seconds, asked_at=asked_at)
         return built
 
     return await cache.once(key, build)
