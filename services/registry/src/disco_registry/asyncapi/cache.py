@@ -46,15 +46,26 @@ class BuiltDocument:
     def yaml(self) -> bytes:
         """The same document as YAML (made once, then kept)."""
         if self._yaml is None:
-            dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
             self._yaml = yaml.dump(
                 pydantic_core.from_json(self.json),
-                Dumper=dumper,
+                Dumper=_Dumper,
                 sort_keys=False,
                 allow_unicode=True,
                 width=100,
             ).encode()
         return self._yaml
+
+
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """libyaml's safe dumper when present, with text of several lines as a block."""
+
+
+def _text(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in text else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+
+
+_Dumper.add_representer(str, _text)
 
 
 def _size(built: BuiltDocument) -> int:

@@ -30,6 +30,7 @@ from disco_registry.asyncapi.payloads import (
     platform_schema,
     platform_schema_id,
     registered_schema_id,
+    type_name,
 )
 from disco_registry.asyncapi.plan import BusPlan, Keys, PlannedMessage, PlannedOperation, plan_bus
 from disco_registry.asyncapi.repository import BusSource, SourceAgent
@@ -65,13 +66,15 @@ class _Schemas:
         key = self._keys.take(f"{name}_{version}")
         known.append((schema, key))
         self.components[key] = document_schema(
-            schema, key=key, schema_id=registered_schema_id(name, version)
+            schema, key=key, schema_id=registered_schema_id(name, version), title=type_name(name)
         )
         return key
 
-    def own(self, message_key: str, schema: dict[str, Any], schema_id: str) -> str:
+    def own(self, event_type: str, message_key: str, schema: dict[str, Any], schema_id: str) -> str:
         key = self._keys.take(f"{message_key}.payload")
-        self.components[key] = document_schema(schema, key=key, schema_id=schema_id)
+        self.components[key] = document_schema(
+            schema, key=key, schema_id=schema_id, title=type_name(event_type)
+        )
         return key
 
 
@@ -102,7 +105,7 @@ class _Writer:
             doc = SYSTEM_EVENT_DATA[planned.platform].__doc__ or ""
             description = description or doc.strip().splitlines()[0].replace("``", "`")
             schema_id = platform_schema_id(planned.event_type)
-            key = self._schemas.own(planned.key, schema, schema_id)
+            key = self._schemas.own(planned.event_type, planned.key, schema, schema_id)
             origin = {"$id": schema_id, "version": DISCO_VERSION, "source": "platform"}
         elif definition is not None and definition.json_schema is not None:
             schema = definition.json_schema
@@ -121,7 +124,7 @@ class _Writer:
                 owner_name = owner["agent"] if owner else definition.owner_agent_id
                 owner_version = owner["version"] if owner else "0.0.0"
                 schema_id = inline_schema_id(owner_name, owner_version, planned.event_type)
-                key = self._schemas.own(planned.key, schema, schema_id)
+                key = self._schemas.own(planned.event_type, planned.key, schema, schema_id)
                 origin = {"$id": schema_id, "version": owner_version, "source": "inline"}
             if owner is not None:
                 origin["owner"] = owner

@@ -19,6 +19,7 @@ registry accepts (``$defs``, ``prefixItems``...) read there as they are.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Mapping
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
@@ -38,10 +39,13 @@ __all__ = [
     "platform_schema",
     "platform_schema_id",
     "registered_schema_id",
+    "type_name",
 ]
 
 MAX_EXAMPLES = 5
 """Examples kept per message (the first that fit)."""
+
+_WORDS = re.compile(r"[A-Za-z0-9]+")
 
 
 def _disco_version() -> str:
@@ -77,15 +81,26 @@ def platform_schema(event_type: SystemEventType) -> dict[str, Any]:
     return SYSTEM_EVENT_DATA[event_type].model_json_schema()
 
 
-def document_schema(schema: Mapping[str, Any], *, key: str, schema_id: str) -> dict[str, Any]:
+def type_name(name: str) -> str:
+    """``name`` (an event type or schema name) as a type name: ``order.shipped`` ->
+    ``OrderShipped``."""
+    return "".join(part[:1].upper() + part[1:] for part in _WORDS.findall(name)) or "Payload"
+
+
+def document_schema(
+    schema: Mapping[str, Any], *, key: str, schema_id: str, title: str
+) -> dict[str, Any]:
     """``schema`` placed at ``#/components/schemas/<key>``: a copy with ``$id`` set,
-    ``$schema`` dropped and every reference rewritten (see the module docstring)."""
+    ``$schema`` dropped, every reference rewritten (see the module docstring), and
+    ``title`` when it has none (code generators name their types after it; otherwise
+    they would use the ``$id``)."""
     own = schema.get("$id")
     base = own if isinstance(own, str) else ""
     here = f"#/components/schemas/{key}"
     copied = _rewrite(schema, base=base, here=here)
     copied.pop("$schema", None)
     copied.pop("$id", None)
+    copied.setdefault("title", title)
     return {"$id": schema_id, **copied}
 
 
