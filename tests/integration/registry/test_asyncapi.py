@@ -386,3 +386,63 @@ async def test_a_kept_document_ends_when_another_instance_registers_or_adds_a_sc
         return "late.fact_1.0.0" in (await document(one, tenant)).text
 
     await eventually(sees_the_schema, timeout=10, what="the other instance's schema heard")
+
+
+async def test_odd_names_remote_references_and_bad_examples_still_make_a_valid_document(
+    http: httpx.AsyncClient,
+    make_client: Callable[..., RegistryClient],
+    asyncapi_parser: AsyncApiParser,
+) -> None:
+    tenant = new_tenant()
+    schema = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://schemas.example.com/invoice.json",
+        "type": "object",
+        "properties": {
+            "customer": {"$ref": "https://schemas.example.com/customer.json"},
+            "lines": {"type": "array", "items": {"$ref": "#/$defs/Line"}},
+            "total": {"$ref": "invoice.json#/$defs/Money"},
+            "note": {"$ref": "#annotated"},
+        },
+        "required": ["total"],
+        "$defs": {
+            "Line": {"type": "object", "properties": {"sku": {"type": "string"}}},
+            "Money": {"type": "number", "minimum": 0},
+        },
+        "examples": [{"total": -1}, {"total": 12.5, "lines": [{"sku": "a"}]}],
+    }
+    body = {
+        "agent_id": unique("billing"),
+        "name": unique("billing.v2"),
+        "version": "2.0.0-rc.1+build.5",
+        "events": [
+            {
+                "event_type": "billing:invoice/created",
+                "topic": "billing-facts",
+                "json_schema": schema,
+            }
+        ],
+        "ttl_seconds": 600,
+    }
+    registered = await http.post("/v1/agents", json=body, headers=bearer(tenant))
+    assert registered.status_code == 201, registered.text
+
+    response = await document(http, tenant)
+
+    parsed = asyncapi_parser.parse(response.content)
+    assert parsed.errors == [], "\n".join(map(str, parsed.errors))
+    doc = response.json()
+    assert doc["channels"]["billing-facts"]["address"].endswith("billing-facts")
+    message = doc["components"]["messages"]["billing_invoice_created"]
+    assert message["name"] == "billing:invoice/created"
+    payload = doc["components"]["schemas"][message["payload"]["$ref"].rsplit("/", 1)[1]]
+    properties = payload["properties"]
+    # Nothing is fetched: a reference to another document is kept as a note; the
+    # schema's own references point into the document.
+    assert properties["customer"] == {
+        "x-disco-unresolved-ref": "https://schemas.example.com/customer.json"
+    }
+    assert properties["total"]["$ref"].endswith("/$defs/Money")
+    assert properties["lines"]["items"]["$ref"].endswith("/$defs/Line")
+    assert "$schema" not in payload
+    assert [e["payload"] for e in message["examples"]] == [{"total": 12.5, "lines": [{"sku": "a"}]}]

@@ -27,6 +27,13 @@ _YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-ya
 # If-None-Match costs no build while the document holds.
 _CACHE_CONTROL = "private, no-cache"
 _VARY = "Accept, Authorization"
+# The same document in either form (https://www.asyncapi.com/docs/reference/specification/v3.0.0).
+_DOCUMENT_SCHEMA = {
+    "type": "object",
+    "description": "An AsyncAPI 3.0.0 document.",
+    "required": ["asyncapi", "info", "channels", "operations", "components"],
+    "properties": {"asyncapi": {"const": "3.0.0"}},
+}
 
 
 def _wants_yaml(query: AsyncApiQuery, accept: str | None) -> bool:
@@ -56,8 +63,8 @@ def _matches(if_none_match: str | None, etag: str) -> bool:
         200: {
             "description": "The AsyncAPI 3.0 document",
             "content": {
-                ASYNCAPI_JSON_MEDIA_TYPE: {"schema": {"type": "object"}},
-                ASYNCAPI_YAML_MEDIA_TYPE: {"schema": {"type": "string"}},
+                ASYNCAPI_JSON_MEDIA_TYPE: {"schema": _DOCUMENT_SCHEMA},
+                ASYNCAPI_YAML_MEDIA_TYPE: {"schema": _DOCUMENT_SCHEMA},
             },
         },
         304: {"description": "The document named in If-None-Match has not changed"},
