@@ -100,6 +100,11 @@ def _error_page(request: Request, status: int, title: str, message: str) -> HTML
     return _page(request, "error.html", status_code=status, user=user, title=title, message=message)
 
 
+def _problems(exc: ValidationError) -> str:
+    """A filter's validation errors, for people."""
+    return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+
+
 class ConsoleRoute(APIRoute):
     """Console errors as pages: sign-in needed, a service refused or is down."""
 
@@ -222,7 +227,7 @@ async def plans(
     try:
         query = PlanProgressQuery.model_validate({**given, "limit": 50})
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        problems = _problems(exc)
         return _page(
             request,
             template,
@@ -277,7 +282,7 @@ async def bus(
     try:
         view = await bus_view(clients, user, agent=agent.strip(), event_type=event_type.strip())
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        problems = _problems(exc)
         return _error_page(request, 400, "Invalid filter", problems)
     return _page(request, "bus.html", user=user, bus=view)
 
