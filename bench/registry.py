@@ -1,6 +1,7 @@
 """Benchmark: the registry with 10,000 registered agents — discovery and heartbeats.
 
     uv run python bench/registry.py [--agents 10000] [--seconds 8] [--instances N] ...
+    uv run python bench/registry.py --part asyncapi [--asyncapi-agents 1000]
 
 Starts an embedded PostgreSQL and Tansu broker on free loopback ports unless
 ``DISCO_DATABASE_ADMIN_URL`` / ``DISCO_KAFKA_BOOTSTRAP`` name existing ones
@@ -28,6 +29,15 @@ Phases, each ``--seconds`` long, ``--concurrency`` requests in flight:
 
 Prints requests/s and client-side p50/p99 latency for each (and the seeding
 rate). Targets (issue 3): discovery p99 < 20 ms, heartbeats >= 1,000/s.
+
+The AsyncAPI document (``GET /v1/asyncapi``, issue 35), for another tenant with
+``--asyncapi-agents`` registrations (1,000) of three event types each (3,000: a
+request with a nested schema and an example, its answer, and a business fact the
+agent announces): cold (a second registry process that keeps no document:
+every request builds it from the database) and served from the kept document,
+the whole body read by the client each time, and a revalidation (``If-None-Match``:
+304). Targets: p99 under 1 s cold and under 100 ms from the cache.
+``--part asyncapi`` runs only this part (``--part discovery`` only the first).
 """
 
 from __future__ import annotations
@@ -110,6 +120,183 @@ def registration(index: int, rng: random.Random) -> dict[str, Any]:
     }
 
 
+ASYNCAPI_TENANT = "bench-asyncapi"
+
+
+def asyncapi_registration(index: int) -> dict[str, Any]:
+    """An agent with three event types of its own: a request (a nested schema with an
+    example), its answer and a business fact it announces."""
+    base = f"e{index:04d}"
+    request = {
+        "type": "object",
+        "title": f"Order{index}",
+        "properties": {
+            "sku": {"type": "string", "maxLength": 40, "description": "What to ship."},
+            "qty": {"type": "integer", "minimum": 1},
+            "to": {"anyOf": [{"$ref": "#/$defs/Address"}, {"type": "null"}], "default": None},
+            "lines": {"type": "array", "items": {"$ref": "#/$defs/Address"}},
+        },
+        "required": ["sku", "qty"],
+        "$defs": {
+            "Address": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "zip": {"type": "string"}},
+                "required": ["city"],
+            }
+        },
+        "examples": [{"sku": f"sku-{index}", "qty": 2, "to": {"city": "Lisbon"}}],
+    }
+    return {
+        "agent_id": f"api-agent-{index:04d}",
+        "name": f"api-agent-{index:04d}",
+        "version": f"1.{index % 7}.0",
+        "description": f"agent {index} of the AsyncAPI bench",
+        "instance_id": f"host-{index}:1",
+        "ttl_seconds": 3600,
+        "capabilities": [
+            {
+                "task_name": base,
+                "description": f"does {base}",
+                "consumed_event": {
+                    "event_type": f"{base}.requested",
+                    "topic": "action-requests",
+                    "json_schema": request,
+                },
+                "produced_events": [
+                    {
+                        "event_type": f"{base}.completed",
+                        "topic": "action-results",
+                        "json_schema": RESULT_SCHEMA,
+                    }
+                ],
+            }
+        ],
+        "events": [
+            {
+                "event_type": f"{base}.happened",
+                "topic": "business-facts",
+                "direction": "produced",
+                "json_schema": {"type": "object", "properties": {"at": {"type": "string"}}},
+            }
+        ],
+    }
+
+
+async def timed_calls(
+    count: int, call: Callable[[], Awaitable[LeanResponse]]
+) -> tuple[list[float], int, int]:
+    """``count`` calls one after another: their latencies, errors and the last body size."""
+    latencies: list[float] = []
+    errors = size = 0
+    for _ in range(count):
+        started = time.perf_counter()
+        response = await call()
+        latencies.append(time.perf_counter() - started)
+        errors += response.status_code not in (200, 304)
+        size = len(response.content)
+    return latencies, errors, size
+
+
+def report_document(label: str, latencies: list[float], errors: int, size: int) -> None:
+    print(
+        f"{label:<44} p50 {percentile(latencies, 0.50) * 1000:8.1f} ms  "
+        f"p99 {percentile(latencies, 0.99) * 1000:8.1f} ms  "
+        f"({len(latencies)} requests, {errors} errors, {size / 1e6:.2f} MB each)"
+    )
+
+
+async def bench_asyncapi(
+    args: argparse.Namespace,
+    database_app_url: str,
+    bootstrap: str,
+    postmaster_pid: int | None,
+    prefix: str,
+) -> None:
+    """The AsyncAPI document of a tenant with ``--asyncapi-agents`` agents: cold and kept."""
+    kept_process, kept_url = start_service("registry", database_app_url, bootstrap, prefix)
+    cold_process, cold_url = start_service(
+        "registry",
+        database_app_url,
+        bootstrap,
+        prefix,
+        DISCO_REGISTRY_ASYNCAPI_CACHE_BYTES="0",
+    )
+    try:
+        for url, process in ((kept_url, kept_process), (cold_url, cold_process)):
+            await wait_ready("registry", url, process, limit_seconds=60)
+        token = mint_dev_token(DEV_AUTH_SECRET, ASYNCAPI_TENANT, "bench", (Role.SERVICE,), 3600)
+        headers = {"Authorization": f"Bearer {token}"}
+        async with httpx.AsyncClient(base_url=kept_url, headers=headers, timeout=60) as client:
+            bodies = iter([asyncapi_registration(i) for i in range(args.asyncapi_agents)])
+
+            async def seeder() -> None:
+                for body in bodies:
+                    (await client.post("/v1/agents", json=body)).raise_for_status()
+
+            started = time.perf_counter()
+            await asyncio.gather(*(seeder() for _ in range(8)))
+            print(
+                f"\nAsyncAPI: seeded {args.asyncapi_agents:,} agents with "
+                f"{3 * args.asyncapi_agents:,} event types in {time.perf_counter() - started:.1f} s"
+            )
+            print(f"load average before: {os.getloadavg()[0]:.2f}")
+            first = await client.get("/v1/asyncapi")
+            first.raise_for_status()
+            etag = first.headers["etag"]
+            doc = first.json()
+            print(
+                f"document: {len(first.content) / 1e6:.2f} MB JSON, "
+                f"{len(doc['components']['messages']) - 1:,} messages, "
+                f"{len(doc['operations']):,} operations, {len(doc['channels'])} channels"
+            )
+            started = time.perf_counter()
+            as_yaml = await client.get("/v1/asyncapi", params={"format": "yaml"})
+            as_yaml.raise_for_status()
+            print(
+                f"first YAML (made once from the kept JSON, then kept): "
+                f"{(time.perf_counter() - started) * 1000:.0f} ms, "
+                f"{len(as_yaml.content) / 1e6:.2f} MB"
+            )
+        cold = LeanHttp([cold_url], headers, connections=1)
+        kept = LeanHttp([kept_url], headers, connections=args.concurrency)
+        revalidate = LeanHttp([kept_url], {**headers, "If-None-Match": etag}, connections=1)
+
+        def get(client: LeanHttp) -> Callable[[], Awaitable[LeanResponse]]:
+            return lambda: client.request("GET", "/v1/asyncapi")
+
+        # The first build after a start also checks every schema's examples once.
+        latencies, errors, size = await timed_calls(1, get(cold))
+        report_document("cold, first build after the registry started", latencies, errors, size)
+        meter = CpuMeter([cold_process.pid], postmaster_pid)
+        meter.start()
+        latencies, errors, size = await timed_calls(args.asyncapi_cold_requests, get(cold))
+        registry_cpu, postgres_cpu, _ = (s / len(latencies) * 1000 for s in meter.stop())
+        report_document("cold (built for every request)", latencies, errors, size)
+        postgres_text = f"{postgres_cpu:.0f} ms" if postmaster_pid is not None else "n/a"
+        print(
+            f"{'':<44} CPU per document: registry {registry_cpu:.0f} ms, postgres {postgres_text}"
+        )
+        latencies, errors, size = await timed_calls(args.asyncapi_kept_requests, get(kept))
+        report_document("served from the kept document", latencies, errors, size)
+        count, elapsed, latencies, errors = await run_phase(
+            args.concurrency, args.seconds, get(kept)
+        )
+        report_document(
+            f"kept, {args.concurrency} concurrent ({count / elapsed:,.0f} req/s)",
+            latencies,
+            errors,
+            size,
+        )
+        latencies, errors, _ = await timed_calls(args.asyncapi_kept_requests, get(revalidate))
+        report_document("revalidation (If-None-Match: 304)", latencies, errors, 0)
+        for client in (cold, kept, revalidate):
+            await client.close()
+        load = os.getloadavg()[0]
+        print(f"load average after: {load:.2f} (the machine has {os.cpu_count()} cores)")
+    finally:
+        stop_processes([kept_process, cold_process])
+
+
 class CpuMeter:
     """CPU seconds used by the registry processes, PostgreSQL (postmaster and backends,
     when embedded) and this client process, between :meth:`start` and :meth:`stop`."""
@@ -181,6 +368,19 @@ async def bench(
     args: argparse.Namespace, database_app_url: str, bootstrap: str, postmaster_pid: int | None
 ) -> None:
     prefix = f"bench{uuid.uuid4().hex[:6]}."
+    if args.part in ("all", "discovery"):
+        await bench_discovery(args, database_app_url, bootstrap, postmaster_pid, prefix)
+    if args.part in ("all", "asyncapi"):
+        await bench_asyncapi(args, database_app_url, bootstrap, postmaster_pid, prefix)
+
+
+async def bench_discovery(
+    args: argparse.Namespace,
+    database_app_url: str,
+    bootstrap: str,
+    postmaster_pid: int | None,
+    prefix: str,
+) -> None:
     processes: list[subprocess.Popen[bytes]] = []
     base_urls: list[str] = []
     for _ in range(args.instances):
@@ -288,6 +488,10 @@ def main() -> None:
         default=1,
         help="registry processes, connections spread over them round robin",
     )
+    parser.add_argument("--part", choices=["all", "discovery", "asyncapi"], default="all")
+    parser.add_argument("--asyncapi-agents", type=int, default=1_000)
+    parser.add_argument("--asyncapi-cold-requests", type=int, default=30)
+    parser.add_argument("--asyncapi-kept-requests", type=int, default=200)
     args = parser.parse_args()
 
     with scratch_infra("registry") as infra:

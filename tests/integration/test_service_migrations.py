@@ -25,7 +25,7 @@ PACKAGES = {
 }
 # The newest revision of each service: the files moved into the packages as they were.
 HEADS = {
-    "registry": "registry_0007",
+    "registry": "registry_0008",
     "memory": "memory_0008",
     "tracker": "tracker_0004",
     "gateway": "gateway_0011",

@@ -11,6 +11,7 @@ import disco_common
 MODULES = [
     "a2a",
     "a2a_cards",
+    "asyncapi",
     "auth",
     "canonical",
     "envelope",
@@ -29,6 +30,13 @@ MODULES = [
 ]
 
 EXPECTED = [
+    "ASYNCAPI_JSON_MEDIA_TYPE",
+    "ASYNCAPI_VERSION",
+    "ASYNCAPI_YAML_MEDIA_TYPE",
+    "AsyncApiExtension",
+    "AsyncApiFormat",
+    "AsyncApiQuery",
+    "EventDirection",
     "A2AAgentCapabilities",
     "A2AAgentCard",
     "A2AAgentCardSignature",

@@ -17,6 +17,7 @@ from disco_common import (
     DiscoveredEvent,
     DiscoveryQuery,
     EventDefinition,
+    EventDirection,
     Heartbeat,
     PayloadSchema,
     PayloadSchemaCreate,
@@ -72,6 +73,25 @@ def test_an_event_definition_may_declare_no_schema() -> None:
 def test_an_event_definition_with_both_inline_schema_and_reference_is_rejected() -> None:
     with pytest.raises(ValidationError, match="not both"):
         _event(json_schema=OBJECT_SCHEMA, schema_ref={"name": "x", "version": "1.0.0"})
+
+
+def test_an_event_definition_names_its_direction() -> None:
+    event = _event(topic="business-facts", direction="consumed")
+
+    assert event.direction == EventDirection.CONSUMED
+    assert _event().direction is None
+
+
+def test_a_capability_whose_request_says_produced_is_rejected() -> None:
+    with pytest.raises(ValidationError, match="consumed_event cannot have direction 'produced'"):
+        AgentCapability(task_name="calculate", consumed_event=_event(direction="produced"))
+
+
+def test_a_capability_whose_answer_says_consumed_is_rejected() -> None:
+    answer = _event(event_type="calculate.completed", topic="action-results", direction="consumed")
+
+    with pytest.raises(ValidationError, match=r"'calculate\.completed' cannot have direction"):
+        AgentCapability(task_name="calculate", consumed_event=_event(), produced_events=[answer])
 
 
 @pytest.mark.parametrize(

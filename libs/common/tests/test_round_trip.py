@@ -293,6 +293,9 @@ ENVELOPE_FIELDS: dict[str, Any] = {
 }
 
 EXAMPLES: list[BaseModel] = [
+    dc.AsyncApiQuery(
+        agent="calculator", event_type="calc.requested", format=dc.AsyncApiFormat.YAML
+    ),
     # envelope, errors, auth
     dc.Envelope(**ENVELOPE_FIELDS, subject="x", myext="kept"),
     dc.ActionRequest(**ENVELOPE_FIELDS, response_event="calculate.completed"),
@@ -327,7 +330,14 @@ EXAMPLES: list[BaseModel] = [
         version="1.0.0",
         tags=["math"],
         capabilities=[CAPABILITY],
-        events=[dc.EventDefinition(event_type="calc.done", topic="business-facts")],
+        events=[
+            dc.EventDefinition(event_type="calc.done", topic="business-facts"),
+            dc.EventDefinition(
+                event_type="calc.audit",
+                topic="system-events",
+                direction=dc.EventDirection.CONSUMED,
+            ),
+        ],
         ttl_seconds=30,
         metadata={"team": "core"},
     ),

@@ -23,8 +23,11 @@ from disco.auth import DEV_AUTH_SECRET, mint_dev_token
 from disco.clients import RegistryClient, StaticToken
 from disco_common.auth import Role
 from disco_registry import RegistrySettings, create_app
+from tests.fixtures.asyncapi import asyncapi_parser
 from tests.fixtures.infra import DatabaseUrls
 from tests.fixtures.settings import settings_factory
+
+__all__ = ["asyncapi_parser"]
 
 BASE_URL = "http://registry.test"
 HERE = Path(__file__).resolve().parent

@@ -5,6 +5,7 @@ submodules or from here:
 
 - ``envelope``, ``topics``: the bus (CloudEvents envelope, topic names);
 - ``registry``: agents, capabilities, event definitions, payload schemas, discovery;
+- ``asyncapi``: the AsyncAPI document of a tenant's bus (its query and extensions);
 - ``plans``, ``tasks``: the Planner's state machine and the Worker's task context,
   and the result payload convention of ``action-results``;
 - ``system_events``, ``notifications``: payloads on ``system-events`` and
@@ -58,6 +59,14 @@ from disco_common.a2a_cards import (
     agent_a2a_url,
     build_agent_card,
     build_gateway_card,
+)
+from disco_common.asyncapi import (
+    ASYNCAPI_JSON_MEDIA_TYPE,
+    ASYNCAPI_VERSION,
+    ASYNCAPI_YAML_MEDIA_TYPE,
+    AsyncApiExtension,
+    AsyncApiFormat,
+    AsyncApiQuery,
 )
 from disco_common.auth import (
     ON_BEHALF_OF_TENANT_HEADER,
@@ -238,6 +247,7 @@ from disco_common.registry import (
     DiscoveredEvent,
     DiscoveryQuery,
     EventDefinition,
+    EventDirection,
     EventListQuery,
     EventRecord,
     Heartbeat,
@@ -339,6 +349,9 @@ __all__ = [
     "ACTION_PROGRESSED",
     "AGENT_TTL_MAX_SECONDS",
     "AGENT_TTL_MIN_SECONDS",
+    "ASYNCAPI_JSON_MEDIA_TYPE",
+    "ASYNCAPI_VERSION",
+    "ASYNCAPI_YAML_MEDIA_TYPE",
     "BINARY_HEADER_PREFIX",
     "CLOUDEVENTS_CONTENT_TYPE",
     "CONDITION_MAX_CHARS",
@@ -415,6 +428,9 @@ __all__ = [
     "AgentStatusPayload",
     "AgentUIEvent",
     "AgentUIEventType",
+    "AsyncApiExtension",
+    "AsyncApiFormat",
+    "AsyncApiQuery",
     "BusinessFact",
     "ContinuationEvaluation",
     "ContinuationPayload",
@@ -453,6 +469,7 @@ __all__ = [
     "ErrorInfo",
     "ErrorResponse",
     "EventDefinition",
+    "EventDirection",
     "EventListQuery",
     "EventRecord",
     "EventType",

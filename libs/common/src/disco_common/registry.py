@@ -49,6 +49,7 @@ __all__ = [
     "DiscoveredEvent",
     "DiscoveryQuery",
     "EventDefinition",
+    "EventDirection",
     "EventListQuery",
     "EventRecord",
     "Heartbeat",
@@ -100,6 +101,15 @@ class Visibility(StrEnum):
     """Only the tenant that registered it."""
     PUBLIC = "public"
     """Every tenant (a platform agent)."""
+
+
+class EventDirection(StrEnum):
+    """Which way an agent's event (listed outside its capabilities) travels."""
+
+    CONSUMED = "consumed"
+    """The agent receives it (a handler for it)."""
+    PRODUCED = "produced"
+    """The agent sends it (announces it, or asks for it)."""
 
 
 class AgentStatus(StrEnum):
@@ -158,6 +168,14 @@ class EventDefinition(Body):
     schema_ref: SchemaRef | None = Field(
         default=None, description="The payload's schema, as a registered schema version."
     )
+    direction: EventDirection | None = Field(
+        default=None,
+        description=(
+            "For an event of the agent's `events`: `consumed` (it handles it) or `produced` "
+            "(it sends it). Absent means produced: the agent owns what it lists. Inside a "
+            "capability the place says it (`consumed_event`, `produced_events`)."
+        ),
+    )
 
     @model_validator(mode="after")
     def _schema_xor_ref(self) -> Self:
@@ -187,6 +205,21 @@ class AgentCapability(Body):
             "type; its payload follows these schemas). The first is the primary response."
         ),
     )
+
+    @model_validator(mode="after")
+    def _directions_agree(self) -> Self:
+        if self.consumed_event.direction == EventDirection.PRODUCED:
+            raise ValueError(
+                f"capability {self.task_name!r}: its consumed_event cannot have direction "
+                "'produced' (leave direction out inside a capability)"
+            )
+        for event in self.produced_events:
+            if event.direction == EventDirection.CONSUMED:
+                raise ValueError(
+                    f"capability {self.task_name!r}: produced event {event.event_type!r} "
+                    "cannot have direction 'consumed' (leave direction out inside a capability)"
+                )
+        return self
 
 
 def _unique_task_names(capabilities: list[AgentCapability]) -> None:

@@ -64,7 +64,7 @@ from disco.agents import (
 from disco.telemetry import configure_logging, configure_tracing
 from disco_common.a2a import A2AAnswer, A2AArtifact, A2AMessageContext, A2APart
 from disco_common.plans import PlanDefinition, StateAction, StateConfig, StateTransition
-from disco_common.registry import AgentCapability, EventDefinition
+from disco_common.registry import AgentCapability, EventDefinition, EventDirection
 from disco_common.tasks import ActionResultData, DelegationSpec, ErrorInfo
 from disco_common.topics import Topic
 
@@ -82,6 +82,7 @@ __all__ = [
     "DelegationSpec",
     "ErrorInfo",
     "EventDefinition",
+    "EventDirection",
     "GoalContext",
     "HandlerContext",
     "HandlerSignatureError",

@@ -24,6 +24,7 @@ def test_disco_exports_exactly_its_public_api() -> None:
         "DelegationSpec",
         "ErrorInfo",
         "EventDefinition",
+        "EventDirection",
         "GoalContext",
         "HandlerContext",
         "HandlerSignatureError",

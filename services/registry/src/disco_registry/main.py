@@ -5,9 +5,10 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from disco_registry.agents.endpoints import router as agents_router
+from disco_registry.asyncapi.endpoints import router as asyncapi_router
 from disco_registry.cards.endpoints import router as cards_router
+from disco_registry.changes import changes_lifespan
 from disco_registry.discovery.endpoints import router as discovery_router
-from disco_registry.discovery.lifespan import discovery_cache_lifespan
 from disco_registry.events.endpoints import router as events_router
 from disco_registry.liveness.lifespan import sweeper_lifespan
 from disco_registry.payload_schemas.endpoints import router as schemas_router
@@ -31,7 +32,8 @@ def create_app(settings: RegistrySettings | None = None) -> FastAPI:
     """The registry app (settings from ``DISCO_*`` variables when not given).
 
     Nothing connects here: the database, the bus, the outbox relay, the
-    listener for discovery changes and the TTL sweeper start in the lifespan;
+    listener for changes (discovery answers, documents) and the TTL sweeper start
+    in the lifespan;
     the heartbeat batcher uses the database once it is there.
     """
     return create_service_app(
@@ -40,8 +42,15 @@ def create_app(settings: RegistrySettings | None = None) -> FastAPI:
         description=DESCRIPTION,
         # Discovery first: FastAPI tries routes in order, and discovery is the registry's
         # hottest route (the paths of different routers never overlap).
-        routers=[discovery_router, agents_router, cards_router, events_router, schemas_router],
-        lifespan_hooks=[discovery_cache_lifespan, sweeper_lifespan, erasure_follower],
+        routers=[
+            discovery_router,
+            agents_router,
+            cards_router,
+            events_router,
+            schemas_router,
+            asyncapi_router,
+        ],
+        lifespan_hooks=[changes_lifespan, sweeper_lifespan, erasure_follower],
     )
 
 

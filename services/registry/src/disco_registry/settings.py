@@ -80,3 +80,35 @@ class RegistrySettings(GatewayLinkSettings):
             "expiries drop answers sooner."
         ),
     )
+    asyncapi_servers: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=2000,
+        validation_alias=AliasChoices("DISCO_REGISTRY_ASYNCAPI_SERVERS"),
+        description=(
+            "The Kafka bootstrap servers the AsyncAPI document names, comma-separated "
+            "host:port (default: DISCO_KAFKA_BOOTSTRAP, what the registry itself uses): "
+            "set it when clients reach the brokers at other addresses."
+        ),
+    )
+    asyncapi_cache_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        ge=0,
+        validation_alias=AliasChoices("DISCO_REGISTRY_ASYNCAPI_CACHE_BYTES"),
+        description=(
+            "Size of the AsyncAPI documents each instance keeps until a registration, a schema "
+            "version or an expiry changes them (0: each request builds its document)."
+        ),
+    )
+    asyncapi_cache_seconds: float = Field(
+        default=60.0,
+        ge=0,
+        le=3600,
+        validation_alias=AliasChoices("DISCO_REGISTRY_ASYNCAPI_CACHE_SECONDS"),
+        description="The longest a kept AsyncAPI document is served (0: none kept).",
+    )
+
+    @property
+    def asyncapi_bootstrap(self) -> str:
+        """The bootstrap servers the AsyncAPI document names."""
+        return self.asyncapi_servers or self.kafka_bootstrap

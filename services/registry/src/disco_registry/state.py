@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from disco_registry.asyncapi.cache import AsyncApiCache
 from disco_registry.discovery.cache import DiscoveryCache
 from disco_registry.discovery.metrics import DiscoveryCacheMetrics
 from disco_registry.liveness.batcher import HeartbeatBatcher
@@ -18,7 +19,8 @@ class RegistryState(ServiceState[RegistrySettings]):
         heartbeats: group-commits heartbeats; it uses the database once the
             lifespan started it.
         discovery_cache: discovery answers kept until a change; kept only while the
-            lifespan listens for changes (:func:`disco_registry.discovery.lifespan`).
+            lifespan listens for changes (:func:`disco_registry.changes.changes_lifespan`).
+        asyncapi_cache: AsyncAPI documents kept until a change, on the same terms.
     """
 
     def __init__(self, settings: RegistrySettings) -> None:
@@ -29,3 +31,17 @@ class RegistryState(ServiceState[RegistrySettings]):
             max_age_seconds=settings.discovery_cache_seconds,
         )
         DiscoveryCacheMetrics(self.discovery_cache, self.metrics.registry)
+        self.asyncapi_cache = AsyncApiCache(
+            max_bytes=settings.asyncapi_cache_bytes,
+            max_age_seconds=settings.asyncapi_cache_seconds,
+        )
+
+    def wrote(self, tenant_id: str, *, public: bool) -> None:
+        """A write on this instance committed: drop the answers it may change (discovery
+        answers and documents), before its response."""
+        self.discovery_cache.wrote(tenant_id, public=public)
+        self.asyncapi_cache.wrote(tenant_id, public=public)
+
+    def wrote_schema(self, tenant_id: str) -> None:
+        """A schema version was added on this instance: drop the tenant's documents."""
+        self.asyncapi_cache.changed(tenant_id)

@@ -7,6 +7,7 @@ import typer
 from disco._cli import db, dev, plans, sessions
 from disco._cli.answer import answer
 from disco._cli.ask import ask
+from disco._cli.asyncapi import asyncapi
 from disco._cli.new import new
 from disco._cli.status import status
 from disco._cli.tail import tail
@@ -28,6 +29,7 @@ app.command(name="ask")(ask)
 app.command(name="answer")(answer)
 app.command(name="new")(new)
 app.command(name="status")(status)
+app.command(name="asyncapi")(asyncapi)
 
 
 def main() -> None:

@@ -27,6 +27,7 @@ from disco_common.registry import (
     AgentCapability,
     AgentRegistration,
     EventDefinition,
+    EventDirection,
     Visibility,
 )
 from disco_common.topics import DLQ_SUFFIX, Topic, topic_name
@@ -318,7 +319,13 @@ class Agent(StartStop):
                 continue
             if route.event_type in covered:
                 continue
-            events.append(EventDefinition(event_type=route.event_type, topic=route.topic))
+            events.append(
+                EventDefinition(
+                    event_type=route.event_type,
+                    topic=route.topic,
+                    direction=EventDirection.CONSUMED,
+                )
+            )
             listed.add(key)
         return AgentRegistration(
             agent_id=self.identity.agent_id,

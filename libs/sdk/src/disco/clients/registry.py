@@ -7,8 +7,10 @@ from urllib.parse import quote
 
 from pydantic import JsonValue
 
+from disco.asyncapi._fetched import FetchedDocument
 from disco.clients._base import ServiceClient, ServiceNotFoundError
 from disco.clients._paging import pages, query_of, query_params, segment
+from disco_common.asyncapi import AsyncApiFormat, AsyncApiQuery
 from disco_common.pagination import Page
 from disco_common.registry import (
     AgentListQuery,
@@ -322,4 +324,47 @@ class RegistryClient(ServiceClient):
             f"/v1/schemas/{segment(name)}/versions/{segment(version)}/validate",
             SchemaValidationResult,
             json=SchemaValidationRequest(payload=payload),
+        )
+
+    # -- AsyncAPI -----------------------------------------------------------------
+
+    async def asyncapi(
+        self,
+        *,
+        agent: str | None = None,
+        event_type: str | None = None,
+        format: AsyncApiFormat = AsyncApiFormat.JSON,
+        if_none_match: str | None = None,
+    ) -> FetchedDocument | None:
+        """The AsyncAPI 3.0 document of the caller's bus, as the registry sees it now.
+
+        Args:
+            agent: only this agent's operations and the messages and channels they use.
+            event_type: only this event type's message, channels and operations.
+            format: JSON (default) or YAML.
+            if_none_match: the ETag of a document you hold: None comes back when it
+                is still current (HTTP 304), at no cost to the registry.
+
+        Returns:
+            The document with its ETag, or None when ``if_none_match`` is current.
+
+        Raises:
+            ServiceNotFoundError: no live agent ``agent`` (``agent_not_found``: the
+                message lists the live ones) or no such event type (``event_not_found``).
+            ServiceValidationError: ``agent`` or ``event_type`` is not a valid name.
+        """
+        query = AsyncApiQuery(agent=agent, event_type=event_type, format=format)
+        headers = {"If-None-Match": if_none_match} if if_none_match else None
+        response = await self.request(
+            "GET",
+            "/v1/asyncapi",
+            params=query.model_dump(mode="json", exclude_none=True),
+            headers=headers,
+        )
+        if response.status_code == 304:
+            return None
+        return FetchedDocument(
+            content=response.content,
+            etag=response.headers.get("etag", ""),
+            media_type=response.headers.get("content-type", ""),
         )

@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import httpx
 
 from disco.clients import MemoryClient, RegistryClient, TrackerClient
+from disco_gateway.console.documents import BusDocuments
 from disco_gateway.settings import GatewaySettings
 
 __all__ = ["ConsoleClients", "ForwardedToken", "console_clients", "forwarding"]
@@ -58,6 +59,8 @@ class ConsoleClients:
     memory: MemoryClient
     probe: httpx.AsyncClient
     """Unauthenticated: for the services' ``/readyz``."""
+    bus_documents: BusDocuments = field(default_factory=BusDocuments)
+    """The AsyncAPI documents the Bus page read last, revalidated by ETag."""
 
 
 @asynccontextmanager

@@ -24,6 +24,7 @@ from fastapi.templating import Jinja2Templates
 from pydantic import ValidationError
 
 from disco.clients import ServiceAuthError, ServiceError
+from disco_common.asyncapi import AsyncApiFormat
 from disco_common.plans import PlanStatus
 from disco_common.tracker import PlanProgressQuery
 from disco_gateway.console import service
@@ -37,6 +38,7 @@ from disco_gateway.console.auth import (
     safe_next,
     verify_token,
 )
+from disco_gateway.console.bus import bus_download, bus_view
 from disco_gateway.console.clients import ConsoleClients, console_clients
 from disco_gateway.console.dead_letters import read_dead_letters, republish
 from disco_gateway.state import GatewayState
@@ -96,6 +98,11 @@ def _page(request: Request, name: str, status_code: int = 200, **context: Any) -
 def _error_page(request: Request, status: int, title: str, message: str) -> HTMLResponse:
     user = getattr(request.state, "console_user", None)
     return _page(request, "error.html", status_code=status, user=user, title=title, message=message)
+
+
+def _problems(exc: ValidationError) -> str:
+    """A filter's validation errors, for people."""
+    return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
 
 
 class ConsoleRoute(APIRoute):
@@ -220,7 +227,7 @@ async def plans(
     try:
         query = PlanProgressQuery.model_validate({**given, "limit": 50})
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        problems = _problems(exc)
         return _page(
             request,
             template,
@@ -259,6 +266,41 @@ async def plan(request: Request, plan_id: str, user: UserDep, clients: ClientsDe
 async def agents(request: Request, user: UserDep, clients: ClientsDep) -> HTMLResponse:
     overview = await service.agents_overview(clients, user)
     return _page(request, "agents.html", user=user, overview=overview)
+
+
+# -- bus -------------------------------------------------------------------------------------
+
+
+@router.get("/bus")
+async def bus(
+    request: Request,
+    user: UserDep,
+    clients: ClientsDep,
+    agent: str = "",
+    event_type: str = "",
+) -> HTMLResponse:
+    try:
+        view = await bus_view(clients, user, agent=agent.strip(), event_type=event_type.strip())
+    except ValidationError as exc:
+        problems = _problems(exc)
+        return _error_page(request, 400, "Invalid filter", problems)
+    return _page(request, "bus.html", user=user, bus=view)
+
+
+@router.get("/bus/asyncapi.{extension}")
+async def bus_document(
+    request: Request, extension: str, user: UserDep, clients: ClientsDep
+) -> Response:
+    forms = {"json": AsyncApiFormat.JSON, "yaml": AsyncApiFormat.YAML}
+    if extension not in forms:
+        return _error_page(request, 404, "No such document", "Ask for asyncapi.json or .yaml.")
+    fetched = await bus_download(clients, user, forms[extension])
+    filename = f"asyncapi-{user.tenant_id}.{extension}"
+    return Response(
+        fetched.content,
+        media_type=fetched.media_type,
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )
 
 
 # -- sessions --------------------------------------------------------------------------------

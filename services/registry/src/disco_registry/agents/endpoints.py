@@ -55,7 +55,7 @@ async def register_agent(
         registration=registration,
         default_ttl_seconds=state.settings.default_ttl_seconds,
     )
-    state.discovery_cache.wrote(identity.tenant_id, public=record.visibility == Visibility.PUBLIC)
+    state.wrote(identity.tenant_id, public=record.visibility == Visibility.PUBLIC)
     # The record was validated when it was built from its row: serialised once here
     # (returning it would make FastAPI validate it again against response_model).
     return Response(
@@ -141,8 +141,8 @@ async def deregister_agent(
     ] = True,
 ) -> Response:
     """Remove the agent (or one instance) and announce ``agent.deregistered``."""
-    # Its own unit of work (not SessionDep): discovery answers this instance keeps are
-    # dropped once it committed, before the response.
+    # Its own unit of work (not SessionDep): the answers this instance keeps (discovery,
+    # documents) are dropped once it committed, before the response.
     state = RegistryState.of(request)
     async with state.require_database().unit_of_work(
         identity.tenant_id, identity.user_id
@@ -154,5 +154,5 @@ async def deregister_agent(
             instance_id=instance_id,
             remove_events=remove_events,
         )
-    state.discovery_cache.wrote(identity.tenant_id, public=visibility == Visibility.PUBLIC)
+    state.wrote(identity.tenant_id, public=visibility == Visibility.PUBLIC)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

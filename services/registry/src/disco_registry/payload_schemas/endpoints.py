@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Response, status
+from fastapi import APIRouter, Path, Query, Request, Response, status
 
 from disco_common.ids import SemVer
 from disco_common.pagination import Page, PageQuery
@@ -17,6 +17,7 @@ from disco_common.registry import (
 )
 from disco_registry.errors import SchemaNotFound
 from disco_registry.payload_schemas import service
+from disco_registry.state import RegistryState
 from disco_service import IdentityDep, SessionDep, error_responses
 
 __all__ = ["router"]
@@ -38,14 +39,22 @@ VersionPath = Annotated[SemVer, Path(description="The exact semantic version.")]
     summary="Publish a payload schema version",
 )
 async def create_schema(
-    body: PayloadSchemaCreate, session: SessionDep, identity: IdentityDep, response: Response
+    body: PayloadSchemaCreate, identity: IdentityDep, request: Request, response: Response
 ) -> PayloadSchema:
     """Store an immutable version: 201 when new, 200 when the same content was already
     stored under it, 409 when different content was."""
-    stored, created = await service.create_schema(
-        session, tenant_id=identity.tenant_id, schema=body
-    )
-    if not created:
+    # Its own unit of work (not SessionDep): the tenant's AsyncAPI documents this
+    # instance keeps are dropped once it committed, before the response.
+    state = RegistryState.of(request)
+    async with state.require_database().unit_of_work(
+        identity.tenant_id, identity.user_id
+    ) as session:
+        stored, created = await service.create_schema(
+            session, tenant_id=identity.tenant_id, schema=body
+        )
+    if created:
+        state.wrote_schema(identity.tenant_id)
+    else:
         response.status_code = status.HTTP_200_OK
     return stored
 
