@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from disco._debug import debug_enabled
 from disco._dev.errors import DevStackError
 from disco_common.services import ServiceManifest
 
@@ -62,6 +63,8 @@ def up(
         try:
             state = stack.up()
         except DevStackError as exc:
+            if debug_enabled():
+                raise
             typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
             raise typer.Exit(1) from exc
         except KeyboardInterrupt:
