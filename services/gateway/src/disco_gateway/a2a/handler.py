@@ -73,6 +73,7 @@ from disco_gateway.a2a.executor import (
 from disco_gateway.a2a.mapping import message_of, to_proto, translate
 from disco_gateway.a2a.required import check_required_fields
 from disco_gateway.a2a.runtime import A2ARuntime
+from disco_gateway.errors import no_agent_message
 from disco_gateway.scope import CallScope
 from disco_gateway.tasks.store import FRESH_TASK_KEY
 
@@ -358,7 +359,8 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
             )
         found = await self._runtime.directory.agent(scope.tenant_id, name)
         if found is None:
-            raise A2AMappingError(f"there is no agent {name!r}", field="metadata.skill")
+            tenant = None if scope.anonymous else scope.tenant_id
+            raise A2AMappingError(no_agent_message(name, tenant), field="metadata.skill")
         return found
 
     async def _first_message(

@@ -19,7 +19,7 @@ from disco_gateway.a2a.door import authenticate
 from disco_gateway.cards import service
 from disco_gateway.cards.schemas import CardKeys
 from disco_gateway.cards.signing import JWKS_PATH
-from disco_gateway.errors import AgentNotFound
+from disco_gateway.errors import AgentNotFound, no_agent_message
 from disco_gateway.state import GatewayState
 from disco_service import error_responses
 
@@ -64,7 +64,7 @@ async def get_agent_card(
     a2a = state.require_a2a()
     card = await service.agent_card(a2a.directory, state.settings, agent, tenant_id=tenant_id)
     if card is None:
-        raise AgentNotFound(f"no agent {agent!r} is visible to you")
+        raise AgentNotFound(no_agent_message(agent, tenant_id))
     return a2a.card_signer.sign(card)
 
 

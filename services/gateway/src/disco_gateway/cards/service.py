@@ -18,7 +18,7 @@ from disco_common.registry import Visibility
 from disco_gateway.agents.service import AgentDirectory
 from disco_gateway.settings import GatewaySettings
 
-__all__ = ["agent_card", "gateway_card", "shown_without_token"]
+__all__ = ["agent_card", "gateway_card", "no_public_agents", "shown_without_token"]
 
 
 def shown_without_token(source: A2ACardSource, settings: GatewaySettings) -> bool:
@@ -31,11 +31,33 @@ def shown_without_token(source: A2ACardSource, settings: GatewaySettings) -> boo
 
 
 async def gateway_card(directory: AgentDirectory, settings: GatewaySettings) -> A2AAgentCard:
-    """The gateway's card: the agents a caller without a token may see, as skills."""
+    """The gateway's card: the agents a caller without a token may see, as skills.
+
+    With none of them public, its description says so, and how a caller reaches
+    the others and how an agent is made public (rather than "Agents: none yet"
+    while agents run).
+    """
     sources = await directory.agents(settings.public_tenant)
     shown = [source for source in sources if shown_without_token(source, settings)]
-    return A2AGatewayHelper.gateway_card(
+    card = A2AGatewayHelper.gateway_card(
         shown, public_url=settings.gateway_public_url, grpc_address=settings.gateway_grpc_address
+    )
+    if shown:
+        return card
+    description = no_public_agents(settings.gateway_public_url, settings.public_tenant)
+    return card.model_copy(update={"description": description})
+
+
+def no_public_agents(public_url: str, public_tenant: str) -> str:
+    """The public card's description when no agent is public."""
+    base = public_url.rstrip("/")
+    return (
+        "disco's A2A gateway. No agent is public, so this card lists none: the agents "
+        f"take a bearer token, each at {base}/a2a/<agent> with its own card, and the "
+        f"extended card (GET {base}/a2a/extendedAgentCard with a token) lists the "
+        "token's tenant's agents. To make an agent public (listed here and callable "
+        "without a token), name it in the gateway's DISCO_GATEWAY_PUBLIC_AGENTS "
+        f"(comma-separated) and run it in tenant {public_tenant!r} (DISCO_GATEWAY_PUBLIC_TENANT)."
     )
 
 
