@@ -21,7 +21,6 @@ import shlex
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -33,10 +32,15 @@ import pytest
 
 from disco.auth import DEV_AUTH_SECRET, mint_dev_token
 from disco_common.auth import Role
-from tests.fixtures.devstack import ROOT, MakeDev, dev_env
+from tests.fixtures.devstack import ROOT, MakeDev, dev_env, dev_state_dir
 from tests.fixtures.waiting import wait_until
 
 README = ROOT / "README.md"
+
+# The tour is a whole session on a stack of its own: `make dev`, `make demo` and some
+# thirty commands, each a Python process (70 s on a quiet machine, 200 s under the
+# suite's load): more than the suite's 300 s bound for one test can promise.
+pytestmark = pytest.mark.timeout(900)
 TOUR_HEADING = "## A five-minute tour"
 
 SKIPPED = {
@@ -230,30 +234,25 @@ class Tour:
                 self._wait_for_a_question()
             self._run(command, text)
 
-    def _assign(self, command: Command, name: str, text: str) -> None:
-        shown = subprocess.run(
-            ["bash", "-c", f'{text}\nprintf %s "${name}"'],
+    def _bash(self, script: str, timeout: float) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", "-c", script],
             env=self.env,
             cwd=ROOT,
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=timeout,
             check=False,
         )
+
+    def _assign(self, command: Command, name: str, text: str) -> None:
+        shown = self._bash(f'{text}\nprintf %s "${name}"', timeout=120)
         assert shown.returncode == 0, self._failed(command, shown.stdout, shown.stderr)
         assert shown.stdout, self._failed(command, "(empty)", shown.stderr)
         self.env[name] = shown.stdout
 
     def _run(self, command: Command, text: str) -> None:
-        done = subprocess.run(
-            ["bash", "-c", text],
-            env=self.env,
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=240,
-            check=False,
-        )
+        done = self._bash(text, timeout=240)
         assert done.returncode == 0, self._failed(command, done.stdout, done.stderr)
         if command.words.startswith("curl"):
             try:
@@ -324,10 +323,9 @@ class Tour:
 
 @pytest.fixture
 def state_dir() -> Iterator[Path]:
-    """The stack's data, outside pytest's base temp (another session may make it private)."""
-    folder = Path(tempfile.mkdtemp(prefix="disco-tour-"))
-    yield folder / "state"
-    shutil.rmtree(folder, ignore_errors=True)
+    """The stack's data (see dev_state_dir)."""
+    with dev_state_dir("disco-tour-") as folder:
+        yield folder
 
 
 def test_the_readme_tour_runs_as_written(tmp_path: Path, state_dir: Path) -> None:

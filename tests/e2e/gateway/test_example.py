@@ -30,9 +30,11 @@ def test_the_a2a_example_greets_through_the_gateway(gateway: GatewayProcess, bin
 
 
 def _a2a_call(
-    gateway: GatewayProcess, *args: str, tenant: str = TENANT
+    gateway: GatewayProcess, *args: str, tenant: str = TENANT, debug: bool = False
 ) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "DISCO_DEBUG"}
+    if debug:
+        env["DISCO_DEBUG"] = "1"
     return subprocess.run(
         [sys.executable, "examples/a2a_call.py", *args],
         env={**env, "DISCO_GATEWAY_URL": gateway.url, "DISCO_TENANT_ID": tenant},
@@ -62,20 +64,7 @@ def test_the_a2a_example_with_a_token_of_another_tenant_says_agents_are_per_tena
     gateway: GatewayProcess,
 ) -> None:
     elsewhere = _a2a_call(gateway, "gw-echo", "hi", tenant=OTHER_TENANT)
-    debugged = subprocess.run(
-        [sys.executable, "examples/a2a_call.py", "gw-echo", "hi"],
-        env={
-            **os.environ,
-            "DISCO_GATEWAY_URL": gateway.url,
-            "DISCO_TENANT_ID": OTHER_TENANT,
-            "DISCO_DEBUG": "1",
-        },
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    debugged = _a2a_call(gateway, "gw-echo", "hi", tenant=OTHER_TENANT, debug=True)
 
     assert elsewhere.returncode == 1
     (line,) = elsewhere.stderr.splitlines()

@@ -5,11 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,14 +18,14 @@ from disco import Tool
 from disco.bus import BusClient
 from disco.settings import BusSettings
 from disco.testing import InMemoryMemory
-from tests.fixtures.devstack import ROOT, MakeDev, dev_env
+from tests.fixtures.devstack import ROOT, MakeDev, dev_env, dev_state_dir
 
 
 @pytest.fixture
 def state_dir() -> Iterator[Path]:
-    folder = Path(tempfile.mkdtemp(prefix="disco-cli-errors-"))
-    yield folder / "state"
-    shutil.rmtree(folder, ignore_errors=True)
+    """The stack's data (see dev_state_dir)."""
+    with dev_state_dir("disco-cli-errors-") as folder:
+        yield folder
 
 
 @pytest.mark.parametrize("debug", [False, True])
