@@ -61,8 +61,8 @@ def serve(*agents: Agent) -> None:
     comes twice through ``uv run``) change nothing: the stop runs to its end,
     and the process exits quietly with status 0.
 
-    An agent that stops on its own with an error stops the others too; the
-    error is printed as one line and the process exits with status 1
+    An agent that stops on its own stops the others too. When it stopped on an
+    error, the error is printed as one line and the process exits with status 1
     (``DISCO_DEBUG=1`` raises it instead, with its traceback).
 
     Raises:
