@@ -13,6 +13,9 @@ task back. ``--binding
 HTTP+JSON`` picks the REST binding instead of JSON-RPC, ``--binding GRPC`` the
 gRPC one (at the address the card names; ``--grpc-tls`` for one behind TLS);
 ``--gateway`` another gateway than the local one (``DISCO_GATEWAY_URL``).
+A refusal (no such agent for the token's tenant, a message that does not fit
+the agent's request) is printed as one line, exit status 1; ``DISCO_DEBUG=1``
+shows the traceback.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ import grpc.aio
 import httpx
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.client.errors import AgentCardResolutionError
-from a2a.types import a2a_pb2
+from a2a.types import AgentCard, a2a_pb2
+from a2a.utils.errors import A2AError
 from a2a.utils.signing import (
     InvalidSignaturesError,
     SignatureVerificationError,
@@ -93,12 +97,29 @@ def grpc_channel(address: str, token: str, *, tls: bool) -> grpc.aio.Channel:
     )
 
 
+class Refused(Exception):
+    """The gateway or the agent said no, in its own words (one line for a person)."""
+
+
+async def _card(http: httpx.AsyncClient, gateway: str, agent: str) -> AgentCard:
+    """The agent's card; when there is none, the gateway's own reason."""
+    try:
+        return await A2ACardResolver(http, f"{gateway}/a2a/{agent}").get_agent_card()
+    except AgentCardResolutionError as exc:
+        answer = await http.get(f"{gateway}/a2a/{agent}/.well-known/agent-card.json")
+        try:
+            reason = answer.json()["error"]["message"]
+        except (ValueError, KeyError, TypeError):
+            reason = " ".join(str(exc).split())
+        raise Refused(f"no card for {agent!r}: {reason}") from exc
+
+
 async def call(
     agent: str, content: str, *, gateway: str, binding: str, tenant: str, grpc_tls: bool = False
 ) -> None:
     token = mint_dev_token(DEV_AUTH_SECRET, tenant, "a2a-example", [Role.USER])
     async with httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120) as http:
-        card = await A2ACardResolver(http, f"{gateway}/a2a/{agent}").get_agent_card()
+        card = await _card(http, gateway, agent)
         print(f"{card.name}: {card.description}")
         if card.signatures:
             # The keys are the gateway's own: a card naming keys elsewhere (its jku) is
@@ -156,10 +177,24 @@ def main() -> None:
                 grpc_tls=args.grpc_tls,
             )
         )
-    except AgentCardResolutionError as exc:
-        sys.exit(f"no card for {args.agent!r}: {exc} (is the stack up, and the agent running?)")
-    except SignatureVerificationError as exc:
-        sys.exit(f"the card of {args.agent!r} does not verify: {exc}")
+    except Exception as exc:
+        # A refusal is one line a person can act on; DISCO_DEBUG=1 shows the traceback.
+        if os.environ.get("DISCO_DEBUG", "").lower() in {"1", "true", "yes", "on"}:
+            raise
+        sys.exit(_one_line(exc, args.agent, args.gateway))
+
+
+def _one_line(exc: Exception, agent: str, gateway: str) -> str:
+    """What went wrong, in one line (the server's own words for a refusal)."""
+    if isinstance(exc, Refused):
+        return str(exc)
+    if isinstance(exc, SignatureVerificationError):
+        return f"the card of {agent!r} does not verify: {exc}"
+    if isinstance(exc, A2AError):  # the gateway or the agent refused the call
+        return f"{agent!r} refused the call ({type(exc).__name__}): {' '.join(exc.message.split())}"
+    if isinstance(exc, httpx.TransportError):
+        return f"cannot reach the gateway at {gateway} ({exc!r}): is the stack up (`make dev`)?"
+    return f"error: {type(exc).__name__}: {' '.join(str(exc).split())} (DISCO_DEBUG=1 shows more)"
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import random
 
 from pydantic import BaseModel
 
-from disco import Agent, DelegationSpec, ResultContext, TaskContext, Tool, Worker
+from disco import Agent, DelegationSpec, ResultContext, TaskContext, Tool, Worker, serve
 
 carriers = Tool("carriers", description="Shipping quotes from three carriers.")
 _RATES = {"swift": 4.0, "steady": 2.5, "slow-boat": 1.0}
@@ -75,9 +75,5 @@ async def collect(result: ResultContext) -> None:
 AGENTS: list[Agent] = [worker, carriers]
 
 
-async def main() -> None:
-    await asyncio.gather(*(agent.run() for agent in AGENTS))
-
-
 if __name__ == "__main__":
-    asyncio.run(main())
+    serve(*AGENTS)  # until Ctrl-C (or SIGTERM), which stops them all cleanly

@@ -11,11 +11,9 @@ it again: the order still completes).
 
 from __future__ import annotations
 
-import asyncio
-
 from pydantic import BaseModel
 
-from disco import Agent, ResultContext, TaskContext, Tool, Worker
+from disco import Agent, ResultContext, TaskContext, Tool, Worker, serve
 
 # -- two small tools the worker delegates to ----------------------------------------
 
@@ -101,9 +99,5 @@ async def finish(result: ResultContext) -> None:
 AGENTS: list[Agent] = [worker, prices, taxes]
 
 
-async def main() -> None:
-    await asyncio.gather(*(agent.run() for agent in AGENTS))
-
-
 if __name__ == "__main__":
-    asyncio.run(main())
+    serve(*AGENTS)  # until Ctrl-C (or SIGTERM), which stops them all cleanly

@@ -19,7 +19,6 @@ Conditions are CEL expressions (`disco.conditions`); `{goal_data.city}` and
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from pydantic import BaseModel
@@ -32,6 +31,7 @@ from disco import (
     StateConfig,
     StateTransition,
     Tool,
+    serve,
 )
 
 # -- the tools the plan uses -----------------------------------------------------------
@@ -138,9 +138,5 @@ planner.add_plan("trip.requested", TRIP)
 AGENTS: list[Agent] = [planner, travel]
 
 
-async def main() -> None:
-    await asyncio.gather(*(agent.run() for agent in AGENTS))
-
-
 if __name__ == "__main__":
-    asyncio.run(main())
+    serve(*AGENTS)  # until Ctrl-C (or SIGTERM), which stops them all cleanly

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from disco._dev.ports import free_port
 from disco.bus import BusClient
@@ -187,3 +191,51 @@ async def test_the_sequential_worker_example_prices_an_order_item_by_item(e2e_st
         },
         "task_id": json.loads(asked.stdout)["task_id"],
     }
+
+
+@pytest.mark.parametrize("moment", ["agent registered", "agent started"])
+async def test_ctrl_c_stops_an_example_of_several_agents_quietly_and_deregisters_them(
+    e2e_stack: Stack, tmp_path: Path, moment: str
+) -> None:
+    # At a terminal Ctrl-C signals the whole foreground group, and `uv run` forwards
+    # a second SIGINT: the example gets two, 0.2 s apart. It printed a traceback
+    # and "Unclosed AIOKafkaConsumer"; now `disco.serve` stops its agents once.
+    output = tmp_path / "travel_planner.out"
+    with output.open("wb") as out:
+        planner = subprocess.Popen(
+            [sys.executable, str(EXAMPLES / "travel_planner.py")],
+            env=e2e_stack.env,
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    settings = ServiceClientSettings(registry_url=e2e_stack.urls["registry"], tenant_id=TENANT)
+    try:
+        await eventually(
+            lambda: output.read_text().count(moment) == 2 or planner.poll() is not None,
+            timeout=60,
+            what=f"both agents to log {moment!r}",
+        )
+        for press in range(2):
+            if press:
+                await asyncio.sleep(0.2)
+            os.killpg(planner.pid, signal.SIGINT)
+        code = await asyncio.to_thread(planner.wait, 30)
+        async with RegistryClient.from_settings(settings) as registry:
+            left = [
+                record.agent_id
+                for name in ("trip-planner", "travel-desk")
+                for record in (await registry.list_agents(name=name)).items
+            ]
+    finally:
+        if planner.poll() is None:
+            planner.kill()
+            planner.wait(5)
+
+    text = output.read_text()
+    assert code == 0, text
+    assert "Traceback" not in text, text
+    assert "Unclosed" not in text, text
+    assert "KeyboardInterrupt" not in text, text
+    assert left == [], text  # both deregistered on the way out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,27 @@ def test_postgres_is_running_until_it_stops_or_dies(tmp_path: Path) -> None:
     assert not server.is_running()
     (server.data_dir / "postmaster.pid").write_text("garbage\n")
     assert not server.is_running()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="as root, Postgres runs as a user of its own")
+def test_postgres_stops_even_when_its_user_can_no_longer_reach_its_data(tmp_path: Path) -> None:
+    # As root, pg_ctl runs as the server's user. A folder above the data that
+    # turns private after the start (pytest does that to its base temp folder
+    # whenever a session starts) made `pg_ctl stop` fail, and the stop with it.
+    private = tmp_path / "private"
+    server = EmbeddedPostgres(
+        data_dir=private / "pg", port=free_port(), log_path=private / "pg.log", durable=False
+    )
+    server.start()
+    try:
+        private.chmod(0o700)
+
+        server.stop()
+
+        assert not server.is_running()
+    finally:
+        private.chmod(0o755)
+        server.stop()
 
 
 def _worker_threads(pid: int) -> int:

@@ -186,6 +186,10 @@ async def test_a_dead_letter_shows_its_reason_and_an_admin_republishes_it(
                 await page.goto(f"{console.url}/dlq")
         await expect(row.locator("td.reason")).to_contain_text("the warehouse is closed")
         await expect(row.locator("td.reason")).to_contain_text("NonRetryableError")
+        # The envelope's data as a key/value table; the raw record behind a toggle.
+        data = row.locator(".payload table.kv tr", has=page.locator("th", has_text="sku"))
+        await expect(data.locator("td")).to_have_text("A-1")
+        await expect(row.locator("details.raw pre").first).to_be_hidden()
         await screens.shot(page, "dead-letters")
 
         # Tenant B does not see it; a user without the admin role gets no button.
@@ -323,6 +327,15 @@ async def test_a_pending_tool_call_is_approved_in_the_session_view_and_the_agent
         card = page.locator(".card.approval")
         await expect(card).to_be_visible(timeout=60_000)
         await expect(card).to_contain_text("book_trip")
+        # The question behind the approval came too, and is no second card.
+        asked = page.locator('#events tr.event[data-type="HUMAN_INPUT_REQUESTED"]')
+        approval = page.locator('#events tr.event[data-type="TOOL_APPROVAL_REQUESTED"]')
+        await expect(asked).to_have_count(1, timeout=60_000)
+        await expect(approval).to_have_count(1, timeout=60_000)
+        await expect(page.locator("#pending .card")).to_have_count(1)
+        await expect(card).to_contain_text("e2e-runtime")  # the agent, by name
+        city = card.locator(".arguments table.kv tr", has=page.locator("th", has_text="city"))
+        await expect(city.locator("td")).to_have_text("Lisbon")
         await screens.shot(page, "approval-pending")
 
         # Tenant B on the same session id sees nothing of it.
@@ -343,5 +356,131 @@ async def test_a_pending_tool_call_is_approved_in_the_session_view_and_the_agent
     await expect(events.filter(has_text="TOOL_APPROVED")).to_have_count(1)
     await expect(events.filter(has_text="TOOL_EXECUTION_SUCCEEDED")).to_have_count(1)
     await expect(page.locator(".card.approval")).to_have_count(0)
+    # The decided call left "Waiting for you", and stays gone when the page is read again.
+    await expect(page.locator("#pending .card")).to_have_count(0)
+    await expect(page.locator("#nothing-pending")).to_be_visible()
     await screens.shot(page, "approved")
+    await page.reload()
+    await expect(events.filter(has_text="TOOL_EXECUTION_SUCCEEDED")).to_have_count(1)
+    await expect(page.locator("#pending .card")).to_have_count(0)
+    await expect(page.locator("#nothing-pending")).to_be_visible()
     await expect(other.locator("#events tr.event")).to_have_count(0)
+
+
+_LINES = """(cells) => cells.map((cell) => {
+  const range = document.createRange();
+  range.selectNodeContents(cell);
+  const tops = new Set(Array.from(range.getClientRects())
+    .filter((rect) => rect.width > 0).map((rect) => Math.round(rect.top)));
+  return tops.size;
+})"""
+"""How many lines the text of each cell takes in the browser."""
+
+
+async def test_the_session_view_shows_payloads_as_tables_and_times_on_one_line(
+    browser: Browser,
+    console: Console,
+    runtime_agent: AgentProcess,
+    caller: BusClient,
+    screens: Screens,
+    contexts: list[BrowserContext],
+) -> None:
+    session_id = f"sess-{uuid.uuid4().hex[:12]}"
+    answer = await caller.request(
+        "e2e-runtime.requested",
+        {"text": "What is the weather in Lisbon?"},
+        response_event="e2e-runtime.answered",
+        tenant_id=TENANT,
+        user_id=USER,
+        session_id=session_id,
+        wait=120,
+    )
+    assert answer.data["success"] is True  # type: ignore[index]
+    acme = await signed_in(browser, console, token(TENANT, USER))
+    contexts.append(acme)
+    page = await acme.new_page()
+    await page.set_viewport_size({"width": 900, "height": 900})  # where times wrapped
+    await page.goto(f"{console.url}/sessions/{session_id}")
+    started = page.locator('#events tr.event[data-type="TOOL_EXECUTION_STARTED"]')
+    await expect(started).to_have_count(1, timeout=30_000)
+    await expect(page.locator('#events tr.event[data-type="agent.status"]').last).to_contain_text(
+        "completed"
+    )
+
+    times = page.locator("#events td.at")
+    assert all(re.fullmatch(r"\d{2}:\d{2}:\d{2}", text) for text in await times.all_inner_texts())
+    assert set(await times.evaluate_all(_LINES)) == {1}
+    # Every event's payload is a key/value table, its JSON behind a toggle.
+    rows = await page.locator("#events tr.event").count()
+    await expect(page.locator("#events td.details > .payload")).to_have_count(rows)
+    tool = started.locator("table.kv tr", has=page.locator("th", has_text="tool_name"))
+    await expect(tool.locator("td")).to_have_text("lookup_weather")
+    raw = started.locator("details.raw pre")
+    await expect(raw).to_be_hidden()
+    await started.locator("details.raw summary").click()
+    await expect(raw).to_be_visible()
+    assert json.loads(await raw.inner_text())["tool_name"] == "lookup_weather"
+    await screens.shot(page, "session-payloads")
+
+
+async def test_a_plans_timeline_is_numbered_in_order_with_times_on_one_line_and_its_data(
+    browser: Browser,
+    console: Console,
+    demo_agents: AgentProcess,
+    caller: BusClient,
+    screens: Screens,
+    contexts: list[BrowserContext],
+) -> None:
+    plan_id = await _holiday(caller)
+    acme = await signed_in(browser, console, token(TENANT))
+    contexts.append(acme)
+    page = await acme.new_page()
+    await page.set_viewport_size({"width": 900, "height": 900})
+    await page.goto(f"{console.url}/plans/{plan_id}")
+    await expect(page.locator("#plan-status")).to_have_text("completed", timeout=30_000)
+
+    entries = page.locator("#timeline tr.timeline-entry")
+    count = await entries.count()
+    assert count >= 10
+    numbers = await entries.locator("td.n").all_inner_texts()
+    assert numbers == [str(n) for n in range(1, count + 1)]  # in order, as the rows are
+    # The tracker's arrival number is kept as the tooltip.
+    arrival = await entries.first.locator("td.n").get_attribute("title")
+    assert re.fullmatch(r"arrival #\d+ at the tracker", arrival or "")
+    assert set(await page.locator("#timeline td.at").evaluate_all(_LINES)) == {1}
+    # An entry's data opens as a key/value table, its JSON behind a toggle of its own.
+    request = entries.filter(has_text="trip.requested").first
+    await request.locator("details.data > summary").click()
+    city = request.locator("table.kv tr", has=page.locator("th", has_text="city"))
+    await expect(city.locator("td")).to_have_text("Lisbon")
+    await expect(request.locator("details.raw pre")).to_be_hidden()
+    await screens.shot(page, "timeline")
+
+
+async def test_every_console_page_has_a_favicon_and_nothing_it_loads_fails(
+    browser: Browser, console: Console, contexts: list[BrowserContext]
+) -> None:
+    acme = await signed_in(browser, console, token(TENANT))
+    contexts.append(acme)
+    page = await acme.new_page()
+    failed: list[str] = []
+    page.on(
+        "response",
+        lambda response: (
+            failed.append(f"{response.status} {response.url}") if response.status >= 400 else None
+        ),
+    )
+
+    icons = set()
+    for path in ("plans", "agents", "sessions", "dlq", "pushes", "health", "login"):
+        await page.goto(f"{console.url}/{path}")
+        await page.wait_for_load_state("networkidle")
+        icons.add(await page.locator('link[rel="icon"]').get_attribute("href"))
+    (icon,) = icons
+    assert icon is not None
+    served = await page.request.get(f"{console.gateway.url}{icon}")
+
+    assert failed == []
+    assert served.status == 200
+    assert served.headers["content-type"].startswith("image/svg+xml")
+    assert "<svg" in await served.text()

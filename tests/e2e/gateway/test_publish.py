@@ -93,7 +93,20 @@ async def test_bad_requests_get_clear_errors(gateway: GatewayProcess) -> None:
     assert schema.status_code == 422
     assert schema.json()["error"]["code"] == "payload_invalid"
     assert {v["path"] for v in schema.json()["error"]["details"]} == {"", "/language"}
+    assert {tuple(sorted(v)) for v in schema.json()["error"]["details"]} == {
+        ("message", "path", "schema_path", "validator")  # as README's publish bridge says
+    }
     assert no_response_event.status_code == 422
+    assert no_response_event.json()["error"]["code"] == "validation_failed"
+    # validation_failed lists {location, message, type}, as README's conventions say
+    assert no_response_event.json()["error"]["details"] == [
+        {
+            "location": ["body", "response_event"],
+            "message": "Field required on action-requests",
+            "type": "missing",
+        }
+    ]
+    assert unknown_topic.json()["error"]["details"][0]["location"] == ["body", "topic"]
     assert unknown_topic.status_code == 422
     assert wait_on_fact.status_code == 400
     assert too_large.status_code == 413

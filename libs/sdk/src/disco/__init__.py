@@ -11,7 +11,7 @@ Agents, from raw envelopes to autonomous plans (:mod:`disco.agents`)::
         return Total(total=request.a + request.b)
 
     if __name__ == "__main__":
-        tool.serve()
+        tool.serve()  # several agents in one process: disco.serve(a, b)
 
 :class:`Agent` (raw envelopes on explicit topics), :class:`Tool` (the return
 value is the answer), :class:`Worker` (tasks that delegate, fan out/in and ask
@@ -60,6 +60,7 @@ from disco.agents import (
     Tool,
     TransitionContext,
     Worker,
+    serve,
 )
 from disco.telemetry import configure_logging, configure_tracing
 from disco_common.a2a import A2AAnswer, A2AArtifact, A2AMessageContext, A2APart
@@ -112,4 +113,5 @@ __all__ = [
     "current_context",
     "current_envelope",
     "handler_context",
+    "serve",
 ]

@@ -54,6 +54,7 @@ def test_disco_exports_exactly_its_public_api() -> None:
         "current_context",
         "current_envelope",
         "handler_context",
+        "serve",
     ]
     assert all(hasattr(disco, name) for name in disco.__all__)
 
@@ -82,6 +83,7 @@ def test_disco_agents_exports_the_four_layers_their_contexts_and_errors() -> Non
         "Tool",
         "TransitionContext",
         "Worker",
+        "serve",
     ]
     assert all(hasattr(disco.agents, name) for name in disco.agents.__all__)
 

@@ -5,13 +5,32 @@ from __future__ import annotations
 from disco_common.errors import ErrorCode
 from disco_service import DiscoHTTPError, NotFound, UnprocessableEntity
 
-__all__ = ["AgentNotFound", "InvalidPayload", "NoResponse", "RateLimited"]
+__all__ = ["AgentNotFound", "InvalidPayload", "NoResponse", "RateLimited", "no_agent_message"]
 
 
 class AgentNotFound(NotFound):
     """No agent of that name is visible to the caller."""
 
     code = "agent_not_found"
+
+
+def no_agent_message(agent: str, tenant_id: str | None) -> str:
+    """Why ``agent`` is not found, with what a caller most often has wrong.
+
+    A valid token of another tenant than the agent's finds nothing, and a caller
+    without a token sees only the public agents: the message says which case it is.
+    """
+    if tenant_id is None:
+        return (
+            f"there is no public agent {agent!r}: without a token only the agents named in "
+            "DISCO_GATEWAY_PUBLIC_AGENTS can be reached, while they run; for any other, send "
+            "`Authorization: Bearer <jwt>`"
+        )
+    return (
+        f"there is no agent {agent!r} in tenant {tenant_id!r}, your token's tenant: is it "
+        "running? Agents are registered per tenant, so an agent of another tenant needs a "
+        "token of that tenant"
+    )
 
 
 class InvalidPayload(UnprocessableEntity):

@@ -51,7 +51,8 @@ def ask(
     """Send a request over the bus and print the answer's data as JSON.
 
     The agent that consumes EVENT_TYPE answers with the response event; this waits
-    for it (exit 1 when none comes in time, or the broker cannot be reached).
+    for it. Exit 1 when the answer is an error (``"success": false``; the error
+    is said on stderr too), when none comes in time, or the broker cannot be reached.
 
     Reads the same DISCO_* settings as an agent (DISCO_KAFKA_BOOTSTRAP, DISCO_TOPIC_PREFIX).
     """
@@ -67,6 +68,21 @@ def ask(
     if answer is None:
         raise typer.Exit(1)
     typer.echo(json.dumps(answer, indent=2, ensure_ascii=False))
+    failure = _failure(answer)
+    if failure is not None:
+        typer.secho(f"the agent answered with an error: {failure}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1)
+
+
+def _failure(answer: Any) -> str | None:
+    """What an error answer (``{"success": false, "error": {...}}``) says, in one line."""
+    if not isinstance(answer, dict) or answer.get("success") is not False:
+        return None
+    error = answer.get("error")
+    if not isinstance(error, dict):
+        return "no reason given"
+    kind, message = error.get("type") or "error", " ".join(str(error.get("message", "")).split())
+    return f"{kind}: {message}" if message else str(kind)
 
 
 async def _ask(

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import os
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from disco._debug import debug_enabled
 from disco._dev.errors import DevStackError
 from disco_common.services import ServiceManifest
+
+if TYPE_CHECKING:
+    from disco._dev.progress import Steps
+    from disco._dev.settings import DevSettings
+    from disco._dev.stack import DevStack, StackState
 
 app = typer.Typer(
     help="Run the whole disco stack locally (embedded Postgres and Kafka).", no_args_is_help=True
@@ -42,21 +48,41 @@ def up(
     """Start Postgres, Kafka, migrations and the installed services; Ctrl-C stops them."""
     from rich.console import Console
 
-    from disco._dev.dburl import redact
     from disco._dev.progress import Steps
     from disco._dev.settings import DevSettings
-    from disco._dev.stack import DEV_GRPC_PORT, DevStack
+    from disco._dev.stack import DevStack
 
     settings = DevSettings()
     steps = Steps(typer.echo, Console(stderr=True))
     stack = DevStack(
         settings, services=_services(service, no_services), echo=typer.echo, steps=steps
     )
-    try:
-        state = stack.up()
-    except DevStackError as exc:
-        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(1) from exc
+    # From here until the stack is stopped again, Ctrl-C and SIGTERM stop it, and
+    # a second one cannot break off that stop (see disco._dev.signals).
+    with stack.signals.caught():
+        try:
+            state = stack.up()
+        except DevStackError as exc:
+            if debug_enabled():
+                raise
+            typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+            raise typer.Exit(1) from exc
+        except KeyboardInterrupt:
+            typer.echo("interrupted: what had started is stopped again", err=True)
+            raise typer.Exit(130) from None
+        _print_banner(settings, stack, state, steps)
+        if detach:
+            typer.echo("Stop it with:  disco dev down")
+            return
+        typer.echo("Ctrl-C stops everything.\n")
+        code = stack.wait()
+    raise typer.Exit(code)
+
+
+def _print_banner(settings: DevSettings, stack: DevStack, state: StackState, steps: Steps) -> None:
+    from disco._dev.dburl import redact
+    from disco._dev.stack import DEV_GRPC_PORT
+
     width = 10
     total = sum(seconds for _, seconds in steps.timings)
     typer.secho(f"\ndisco is up ({total:.1f}s)", fg=typer.colors.GREEN, bold=True)
@@ -76,11 +102,6 @@ def up(
         "\nA token for the HTTP APIs and the console:  uv run disco token --tenant default "
         "--user you\n(`default` is the tenant `make demo` and the examples act for)"
     )
-    if detach:
-        typer.echo("Stop it with:  disco dev down")
-        return
-    typer.echo("Ctrl-C stops everything.\n")
-    raise typer.Exit(stack.wait())
 
 
 @app.command()

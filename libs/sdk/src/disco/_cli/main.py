@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import sys
+from typing import Annotated
+
 import typer
 
 from disco._cli import db, dev, plans, sessions
@@ -12,6 +16,7 @@ from disco._cli.new import new
 from disco._cli.status import status
 from disco._cli.tail import tail
 from disco._cli.token import token
+from disco._debug import DEBUG_HINT, debug_enabled, describe
 
 app = typer.Typer(
     name="disco",
@@ -19,6 +24,22 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
 )
+
+
+@app.callback()
+def _options(
+    debug: Annotated[
+        bool,
+        typer.Option(
+            "--debug",
+            help="Show the traceback behind an error (as DISCO_DEBUG=1 does).",
+        ),
+    ] = False,
+) -> None:
+    if debug:
+        os.environ["DISCO_DEBUG"] = "1"
+
+
 app.add_typer(dev.app, name="dev")
 app.add_typer(db.app, name="db")
 app.add_typer(plans.app, name="plans")
@@ -33,8 +54,18 @@ app.command(name="asyncapi")(asyncapi)
 
 
 def main() -> None:
-    """Run the ``disco`` command."""
-    app()
+    """Run the ``disco`` command.
+
+    An error no command turned into a message of its own is printed as one
+    line, exit status 1; ``--debug`` or ``DISCO_DEBUG=1`` shows its traceback.
+    """
+    try:
+        app()
+    except Exception as exc:
+        if debug_enabled():
+            raise
+        typer.secho(f"error: {describe(exc)} {DEBUG_HINT}", fg=typer.colors.RED, err=True)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

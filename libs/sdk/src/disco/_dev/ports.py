@@ -6,12 +6,14 @@ import socket
 import time
 from collections import deque
 
+from disco._dev.errors import DevStackError
+
 __all__ = ["PortInUseError", "ensure_port_free", "free_port", "port_accepts", "wait_for_port"]
 
 LOOPBACK = "127.0.0.1"
 
 
-class PortInUseError(RuntimeError):
+class PortInUseError(DevStackError):
     """A port the stack wants is taken by another process."""
 
 

@@ -8,12 +8,15 @@ the helper listens on a Unix socket only and stops at interpreter exit.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import pwd
 import re
 import shutil
+import signal
 import subprocess
+import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -126,11 +129,26 @@ class EmbeddedPostgres:
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
             raise EmbeddedStartError("PostgreSQL", self.log_path) from exc
 
-    def stop(self) -> None:
-        """Stop the server (fast shutdown); a no-op when it is not running."""
-        if not self.is_running():
+    def stop(self, timeout: float = 60.0) -> None:
+        """Stop the server (fast shutdown); a no-op when it is not running.
+
+        pg_ctl runs as the server's user, and can fail where the server would not
+        (as root, a folder above the data that lost its traversal rights since
+        the start: pytest makes its base temp folder private again whenever a
+        session starts). Then the server is sent the same fast-shutdown signal
+        directly, so a stop never leaves it running.
+        """
+        pid = self._server_pid()
+        if pid is None:
             return
         self._run("pg_ctl", "-D", str(self.data_dir), "-m", "fast", "-w", "stop", check=False)
+        if not self.is_running():
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGINT)  # what `pg_ctl -m fast stop` sends
+        deadline = time.monotonic() + timeout
+        while self.is_running() and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def is_running(self) -> bool:
         """Whether a server runs on this data directory.
@@ -139,25 +157,29 @@ class EmbeddedPostgres:
         without starting a program: ``disco dev up`` asks three times a second,
         and one ``pg_ctl`` that failed under load once stopped a healthy stack.
         """
+        return self._server_pid() is not None
+
+    def _server_pid(self) -> int | None:
+        """The pid of the server running on this data directory, if one does."""
         try:
             first_line = (self.data_dir / "postmaster.pid").read_text().split("\n", 1)[0]
             pid = int(first_line)
         except (OSError, ValueError):
-            return False
+            return None
         if pid <= 0:
-            return False
+            return None
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
-            return False
+            return None
         except PermissionError:
             pass  # alive, under another user
         try:
             # A server that died but was not reaped yet is not running either.
             stat = Path(f"/proc/{pid}/stat").read_text()
         except OSError:
-            return True  # no /proc here: the signal said it is alive
-        return stat[stat.rindex(")") + 2 :].split(" ", 1)[0] not in {"Z", "X"}
+            return pid  # no /proc here: the signal said it is alive
+        return None if stat[stat.rindex(")") + 2 :].split(" ", 1)[0] in {"Z", "X"} else pid
 
     # -- admin -----------------------------------------------------------
 

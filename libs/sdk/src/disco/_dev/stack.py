@@ -30,6 +30,7 @@ from disco._dev.postgres import EmbeddedPostgres
 from disco._dev.progress import Steps
 from disco._dev.services import installed_services
 from disco._dev.settings import DevSettings
+from disco._dev.signals import StopSignals
 from disco_common.services import ServiceManifest
 
 __all__ = ["DevStack", "StackState", "read_state", "stop_from_state"]
@@ -133,11 +134,22 @@ class DevStack:
         self._broker: EmbeddedBroker | None = None
         self._processes: dict[str, subprocess.Popen[bytes]] = {}
         self._state = StackState(owner_pid=os.getpid(), started_at=time.time())
+        self.signals = StopSignals()
+        """SIGINT and SIGTERM while the stack is in this process's hands (hold them
+        with ``signals.caught()`` from before :meth:`up` to after :meth:`wait`)."""
 
     # -- up --------------------------------------------------------------
 
     def up(self) -> StackState:
-        """Start everything and wait until every service is ready."""
+        """Start everything and wait until every service is ready.
+
+        A Ctrl-C (or SIGTERM) while it starts raises ``KeyboardInterrupt`` once
+        what had started is stopped again; more of them cannot break off that stop.
+        """
+        with self.signals.interrupting():
+            return self._up()
+
+    def _up(self) -> StackState:
         existing = read_state(self.state_dir)
         if existing is not None and _stack_alive(existing):
             raise DevStackError(
@@ -170,6 +182,7 @@ class DevStack:
             self._state.database_url = redact(self.settings.app_url())
             self._write_state()
         except BaseException:
+            self.signals.stopping()
             self.down()
             raise
         return self._state
@@ -330,37 +343,32 @@ class DevStack:
     def wait(self) -> int:
         """Block until Ctrl-C/SIGTERM or a service dies; then stop everything.
 
+        The first signal starts the stop; any number after it (a terminal's
+        Ctrl-C reaches the stack more than once) wait for it to finish.
+
         Returns the exit code for the command: 0 on a requested stop, 1 when a
         process of the stack died on its own.
         """
-        stop_requested = False
-
-        def request_stop(signum: int, _frame: object) -> None:
-            nonlocal stop_requested
-            stop_requested = True
-
-        previous = {
-            sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)
-        }
         code = 0
-        try:
-            while not stop_requested:
-                if self._broker is not None and not self._broker.is_running():
-                    if not self._restart_broker():
+        with self.signals.caught():
+            try:
+                while not self.signals.requested:
+                    if self._broker is not None and not self._broker.is_running():
+                        if not self._restart_broker():
+                            code = 1
+                            break
+                        continue
+                    dead = self._dead_process()
+                    if dead is not None:
+                        self.echo(dead)
                         code = 1
                         break
-                    continue
-                dead = self._dead_process()
-                if dead is not None:
-                    self.echo(dead)
-                    code = 1
-                    break
-                time.sleep(0.3)
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-            self.echo("stopping the stack")
-            self.down()
+                    time.sleep(0.3)
+            finally:
+                if not self.signals.by_signal:  # else its handler said so at once
+                    self.echo("stopping the stack")
+                self.signals.stopping()
+                self.down()
         return code
 
     def _restart_broker(self) -> bool:
@@ -408,16 +416,22 @@ class DevStack:
     # -- down ------------------------------------------------------------
 
     def down(self) -> None:
-        """Stop what this object started, services first. Idempotent."""
-        for service in reversed(list(self._processes)):
-            process = self._processes.pop(service)
+        """Stop what this object started, services first. Idempotent.
+
+        The services stop side by side (each finishes its requests and leaves
+        its consumer groups on its own), then the broker, then Postgres.
+        """
+        processes = [self._processes.pop(service) for service in reversed(list(self._processes))]
+        for process in processes:
             if process.poll() is None:
                 process.terminate()
-                try:
-                    process.wait(10)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait(5)
+        deadline = time.monotonic() + 10.0
+        for process in processes:
+            try:
+                process.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(5)
         if self._broker is not None:
             self._broker.stop()
             self._broker = None

@@ -10,9 +10,13 @@ layer  class       decorators                            what the handler does
 4      Planner     ``on_goal``, ``on_transition``,       runs goals as event-driven state
                    ``add_plan``                          machines
 ====== =========== ===================================== ==========================================
+
+An agent script ends with ``agent.serve()``, or ``serve(a, b)`` for several
+agents in one process: Ctrl-C or SIGTERM stops them cleanly.
 """
 
 from disco.agents._agent import Agent, AgentIdentity, PlatformContext
+from disco.agents._agent_process import serve
 from disco.agents._errors import (
     AgentDefinitionError,
     AgentError,
@@ -57,4 +61,5 @@ __all__ = [
     "Tool",
     "TransitionContext",
     "Worker",
+    "serve",
 ]

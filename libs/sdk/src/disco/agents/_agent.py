@@ -14,7 +14,7 @@ import structlog
 
 from disco._lifecycle import StartStop
 from disco.agents._agent_parts import durable_dedup_store, start_parts, stop_parts
-from disco.agents._agent_process import serve_until_signalled, start_when_reachable
+from disco.agents._agent_process import serve, start_when_reachable
 from disco.agents._common import capability_for
 from disco.agents._errors import AgentDefinitionError, AgentError
 from disco.agents._handlers import HandlerSpec, describe, inspect_handler
@@ -488,5 +488,6 @@ class Agent(StartStop):
         whatever the broker's state: running handlers get half of it, steps
         that wait for an unanswering broker are cut short, and a stop still
         running at the bound is abandoned and the process exits with status 1.
+        Several agents in one process: :func:`disco.serve`.
         """
-        serve_until_signalled(self)
+        serve(self)

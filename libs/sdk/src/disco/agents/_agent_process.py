@@ -1,7 +1,7 @@
 """Running an agent as a process: wait for the broker at start, stop within a bound.
 
 :meth:`~disco.agents.Agent.run` starts through :func:`start_when_reachable`;
-:meth:`~disco.agents.Agent.serve` is :func:`serve_until_signalled`.
+:func:`disco.serve` (and :meth:`~disco.agents.Agent.serve`) is :func:`serve`.
 """
 
 from __future__ import annotations
@@ -11,16 +11,18 @@ import contextlib
 import os
 import signal
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import structlog
 
+from disco._debug import DEBUG_HINT, debug_enabled, describe
 from disco.bus import BusUnavailableError
 
 if TYPE_CHECKING:
     from disco.agents._agent import Agent
 
-__all__ = ["serve_until_signalled", "start_when_reachable", "stop_within"]
+__all__ = ["serve", "start_when_reachable", "stop_within"]
 
 _log = structlog.get_logger("disco.agents")
 
@@ -46,30 +48,76 @@ async def start_when_reachable(agent: Agent) -> None:
         delay = min(delay * 2, settings.bus_reconnect_backoff_max_seconds)
 
 
-def serve_until_signalled(agent: Agent) -> None:
-    """Run ``agent`` until SIGINT or SIGTERM, then stop it within the shutdown bound."""
-    bound = agent._settings_of_bus().bus_shutdown_timeout_seconds
+def serve(*agents: Agent) -> None:
+    """Run ``agents`` in this process until SIGINT or SIGTERM, then stop them all.
 
-    async def main() -> None:
-        loop = asyncio.get_running_loop()
-        stopping = asyncio.Event()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError):
-                loop.add_signal_handler(sig, stopping.set)
-        runner = asyncio.create_task(agent.run())
-        waiter = asyncio.create_task(stopping.wait())
-        done, _ = await asyncio.wait({runner, waiter}, return_when=asyncio.FIRST_COMPLETED)
-        waiter.cancel()
-        if runner in done:
-            await runner
-        elif not await stop_within(agent, runner, bound):
-            # Tasks stuck on a broker that does not answer must not hold the
-            # process (asyncio.run would wait for them on the way out).
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(1)
+    The entry point of an agent script: ``disco.serve(planner, desk)`` (one agent
+    alone: ``agent.serve()``). Each agent waits for the broker at start
+    (:meth:`~disco.agents.Agent.run`). A signal stops every agent within the
+    largest ``bus_shutdown_timeout_seconds`` (default 10 s) whatever the
+    broker's state: running handlers get half of it, steps waiting for an
+    unanswering broker are cut short, and a stop still running at the bound is
+    abandoned (exit status 1). More signals during the stop (a terminal's Ctrl-C
+    comes twice through ``uv run``) change nothing: the stop runs to its end,
+    and the process exits quietly with status 0.
 
-    asyncio.run(main())
+    An agent that stops on its own stops the others too. When it stopped on an
+    error, the error is printed as one line and the process exits with status 1
+    (``DISCO_DEBUG=1`` raises it instead, with its traceback).
+
+    Raises:
+        ValueError: no agent was given.
+    """
+    if not agents:
+        raise ValueError("disco.serve() needs at least one agent")
+    try:
+        failure = asyncio.run(_serve(agents))
+    except KeyboardInterrupt:
+        return  # a Ctrl-C before the agents' own handlers were in place: nothing ran yet
+    if failure is None:
+        return
+    agent, error = failure
+    if debug_enabled():
+        raise error
+    print(f"error: agent {agent.name!r} stopped: {describe(error)} {DEBUG_HINT}", file=sys.stderr)
+    raise SystemExit(1)
+
+
+async def _serve(agents: Sequence[Agent]) -> tuple[Agent, BaseException] | None:
+    """Run until a signal or an agent's end; the first agent that failed, with its error."""
+    bound = max(agent._settings_of_bus().bus_shutdown_timeout_seconds for agent in agents)
+    loop = asyncio.get_running_loop()
+    stopping = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stopping.set)
+    runners = {
+        asyncio.create_task(agent.run(), name=f"disco-run-{agent.name}"): agent for agent in agents
+    }
+    waiter = asyncio.create_task(stopping.wait())
+    await asyncio.wait({*runners, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    waiter.cancel()
+    failure = _first_failure(runners)
+    running = [(agent, runner) for runner, agent in runners.items() if not runner.done()]
+    stopped = await asyncio.gather(
+        *(stop_within(agent, runner, bound) for agent, runner in running)
+    )
+    if not all(stopped):
+        # Tasks stuck on a broker that does not answer must not hold the
+        # process (asyncio.run would wait for them on the way out).
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
+    return failure or _first_failure(runners)
+
+
+def _first_failure(runners: dict[asyncio.Task[None], Agent]) -> tuple[Agent, BaseException] | None:
+    for runner, agent in runners.items():
+        if runner.done() and not runner.cancelled() and runner.exception() is not None:
+            error = runner.exception()
+            assert error is not None
+            return agent, error
+    return None
 
 
 async def stop_within(agent: Agent, runner: asyncio.Task[None], bound: float) -> bool:

@@ -17,9 +17,10 @@ from collections.abc import Mapping
 
 from disco_common.a2a_cards import A2ACardSource
 from disco_common.auth import Role
+from disco_gateway.errors import AgentNotFound, no_agent_message
 from disco_gateway.scope import CallScope
 from disco_gateway.state import GatewayState
-from disco_service import Identity, NotFound, Unauthenticated, identify_token
+from disco_service import Identity, Unauthenticated, identify_token
 
 __all__ = ["NEEDS_TOKEN", "admit", "authenticate", "grpc_status_name", "require_token"]
 
@@ -78,14 +79,16 @@ async def admit(state: GatewayState, scope: CallScope, address: str | None) -> A
 
     Raises:
         RateLimited: a limit of the caller is spent.
-        NotFound: the caller's tenant has no such agent.
+        AgentNotFound: the caller's tenant has no such agent (the message says
+            that agents are per tenant).
     """
     await state.call_limits.count(scope, address)
     if scope.agent is None:
         return None
     target = await state.require_a2a().directory.agent(scope.tenant_id, scope.agent)
     if target is None:
-        raise NotFound(f"there is no agent {scope.agent!r}", code="agent_not_found")
+        tenant = None if scope.anonymous else scope.tenant_id
+        raise AgentNotFound(no_agent_message(scope.agent, tenant))
     return target
 
 

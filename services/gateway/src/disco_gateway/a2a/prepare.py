@@ -57,6 +57,7 @@ from disco_common.registry import DiscoveredCapability
 from disco_gateway.a2a.mapping import message_of, message_task_id, turn_correlation_id
 from disco_gateway.a2a.required import check_required_fields
 from disco_gateway.a2a.runtime import A2ARuntime
+from disco_gateway.errors import no_agent_message
 from disco_gateway.scope import CallScope
 from disco_gateway.tasks.repository import TaskRow, TurnRow
 
@@ -240,7 +241,8 @@ class MessagePreparer:
             )
         found = await self._runtime.directory.agent(scope.tenant_id, name)
         if found is None:
-            raise A2AMappingError(f"there is no agent {name!r}", field="metadata.skill")
+            tenant = None if scope.anonymous else scope.tenant_id
+            raise A2AMappingError(no_agent_message(name, tenant), field="metadata.skill")
         return found
 
     async def _first_message(

@@ -28,7 +28,7 @@ from disco_gateway.a2a.door import authenticate
 from disco_gateway.cards import service
 from disco_gateway.cards.schemas import CardKeys
 from disco_gateway.cards.signing import JWKS_PATH
-from disco_gateway.errors import AgentNotFound
+from disco_gateway.errors import AgentNotFound, no_agent_message
 from disco_gateway.state import GatewayState
 from disco_service import NOT_MODIFIED_RESPONSE, cacheable_json, error_responses
 
@@ -96,7 +96,7 @@ async def get_agent_card(
         state.require_a2a().directory, state.settings, agent, tenant_id=tenant_id
     )
     if found is None:
-        raise AgentNotFound(f"no agent {agent!r} is visible to you")
+        raise AgentNotFound(no_agent_message(agent, tenant_id))
     card, last_modified = found
     return _served(
         request, state, card, last_modified, private=tenant_id is not None, vary="Authorization"

@@ -21,7 +21,7 @@ from disco_common.registry import Visibility
 from disco_gateway.agents.service import AgentDirectory
 from disco_gateway.settings import GatewaySettings
 
-__all__ = ["agent_card", "gateway_card", "last_change", "shown_without_token"]
+__all__ = ["agent_card", "gateway_card", "last_change", "no_public_agents", "shown_without_token"]
 
 
 def shown_without_token(source: A2ACardSource, settings: GatewaySettings) -> bool:
@@ -42,13 +42,34 @@ async def gateway_card(
     directory: AgentDirectory, settings: GatewaySettings
 ) -> tuple[A2AAgentCard, datetime | None]:
     """The gateway's card: the agents a caller without a token may see, as skills; with
-    when the latest of them changed."""
+    when the latest of them changed.
+
+    With none of them public, its description says so, and how a caller reaches
+    the others and how an agent is made public (rather than "Agents: none yet"
+    while agents run).
+    """
     sources = await directory.agents(settings.public_tenant)
     shown = [source for source in sources if shown_without_token(source, settings)]
     card = A2AGatewayHelper.gateway_card(
         shown, public_url=settings.gateway_public_url, grpc_address=settings.gateway_grpc_address
     )
+    if not shown:
+        description = no_public_agents(settings.gateway_public_url, settings.public_tenant)
+        card = card.model_copy(update={"description": description})
     return card, last_change(shown)
+
+
+def no_public_agents(public_url: str, public_tenant: str) -> str:
+    """The public card's description when no agent is public."""
+    base = public_url.rstrip("/")
+    return (
+        "disco's A2A gateway. No agent is public, so this card lists none: the agents "
+        f"take a bearer token, each at {base}/a2a/<agent> with its own card, and the "
+        f"extended card (GET {base}/a2a/extendedAgentCard with a token) lists the "
+        "token's tenant's agents. To make an agent public (listed here and callable "
+        "without a token), name it in the gateway's DISCO_GATEWAY_PUBLIC_AGENTS "
+        f"(comma-separated) and run it in tenant {public_tenant!r} (DISCO_GATEWAY_PUBLIC_TENANT)."
+    )
 
 
 async def agent_card(

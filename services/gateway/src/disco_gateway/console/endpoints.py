@@ -41,6 +41,7 @@ from disco_gateway.console.auth import (
 from disco_gateway.console.bus import bus_download, bus_view
 from disco_gateway.console.clients import ConsoleClients, console_clients
 from disco_gateway.console.dead_letters import read_dead_letters, republish
+from disco_gateway.console.payloads import payload_html
 from disco_gateway.state import GatewayState
 from disco_service import DiscoHTTPError
 
@@ -73,6 +74,7 @@ def _when(value: datetime | None) -> str:
 
 templates.env.filters["ago"] = _ago
 templates.env.filters["when"] = _when
+templates.env.filters["payload"] = payload_html
 
 
 def static_files() -> StaticFiles:

@@ -64,7 +64,15 @@ class Publisher:
                 raise UnprocessableEntity(
                     "a request on action-requests names its response_event (the event type "
                     "the responder answers with)",
-                    details=[{"field": "response_event", "message": "required"}],
+                    # The shape of every validation_failed violation (README: HTTP API
+                    # conventions), as if the body's model had required the field.
+                    details=[
+                        {
+                            "location": ["body", "response_event"],
+                            "message": "Field required on action-requests",
+                            "type": "missing",
+                        }
+                    ],
                 )
             with acting_for(tenant_id, user_id):
                 try:

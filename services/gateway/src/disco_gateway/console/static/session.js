@@ -14,6 +14,11 @@
   const problem = document.getElementById("stream-error");
   const seen = new Set();
   const cards = new Map(); // tool_call_id / question_id -> element
+  // A question and its answer are known by the question's id and by its correlation id
+  // (an answer may name only the latter); a tool approval's question stands for its call.
+  const aliases = new Map(); // correlation id -> question id
+  const approvalOf = new Map(); // question id or correlation id -> tool_call_id
+  const decided = new Set(); // ids already resolved: a late request makes no card
   let lastId = null;
   let socket = null;
   let retry = 500;
@@ -36,15 +41,53 @@
     return { "Authorization": "Bearer " + token, "Content-Type": "application/json" };
   }
 
-  function summary(message) {
-    const p = message.payload || {};
-    const bits = [];
-    for (const key of ["status", "tool_name", "args_summary", "result_summary", "question",
-      "reason", "error", "error_message", "chunk", "last_response", "message"]) {
-      if (p[key] !== undefined && p[key] !== null && p[key] !== "") bits.push(key + ": " + String(p[key]));
+  // A payload as a key/value table a person reads, its raw JSON behind a toggle.
+  function scalar(value) {
+    const span = document.createElement("span");
+    if (value === null || value === undefined) { span.className = "muted"; span.textContent = "—"; }
+    else if (typeof value === "string") span.textContent = value;
+    else span.textContent = JSON.stringify(value);
+    return span;
+  }
+
+  function kvTable(value, depth) {
+    if (value === null || typeof value !== "object") return scalar(value);
+    const entries = Array.isArray(value) ? value.map((v, i) => [String(i + 1), v]) : Object.entries(value);
+    if (!entries.length) return scalar(Array.isArray(value) ? "[]" : "{}");
+    if (Array.isArray(value) && value.every((v) => v === null || typeof v !== "object")) {
+      return scalar(value.map((v) => (typeof v === "string" ? v : JSON.stringify(v))).join(", "));
     }
-    if (!bits.length) bits.push(JSON.stringify(p).slice(0, 300));
-    return bits.join(" · ");
+    if (depth >= 3) {
+      const code = document.createElement("code");
+      code.textContent = JSON.stringify(value);
+      return code;
+    }
+    const table = document.createElement("table");
+    table.className = "kv";
+    for (const [key, item] of entries) {
+      const row = table.insertRow();
+      const head = document.createElement("th");
+      head.textContent = key;
+      const cell = row.insertCell();
+      row.prepend(head);
+      cell.append(kvTable(item, depth + 1));
+    }
+    return table;
+  }
+
+  function payloadView(payload) {
+    const view = document.createElement("div");
+    view.className = "payload";
+    view.append(kvTable(payload === undefined ? {} : payload, 0));
+    const raw = document.createElement("details");
+    raw.className = "raw";
+    const label = document.createElement("summary");
+    label.textContent = "JSON";
+    const pre = document.createElement("pre");
+    pre.textContent = JSON.stringify(payload === undefined ? {} : payload, null, 2);
+    raw.append(label, pre);
+    view.append(raw);
+    return view;
   }
 
   function questionId(p) {
@@ -56,6 +99,8 @@
   }
 
   function resolve(id, text) {
+    if (!id) return;
+    decided.add(id);
     const card = cards.get(id);
     if (!card) return;
     cards.delete(id);
@@ -88,7 +133,9 @@
   function approvalCard(message) {
     const p = message.payload || {};
     const id = p.tool_call_id;
-    if (!id || cards.has(id)) return;
+    const known = cards.get(id);
+    if (known && message.agent_name) known.querySelector("b").textContent = message.agent_name;
+    if (!id || known || decided.has(id)) return;
     const card = document.createElement("div");
     card.className = "card approval";
     card.dataset.toolCallId = id;
@@ -96,8 +143,8 @@
     title.innerHTML = "<b></b> wants to run <code></code>";
     title.querySelector("b").textContent = message.agent_name || "an agent";
     title.querySelector("code").textContent = p.tool_name || id;
-    const args = document.createElement("pre");
-    args.textContent = JSON.stringify(p.arguments === undefined ? {} : p.arguments, null, 2);
+    const args = payloadView(p.arguments === undefined ? {} : p.arguments);
+    args.classList.add("arguments");
     const reason = document.createElement("input");
     reason.placeholder = "reason (optional)";
     reason.className = "reason";
@@ -120,7 +167,18 @@
   function questionCard(message) {
     const p = message.payload || {};
     const id = questionId(p);
-    if (!id || cards.has(id)) return;
+    if (!id) return;
+    if (p.correlation_id) aliases.set(p.correlation_id, id);
+    const context = p.context || {};
+    if (p.kind === "tool_approval" && context.tool_call_id) {
+      // The question behind a tool approval: the approval's own card answers it.
+      approvalOf.set(id, context.tool_call_id);
+      if (p.correlation_id) approvalOf.set(p.correlation_id, context.tool_call_id);
+      approvalCard({ agent_name: message.agent_name || context.agent_name, payload: {
+        tool_call_id: context.tool_call_id, tool_name: context.tool_name, arguments: context.arguments } });
+      return;
+    }
+    if (cards.has(id) || decided.has(id) || decided.has(p.correlation_id)) return;
     const card = document.createElement("form");
     card.className = "card question";
     card.dataset.questionId = id;
@@ -168,17 +226,44 @@
     const row = document.createElement("tr");
     row.className = "event";
     row.dataset.type = type;
-    for (const text of [message.timestamp ? new Date(message.timestamp).toLocaleTimeString() : "",
-      message.agent_name || "", type, summary(message)]) {
+    const at = document.createElement("td");
+    at.className = "at";
+    if (message.timestamp) {
+      const time = document.createElement("time");
+      time.dateTime = message.timestamp;
+      time.title = message.timestamp;
+      time.textContent = new Date(message.timestamp).toLocaleTimeString([], { hour12: false });
+      at.append(time);
+    }
+    row.append(at);
+    for (const text of [message.agent_name || "", type]) {
       const cell = document.createElement("td");
       cell.textContent = text;
       row.append(cell);
     }
+    const details = document.createElement("td");
+    details.className = "details";
+    details.append(payloadView(message.payload));
+    row.append(details);
     events.append(row);
     const p = message.payload || {};
     if (type === "TOOL_APPROVAL_REQUESTED") approvalCard(message);
     else if (type === "HUMAN_INPUT_REQUESTED") questionCard(message);
-    else if (RESOLVES[type]) resolve(RESOLVES[type] === "tool_call_id" ? p.tool_call_id : questionId(p), type);
+    else if (RESOLVES[type] === "tool_call_id") resolve(p.tool_call_id, type);
+    else if (RESOLVES[type]) resolveQuestion(p, type);
+  }
+
+  function resolveQuestion(p, text) {
+    // An answer names its question by id, or only by correlation id.
+    const ids = [questionId(p), p.correlation_id].filter(Boolean);
+    for (const id of ids) {
+      const call = approvalOf.get(id);
+      if (call) { resolve(call, text); return; }
+    }
+    for (const id of ids) {
+      decided.add(id);
+      resolve(aliases.get(id) || id, text);
+    }
   }
 
   async function catchUp() {
