@@ -49,7 +49,7 @@ def settings(monkeypatch: pytest.MonkeyPatch) -> GatewaySettings:
 async def test_agents_running_but_none_public_is_explained(settings: GatewaySettings) -> None:
     directory = _Directory(*(_agent(name) for name in ("hello", "trip-planner", "assistant")))
 
-    card = await gateway_card(directory, settings)  # type: ignore[arg-type]
+    card, _ = await gateway_card(directory, settings)  # type: ignore[arg-type]
 
     assert card.skills == []
     assert "none yet" not in card.description
@@ -69,7 +69,7 @@ async def test_a_public_agent_is_listed_as_before(
     monkeypatch.setenv("DISCO_GATEWAY_PUBLIC_AGENTS", "hello")
     directory = _Directory(_agent("hello"), _agent("assistant"))
 
-    card = await gateway_card(directory, GatewaySettings())  # type: ignore[arg-type]
+    card, _ = await gateway_card(directory, GatewaySettings())  # type: ignore[arg-type]
 
     assert [skill.id for skill in card.skills] == ["hello/hello"]
     assert "Agents: hello." in card.description
