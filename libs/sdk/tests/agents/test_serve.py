@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import signal
+import subprocess
+import sys
 
 import pytest
 
@@ -57,3 +60,44 @@ def test_with_disco_debug_the_error_is_raised_with_its_traceback(
 def test_serve_needs_an_agent() -> None:
     with pytest.raises(ValueError, match="at least one agent"):
         serve()
+
+
+_SERVES_UNTIL_A_SIGNAL = """
+import asyncio, sys, time
+from disco import Agent, serve
+
+class Patient(Agent):
+    async def run(self) -> None:
+        print("running", flush=True)
+        await asyncio.Event().wait()
+
+serve(Patient("patient", register=False))
+print("served", flush=True)
+time.sleep(2)  # the process on its way out, as an interpreter's shutdown may take
+print("exited", flush=True)
+"""
+
+
+def test_a_signal_after_the_stop_changes_nothing_either() -> None:
+    # A terminal's Ctrl-C comes twice through `uv run`; the second one may land after
+    # the agents stopped, once the event loop is closed: it was a KeyboardInterrupt
+    # and exit status 130 there.
+    process = subprocess.Popen(
+        [sys.executable, "-c", _SERVES_UNTIL_A_SIGNAL],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    try:
+        assert process.stdout.readline().strip() == "running"
+        process.send_signal(signal.SIGINT)
+        assert process.stdout.readline().strip() == "served"
+        process.send_signal(signal.SIGINT)
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert (process.returncode, out.strip(), err) == (0, "exited", "")

@@ -59,7 +59,8 @@ def serve(*agents: Agent) -> None:
     unanswering broker are cut short, and a stop still running at the bound is
     abandoned (exit status 1). More signals during the stop (a terminal's Ctrl-C
     comes twice through ``uv run``) change nothing: the stop runs to its end,
-    and the process exits quietly with status 0.
+    and the process exits quietly with status 0 (once a signal came, SIGINT and
+    SIGTERM stay ignored after ``serve`` returns: the process is on its way out).
 
     An agent that stops on its own stops the others too. When it stopped on an
     error, the error is printed as one line and the process exits with status 1
@@ -97,6 +98,8 @@ async def _serve(agents: Sequence[Agent]) -> tuple[Agent, BaseException] | None:
     waiter = asyncio.create_task(stopping.wait())
     await asyncio.wait({*runners, waiter}, return_when=asyncio.FIRST_COMPLETED)
     waiter.cancel()
+    if stopping.is_set():
+        _ignore_further_signals(loop)
     failure = _first_failure(runners)
     running = [(agent, runner) for runner, agent in runners.items() if not runner.done()]
     stopped = await asyncio.gather(
@@ -109,6 +112,27 @@ async def _serve(agents: Sequence[Agent]) -> tuple[Agent, BaseException] | None:
         sys.stderr.flush()
         os._exit(1)
     return failure or _first_failure(runners)
+
+
+def _ignore_further_signals(loop: asyncio.AbstractEventLoop) -> None:
+    """From the first signal on, later ones change nothing, until the process ends.
+
+    A terminal's Ctrl-C often comes twice (``uv run`` forwards it to its child,
+    which has it from the terminal too). Leaving the loop's handlers in place is
+    not enough: closing the loop gives SIGINT back to Python's default handler,
+    and a second Ctrl-C landing after that (while the process exits) was a
+    ``KeyboardInterrupt`` and exit status 130.
+    """
+    signals = {signal.SIGINT, signal.SIGTERM}
+    # Held back while the handlers change hands: one arriving meanwhile is ignored after.
+    signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+    try:
+        for sig in signals:
+            with contextlib.suppress(NotImplementedError, ValueError):
+                loop.remove_signal_handler(sig)
+                signal.signal(sig, signal.SIG_IGN)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
 
 
 def _first_failure(runners: dict[asyncio.Task[None], Agent]) -> tuple[Agent, BaseException] | None:
