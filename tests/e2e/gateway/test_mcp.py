@@ -67,8 +67,7 @@ async def test_invalid_arguments_are_refused_with_the_schemas_message_and_nothin
             lambda topic, e: topic == "action-requests" and (e.data or {}).get("name") == marker  # type: ignore[union-attr]
         )
         sent = bus.matching(
-            lambda topic, e: topic == "action-requests"
-            and (e.data or {}).get("name") == too_long  # type: ignore[union-attr]
+            lambda topic, e: topic == "action-requests" and (e.data or {}).get("name") == too_long  # type: ignore[union-attr]
         )
 
     assert refused.is_error is True
@@ -110,11 +109,13 @@ async def test_progress_and_partial_answers_become_progress_notifications(
     assert "Once " in messages
     assert "upon a time." in messages
     values = [value for value, _ in seen]
-    assert values == sorted(values) and len(set(values)) == len(values)
+    assert values == sorted(values)
+    assert len(set(values)) == len(values)
     assert result.is_error is not True
     blocks = result.content
     # The artifact it streamed in chunks, then the ones of its answer: a file, a link, data.
-    assert isinstance(blocks[0], types.TextContent) and blocks[0].text == "Once upon a time."
+    assert isinstance(blocks[0], types.TextContent)
+    assert blocks[0].text == "Once upon a time."
     (story,) = [b for b in blocks if isinstance(b, types.EmbeddedResource)]
     assert isinstance(story.resource, types.BlobResourceContents)
     assert base64.b64decode(story.resource.blob) == b"Once upon a time."
@@ -136,20 +137,23 @@ async def test_a_cancelled_call_asks_the_agent_to_stop_and_it_does(
         async with anyio.create_task_group() as group:
             group.start_soon(call)
             request = await bus.first(
-                lambda topic, e: topic == "action-requests"
-                and (e.data or {}).get("text") == text  # type: ignore[union-attr]
+                lambda topic, e: topic == "action-requests" and (e.data or {}).get("text") == text  # type: ignore[union-attr]
             )
             # The agent works on it (it said so to the caller): now cancel the call.
             await bus.first(
-                lambda topic, e: topic == "action-results"
-                and e.type == "action.progressed"
-                and e.correlation_id == request.correlation_id
+                lambda topic, e: (
+                    topic == "action-results"
+                    and e.type == "action.progressed"
+                    and e.correlation_id == request.correlation_id
+                )
             )
             group.cancel_scope.cancel()
         cancelled = await bus.first(
-            lambda topic, e: topic == "system-events"
-            and e.type == "task.cancelled"
-            and e.task_id == request.task_id
+            lambda topic, e: (
+                topic == "system-events"
+                and e.type == "task.cancelled"
+                and e.task_id == request.task_id
+            )
         )
 
     assert cancelled.tenant_id == TENANT
