@@ -29,6 +29,7 @@ from disco_common.topics import Topic
 from disco_gateway.agents.service import AgentDirectory
 from disco_gateway.mcp.catalog import ToolCatalog
 from disco_gateway.mcp.context import View, current_caller
+from disco_gateway.mcp.metrics import McpMetrics
 
 __all__ = ["ToolChanges", "ViewBus"]
 
@@ -55,12 +56,18 @@ class ToolChanges:
         settings: how to reach the bus.
         catalog: the tool listings (read afresh on a change).
         directory: the agent directory (forgotten on a change).
+        metrics: counts the listeners.
     """
 
     def __init__(
-        self, settings: BusSettings, catalog: ToolCatalog, directory: AgentDirectory
+        self,
+        settings: BusSettings,
+        catalog: ToolCatalog,
+        directory: AgentDirectory,
+        metrics: McpMetrics,
     ) -> None:
         self._settings = settings
+        self._metrics = metrics
         self._catalog = catalog
         self._directory = directory
         self._listeners: dict[View, dict[object, Listener]] = {}
@@ -77,6 +84,7 @@ class ToolChanges:
         """
         token = object()
         self._listeners.setdefault(view, {})[token] = listener
+        self._metrics.listeners.inc()
         if view not in self._seen:
             # What the listener sees now, to tell a change from a listing read again.
             note = asyncio.create_task(self._note(view))
@@ -85,8 +93,8 @@ class ToolChanges:
 
         def stop() -> None:
             listeners = self._listeners.get(view)
-            if listeners is not None:
-                listeners.pop(token, None)
+            if listeners is not None and listeners.pop(token, None) is not None:
+                self._metrics.listeners.dec()
                 if not listeners:
                     del self._listeners[view]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
 __all__ = ["CallOutcome", "McpMetrics"]
 
@@ -34,6 +34,12 @@ class McpMetrics:
         self.sessions = Counter(
             "disco_gateway_mcp_sessions_opened",
             "MCP sessions opened (initialize, 2025 protocol versions).",
+            registry=registry,
+        )
+        self.listeners = Gauge(
+            "disco_gateway_mcp_listeners",
+            "Clients of this instance listening for tools/list_changed (a 2025 session's "
+            "GET stream, a 2026-07-28 subscriptions/listen stream).",
             registry=registry,
         )
         self.refused = Counter(

@@ -45,7 +45,7 @@ async def mcp_lifespan(state: GatewayState) -> AsyncIterator[None]:
     runtime = state.require_a2a().runtime
     stopping = asyncio.Event()
     catalog = ToolCatalog(runtime.directory, settings)
-    changes = ToolChanges(settings, catalog, runtime.directory)
+    changes = ToolChanges(settings, catalog, runtime.directory, state.mcp_metrics)
     security = state_security(settings)
     seal = AskSeal(security.codec)
     calls = ToolCalls(runtime, catalog, seal, state.mcp_metrics, stopping.is_set)
