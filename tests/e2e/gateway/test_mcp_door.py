@@ -19,6 +19,16 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 
+from disco.runtime import (
+    AgentRunner,
+    AgentStatus,
+    ApprovalRequested,
+    CollectingSink,
+    ScriptedDriver,
+    ScriptedReply,
+    ToolFinished,
+)
+from disco.runtime.mcp import MCPTools
 from tests.e2e.gateway.conftest import ROOT, GatewayProcess, GatewayStack, bearer, token
 from tests.e2e.gateway.mcp_clients import all_tools, mcp_client
 from tests.e2e.gateway.support import metric_value, until
@@ -186,3 +196,29 @@ async def test_tools_list_changed_is_told_as_agents_come_and_go(
     assert arrived == before | {tool}
     assert answered.structured_content == {"text": f"{name}: hi"}
     assert gone == before
+
+
+async def test_an_llm_agent_takes_the_gateways_tools_with_a_token(gateway: GatewayProcess) -> None:
+    tools = MCPTools.http(
+        f"{gateway.url}/mcp", headers=bearer(), approval={"gw-math__gw.mul": "always"}
+    )
+    replies = [
+        ScriptedReply(tool_calls=[("gw-math__gw_add", {"a": 20, "b": 22})]),
+        ScriptedReply(tool_calls=[("gw-math__gw_mul", {"a": 6, "b": 7})]),
+        ScriptedReply(text="added, and not multiplied"),
+    ]
+    runner = AgentRunner("calculator", driver=ScriptedDriver(replies), tools=[tools])
+    sink = CollectingSink()
+    try:
+        waiting = await runner.run(runner.new_state().with_user_message("sums"), events=sink)
+        (asked,) = sink.of(ApprovalRequested)
+        denied = await runner.decide(waiting, asked.call.id, approved=False, reason="no")
+        done = await runner.run(denied, events=sink)
+    finally:
+        await runner.aclose()
+
+    added, refused = sink.of(ToolFinished)
+    assert added.result == {"total": 42}
+    assert asked.call.name == "gw-math__gw_mul"
+    assert refused.executed is False
+    assert done.status is AgentStatus.COMPLETED
