@@ -64,7 +64,7 @@ class _Cache:
             return entry[1]  # type: ignore[return-value]
         loading = self._loading.get(key)
         if loading is None:
-            loading = asyncio.ensure_future(self._load(key, load))
+            loading = asyncio.ensure_future(self._load(key, load, self._generation))
             self._loading[key] = loading
             loading.add_done_callback(partial(self._loaded, key))
         # A waiter that is cancelled does not cancel the load the others share.
@@ -74,8 +74,8 @@ class _Cache:
         if self._loading.get(key) is done:  # not a load begun after a clear()
             del self._loading[key]
 
-    async def _load(self, key: object, load: Callable[[], Awaitable[T]]) -> T:
-        started, generation = time.monotonic(), self._generation
+    async def _load(self, key: object, load: Callable[[], Awaitable[T]], generation: int) -> T:
+        started = time.monotonic()
         value = await load()
         if generation != self._generation:
             return value  # cleared meanwhile: what was read may be what changed

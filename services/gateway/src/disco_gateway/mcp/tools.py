@@ -88,6 +88,12 @@ def agent_of(name: str) -> str | None:
 
 
 def _is_object(schema: dict[str, Any]) -> bool:
+    """Whether ``schema`` is an object's (a root ``$ref`` to its own ``$defs`` followed)."""
+    reference = schema.get("$ref")
+    defs = schema.get("$defs")
+    if isinstance(reference, str) and reference.startswith("#/$defs/") and isinstance(defs, dict):
+        target = defs.get(reference.removeprefix("#/$defs/"))
+        return isinstance(target, dict) and _is_object({**target, "$defs": defs})
     kind = schema.get("type")
     return kind == "object" or (kind is None and "properties" in schema)
 
