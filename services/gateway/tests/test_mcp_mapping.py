@@ -25,7 +25,6 @@ from disco_gateway.mcp.mapping import (
 )
 from disco_gateway.mcp.tools import agent_of, entries_of, tool_name, tool_names
 
-
 _TOTAL = {"type": "object", "properties": {"total": {"type": "integer"}}}
 
 
