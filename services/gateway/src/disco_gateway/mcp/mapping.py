@@ -32,7 +32,7 @@ from typing import Any
 import mcp_types as types
 from pydantic import JsonValue, ValidationError
 
-from disco.a2a import A2AMappingError
+from disco.a2a import A2AGatewayHelper, A2AMappingError
 from disco_common.a2a import (
     ACTION_PROGRESSED,
     A2AAnswer,
@@ -425,12 +425,9 @@ def question_result(
     session_id = envelope.session_id or task_id
     url = f"{public_url}/v1/sessions/{session_id}/answers/{envelope.id}"
     details: dict[str, JsonValue] = {"id": envelope.id, "text": question.question}
-    if question.options:
-        details["options"] = [option.model_dump(mode="json") for option in question.options]
-    if question.answer_schema is not None:
-        details["answer_schema"] = question.answer_schema
-    if question.timeout_seconds is not None:
-        details["timeout_seconds"] = question.timeout_seconds
+    for part in A2AGatewayHelper.question_parts(question):  # its options, schema, timeout
+        if isinstance(part.data, dict):
+            details.update(part.data)
     offered = ""
     if question.options:
         offered = " (one of: " + ", ".join(_json_text(o.value) for o in question.options) + ")"
