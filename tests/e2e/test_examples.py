@@ -239,3 +239,56 @@ async def test_ctrl_c_stops_an_example_of_several_agents_quietly_and_deregisters
     assert "Unclosed" not in text, text
     assert "KeyboardInterrupt" not in text, text
     assert left == [], text  # both deregistered on the way out
+
+
+async def test_the_mcp_assistant_uses_the_example_mcp_servers_tools_booking_with_approval(
+    e2e_stack: Stack,
+) -> None:
+    concierge = subprocess.Popen(
+        [sys.executable, str(EXAMPLES / "mcp_assistant.py")],
+        env=e2e_stack.env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        weather = await asyncio.to_thread(
+            run_example,
+            e2e_stack,
+            "ask",
+            "concierge.requested",
+            '{"text": "What is the weather in Lisbon?"}',
+            "--wait",
+            "90",
+        )
+        booking = await asyncio.create_subprocess_exec(
+            sys.executable,
+            *DISCO["ask"],
+            "concierge.requested",
+            '{"text": "Book a table at Tasca at 20:00"}',
+            "--wait",
+            "120",
+            env=e2e_stack.env,
+            cwd=ROOT,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        settings = ServiceClientSettings(tracker_url=e2e_stack.urls["tracker"], tenant_id=TENANT)
+        async with TrackerClient.from_settings(settings) as tracker:
+
+            async def asked() -> bool:  # the approval waits in the tracker's inbox
+                waiting = [q async for q in tracker.iter_questions(status="waiting")]
+                return any("book_table" in (q.question or "") for q in waiting)
+
+            await eventually(asked, timeout=90, interval=0.2, what="the booking's approval")
+        approved = await asyncio.to_thread(run_example, e2e_stack, "answer", "yes")
+        out, err = await asyncio.wait_for(booking.communicate(), 150)
+    finally:
+        concierge.terminate()
+        concierge.wait(20)
+
+    assert weather.returncode == 0, weather.stdout + weather.stderr
+    assert json.loads(weather.stdout)["result"] == {"text": "Lisbon: sunny, 24°C."}
+    assert approved.returncode == 0, approved.stdout + approved.stderr
+    assert booking.returncode == 0, err.decode()
+    assert json.loads(out)["result"] == {"text": "Booked at Tasca at 20:00: TBL-TAS-2000-2."}
