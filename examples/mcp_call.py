@@ -39,10 +39,12 @@ async def _answer(context: Any, params: types.ElicitRequestParams) -> types.Elic
     content: dict[str, Any] = {}
     for field, spec in schema.get("properties", {}).items():
         choices = spec.get("enum")
-        hint = f" {choices}" if choices else ""
-        typed = await asyncio.to_thread(input, f"{spec.get('title', field)}{hint}: ")
+        hint = f" (one of: {', '.join(choices)})" if choices else ""
+        typed = (await asyncio.to_thread(input, f"{spec.get('title', field)}{hint}: ")).strip()
         if not typed:
             return types.ElicitResult(action="decline")
+        if choices:  # as shown, whatever the case
+            typed = next((c for c in choices if c.lower() == typed.lower()), typed)
         content[field] = int(typed) if spec.get("type") == "integer" else typed
     return types.ElicitResult(action="accept", content=content)
 

@@ -187,22 +187,38 @@ def _question(**fields: Any) -> HumanInputRequest:
     return HumanInputRequest(question="Which?", response_event="x.answered", **fields)
 
 
-def test_options_are_a_choice_whose_key_comes_back_as_the_options_value() -> None:
+def test_options_are_a_choice_of_their_labels_whose_option_value_comes_back() -> None:
     form = elicitation_form(
         _question(
             options=[
-                HumanInputOption(value="ada", label="Ada Lovelace"),
-                HumanInputOption(value={"id": 2}, label="Grace Hopper"),
+                HumanInputOption(value={"approved": True}, label="Approve"),
+                HumanInputOption(value={"approved": False}, label="Deny"),
             ]
         )
     )
     answer = form.params.requested_schema["properties"]["answer"]
-    assert answer["enum"] == ["ada", '{"id":2}']
-    assert answer["enumNames"] == ["Ada Lovelace", "Grace Hopper"]
+    assert answer["enum"] == ["Approve", "Deny"]
+    assert "enumNames" not in answer
+    chosen = types.ElicitResult(action="accept", content={"answer": "Deny"})
+    assert form_answer(form.state(), chosen) == {"approved": False}
+    wrong = types.ElicitResult(action="accept", content={"answer": "Maybe"})
+    assert form_answer(form.state(), wrong) is DECLINED
+
+
+def test_options_with_the_same_label_are_a_choice_of_their_values_titled_by_labels() -> None:
+    form = elicitation_form(
+        _question(
+            options=[
+                HumanInputOption(value="a", label="same"),
+                HumanInputOption(value={"id": 2}, label="same"),
+            ]
+        )
+    )
+    answer = form.params.requested_schema["properties"]["answer"]
+    assert answer["enum"] == ["a", '{"id":2}']
+    assert answer["enumNames"] == ["same", "same"]
     chosen = types.ElicitResult(action="accept", content={"answer": '{"id":2}'})
     assert form_answer(form.state(), chosen) == {"id": 2}
-    wrong = types.ElicitResult(action="accept", content={"answer": "nobody"})
-    assert form_answer(form.state(), wrong) is DECLINED
 
 
 def test_a_flat_answer_schema_is_the_form_and_its_content_the_answer() -> None:

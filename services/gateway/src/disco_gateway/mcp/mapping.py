@@ -322,7 +322,7 @@ class Form:
 
     Attributes:
         params: the ``elicitation/create`` params.
-        choices: option key → option value (a choice question).
+        choices: what the form offers → the option's value (a choice question).
         whole: the content is the answer (a flat object schema); else its ``answer`` field is.
         answer_schema: the schema the answer must follow, if the question has one.
         json_text: the answer is JSON written as text (a schema a form cannot show).
@@ -365,12 +365,16 @@ def elicitation_form(question: HumanInputRequest) -> Form:
     whole = json_text = False
     schema = question.answer_schema
     if question.options:
-        choices = {}
-        labels: list[str] = []
-        for option in question.options:
-            key = option.value if isinstance(option.value, str) else _json_text(option.value)
-            choices[key] = option.value
-            labels.append(option.label)
+        # A choice shows its labels (what a person reads) when they tell the options apart,
+        # else the options' values (as JSON when they are not text), titled by the labels.
+        labels = [option.label for option in question.options]
+        if len(set(labels)) == len(labels):
+            choices = {option.label: option.value for option in question.options}
+        else:
+            choices = {
+                o.value if isinstance(o.value, str) else _json_text(o.value): o.value
+                for o in question.options
+            }
         one = {"type": "string", "title": "Answer", "enum": list(choices)}
         if labels != list(choices):
             one["enumNames"] = labels
