@@ -15,7 +15,9 @@ Then by protocol era (the ``MCP-Protocol-Version`` header):
   (:mod:`disco_gateway.mcp.sessions`), and each request is served by a
   transport made for it alone (like the SDK's stateless mode) that knows its
   session's id, version and client capabilities, and can send the client
-  requests on the call's stream (``elicitation/create``). What a client posts
+  requests on the call's stream (``elicitation/create``); a request that needs
+  no stream (no progress asked for, no form possible) is answered with one JSON
+  body, which costs less. What a client posts
   back that an instance of its own cannot take, the door takes on any instance:
   the response to an elicitation (its id is the sealed question: it becomes
   the human's answer on the bus) and ``notifications/cancelled`` (the call's
@@ -206,11 +208,11 @@ class McpTransport:
             await Response(status_code=200)(scope, receive, send)
         elif request.method == "POST":
             body = await request.body()
-            taken = await self._take(caller, session, body)
-            if taken:
+            message = _decoded(body)
+            if await self._take(caller, session, message):
                 await Response(status_code=202)(scope, receive, send)
                 return
-            opened = await self._open(caller, session, body)
+            opened = await self._open(caller, session, message)
             with calling(McpCaller(caller, "handshake", opened or session)):
                 await self._serve(
                     scope,
@@ -219,16 +221,16 @@ class McpTransport:
                     session=opened or session,
                     opening=opened is not None,
                     version=request.headers.get(_VERSION),
+                    stream=_streams(message, session),
                 )
         else:
             allowed = "GET, POST, DELETE" if session is not None else "POST"
             await Response(status_code=405, headers={"Allow": allowed})(scope, receive, send)
 
     async def _open(
-        self, caller: CallScope, session: McpSession | None, body: bytes
+        self, caller: CallScope, session: McpSession | None, message: dict[str, Any] | None
     ) -> McpSession | None:
         """The session an ``initialize`` without one opens (None: not such a request)."""
-        message = _decoded(body)
         if session is not None or message is None or message.get("method") != "initialize":
             return None
         try:
@@ -253,10 +255,11 @@ class McpTransport:
         self.metrics.sessions.inc()
         return opened
 
-    async def _take(self, caller: CallScope, session: McpSession | None, body: bytes) -> bool:
+    async def _take(
+        self, caller: CallScope, session: McpSession | None, message: dict[str, Any] | None
+    ) -> bool:
         """Take what the client posts that no instance's SDK could: the answer to an
         elicitation, a cancel. True: taken (nothing for the SDK)."""
-        message = _decoded(body)
         if message is None:
             return False
         if "method" not in message and ("result" in message or "error" in message):
@@ -303,8 +306,10 @@ class McpTransport:
         session: McpSession | None,
         opening: bool,
         version: str | None,
+        stream: bool,
     ) -> None:
-        """One request, on a transport made for it (its session's id, version, capabilities)."""
+        """One request, on a transport made for it (its session's id, version, capabilities);
+        answered on an event stream when ``stream``, else with one JSON body."""
         if session is None or opening:
             # An initialize (the handshake sets the rest), or a client without a session.
             connection = Connection.from_envelope(
@@ -317,7 +322,7 @@ class McpTransport:
         connection.session_id = session.session_id if session is not None else None
         transport = StreamableHTTPServerTransport(
             mcp_session_id=connection.session_id,
-            is_json_response_enabled=False,
+            is_json_response_enabled=not stream,
             event_store=None,
             security_settings=None,  # checked at the door
         )
@@ -377,6 +382,20 @@ class McpTransport:
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"},
         )
+
+
+def _streams(message: dict[str, Any] | None, session: McpSession | None) -> bool:
+    """Whether a request's answer may need an event stream: a call whose client asked for
+    progress, or that may be asked for a form (a session that declared elicitation). Any
+    other request is answered with one JSON body, which costs less."""
+    if message is None or message.get("method") != "tools/call":
+        return message is None  # what the SDK answers a body it cannot read with
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    if isinstance(meta, dict) and meta.get("progressToken") is not None:
+        return True
+    capabilities = session.capabilities if session is not None else None
+    return bool(capabilities and capabilities.get("elicitation") is not None)
 
 
 def _decoded(body: bytes) -> dict[str, Any] | None:
