@@ -265,7 +265,9 @@ class MCPTools:
 
         Raises:
             MCPToolError: the tool answered with an error.
-            ConnectionError: the connection failed (the next use opens another).
+            MCPError: the server refused the call (an unknown tool, bad arguments).
+            ConnectionError: the call failed on the way (the next use opens another
+                connection).
         """
         client = await self._client()
         try:
@@ -273,10 +275,12 @@ class MCPTools:
                 tool, arguments, read_timeout_seconds=self._call_timeout
             )
         except MCPError as exc:
-            if exc.code == types.CONNECTION_CLOSED:
-                await self._drop()
-                raise ConnectionError(f"the connection to {self.name} failed: {exc}") from exc
-            raise
+            if exc.code in (types.INVALID_PARAMS, types.METHOD_NOT_FOUND):
+                self._tools = None  # an unknown tool, or other arguments: list them again
+                raise
+            # The server or the way to it failed (a restart, a lost session): start afresh.
+            await self._drop()
+            raise ConnectionError(f"the connection to {self.name} failed: {exc}") from exc
         except (
             OSError,
             anyio.ClosedResourceError,
