@@ -1,7 +1,7 @@
 """gateway: the MCP sessions of clients on a 2025 protocol version, for every instance.
 
-Revision ID: gateway_0011
-Revises: gateway_0010
+Revision ID: gateway_0012
+Revises: gateway_0011
 Create Date: 2026-12-01
 
 An MCP client on a handshake protocol version (2025-06-18, 2025-11-25, ...)
@@ -28,8 +28,8 @@ from disco_service.migration_helpers import (
     enable_tenant_rls,
 )
 
-revision: str = "gateway_0011"
-down_revision: str | None = "gateway_0010"
+revision: str = "gateway_0012"
+down_revision: str | None = "gateway_0011"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
