@@ -46,11 +46,13 @@ from opentelemetry import trace
 from pydantic import ValidationError
 
 from disco.a2a import A2AMappingError
+from disco_common.a2a import A2AMessageContext
 from disco_common.notifications import HumanInputRequest
 from disco_common.tasks import HITL_TIMEOUT_MAX_SECONDS
 from disco_common.topics import Topic
-from disco_gateway.a2a.executor import BusAgentExecutor, Prepared, finished_task, keys_of
+from disco_gateway.a2a.executor import BusAgentExecutor, finished_task, keys_of
 from disco_gateway.a2a.mapping import Translation, translate, turn_correlation_id, working
+from disco_gateway.a2a.prepare import Claim, Duplicate, Prepared
 from disco_gateway.a2a.runtime import A2ARuntime
 from disco_gateway.bus.fanout import Inbox
 from disco_gateway.mcp.catalog import ToolCatalog
@@ -176,11 +178,23 @@ class ToolCalls:
         )
         scope = replace(caller.scope, agent=entry.source.name)
         _trace(turn, session_id, ctx.request_id)
-        prepared = Prepared(message, entry.source.name, entry.capability, payload, None, document)
+        prepared = Prepared(
+            message,
+            entry.source.name,
+            entry.capability,
+            payload,
+            turn,
+            # What the agent is told of the call (where it came from: the MCP call).
+            A2AMessageContext(message_id=message.message_id, metadata=message.metadata or {}),
+            # The turn is recorded while the request travels, as the A2A fast path does.
+            Claim(recorded=False),
+        )
         awaiting = None if _progress_token(params) is not None else _ANSWERS
         async with self.runtime.fanout.subscribe(keys_of(turn), awaiting=awaiting) as inbox:
             try:
                 await self.executor.send(scope, turn, prepared)
+            except Duplicate:
+                pass  # the same call sent again (its session and id): its request went out
             except A2AError:
                 raise MCPError(
                     types.INTERNAL_ERROR, "the bus is unavailable; call the tool again"
