@@ -133,7 +133,8 @@ class LeanHttp:
     httpx spends about 2 ms of CPU on a request, more than the services it
     measures, and the load generator shares the machine's two cores with them.
     This one only writes a request and reads a ``Content-Length`` response
-    (what the disco services send), so the figures are the server's. A request
+    (what the disco services send) or a chunked one (a stream that ends with
+    the response), so the figures are the server's. A request
     takes a free connection from the pool (opening one while fewer than
     ``connections`` exist, round robin over ``base_urls``) and puts it back
     after the response.
@@ -184,11 +185,22 @@ class LeanHttp:
         head = await reader.readuntil(b"\r\n\r\n")
         status = int(head[9:12])
         length = 0
+        chunked = False
         for line in head.split(b"\r\n")[1:]:
             name, _, value = line.partition(b":")
             if name.lower() == b"content-length":
                 length = int(value)
-        content = await reader.readexactly(length) if length else b""
+            elif name.lower() == b"transfer-encoding" and b"chunked" in value.lower():
+                chunked = True
+        if chunked:  # a stream (server-sent events) that ends with the response
+            parts: list[bytes] = []
+            while size := int((await reader.readuntil(b"\r\n")).strip(), 16):
+                parts.append(await reader.readexactly(size))
+                await reader.readexactly(2)
+            await reader.readexactly(2)
+            content = b"".join(parts)
+        else:
+            content = await reader.readexactly(length) if length else b""
         self._idle.put_nowait(connection)
         return LeanResponse(status, content)
 

@@ -13,6 +13,11 @@ fresh database, migrated), then runs as real processes: the registry, the
   HTTP+JSON and over gRPC (a raw ``grpc.aio`` stub), one at a time (p50/p99),
   and what A2A adds to the SDK path at p50 (the paths take turns call by call,
   so that the load on the machine weighs on them alike);
+- MCP ``tools/call`` of ``hello__hello`` at ``/mcp``, in the same turns: stateless
+  2026-07-28 (one POST, a JSON answer) and in a 2025-11-25 session (the answer on
+  the POST's event stream), and what MCP adds to the SDK path at p50;
+- MCP ``tools/list`` with ``--agents`` (1,000) more agents registered: the first
+  listing (read from the registry), then a page (p50/p99) and every page;
 - streaming first-event latency: ``SendStreamingMessage`` (HTTP+JSON SSE), time
   to the first event and to the last (p50/p99);
 - tasks/s: blocking ``SendMessage`` from ``--clients`` concurrent clients for
@@ -25,6 +30,7 @@ fresh database, migrated), then runs as real processes: the registry, the
 The load generator is a lean HTTP/1.1 client (``bench/_common.py``): it shares
 the machine's cores with the gateway, PostgreSQL, the broker and the tool.
 Targets (issue 10): A2A adds <= 3 ms p50 over the SDK path; >= 1,000 tasks/s.
+Issue 38: MCP adds no more than A2A adds; ``tools/list`` with 1,000 agents < 50 ms p99.
 """
 
 from __future__ import annotations
@@ -96,6 +102,43 @@ def _completed(content: bytes, jsonrpc: bool) -> bool:
     body = json.loads(content)
     task = body["result"]["task"] if jsonrpc else body["task"]
     return bool(task["status"]["state"] == "TASK_STATE_COMPLETED")
+
+
+MODERN = "2026-07-28"
+
+
+def _mcp_body(method: str, params: dict[str, object], request_id: int, *, modern: bool) -> bytes:
+    if modern:
+        params = {
+            **params,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": MODERN,
+                "io.modelcontextprotocol/clientCapabilities": {},
+            },
+        }
+    body = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+    return json.dumps(body).encode()
+
+
+def _mcp_result(content: bytes) -> dict[str, object]:
+    """The JSON-RPC result of a response: a JSON body, or the last event of a stream."""
+    text = content.decode()
+    if not text.lstrip().startswith("{"):
+        text = [line[5:] for line in text.splitlines() if line.startswith("data:")][-1]
+    result: dict[str, object] = json.loads(text)["result"]
+    return result
+
+
+def _mcp_headers(token: str, method: str, name: str | None = None) -> dict[str, str]:
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": MODERN,
+        "Mcp-Method": method,
+    }
+    if name is not None:
+        headers["Mcp-Name"] = name
+    return headers
 
 
 def _line(label: str, samples: list[float], extra: str = "") -> None:
@@ -206,30 +249,88 @@ async def bench(args: argparse.Namespace, infra: Infra) -> None:
                 response = await stub.SendMessage(_grpc_request(), metadata=grpc_metadata)
                 assert response.task.status.state == a2a_pb2.TaskState.TASK_STATE_COMPLETED
 
-            for call in (sdk_call, jsonrpc_call, rest_call, grpc_call):  # warm each path
+            mcp = LeanHttp([gateway_url], _mcp_headers(token, "tools/call", "hello__hello"), 1)
+            ids = iter(range(1, 10**9))
+
+            async def mcp_call() -> None:
+                body = _mcp_body(
+                    "tools/call",
+                    {"name": "hello__hello", "arguments": {"name": "Ada"}},
+                    next(ids),
+                    modern=True,
+                )
+                response = await mcp.request("POST", "/mcp", body)
+                result = _mcp_result(response.content)
+                assert result["structuredContent"] == {"message": "Hello, Ada!"}, response.text
+
+            async with httpx.AsyncClient(base_url=gateway_url, timeout=60) as http:
+                opened = await http.post(
+                    "/mcp",
+                    content=json.dumps(
+                        {
+                            "jsonrpc": "2.0",
+                            "id": 0,
+                            "method": "initialize",
+                            "params": {
+                                "protocolVersion": "2025-11-25",
+                                "capabilities": {},
+                                "clientInfo": {"name": "bench", "version": "1"},
+                            },
+                        }
+                    ),
+                    headers={
+                        "Authorization": f"Bearer {token}",
+                        "Accept": "application/json, text/event-stream",
+                        "Content-Type": "application/json",
+                    },
+                )
+                session_headers = {
+                    "Authorization": f"Bearer {token}",
+                    "Accept": "application/json, text/event-stream",
+                    "MCP-Protocol-Version": "2025-11-25",
+                    "Mcp-Session-Id": opened.headers["mcp-session-id"],
+                }
+            session = LeanHttp([gateway_url], session_headers, 1)
+
+            async def mcp_session_call() -> None:
+                body = _mcp_body(
+                    "tools/call",
+                    {"name": "hello__hello", "arguments": {"name": "Ada"}},
+                    next(ids),
+                    modern=False,
+                )
+                response = await session.request("POST", "/mcp", body)
+                result = _mcp_result(response.content)
+                assert result["structuredContent"] == {"message": "Hello, Ada!"}, response.text
+
+            paths = (sdk_call, jsonrpc_call, rest_call, grpc_call, mcp_call, mcp_session_call)
+            for call in paths:  # warm each path
                 await sequential(20, call)
             print(f"load average before: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)")
-            print(f"one request at a time, {args.round_trips} each, the four paths taking turns:")
+            print(f"one request at a time, {args.round_trips} each, the six paths taking turns:")
             # Call by call in turn rather than path after path: a change of load on the
-            # machine during the run weighs on the three alike, and none runs right after
+            # machine during the run weighs on them alike, and none runs right after
             # the warm-up.
-            paths = (sdk_call, jsonrpc_call, rest_call, grpc_call)
-            taken: tuple[list[float], ...] = ([], [], [], [])
+            taken: tuple[list[float], ...] = tuple([] for _ in paths)
             for _ in range(args.round_trips):
                 for call, samples in zip(paths, taken, strict=True):
                     taken_at = time.perf_counter()
                     await call()
                     samples.append(time.perf_counter() - taken_at)
-            sdk, jsonrpc, rest, over_grpc = taken
+            sdk, jsonrpc, rest, over_grpc, over_mcp, mcp_session = taken
             await channel.close()
+            await mcp.close()
+            await session.close()
             _line("SDK request(wait=) to the hello tool", sdk)
-            for label, samples in (
-                ("A2A SendMessage, JSON-RPC", jsonrpc),
-                ("A2A SendMessage, HTTP+JSON", rest),
-                ("A2A SendMessage, gRPC", over_grpc),
+            for label, samples, door in (
+                ("A2A SendMessage, JSON-RPC", jsonrpc, "A2A"),
+                ("A2A SendMessage, HTTP+JSON", rest, "A2A"),
+                ("A2A SendMessage, gRPC", over_grpc, "A2A"),
+                ("MCP tools/call, 2026-07-28", over_mcp, "MCP"),
+                ("MCP tools/call, 2025-11-25 session", mcp_session, "MCP"),
             ):
                 added = (percentile(samples, 0.5) - percentile(sdk, 0.5)) * 1000
-                _line(label, samples, f"  A2A adds {added:+.2f} ms at p50")
+                _line(label, samples, f"  {door} adds {added:+.2f} ms at p50")
 
             first_events: list[float] = []
             whole: list[float] = []
@@ -315,8 +416,97 @@ async def bench(args: argparse.Namespace, infra: Infra) -> None:
             print(f"CPU ms per task, less what the stack spends idle: {busy_per_task}")
             print(f"load average after: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)")
             await lean.close()
+            await tools_list(args, registry_url, gateway_url, token)
     finally:
         stop_processes(list(processes.values()))
+
+
+def _agent(index: int) -> dict[str, object]:
+    """A registration of an agent with one skill (as the registry bench's, with schemas)."""
+    name = f"bench-agent-{index:04d}"
+    return {
+        "agent_id": name,
+        "name": name,
+        "version": "1.0.0",
+        "description": f"agent {index} of the bench",
+        "instance_id": f"host-{index}:1",
+        "ttl_seconds": 3600,
+        "capabilities": [
+            {
+                "task_name": f"task-{index:04d}",
+                "description": f"does task {index}",
+                "consumed_event": {
+                    "event_type": f"task-{index:04d}.requested",
+                    "topic": "action-requests",
+                    "json_schema": {
+                        "type": "object",
+                        "properties": {"text": {"type": "string"}, "n": {"type": "integer"}},
+                        "required": ["text"],
+                    },
+                },
+                "produced_events": [
+                    {
+                        "event_type": f"task-{index:04d}.completed",
+                        "topic": "action-results",
+                        "json_schema": {
+                            "type": "object",
+                            "properties": {"result": {"type": "object"}},
+                        },
+                    }
+                ],
+            }
+        ],
+    }
+
+
+async def tools_list(
+    args: argparse.Namespace, registry_url: str, gateway_url: str, token: str
+) -> None:
+    """``tools/list`` with ``args.agents`` more agents registered (one skill each)."""
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(base_url=registry_url, headers=headers, timeout=60) as http:
+        pending = iter(range(args.agents))
+
+        async def register() -> None:
+            for index in pending:
+                response = await http.post("/v1/agents", json=_agent(index))
+                response.raise_for_status()
+
+        await asyncio.gather(*(register() for _ in range(8)))
+    # The gateway hears of them (agent.registered) and reads its listings afresh.
+    lister = LeanHttp([gateway_url], _mcp_headers(token, "tools/list"), 1)
+
+    async def listing(cursor: str | None = None) -> dict[str, object]:
+        params: dict[str, object] = {} if cursor is None else {"cursor": cursor}
+        response = await lister.request(
+            "POST", "/mcp", _mcp_body("tools/list", params, 1, modern=True)
+        )
+        return _mcp_result(response.content)
+
+    await asyncio.sleep(2)  # past the changes' settling (half a second after the last)
+    started = time.perf_counter()
+    first = await listing()
+    cold = time.perf_counter() - started
+
+    async def walk() -> int:
+        count, cursor = 0, None
+        while True:
+            page = await listing(cursor)
+            count += len(page["tools"])  # type: ignore[arg-type]
+            cursor = page.get("nextCursor")  # type: ignore[assignment]
+            if cursor is None:
+                return count
+
+    tools = await walk()
+    pages = await sequential(args.round_trips, listing)
+    walks = await sequential(max(args.round_trips // 10, 10), walk)
+    print(
+        f"MCP tools/list with {args.agents:,} more agents ({tools:,} tools, "
+        f"{len(first['tools']):,} a page): the first listing {cold * 1000:.1f} ms"  # type: ignore[arg-type]
+    )
+    _line("MCP tools/list, one page", pages)
+    _line(f"MCP tools/list, every page ({tools // max(len(first['tools']), 1) + 1})", walks)  # type: ignore[arg-type]
+    await lister.close()
 
 
 def main() -> None:
@@ -325,6 +515,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--tools", type=int, default=1, help="hello tool processes")
+    parser.add_argument(
+        "--agents", type=int, default=1000, help="agents registered for the tools/list run"
+    )
     args = parser.parse_args()
     with scratch_infra("gateway") as infra:
         asyncio.run(bench(args, infra))

@@ -38,6 +38,37 @@ def run_example(stack: Stack, *args: str, timeout: float = 120) -> subprocess.Co
     )
 
 
+async def ask_in_background(
+    stack: Stack, event_type: str, data: str, wait: int
+) -> asyncio.subprocess.Process:
+    """``disco ask EVENT_TYPE DATA --wait WAIT``, running (its output piped)."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        *DISCO["ask"],
+        event_type,
+        data,
+        "--wait",
+        str(wait),
+        env=stack.env,
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def question_waits(stack: Stack, words: str, *, what: str) -> None:
+    """Until the tracker lists a question to a person with ``words`` in it (it records the
+    question from the bus)."""
+    settings = ServiceClientSettings(tracker_url=stack.urls["tracker"], tenant_id=TENANT)
+    async with TrackerClient.from_settings(settings) as tracker:
+
+        async def asked() -> bool:
+            waiting = [q async for q in tracker.iter_questions(status="waiting")]
+            return any(words in (q.question or "") for q in waiting)
+
+        await eventually(asked, timeout=90, interval=0.2, what=what)
+
+
 def test_the_demo_runs_a_tool_a_worker_a_planner_and_an_llm_agent_against_the_stack(
     e2e_stack: Stack,
 ) -> None:
@@ -86,26 +117,8 @@ async def test_the_travel_planner_pauses_for_a_human_answered_from_the_command_l
         stderr=subprocess.DEVNULL,
     )
     try:
-        asking = await asyncio.create_subprocess_exec(
-            sys.executable,
-            *DISCO["ask"],
-            "trip.requested",
-            '{"city": "Atlantis"}',
-            "--wait",
-            "90",
-            env=e2e_stack.env,
-            cwd=ROOT,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        settings = ServiceClientSettings(tracker_url=e2e_stack.urls["tracker"], tenant_id=TENANT)
-        async with TrackerClient.from_settings(settings) as tracker:
-
-            async def asked() -> bool:  # the planner asks; the tracker records it from the bus
-                waiting = [q async for q in tracker.iter_questions(status="waiting")]
-                return any("Go by boat instead?" in (q.question or "") for q in waiting)
-
-            await eventually(asked, timeout=60, interval=0.2, what="the planner's question")
+        asking = await ask_in_background(e2e_stack, "trip.requested", '{"city": "Atlantis"}', 90)
+        await question_waits(e2e_stack, "Go by boat instead?", what="the planner's question")
         listed = await asyncio.to_thread(run_example, e2e_stack, "answer")
         listing, complaints = listed.stdout, listed.stderr
         answered = await asyncio.to_thread(run_example, e2e_stack, "answer", "yes")
@@ -239,3 +252,40 @@ async def test_ctrl_c_stops_an_example_of_several_agents_quietly_and_deregisters
     assert "Unclosed" not in text, text
     assert "KeyboardInterrupt" not in text, text
     assert left == [], text  # both deregistered on the way out
+
+
+async def test_the_mcp_assistant_uses_the_example_mcp_servers_tools_booking_with_approval(
+    e2e_stack: Stack,
+) -> None:
+    concierge = subprocess.Popen(
+        [sys.executable, str(EXAMPLES / "mcp_assistant.py")],
+        env=e2e_stack.env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        weather = await asyncio.to_thread(
+            run_example,
+            e2e_stack,
+            "ask",
+            "concierge.requested",
+            '{"text": "What is the weather in Lisbon?"}',
+            "--wait",
+            "90",
+        )
+        booking = await ask_in_background(
+            e2e_stack, "concierge.requested", '{"text": "Book a table at Tasca at 20:00"}', 120
+        )
+        await question_waits(e2e_stack, "book_table", what="the booking's approval")
+        approved = await asyncio.to_thread(run_example, e2e_stack, "answer", "yes")
+        out, err = await asyncio.wait_for(booking.communicate(), 150)
+    finally:
+        concierge.terminate()
+        concierge.wait(20)
+
+    assert weather.returncode == 0, weather.stdout + weather.stderr
+    assert json.loads(weather.stdout)["result"] == {"text": "Lisbon: sunny, 24°C."}
+    assert approved.returncode == 0, approved.stdout + approved.stderr
+    assert booking.returncode == 0, err.decode()
+    assert json.loads(out)["result"] == {"text": "Booked at Tasca at 20:00: TBL-TAS-2000-2."}

@@ -28,7 +28,7 @@ HEADS = {
     "registry": "registry_0008",
     "memory": "memory_0008",
     "tracker": "tracker_0004",
-    "gateway": "gateway_0011",
+    "gateway": "gateway_0012",
 }
 
 

@@ -66,3 +66,27 @@ async def test_a_failed_load_reaches_every_waiter_and_the_next_miss_loads_again(
     assert all(isinstance(result, ConnectionError) for result in results)
     assert await cache.get("key", load) == "answer"
     assert attempts == 2
+
+
+async def test_a_load_begun_before_a_clear_is_not_kept() -> None:
+    cache = _Cache(seconds=60)
+    release = asyncio.Event()
+    loads = 0
+
+    async def load() -> str:
+        nonlocal loads
+        loads += 1
+        number = loads
+        if number == 1:
+            await release.wait()
+        return f"answer {number}"
+
+    before = asyncio.create_task(cache.get("key", load))
+    await asyncio.sleep(0)
+    cache.clear()  # the agents changed while it was reading them
+    after = await cache.get("key", load)
+    release.set()
+    assert await before == "answer 1"  # it serves who asked before the change
+    assert after == "answer 2"
+    assert await cache.get("key", load) == "answer 2"  # what is kept is the fresh one
+    assert loads == 2

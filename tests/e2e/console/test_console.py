@@ -133,6 +133,9 @@ async def test_a_plan_shows_with_its_state_machine_tasks_and_sub_plans_for_its_t
     await expect(
         page.locator('tr.agent-row[data-agent="e2e-holiday-planner"] .badge')
     ).to_have_text("live")
+    # Each capability's tool name at /mcp (<agent>__<skill>).
+    tools = page.locator('tr.agent-row[data-agent="e2e-holiday-planner"] code.mcp-tool')
+    await expect(tools.first).to_have_text(re.compile(r"^e2e-holiday-planner__[A-Za-z0-9.-]+$"))
     await page.goto(f"{console.url}/health")
     for name in ("gateway", "registry", "memory", "tracker"):
         badge = page.locator(f'tr.service-health[data-service="{name}"] td:nth-child(2) .badge')

@@ -145,6 +145,31 @@ def build() -> list[Agent]:
         task = await result.restore_task()
         await task.complete({"text": f"Hello, {result.answer}!"})
 
+    form = Worker("gw-form", description="Asks a person to fill in a form.")
+
+    @form.on_task("gw.form.requested")
+    async def do_form(task: TaskContext[Text]) -> None:
+        """Asks for a name and an age (a form), then greets; nobody answering is said so."""
+        await task.request_human_input(
+            f"Who are you, {task.input.text}?",
+            response_event="gw.form.answered",
+            timeout_seconds=600,
+            answer_schema={
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+                "required": ["name"],
+            },
+        )
+
+    @form.on_human_input("gw.form.answered")
+    async def filled(result: ResultContext) -> None:
+        task = await result.restore_task()
+        if result.timed_out:
+            await task.complete({"text": "nobody answered"})
+            return
+        answer = result.answer if isinstance(result.answer, dict) else {}
+        await task.complete({"text": f"Hello, {answer.get('name')} ({answer.get('age')})!"})
+
     relay = Worker("gw-relay", description="Waits for a gate someone else opens.")
 
     @relay.on_task("gw.relay.requested")
@@ -159,7 +184,7 @@ def build() -> list[Agent]:
         task = await result.restore_task()
         await task.complete({"text": f"relayed: {result.result}"})
 
-    return [echo, failing, strict, greet, story, city, multi, slow, asker, relay, *_runtime()]
+    return [echo, failing, strict, greet, story, city, multi, slow, asker, form, relay, *_runtime()]
 
 
 def _runtime() -> list[Agent]:

@@ -95,6 +95,7 @@ def test_disco_runtime_exports_its_public_api() -> None:
         "ToolCallPresence",
         "ToolFinished",
         "ToolLogged",
+        "ToolSource",
         "ToolSpec",
         "ToolStarted",
         "UIEventAdapter",
@@ -124,3 +125,9 @@ def test_there_is_one_scripted_and_one_openai_driver_for_planners_and_agents() -
     assert disco.llm.OpenAICompatibleDriver is disco.runtime.OpenAIChatDriver
     assert disco.llm.LLMError is disco.runtime.LLMError
     assert disco.llm.Completion is disco.runtime.Completion
+
+
+def test_disco_runtime_mcp_exports_the_mcp_tools() -> None:
+    import disco.runtime.mcp
+
+    assert sorted(disco.runtime.mcp.__all__) == ["MCPToolError", "MCPTools"]

@@ -10,6 +10,9 @@ from disco_gateway.a2a.service import a2a_lifespan
 from disco_gateway.cards.endpoints import router as cards_router
 from disco_gateway.console.endpoints import console_lifespan, static_files
 from disco_gateway.console.endpoints import router as console_router
+from disco_gateway.mcp.endpoints import mcp_route
+from disco_gateway.mcp.endpoints import router as mcp_router
+from disco_gateway.mcp.service import mcp_lifespan
 from disco_gateway.publish.endpoints import router as publish_router
 from disco_gateway.ratelimits.lifespan import rate_limit_lifespan
 from disco_gateway.sessions.endpoints import router as sessions_router
@@ -46,6 +49,10 @@ DESCRIPTION = (
     '`["disco.v1", "bearer.<jwt>"]`, or `?access_token=`; a bad or expired token closes '
     "with 4401. `?after=<event id>` replays what was missed first; `?agent=` filters by agent. "
     "The `/v1/sessions/...` HTTP routes below do the same without a websocket.\n\n"
+    "**MCP.** `/mcp` is a Model Context Protocol server (Streamable HTTP; protocol versions "
+    "2025-06-18, 2025-11-25 and 2026-07-28): every agent skill the caller may call is a tool "
+    "`<agent>__<skill>`; a call is an A2A task of that agent. Bearer token as everywhere; "
+    "a 401 names `/.well-known/oauth-protected-resource` (RFC 9728).\n\n"
     "**Console.** `/console` is the web console: plans, agents, live sessions, dead letters, "
     "health (sign in with a bearer token)."
 )
@@ -70,6 +77,8 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
             a2a_lifespan,
             # After the A2A side: a gRPC call finds it started, and it outlives the calls.
             grpc_lifespan,
+            # After the A2A side too: MCP calls are A2A tasks (directory, fan-out, store).
+            mcp_lifespan,
             sessions_lifespan,
             console_lifespan,
             erasure_follower,
@@ -78,7 +87,8 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     # The A2A routes next, before the other routers: a request tries the routes in
     # order, and an A2A call is the commonest request (no other route starts /a2a).
     app.router.routes.extend(a2a_routes(state))
-    for router in (publish_router, sessions_router, console_router):
+    app.router.routes.append(mcp_route(state))
+    for router in (publish_router, sessions_router, console_router, mcp_router):
         app.include_router(router)
     app.mount("/console/static", static_files(), name="console-static")
     return app

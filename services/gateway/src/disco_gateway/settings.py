@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from pathlib import Path
-from typing import ClassVar, Literal, Self
+from typing import Annotated, ClassVar, Literal, Self
 
 from limits import parse_many
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
+from pydantic_settings import NoDecode
 
 from disco_common.ids import Id, TenantId
 from disco_service import GatewayLinkSettings
@@ -277,6 +280,97 @@ class GatewaySettings(GatewayLinkSettings):
         validation_alias=_own("STREAM_PAYLOAD_MAX_BYTES"),
         description="The largest payload a stream message carries (larger ones are cut).",
     )
+
+    mcp_call_timeout_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        le=3600,
+        validation_alias=_own("MCP_CALL_TIMEOUT_SECONDS"),
+        description=(
+            "How long an MCP tools/call waits for the agent's answer; then its result names "
+            "the task, which A2A, the tracker and the console follow on."
+        ),
+    )
+    mcp_page_size: int = Field(
+        default=100,
+        ge=1,
+        le=200,
+        validation_alias=_own("MCP_PAGE_SIZE"),
+        description="Tools per page of an MCP tools/list.",
+    )
+    mcp_state_keys: SecretStr | None = Field(
+        default=None,
+        validation_alias=_own("MCP_STATE_KEYS"),
+        description=(
+            "Comma-separated secrets (32+ characters each; the first seals) that seal what an "
+            "MCP client carries between two legs of a call (a 2026-07-28 requestState, an "
+            "elicitation's id); every instance needs the same. Unset: derived from "
+            "DISCO_AUTH_SECRET, else one key per process (one instance only)."
+        ),
+    )
+    mcp_session_idle_seconds: float = Field(
+        default=86_400.0,
+        gt=0,
+        validation_alias=_own("MCP_SESSION_IDLE_SECONDS"),
+        description="How long an MCP session (2025 protocol versions) lives without a request.",
+    )
+    mcp_allowed_hosts: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=(),
+        validation_alias=_own("MCP_ALLOWED_HOSTS"),
+        description=(
+            "Host headers /mcp accepts besides the public URL's and loopback's, comma-separated "
+            "(`mcp.example.com`, `*` for any: behind a proxy that checks Host)."
+        ),
+    )
+    mcp_allowed_origins: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=(),
+        validation_alias=_own("MCP_ALLOWED_ORIGINS"),
+        description=(
+            "Origin headers /mcp accepts besides the public URL's and loopback's, comma-separated "
+            "(browser clients)."
+        ),
+    )
+    mcp_authorization_server: str | None = Field(
+        default=None,
+        min_length=1,
+        validation_alias=_own("MCP_AUTHORIZATION_SERVER"),
+        description=(
+            "The OAuth authorization server MCP clients get their tokens from, as the protected "
+            "resource metadata names it (default: DISCO_AUTH_ISSUER)."
+        ),
+    )
+
+    @field_validator("mcp_allowed_hosts", "mcp_allowed_origins", mode="before")
+    @classmethod
+    def _comma_list(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(item.strip() for item in value.split(",") if item.strip())
+        return value
+
+    @field_validator("mcp_state_keys")
+    @classmethod
+    def _long_state_keys(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value().strip():
+            return None
+        for key in value.get_secret_value().split(","):
+            if len(key.strip().encode()) < 32:
+                raise ValueError(
+                    "each DISCO_GATEWAY_MCP_STATE_KEYS key needs 32+ characters of secret "
+                    "randomness (`openssl rand -hex 32`)"
+                )
+        return value
+
+    def mcp_state_secrets(self) -> list[str] | None:
+        """The keys MCP state is sealed with (the first seals); None: none shared, one per
+        process. Derived from the HS256 secret when no keys are set (its own use of it)."""
+        if self.mcp_state_keys is not None:
+            keys = self.mcp_state_keys.get_secret_value().split(",")
+            return [key.strip() for key in keys if key.strip()]
+        secret = self.hs256_secret()
+        if secret is None:
+            return None
+        derived = hmac.new(secret.encode(), b"disco-gateway/mcp-state", hashlib.sha256)
+        return [derived.hexdigest()]
 
     @field_validator("rate_limit_tenant", "rate_limit_anonymous")
     @classmethod

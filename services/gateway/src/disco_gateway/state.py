@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from disco_gateway.mcp.metrics import McpMetrics
 from disco_gateway.push.metrics import PushMetrics
 from disco_gateway.ratelimits import CallLimits, parse_limits
 from disco_gateway.sessions.metrics import StreamMetrics
@@ -13,6 +14,7 @@ from disco_service import ServiceState, ServiceUnavailable
 if TYPE_CHECKING:
     from disco_gateway.a2a.service import A2AService
     from disco_gateway.console.clients import ConsoleClients
+    from disco_gateway.mcp.service import McpService
     from disco_gateway.sessions.hub import SessionHub
     from disco_gateway.sessions.service import SessionService
 
@@ -31,6 +33,8 @@ class GatewayState(ServiceState[GatewaySettings]):
         hub: the instance's session fan-out to its websockets.
         stream_metrics: the session streams' Prometheus metrics (on ``/metrics``).
         push_metrics: the push notifications' Prometheus metrics (the same).
+        mcp: the MCP side (``/mcp``); made in the lifespan.
+        mcp_metrics: the MCP door's Prometheus metrics (the same).
         call_limits: the rate limits of the A2A calls and publishes.
     """
 
@@ -42,6 +46,8 @@ class GatewayState(ServiceState[GatewaySettings]):
         self.hub: SessionHub | None = None
         self.stream_metrics = StreamMetrics(self.metrics.registry)
         self.push_metrics = PushMetrics(self.metrics.registry)
+        self.mcp: McpService | None = None
+        self.mcp_metrics = McpMetrics(self.metrics.registry)
         self.call_limits = CallLimits(
             tenant=parse_limits(settings.rate_limit_tenant),
             anonymous=parse_limits(settings.rate_limit_anonymous),

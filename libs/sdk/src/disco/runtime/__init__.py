@@ -37,6 +37,8 @@ to answer tasks on the bus::
 - Continuation criteria: :class:`StepsLimit`, :class:`TokenBudget`,
   :class:`TimeLimit`, :class:`ToolCallPresence`, :class:`FinishReason`,
   :class:`ErrorLimit` and plain functions; every verdict is recorded.
+- Tools from MCP servers: :class:`disco.runtime.mcp.MCPTools` in ``tools=[...]`` (the
+  ``mcp`` extra): an MCP server's tools are the agent's, with the same policies.
 - Drivers: :class:`OpenAIChatDriver` (official ``openai`` SDK) and
   :class:`ScriptedDriver`, behind :class:`ChatDriver`.
 - Events → :class:`UIEventAdapter` → the UI envelope on ``notification-events``;
@@ -122,7 +124,7 @@ from disco.runtime._state import (
     InFlightStep,
     StepType,
 )
-from disco.runtime._tools import AgentTool, ToolArgumentsError, agent_tool, tool_log
+from disco.runtime._tools import AgentTool, ToolArgumentsError, ToolSource, agent_tool, tool_log
 from disco.runtime._ui import BusEventSink, UIEventAdapter, publish_ui_event, ui_envelope
 
 __all__ = [
@@ -194,6 +196,7 @@ __all__ = [
     "ToolCallPresence",
     "ToolFinished",
     "ToolLogged",
+    "ToolSource",
     "ToolSpec",
     "ToolStarted",
     "UIEventAdapter",

@@ -409,6 +409,7 @@ def host_on_tool(runner: AgentRunner, tool: Tool, event_type: str) -> None:
             call cannot wait for a person: host it on a Worker).
     """
     asking = [agent_tool.name for agent_tool in runner.toolbox if agent_tool.may_need_approval]
+    asking += [source.name for source in runner.toolbox.sources if source.may_need_approval]
     if asking:
         raise AgentDefinitionError(
             f"tools {asking} of runner {runner.name!r} may need approval: a one-shot Tool call "

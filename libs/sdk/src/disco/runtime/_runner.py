@@ -43,7 +43,7 @@ from disco.runtime._state import (
     StepType,
 )
 from disco.runtime._tool_calls import ToolCallExecutor, unique_ids
-from disco.runtime._tools import AgentTool, Toolbox
+from disco.runtime._tools import AgentTool, Toolbox, ToolSource
 from disco_common.ids import new_id, utcnow
 
 if TYPE_CHECKING:
@@ -68,7 +68,9 @@ class AgentRunner:
         name: the agent's name (events' ``agent_name``; the default ``agent_id``).
         driver: the model (:class:`OpenAIChatDriver`, :class:`ScriptedDriver`...).
         system_prompt: what the model is told first, every step.
-        tools: :class:`AgentTool` s or typed functions.
+        tools: :class:`AgentTool` s, typed functions, or sources of tools such as an MCP
+            server's (:class:`disco.runtime.mcp.MCPTools`), asked for their tools each
+            time the runner runs.
         criteria: continuation criteria (``ToolCallPresence`` is always added);
             default ``StepsLimit(20)``.
         options: completion options of new sessions (a resumed session keeps its own).
@@ -92,7 +94,7 @@ class AgentRunner:
         *,
         driver: ChatDriver,
         system_prompt: str = "",
-        tools: Iterable[AgentTool | Callable[..., Any]] = (),
+        tools: Iterable[AgentTool | ToolSource | Callable[..., Any]] = (),
         criteria: Sequence[Criterion | UserCriterion] | None = None,
         options: CompletionOptions | None = None,
         snapshots: SnapshotStore | None = None,
@@ -116,9 +118,17 @@ class AgentRunner:
         self.approval_timeout_seconds = approval_timeout_seconds
         self.include_continuation_trace = include_continuation_trace
         self.description = description
+        self._tools_changed()
+
+    def _tools_changed(self) -> None:
         self._specs = self.toolbox.specs()
         self._tool_names = tuple(self.toolbox.names)
         self._tool_calls = ToolCallExecutor(self.toolbox)
+
+    async def aclose(self) -> None:
+        """Let go of what the tool sources hold (an MCP server's connection)."""
+        for source in self.toolbox.sources:
+            await source.aclose()
 
     # -- hosting ----------------------------------------------------------------------
 
@@ -272,7 +282,9 @@ class AgentRunner:
         message), ``failed`` (``error`` says why; the model's or driver's
         errors end here, not in an exception), ``awaiting_approval`` (call
         :meth:`decide`, then ``run`` again), or unchanged when there was
-        nothing to run (finished, paused, or still waiting).
+        nothing to run (finished, paused, or still waiting). The tool sources (MCP
+        servers) are asked for their tools first; one that cannot list them fails
+        the execution (``error`` says which), and the next run asks again.
 
         Raises:
             SnapshotError: the state could not be saved before waiting for approval.
@@ -288,6 +300,8 @@ class AgentRunner:
         if not state.steps and state.in_flight is None:
             await emitter.emit(StatusChanged(**emitter.ids(), status=AgentStatus.IN_PROGRESS))
         try:
+            if self.toolbox.sources and await self.toolbox.load():
+                self._tools_changed()
             while True:
                 if state.in_flight is None:
                     state = await self._infer(state, emitter, clock)

@@ -5,6 +5,11 @@ pydantic model of its parameters); the model's arguments are validated against
 that model before the call, and a validation error goes back to the model as
 the tool's result instead of failing the execution. Sync functions run in a
 worker thread so they never block the event loop.
+
+A tool may also come with its JSON Schema and an async function of the
+arguments (:meth:`AgentTool.from_schema`), and tools may come from a
+:class:`ToolSource` (the tools of an MCP server, :mod:`disco.runtime.mcp`),
+which the runner asks for them when it runs.
 """
 
 from __future__ import annotations
@@ -15,19 +20,30 @@ import functools
 import inspect
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar, cast, get_type_hints, overload
+from typing import (
+    Any,
+    Literal,
+    Protocol,
+    TypeVar,
+    cast,
+    get_type_hints,
+    overload,
+    runtime_checkable,
+)
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from disco.runtime._drivers import ToolSpec
 from disco.runtime._json_safe import to_json_safe
+from disco_common.registry import validate_payload
 
 __all__ = [
     "AgentTool",
     "ApprovalPolicy",
     "ToolArgumentsError",
+    "ToolSource",
     "Toolbox",
     "agent_tool",
     "tool_log",
@@ -107,15 +123,28 @@ class AgentTool:
         redact: Redaction = None,
     ) -> None:
         self.function = function
-        self.name: str = name or str(getattr(function, "__name__", ""))
+        self._named(
+            name or str(getattr(function, "__name__", "")),
+            description if description is not None else _first_paragraph(function.__doc__),
+            approval,
+            redact,
+        )
+        self.is_async = inspect.iscoroutinefunction(function)
+        self.arguments_model = _arguments_model(function, self.name)
+        schema = self.arguments_model.model_json_schema()
+        schema.pop("title", None)
+        self.parameters: dict[str, Any] = schema
+
+    def _named(
+        self, name: str, description: str, approval: ApprovalPolicy, redact: Redaction
+    ) -> None:
+        self.name: str = name
         if not _NAME.fullmatch(self.name):
             raise TypeError(
                 f"tool name {self.name!r} is not valid: 1-64 letters, digits, '_' or '-' "
                 "(what model APIs accept)"
             )
-        self.description = (
-            description if description is not None else _first_paragraph(function.__doc__)
-        )
+        self.description = description
         if not (
             approval in ("always", "never") or isinstance(approval, bool) or callable(approval)
         ):
@@ -125,11 +154,27 @@ class AgentTool:
             )
         self.approval = approval
         self.redact = redact
-        self.is_async = inspect.iscoroutinefunction(function)
-        self.arguments_model = _arguments_model(function, self.name)
-        schema = self.arguments_model.model_json_schema()
-        schema.pop("title", None)
-        self.parameters: dict[str, Any] = schema
+
+    @classmethod
+    def from_schema(
+        cls,
+        name: str,
+        call: Callable[[dict[str, Any]], Awaitable[Any]],
+        *,
+        parameters: Mapping[str, Any],
+        description: str = "",
+        approval: ApprovalPolicy = "never",
+        redact: Redaction = None,
+    ) -> AgentTool:
+        """A tool whose arguments follow the JSON Schema ``parameters``, run by ``call``.
+
+        For tools described elsewhere (an MCP server's): the arguments are checked
+        against the schema, then ``call`` gets them as a dict.
+
+        Raises:
+            TypeError: a bad name or policy.
+        """
+        return _SchemaTool(name, call, parameters, description, approval, redact)
 
     def __repr__(self) -> str:
         return f"AgentTool({self.name!r}, approval={self.approval!r})"
@@ -187,6 +232,44 @@ class AgentTool:
             return await self.function(**values)
         context = contextvars.copy_context()
         return await asyncio.to_thread(context.run, functools.partial(self.function, **values))
+
+
+class _Arguments(BaseModel):
+    """Arguments checked against a JSON Schema: kept as they came."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class _SchemaTool(AgentTool):
+    """:meth:`AgentTool.from_schema`."""
+
+    def __init__(
+        self,
+        name: str,
+        call: Callable[[dict[str, Any]], Awaitable[Any]],
+        parameters: Mapping[str, Any],
+        description: str,
+        approval: ApprovalPolicy,
+        redact: Redaction,
+    ) -> None:
+        self.function = call
+        self._named(name, description, approval, redact)
+        self.is_async = True
+        self.arguments_model = _Arguments
+        self.parameters = dict(parameters)
+
+    def validate(self, arguments: Mapping[str, Any]) -> BaseModel:
+        checked = validate_payload(self.parameters, dict(arguments))
+        if not checked.valid:
+            problems = "; ".join(
+                f"{v.path.lstrip('/').replace('/', '.') or '(arguments)'}: {v.message}"
+                for v in checked.violations
+            )
+            raise ToolArgumentsError(f"invalid arguments for {self.name}: {problems}")
+        return _Arguments.model_validate(dict(arguments))
+
+    async def invoke(self, arguments: BaseModel) -> Any:
+        return await self.function(arguments.model_dump())
 
 
 def _arguments_model(function: Callable[..., Any], name: str) -> type[BaseModel]:
@@ -254,20 +337,76 @@ def agent_tool(
     return wrap
 
 
-class Toolbox:
-    """The tools of an agent, by name.
+@runtime_checkable
+class ToolSource(Protocol):
+    """Tools that live elsewhere (an MCP server's, :class:`disco.runtime.mcp.MCPTools`).
 
-    Raises:
-        TypeError: a duplicate name, or an item that is neither a tool nor a function.
+    The runner asks for them each time it runs (a source keeps them between
+    calls, and lists them again when they changed).
     """
 
-    def __init__(self, tools: Iterable[AgentTool | Callable[..., Any]] = ()) -> None:
-        self._tools: dict[str, AgentTool] = {}
+    name: str
+    """What the source is called in errors and logs."""
+
+    @property
+    def may_need_approval(self) -> bool:
+        """Whether any of its tools' calls could need approval."""
+        ...
+
+    async def agent_tools(self) -> Sequence[AgentTool]:
+        """Its tools as they are now."""
+        ...
+
+    async def aclose(self) -> None:
+        """Let go of what it holds (a connection)."""
+        ...
+
+
+class Toolbox:
+    """The tools of an agent, by name: its own, and those of its sources (:meth:`load`).
+
+    Raises:
+        TypeError: a duplicate name, or an item that is neither a tool, a function nor a
+            :class:`ToolSource`.
+    """
+
+    def __init__(self, tools: Iterable[AgentTool | ToolSource | Callable[..., Any]] = ()) -> None:
+        self._own: dict[str, AgentTool] = {}
+        self.sources: list[ToolSource] = []
         for item in tools:
+            if isinstance(item, ToolSource) and not isinstance(item, AgentTool):
+                self.sources.append(item)
+                continue
             tool = item if isinstance(item, AgentTool) else AgentTool(item)
-            if tool.name in self._tools:
+            if tool.name in self._own:
                 raise TypeError(f"two tools are named {tool.name!r}: tool names must be unique")
-            self._tools[tool.name] = tool
+            self._own[tool.name] = tool
+        self._tools: dict[str, AgentTool] = dict(self._own)
+        self._loaded: list[Sequence[AgentTool]] = []
+
+    async def load(self) -> bool:
+        """Ask the sources for their tools; whether the tools changed.
+
+        Raises:
+            TypeError: a source's tool has the name of another tool.
+            Exception: what a source raised when its tools could not be read.
+        """
+        loaded = [await source.agent_tools() for source in self.sources]
+        if len(loaded) == len(self._loaded) and all(
+            new is old for new, old in zip(loaded, self._loaded, strict=True)
+        ):
+            return False
+        tools = dict(self._own)
+        for source, source_tools in zip(self.sources, loaded, strict=True):
+            for tool in source_tools:
+                if tool.name in tools:
+                    raise TypeError(
+                        f"tool {tool.name!r} of {source.name!r} has the name of another tool: "
+                        "give the source a prefix"
+                    )
+                tools[tool.name] = tool
+        self._tools, self._loaded = tools, loaded
+        return True
 
     def __iter__(self) -> Any:
         return iter(self._tools.values())

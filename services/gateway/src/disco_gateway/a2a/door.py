@@ -19,10 +19,18 @@ from disco_common.a2a_cards import A2ACardSource
 from disco_common.auth import Role
 from disco_gateway.errors import AgentNotFound, no_agent_message
 from disco_gateway.scope import CallScope
+from disco_gateway.settings import GatewaySettings
 from disco_gateway.state import GatewayState
 from disco_service import Identity, Unauthenticated, identify_token
 
-__all__ = ["NEEDS_TOKEN", "admit", "authenticate", "grpc_status_name", "require_token"]
+__all__ = [
+    "NEEDS_TOKEN",
+    "admit",
+    "anonymous_scope",
+    "authenticate",
+    "grpc_status_name",
+    "require_token",
+]
 
 NEEDS_TOKEN = frozenset({"ListTasks"})
 """The A2A methods a caller without a token may not call, even at a public agent: every
@@ -64,13 +72,18 @@ async def authenticate(
         if scheme.lower() != "bearer" or not token.strip():
             raise Unauthenticated("Send the token as `Authorization: Bearer <jwt>`.")
         return CallScope(await identify_token(state, token.strip(), headers), agent=agent)
-    settings = state.settings
-    if agent is not None and settings.is_public_agent(agent):
-        identity = Identity(
-            settings.public_tenant, settings.public_user, "anonymous", frozenset({Role.USER})
-        )
-        return CallScope(identity, agent=agent, anonymous=True)
+    if agent is not None and state.settings.is_public_agent(agent):
+        return anonymous_scope(state.settings, agent)
     raise Unauthenticated("A bearer token is required (Authorization: Bearer <jwt>).")
+
+
+def anonymous_scope(settings: GatewaySettings, agent: str | None) -> CallScope:
+    """The scope of a call without a token (of ``agent``; None: of no agent yet): the public
+    tenant and user, only ever for public agents."""
+    identity = Identity(
+        settings.public_tenant, settings.public_user, "anonymous", frozenset({Role.USER})
+    )
+    return CallScope(identity, agent=agent, anonymous=True)
 
 
 async def admit(state: GatewayState, scope: CallScope, address: str | None) -> A2ACardSource | None:

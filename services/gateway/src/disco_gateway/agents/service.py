@@ -14,6 +14,7 @@ import asyncio
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any, TypeVar
 
 from pydantic import JsonValue, TypeAdapter, ValidationError
@@ -49,6 +50,13 @@ class _Cache:
         self._seconds = seconds
         self._entries: OrderedDict[object, tuple[float, object]] = OrderedDict()
         self._loading: dict[object, asyncio.Task[Any]] = {}
+        self._generation = 0
+
+    def clear(self) -> None:
+        """Forget every entry; a load under way when this is called is not kept."""
+        self._entries.clear()
+        self._loading.clear()
+        self._generation += 1
 
     async def get(self, key: object, load: Callable[[], Awaitable[T]]) -> T:
         entry = self._entries.get(key)
@@ -56,15 +64,21 @@ class _Cache:
             return entry[1]  # type: ignore[return-value]
         loading = self._loading.get(key)
         if loading is None:
-            loading = asyncio.ensure_future(self._load(key, load))
+            loading = asyncio.ensure_future(self._load(key, load, self._generation))
             self._loading[key] = loading
-            loading.add_done_callback(lambda _: self._loading.pop(key, None))
+            loading.add_done_callback(partial(self._loaded, key))
         # A waiter that is cancelled does not cancel the load the others share.
         return await asyncio.shield(loading)
 
-    async def _load(self, key: object, load: Callable[[], Awaitable[T]]) -> T:
+    def _loaded(self, key: object, done: asyncio.Future[Any]) -> None:
+        if self._loading.get(key) is done:  # not a load begun after a clear()
+            del self._loading[key]
+
+    async def _load(self, key: object, load: Callable[[], Awaitable[T]], generation: int) -> T:
         started = time.monotonic()
         value = await load()
+        if generation != self._generation:
+            return value  # cleared meanwhile: what was read may be what changed
         self._entries[key] = (started + self._seconds, value)
         self._entries.move_to_end(key)
         while len(self._entries) > _CAPACITY:
@@ -84,6 +98,11 @@ class AgentDirectory:
         self._registry = registry
         self._agents = _Cache(cache_seconds)
         self._schemas = _Cache(max(cache_seconds, 60.0))
+
+    def forget(self) -> None:
+        """Read every agent from the registry again from now on (agents registered, left
+        or expired); schemas, which a version never changes, are kept."""
+        self._agents.clear()
 
     async def agent(self, tenant_id: str, name: str) -> A2ACardSource | None:
         """Agent ``name`` as ``tenant_id`` sees it (its own registration first, else a

@@ -9,7 +9,7 @@ with the service's message, not as JSON (:class:`ConsoleRoute`).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from disco.clients import ServiceAuthError, ServiceError
 from disco_common.asyncapi import AsyncApiFormat
 from disco_common.plans import PlanStatus
+from disco_common.registry import AgentCapability
 from disco_common.tracker import PlanProgressQuery
 from disco_gateway.console import service
 from disco_gateway.console.auth import (
@@ -42,6 +43,7 @@ from disco_gateway.console.bus import bus_download, bus_view
 from disco_gateway.console.clients import ConsoleClients, console_clients
 from disco_gateway.console.dead_letters import read_dead_letters, republish
 from disco_gateway.console.payloads import payload_html
+from disco_gateway.mcp.tools import tool_names
 from disco_gateway.state import GatewayState
 from disco_service import DiscoHTTPError
 
@@ -72,9 +74,15 @@ def _when(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S") if value is not None else "—"
 
 
+def _mcp_tools(agent: str, capabilities: Sequence[AgentCapability]) -> dict[str, str]:
+    """Each skill's MCP tool name at ``/mcp``."""
+    return tool_names(agent, [capability.task_name for capability in capabilities])
+
+
 templates.env.filters["ago"] = _ago
 templates.env.filters["when"] = _when
 templates.env.filters["payload"] = payload_html
+templates.env.globals["mcp_tools"] = _mcp_tools
 
 
 def static_files() -> StaticFiles:
