@@ -9,6 +9,9 @@ import disco.bus
 def test_disco_bus_exports_exactly_its_public_api() -> None:
     assert sorted(disco.bus.__all__) == [
         "ANY_EVENT",
+        "Batch",
+        "BatchHandler",
+        "BatchItem",
         "BusClient",
         "BusConsumer",
         "BusError",
@@ -38,8 +41,6 @@ def test_disco_bus_exports_exactly_its_public_api() -> None:
         "TenantGuard",
         "TopicProvisioningError",
         "TopicReader",
-        "commit_offsets",
-        "pacer_for",
         "serve_metrics",
         "sign_as",
         "signing_with",

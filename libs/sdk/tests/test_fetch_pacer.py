@@ -9,7 +9,7 @@ from aiokafka.consumer.fetcher import Fetcher
 from pydantic import ValidationError
 
 from disco.bus import BusClient, BusConsumer
-from disco.bus._polling import FetchPacer, pacer_for
+from disco.bus._polling import FetchPacer, fetch_options
 from disco.settings import BusSettings
 
 
@@ -140,9 +140,48 @@ async def test_a_wait_floor_raises_the_waits_below_it(
 ) -> None:
     settings = BusSettings(kafka_broker_kind=kind)
 
-    pacer = await pacer_for(settings, floor_ms=floor)
+    options = await fetch_options(settings, floor_ms=floor)
+    pacer = options.pacer()
 
     assert (pacer.min_wait_ms, pacer.max_wait_ms) == waits
+    assert options.consumer["fetch_max_wait_ms"] == waits[1]  # the first fetch waits longest
+
+
+async def test_a_readers_fetch_options_come_from_the_settings_in_one_derivation() -> None:
+    settings = BusSettings(
+        kafka_broker_kind="embedded",
+        kafka_bootstrap="127.0.0.1:1",
+        kafka_client_id="reader",
+        kafka_max_poll_records=300,
+        kafka_fetch_backoff_ratio=0.1,
+    )
+
+    options = await fetch_options(settings)
+
+    assert dict(options.consumer) == {
+        **settings.kafka_connection_options(),
+        "fetch_max_wait_ms": 100,
+        "max_poll_records": 300,
+    }
+    assert (options.min_wait_ms, options.max_wait_ms, options.backoff_ratio) == (1, 100, 0.1)
+
+
+async def test_a_group_members_fetch_options_add_its_session_timing() -> None:
+    settings = BusSettings(
+        kafka_broker_kind="kafka",
+        kafka_session_timeout_ms=40_000,
+        kafka_heartbeat_interval_ms=2_000,
+        kafka_request_timeout_ms=30_000,
+        kafka_max_poll_records=300,
+    )
+
+    options = await fetch_options(settings, group=True, min_poll_records=1000)
+
+    assert options.consumer["session_timeout_ms"] == 40_000
+    assert options.consumer["heartbeat_interval_ms"] == 2_000
+    # aiokafka refuses a request timeout a session could outlive.
+    assert options.consumer["request_timeout_ms"] == 45_000
+    assert options.consumer["max_poll_records"] == 1000  # a batch handler's batch, at least
 
 
 def test_a_consumer_refuses_a_wait_floor_below_one_millisecond() -> None:

@@ -135,7 +135,6 @@ def tracker_settings(
         # Room for the event loop to stall (the test shares it with the app).
         "kafka_session_timeout_ms": 4000,
         "kafka_heartbeat_interval_ms": 1000,
-        "ingest_poll_ms": 50,
         "hitl_sweep_interval_seconds": 0.2,
         "outbox_sweep_interval_seconds": 0.5,
         "feed_poll_seconds": 0.5,

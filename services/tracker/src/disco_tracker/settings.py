@@ -46,20 +46,18 @@ class TrackerSettings(ServiceSettings):
         default=1000,
         ge=1,
         le=10_000,
-        description="Envelopes applied per database transaction, at most.",
-    )
-    ingest_poll_ms: int = Field(
-        default=100,
-        ge=1,
-        le=10_000,
-        description="How long the ingest waits for envelopes before applying what it has.",
+        description=(
+            "Envelopes of one partition handed to the ingest in one batch, at most; the "
+            "batches of several partitions that are ready together are applied in one "
+            "transaction per tenant of about this many envelopes."
+        ),
     )
     ingest_linger_ms: int = Field(
         default=50,
         ge=0,
         le=5_000,
         description=(
-            "How long the ingest keeps fetching after the first envelopes of a batch came, "
+            "How long a partition's batch waits for more envelopes after its first came, "
             "to apply more per transaction (throughput under a steady stream, for this "
             "much latency); also the shortest wait of its fetches, and of the HITL watch's."
         ),

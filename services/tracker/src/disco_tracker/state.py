@@ -11,7 +11,6 @@ from disco_tracker.settings import TrackerSettings
 
 if TYPE_CHECKING:
     from disco.bus import BusConsumer
-    from disco_tracker.ingest.consumer import IngestConsumer
 
 __all__ = ["TrackerState"]
 
@@ -29,6 +28,6 @@ class TrackerState(ServiceState[TrackerSettings]):
     def __init__(self, settings: TrackerSettings) -> None:
         super().__init__(settings)
         self.ingest_metrics = IngestMetrics(self.metrics.registry)
-        self.ingest: IngestConsumer | None = None
+        self.ingest: BusConsumer | None = None
         self.hitl: BusConsumer | None = None
         self.feed = FeedHub(settings.feed_poll_seconds)

@@ -6,7 +6,10 @@
 - :class:`BusConsumer` consumes as one consumer group with handlers per
   ``(topic, event type)``: at-least-once, retries with backoff, a dead-letter
   topic per topic (:class:`DlqHeader` names the headers), deduplication on the
-  envelope id through a :class:`DedupStore`, graceful shutdown.
+  envelope id through a :class:`DedupStore`, graceful shutdown. A topic may
+  have a batch handler instead (``on_batch``: a :class:`Batch` of a partition's
+  envelopes per call, one commit after it), with the same dead letters and
+  retries (a batch that keeps failing is split to find the envelope at fault).
 - :class:`ReplyListener` reads a response topic without a group; ``request(...,
   wait=seconds)`` uses one.
 - Tenant credentials: a ``BusClient`` signs what it publishes (the
@@ -19,16 +22,14 @@
 - :class:`BusMetrics` counts what clients produce and consumer groups handle
   (Prometheus); :func:`serve_metrics` serves them. Spans per publish and per
   handler call follow OpenTelemetry's messaging conventions.
-- :func:`commit_offsets` commits a raw aiokafka consumer's offsets the way
-  :class:`BusConsumer` does (a consumer of a service's own, for batches).
 - :func:`tune_gc` keeps the garbage collector off what lives as long as the
   process; a ``BusClient`` applies it at its first start (``bus_gc_tuning``).
 
 Settings come from :class:`disco.settings.BusSettings` (``DISCO_*``).
 """
 
+from disco.bus._batches import Batch, BatchHandler, BatchItem
 from disco.bus._client import BusClient
-from disco.bus._commits import commit_offsets
 from disco.bus._consumer import BusConsumer
 from disco.bus._credentials import (
     CredentialError,
@@ -55,7 +56,7 @@ from disco.bus._errors import (
 )
 from disco.bus._gc import tune_gc
 from disco.bus._metrics import BusMetrics, serve_metrics, stop_metrics
-from disco.bus._polling import FetchPacer, pacer_for
+from disco.bus._polling import FetchPacer
 from disco.bus._reader import ReadRecord, TopicReader
 from disco.bus._replies import ReplyListener
 from disco.bus._routes import ANY_EVENT, Handler
@@ -63,6 +64,9 @@ from disco.bus._wire import DlqHeader
 
 __all__ = [
     "ANY_EVENT",
+    "Batch",
+    "BatchHandler",
+    "BatchItem",
     "BusClient",
     "BusConsumer",
     "BusError",
@@ -92,8 +96,6 @@ __all__ = [
     "TenantGuard",
     "TopicProvisioningError",
     "TopicReader",
-    "commit_offsets",
-    "pacer_for",
     "serve_metrics",
     "sign_as",
     "signing_with",

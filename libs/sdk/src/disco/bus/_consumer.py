@@ -12,6 +12,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
 from disco._lifecycle import STOP_NETWORK_SECONDS, StartStop, stop_within
+from disco.bus._batches import BatchHandler, BatchHandlerT, BatchRoute, BatchWorker
 from disco.bus._client import BusClient
 from disco.bus._commits import OffsetCommitter
 from disco.bus._dedup import DedupStore, DurableDedupStore, InMemoryDedupStore
@@ -24,12 +25,13 @@ from disco.bus._errors import (
 from disco.bus._handling import RecordHandler
 from disco.bus._metrics import LagSampler
 from disco.bus._partitions import PartitionWorker, Rebalance, finish, finish_all
-from disco.bus._polling import FetchPacer, pacer_for
+from disco.bus._polling import FetchPacer, fetch_options
 from disco.bus._restarts import beyond_end, describe_partitions
 from disco.bus._routes import (
     ANY_EVENT,
     Handler,
     HandlerT,
+    TopicRoute,
     check_event_type,
     check_handler,
     describe,
@@ -62,6 +64,10 @@ class BusConsumer(StartStop):
     goes to ``<topic>.dlq`` with :class:`~disco.bus.DlqHeader` headers; a value
     that is not an envelope goes there at once. Envelope ids are deduplicated
     through a :class:`~disco.bus.DedupStore`.
+
+    A topic may instead have one batch handler (:meth:`on_batch`), which gets
+    each partition's envelopes in batches, one batch of a partition at a time,
+    with the same dead letters, retries, commits, restarts and rebalances.
 
     Args:
         client: the bus client whose settings, prefix and producer (for the DLQ)
@@ -113,10 +119,14 @@ class BusConsumer(StartStop):
         self._max_buffered = max(1, max_buffered_per_partition)
         self._rebalance_grace = rebalance_grace
         self._routes: dict[str, dict[str, Handler]] = {}
+        self._batch_routes: dict[str, BatchRoute] = {}
+        # Broker topic name -> its batch route (the topics with a batch handler), at start.
+        self._batching: dict[str, BatchRoute] = {}
+        self._pause_at = self._max_buffered
         self._consumer: AIOKafkaConsumer | None = None
         self._owns_client = False
         self._fetcher: asyncio.Task[None] | None = None
-        self._workers: dict[TopicPartition, PartitionWorker] = {}
+        self._workers: dict[TopicPartition, PartitionWorker | BatchWorker] = {}
         self._paused: set[TopicPartition] = set()
         self._committer = OffsetCommitter(self)
         self._lifecycle = asyncio.Lock()
@@ -151,6 +161,105 @@ class BusConsumer(StartStop):
             HandlerRegistrationError: the handler is not ``async def`` taking one
                 envelope, the pair already has a handler, or the consumer runs.
         """
+        logical = self._registrable(topic)
+        check_event_type(event_type)
+        check_handler(handler)
+        if logical in self._batch_routes:
+            raise HandlerRegistrationError(
+                f"{describe(self._batch_routes[logical].handler)} takes every envelope of "
+                f"{logical!r} in batches; a topic has either a batch handler or handlers "
+                f"per event type (cannot add {describe(handler)})"
+            )
+        routes = self._routes.setdefault(logical, {})
+        existing = routes.get(event_type)
+        if existing is not None:
+            raise HandlerRegistrationError(
+                f"{describe(existing)} already handles {event_type!r} on {logical!r}; "
+                f"one handler per topic and event type (cannot add {describe(handler)})"
+            )
+        routes[event_type] = handler
+
+    def on_batch(
+        self, topic: str | Topic, *, max_records: int = 500, linger_ms: int = 0
+    ) -> Callable[[BatchHandlerT], BatchHandlerT]:
+        """Decorator: call the function with batches of ``topic``'s envelopes.
+
+        The function is checked now (``async def`` taking one
+        :class:`~disco.bus.Batch`, no other handler on the topic) and returned
+        unchanged. See :meth:`add_batch_handler`.
+        """
+
+        def register(handler: BatchHandlerT) -> BatchHandlerT:
+            self.add_batch_handler(topic, handler, max_records=max_records, linger_ms=linger_ms)
+            return handler
+
+        return register
+
+    def add_batch_handler(
+        self,
+        topic: str | Topic,
+        handler: BatchHandler,
+        *,
+        max_records: int = 500,
+        linger_ms: int = 0,
+    ) -> None:
+        """Call ``handler`` with batches of every envelope on ``topic``.
+
+        A batch is one partition's envelopes in offset order: what was fetched for
+        the partition and not yet handed over, up to ``max_records``; with fewer,
+        it waits up to ``linger_ms`` for more. Partitions are handled concurrently,
+        one batch of a partition at a time, and a partition's offsets are
+        committed only after its batch finished (handled or dead-lettered, every
+        record of it).
+
+        Before the call, each record is parsed and its tenant checked as for a
+        single handler: a value that is not an envelope (or whose ``ce_type``
+        header contradicts it), or whose tenant no credential vouches for, goes to
+        ``<topic>.dlq`` with the reason at once, and the batch goes on without it.
+
+        What a retry is: a call that raises is made again with the same envelopes
+        (``Batch.attempt`` counts), with the same backoff as a single handler,
+        up to ``bus_retry_attempts`` calls in all. When the last one fails, or a
+        :class:`~disco.bus.NonRetryableError` is raised, the batch is split into
+        two halves, in offset order, and each half is handled as a batch of its
+        own from its first attempt, the first half before the second; a batch of
+        one envelope that gives up goes to ``<topic>.dlq`` with the error, as a
+        single handler's envelope does. So one bad envelope costs its neighbours
+        retries, never their delivery, and about ``2 * log2(batch size)`` extra
+        calls. The handler must therefore be idempotent: a retry, a split and a
+        redelivery after a crash or rebalance hand it envelopes it may already
+        have applied. The dedup store is not asked (the envelopes of a batch are
+        best deduplicated where they are applied, in the same transaction).
+
+        A batch handler's calls run outside a handler context (there is no one
+        envelope) and get no span; its metrics count each envelope consumed by
+        event type, and calls, retries and failures under the event type ``"*"``.
+
+        Raises:
+            HandlerRegistrationError: the handler is not ``async def`` taking one
+                batch, the topic already has handlers, or the consumer runs.
+            ValueError: ``max_records`` is not 1..100,000 or ``linger_ms`` not
+                0..60,000.
+        """
+        if not 1 <= max_records <= 100_000:
+            raise ValueError(f"max_records must be 1..100000, not {max_records}")
+        if not 0 <= linger_ms <= 60_000:
+            raise ValueError(f"linger_ms must be 0..60000, not {linger_ms}")
+        logical = self._registrable(topic)
+        check_handler(handler, takes="batch")
+        existing = self._batch_routes.get(logical)
+        if existing is not None or logical in self._routes:
+            holder = existing.handler if existing is not None else None
+            raise HandlerRegistrationError(
+                f"{describe(holder) if holder is not None else 'handlers'} already handle "
+                f"{logical!r}; a batch handler takes all of a topic (cannot add "
+                f"{describe(handler)})"
+            )
+        self._batch_routes[logical] = BatchRoute(handler, max_records, linger_ms)
+
+    def _registrable(self, topic: str | Topic) -> str:
+        """``topic``'s logical name, checked: the consumer is not running yet and the
+        topic is a valid one and not a dead-letter topic."""
         if self._consumer is not None:
             raise HandlerRegistrationError(
                 "handlers must be registered before the consumer starts (the topics "
@@ -163,21 +272,12 @@ class BusConsumer(StartStop):
                 f"{logical!r} is a dead-letter topic: read it with a plain Kafka consumer, "
                 "a handler on it would dead-letter into '.dlq.dlq'"
             )
-        check_event_type(event_type)
-        check_handler(handler)
-        routes = self._routes.setdefault(logical, {})
-        existing = routes.get(event_type)
-        if existing is not None:
-            raise HandlerRegistrationError(
-                f"{describe(existing)} already handles {event_type!r} on {logical!r}; "
-                f"one handler per topic and event type (cannot add {describe(handler)})"
-            )
-        routes[event_type] = handler
+        return logical
 
     @property
     def topics(self) -> list[str]:
         """The logical topics handlers are registered for."""
-        return list(self._routes)
+        return [*self._routes, *self._batch_routes]
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -196,7 +296,8 @@ class BusConsumer(StartStop):
         async with self._lifecycle:
             if self._consumer is not None:
                 return
-            if not self._routes:
+            topics = self.topics
+            if not topics:
                 raise BusError(
                     f"consumer group {self.group!r} has no handlers: register some with "
                     "@consumer.on(topic, event_type) before start()"
@@ -205,32 +306,38 @@ class BusConsumer(StartStop):
                 await self.client.start()
                 self._owns_client = True
             settings = self.client.settings
-            await self.client.ensure_topics(self._routes)
-            pacer = await pacer_for(settings, floor_ms=self._fetch_wait_floor_ms)
-            self._handling.routing = {
-                self.client.topic_name(topic): (topic, routes, envelope_class_for(topic))
-                for topic, routes in self._routes.items()
-            }
-            options = settings.kafka_connection_options()
-            # aiokafka insists that requests may outlive a session.
-            options["request_timeout_ms"] = max(
-                settings.kafka_request_timeout_ms, settings.kafka_session_timeout_ms + 5000
+            await self.client.ensure_topics(topics)
+            largest_batch = max((r.max_records for r in self._batch_routes.values()), default=0)
+            options = await fetch_options(
+                settings,
+                group=True,
+                floor_ms=self._fetch_wait_floor_ms,
+                min_poll_records=largest_batch,
             )
+            self._handling.routing = {
+                self.client.topic_name(topic): TopicRoute(topic, envelope_class_for(topic), routes)
+                for topic, routes in self._routes.items()
+            } | {
+                self.client.topic_name(topic): TopicRoute(
+                    topic, envelope_class_for(topic), {}, batch
+                )
+                for topic, batch in self._batch_routes.items()
+            }
+            self._batching = {
+                self.client.topic_name(topic): batch for topic, batch in self._batch_routes.items()
+            }
+            # A partition pauses with two batches' worth fetched ahead, not before one.
+            self._pause_at = max(self._max_buffered, 2 * largest_batch)
             consumer = AIOKafkaConsumer(
                 group_id=self.client.group_name(self.group),
                 enable_auto_commit=False,
                 # A new group reads what was published before it first joined;
                 # Tansu also reports "latest" wrongly.
                 auto_offset_reset="earliest",
-                fetch_max_wait_ms=pacer.max_wait_ms,
-                session_timeout_ms=settings.kafka_session_timeout_ms,
-                heartbeat_interval_ms=settings.kafka_heartbeat_interval_ms,
-                max_poll_records=settings.kafka_max_poll_records,
-                **options,
+                **options.consumer,
             )
             consumer.subscribe(
-                [self.client.topic_name(topic) for topic in self._routes],
-                listener=Rebalance(self),
+                [self.client.topic_name(topic) for topic in topics], listener=Rebalance(self)
             )
             try:
                 await consumer.start()
@@ -243,6 +350,7 @@ class BusConsumer(StartStop):
             except BaseException:
                 await consumer.stop()  # cancelled mid-join: nothing left running
                 raise
+            pacer = options.pacer()
             pacer.attach(consumer)
             self._pacer = pacer
             self._consumer = consumer
@@ -368,25 +476,39 @@ class BusConsumer(StartStop):
                 if isinstance(self.dedup_store, DurableDedupStore):
                     # One question to the service per tenant of the batch, asked now,
                     # about the envelopes a handler here takes (topics are shared:
-                    # the others are skipped unparsed and need no answer).
+                    # the others are skipped unparsed and need no answer; batch
+                    # handlers do not ask).
                     wants = self._handling.wants
-                    for records in batches.values():
-                        self.dedup_store.expect([r for r in records if wants(r)])
+                    for tp, records in batches.items():
+                        if tp.topic not in self._batching:
+                            self.dedup_store.expect([r for r in records if wants(r)])
                 for tp, records in batches.items():
                     if self._stopping or tp not in consumer.assignment():
                         continue
                     worker = self._workers.get(tp)
                     if worker is None or worker.closed:
-                        worker = self._workers[tp] = PartitionWorker(
-                            self, tp, self.client.settings.bus_partition_concurrency
-                        )
+                        worker = self._workers[tp] = self._worker_for(tp)
                     worker.feed(records)
-                    if worker.backlog >= self._max_buffered and tp not in self._paused:
+                    if worker.backlog >= self._pause_at and tp not in self._paused:
                         consumer.pause(tp)
                         self._paused.add(tp)
                 self._resume_drained(consumer)
         except Exception as exc:
             self._fail(exc)
+
+    def _worker_for(self, tp: TopicPartition) -> PartitionWorker | BatchWorker:
+        batch = self._batching.get(tp.topic)
+        if batch is None:
+            return PartitionWorker(self, tp, self.client.settings.bus_partition_concurrency)
+        return BatchWorker(
+            tp,
+            batch.max_records,
+            batch.linger_ms / 1000,
+            handle=self._handling.handle_batch,
+            done=self._committer.record_done,
+            fail=self._fail,
+            name=f"disco-{self.group}-{tp.topic}-{tp.partition}-batches",
+        )
 
     async def _follow_restart(self, consumer: AIOKafkaConsumer) -> None:
         """Read again from the beginning when the broker lost its data (see
@@ -424,8 +546,7 @@ class BusConsumer(StartStop):
         ready = [
             tp
             for tp in self._paused
-            if (worker := self._workers.get(tp)) is None
-            or worker.backlog <= self._max_buffered // 2
+            if (worker := self._workers.get(tp)) is None or worker.backlog <= self._pause_at // 2
         ]
         for tp in ready:
             self._paused.discard(tp)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 __all__ = [
+    "Abandoned",
     "BusError",
     "BusNotStartedError",
     "BusUnavailableError",
@@ -101,6 +102,10 @@ class NonRetryableError(Exception):
     Use it for failures a retry cannot fix, such as a payload the handler can
     never accept; anything else is retried with backoff first.
     """
+
+
+class Abandoned(Exception):
+    """The consumer is stopping: leave this record (or batch) uncommitted for redelivery."""
 
 
 class _BootstrapFailureAtDebug(logging.Filter):

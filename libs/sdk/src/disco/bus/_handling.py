@@ -1,12 +1,15 @@
-"""A consumer group's handling of one record: route it by topic and ``ce_type``,
+"""A consumer group's handling of records: route each by topic and ``ce_type``,
 parse it, check its tenant's credential, skip a duplicate, call the handler with
-retries and backoff, and dead-letter what cannot be handled."""
+retries and backoff, and dead-letter what cannot be handled; or hand a
+partition's envelopes to a batch handler together, with the same checks, retries
+and dead letters (see :meth:`~disco.bus.BusConsumer.on_batch`)."""
 
 from __future__ import annotations
 
 import asyncio
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -15,12 +18,12 @@ from aiokafka.errors import KafkaError
 from aiokafka.structs import ConsumerRecord
 
 from disco._context import HandlerContext, enter_handler, exit_handler
+from disco.bus._batches import Batch, BatchItem
 from disco.bus._credentials import tenant_guard
 from disco.bus._dedup import InMemoryDedupStore
-from disco.bus._errors import BusError, NonRetryableError
+from disco.bus._errors import Abandoned, BusError, NonRetryableError
 from disco.bus._metrics import InFlight
-from disco.bus._partitions import Abandoned
-from disco.bus._routes import ANY_EVENT, Handler
+from disco.bus._routes import ANY_EVENT, Handler, TopicRoute
 from disco_common.auth import TENANT_CREDENTIAL_HEADER, UNAUTHENTICATED_TENANT
 from disco_common.envelope import TENANT_HEADER, Envelope, EnvelopeError
 from disco_common.topics import dlq_topic
@@ -67,8 +70,8 @@ class RecordHandler:
         # Who vouches for each envelope's tenant (None: not required, dev).
         self._guard = tenant_guard(settings)
         self._prefix = settings.topic_prefix
-        # Broker topic name -> (logical topic, routes, envelope class), set at start.
-        self.routing: dict[str, tuple[str, dict[str, Handler], type[Envelope]]] = {}
+        # Broker topic name -> where its records go, set at start.
+        self.routing: dict[str, TopicRoute] = {}
         # Whether handler calls get spans, and whether their log fields are bound as
         # structlog context variables (not when structlog's processors add them);
         # the consumer sets both per fetched batch.
@@ -78,21 +81,20 @@ class RecordHandler:
 
     def logical_topic(self, name: str) -> str:
         """The logical topic of the broker topic ``name`` (without the prefix)."""
-        routing = self.routing.get(name)
-        return routing[0] if routing is not None else name.removeprefix(self._prefix)
+        route = self.routing.get(name)
+        return route.topic if route is not None else name.removeprefix(self._prefix)
 
     def wants(self, record: ConsumerRecord[bytes, bytes]) -> bool:
         """Whether a handler may want ``record``, from its topic and ``ce_type`` header
         alone (records of event types nobody here handles are skipped unparsed)."""
-        routing = self.routing.get(record.topic)
-        if routing is None:
+        route = self.routing.get(record.topic)
+        if route is None:
             return False
-        routes = routing[1]
-        if ANY_EVENT in routes:
+        if route.batch is not None or ANY_EVENT in route.handlers:
             return True
         for name, value in record.headers:
             if name == "ce_type" and value:
-                return value.decode("utf-8", errors="replace") in routes
+                return value.decode("utf-8", errors="replace") in route.handlers
         return True  # no header: the value says
 
     async def handle(self, record: ConsumerRecord[bytes, bytes]) -> None:
@@ -102,49 +104,16 @@ class RecordHandler:
             Abandoned: the consumer is stopping; the record stays uncommitted.
             BusError: the record can be neither handled nor dead-lettered.
         """
-        routing = self.routing.get(record.topic)
-        if routing is None:
+        route = self.routing.get(record.topic)
+        if route is None:
+            return
+        admitted = await self.admit(record, route)
+        if admitted is None:
             return
         owner = self._owner
-        topic, routes, kind = routing
-        ce_type: str | None = None
-        traceparent: str | None = None
-        structured = True  # only the headers disco writes: not a binary-mode record
-        for name, value in record.headers:
-            if name == "ce_type" and value:
-                ce_type = value.decode("utf-8", errors="replace")
-            elif name == "traceparent" and value:
-                traceparent = value.decode("utf-8", errors="replace")
-            elif name not in _STRUCTURED_HEADERS:
-                structured = False
-        if ce_type is not None and ce_type not in routes and ANY_EVENT not in routes:
-            return  # someone else's event: skip without parsing
-        try:
-            envelope = (
-                kind.from_kafka_value(record.value)
-                if structured
-                else kind.from_kafka_record(record.value, record.headers)
-            )
-        except EnvelopeError as exc:
-            await self._dead_letter(record, "EnvelopeError", exc.reason, attempts=0)
-            return
-        if ce_type is not None and ce_type != envelope.type:
-            await self._dead_letter(
-                record,
-                "EnvelopeError",
-                f"the ce_type header {ce_type!r} does not match the envelope's type "
-                f"{envelope.type!r}",
-                attempts=0,
-            )
-            return
-        handler = routes.get(envelope.type) or routes.get(ANY_EVENT)
-        if handler is None:
-            return
-        if self._guard is not None and (
-            refused := await self._guard.refusal(envelope.tenant_id, record.headers)
-        ):
-            await self._dead_letter(record, UNAUTHENTICATED_TENANT, refused, attempts=0)
-            return
+        envelope, traceparent = admitted
+        topic = route.topic
+        handler = route.handlers.get(envelope.type) or route.handlers[ANY_EVENT]
         # In the envelope's context (a durable store acts for its tenant; the
         # handler reads it): entered once for the dedup check, the handler's
         # first attempt and the dedup mark.
@@ -171,14 +140,167 @@ class RecordHandler:
                 labels.consumed.inc()
                 labels.in_flight.count += 1
             try:
-                await self._attempts(
-                    record, context, handler, traceparent or envelope.traceparent, labels
-                )
+                await self._attempts(record, context, handler, traceparent, labels)
             finally:
                 if labels is not None:
                     labels.in_flight.count -= 1
         finally:
             exit_handler(entered)
+
+    async def admit(
+        self, record: ConsumerRecord[bytes, bytes], route: TopicRoute
+    ) -> tuple[Envelope, str | None] | None:
+        """Parse and check ``record``: its envelope and traceparent, or None when no
+        handler takes it or it was dead-lettered (not an envelope, a ``ce_type``
+        header its envelope contradicts, a tenant no credential vouches for).
+
+        Raises:
+            Abandoned: the consumer is stopping before a dead letter was written.
+            BusError: the record can be neither handled nor dead-lettered.
+        """
+        ce_type: str | None = None
+        traceparent: str | None = None
+        structured = True  # only the headers disco writes: not a binary-mode record
+        for name, value in record.headers:
+            if name == "ce_type" and value:
+                ce_type = value.decode("utf-8", errors="replace")
+            elif name == "traceparent" and value:
+                traceparent = value.decode("utf-8", errors="replace")
+            elif name not in _STRUCTURED_HEADERS:
+                structured = False
+        if ce_type is not None and not route.takes(ce_type):
+            return None  # someone else's event: skip without parsing
+        kind = route.kind
+        try:
+            envelope = (
+                kind.from_kafka_value(record.value)
+                if structured
+                else kind.from_kafka_record(record.value, record.headers)
+            )
+        except EnvelopeError as exc:
+            await self.dead_letter(record, "EnvelopeError", exc.reason, attempts=0)
+            return None
+        if ce_type is not None and ce_type != envelope.type:
+            await self.dead_letter(
+                record,
+                "EnvelopeError",
+                f"the ce_type header {ce_type!r} does not match the envelope's type "
+                f"{envelope.type!r}",
+                attempts=0,
+            )
+            return None
+        if not route.takes(envelope.type):
+            return None
+        if self._guard is not None and (
+            refused := await self._guard.refusal(envelope.tenant_id, record.headers)
+        ):
+            await self.dead_letter(record, UNAUTHENTICATED_TENANT, refused, attempts=0)
+            return None
+        return envelope, traceparent or envelope.traceparent
+
+    async def handle_batch(self, records: Sequence[ConsumerRecord[bytes, bytes]]) -> None:
+        """Handle one partition's ``records`` (in offset order) with their topic's batch
+        handler, to their end: handled or dead-lettered.
+
+        Each record is admitted first (:meth:`admit`: what is not an envelope or not
+        vouched for is dead-lettered, and the batch goes on without it); the rest are
+        handed over together, retried and split as
+        :meth:`~disco.bus.BusConsumer.on_batch` describes. The dedup store is not
+        asked: a batch handler sees every delivery.
+
+        Raises:
+            Abandoned: the consumer is stopping; the batch stays uncommitted.
+            BusError: a record can be neither handled nor dead-lettered.
+        """
+        route = self.routing.get(records[0].topic) if records else None
+        if route is None or route.batch is None:
+            return
+        admitted: list[tuple[ConsumerRecord[bytes, bytes], BatchItem]] = []
+        for record in records:
+            found = await self.admit(record, route)
+            if found is not None:
+                admitted.append(
+                    (record, BatchItem(found[0], record.offset, len(record.value or b"")))
+                )
+        if not admitted:
+            return
+        labels = self._labelled(route.topic, ANY_EVENT) if self._owner.client.metrics else None
+        if labels is not None:
+            for _, item in admitted:
+                self._labelled(route.topic, item.envelope.type).consumed.inc()
+        await self._batch_attempts(route, records[0].partition, admitted, labels)
+
+    async def _batch_attempts(
+        self,
+        route: TopicRoute,
+        partition: int,
+        admitted: list[tuple[ConsumerRecord[bytes, bytes], BatchItem]],
+        labels: _Labelled | None,
+    ) -> None:
+        """Call the batch handler until it succeeds; when it gives up, split the batch
+        in two and handle each half the same way; dead-letter one record that fails
+        alone."""
+        assert route.batch is not None
+        handler = route.batch.handler
+        owner = self._owner
+        settings = owner.client.settings
+        attempts = settings.bus_retry_attempts
+        items = tuple(item for _, item in admitted)
+        for attempt in range(1, attempts + 1):
+            if labels is not None:
+                if attempt > 1:
+                    labels.retries.inc()
+                labels.in_flight.count += 1
+            started = time.perf_counter()
+            failure: Exception | None = None
+            try:
+                await handler(Batch(route.topic, partition, items, attempt))
+            except Exception as exc:
+                failure = exc
+            finally:
+                if labels is not None:
+                    labels.in_flight.count -= 1
+                    labels.duration.observe(time.perf_counter() - started)
+            if failure is None:
+                return
+            if labels is not None and owner.client.metrics is not None:
+                owner.client.metrics.handler_failures.labels(
+                    owner.group, route.topic, ANY_EVENT, type(failure).__qualname__
+                ).inc()
+            final = attempt >= attempts or isinstance(failure, NonRetryableError)
+            _log.warning(
+                "batch handler failed",
+                topic=route.topic,
+                partition=partition,
+                offsets=f"{items[0].offset}-{items[-1].offset}",
+                envelopes=len(items),
+                attempt=attempt,
+                attempts=attempts,
+                giving_up=final,
+                error=repr(failure),
+            )
+            if final:
+                if len(admitted) == 1:
+                    await self.dead_letter(
+                        admitted[0][0],
+                        type(failure).__qualname__,
+                        str(failure) or repr(failure),
+                        attempt,
+                    )
+                    return
+                # Split: the halves are handled in turn, each from its first attempt,
+                # down to the records that fail alone.
+                half = len(admitted) // 2
+                await self._batch_attempts(route, partition, admitted[:half], labels)
+                await self._batch_attempts(route, partition, admitted[half:], labels)
+                return
+            if owner._stopping:
+                raise Abandoned from failure
+            await asyncio.sleep(
+                _backoff(attempt, settings.bus_retry_backoff_ms, settings.bus_retry_backoff_max_ms)
+            )
+            if owner._stopping:
+                raise Abandoned from failure
 
     def _labelled(self, topic: str, event_type: str) -> _Labelled:
         """The metric children of ``(topic, event_type)`` in this group (looked up once)."""
@@ -260,7 +382,7 @@ class RecordHandler:
                     error=repr(exc),
                 )
                 if final:
-                    await self._dead_letter(
+                    await self.dead_letter(
                         record, type(exc).__qualname__, str(exc) or repr(exc), attempt
                     )
                     return
@@ -286,9 +408,16 @@ class RecordHandler:
                 if entered is not None:
                     exit_handler(entered)
 
-    async def _dead_letter(
+    async def dead_letter(
         self, record: ConsumerRecord[bytes, bytes], error_type: str, message: str, attempts: int
     ) -> None:
+        """Copy ``record`` to its topic's ``.dlq`` with the reason, retrying while the
+        broker refuses.
+
+        Raises:
+            Abandoned: the consumer is stopping before the copy was written.
+            BusError: retrying cannot help (the broker refuses the record for good).
+        """
         owner = self._owner
         target = dlq_topic(record.topic)
         delay = 0.1

@@ -12,14 +12,12 @@ from typing import TYPE_CHECKING, Any
 from aiokafka import ConsumerRebalanceListener, TopicPartition
 from aiokafka.structs import ConsumerRecord
 
+from disco.bus._errors import Abandoned
+
 if TYPE_CHECKING:
     from disco.bus._consumer import BusConsumer
 
-__all__ = ["Abandoned", "PartitionWorker", "Rebalance", "finish", "finish_all"]
-
-
-class Abandoned(Exception):
-    """The consumer is stopping: leave this record uncommitted for redelivery."""
+__all__ = ["PartitionWorker", "Rebalance", "finish", "finish_all"]
 
 
 class _Lane:

@@ -26,14 +26,20 @@ consumer; its fetcher reads the private ``_fetch_max_wait_ms`` attribute each
 time it builds a request, which is what :class:`FetchPacer` sets.
 ``tests`` pin that attribute so an aiokafka upgrade that renames it fails
 loudly rather than silently polling at a fixed wait.
+
+Every consumer of the bus (a group member, a group-less reader, a reply
+listener) gets what it fetches with from :func:`fetch_options`, which derives
+it once: the connection, the broker's kind, the waits, the poll size and, for a
+group member, the session timing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -43,7 +49,7 @@ from aiokafka.protocol.fetch import FetchRequest
 
 from disco.settings import BrokerKind, BusSettings
 
-__all__ = ["FetchPacer", "broker_kind", "pacer_for"]
+__all__ = ["FetchOptions", "FetchPacer", "broker_kind", "fetch_options"]
 
 _log = structlog.get_logger("disco.bus")
 
@@ -62,18 +68,24 @@ async def broker_kind(settings: BusSettings) -> BrokerKind:
     When the probe cannot tell, ``"kafka"`` (long waits: always correct, at worst
     slower on Tansu).
     """
+    return await _kind(settings, None)
+
+
+async def _kind(settings: BusSettings, connection: Mapping[str, Any] | None) -> BrokerKind:
     if settings.kafka_broker_kind != "auto":
         return settings.kafka_broker_kind
     bootstrap = settings.kafka_bootstrap
     if (known := _KINDS.get(bootstrap)) is not None:
         return known
     # Two clients starting at once may both ask: harmless, and no lock outlives a loop.
-    kind = _KINDS[bootstrap] = await _probe(settings)
+    kind = _KINDS[bootstrap] = await _probe(
+        connection if connection is not None else settings.kafka_connection_options()
+    )
     return kind
 
 
-async def _probe(settings: BusSettings) -> BrokerKind:
-    client = AIOKafkaClient(**settings.kafka_connection_options())
+async def _probe(connection: Mapping[str, Any]) -> BrokerKind:
+    client = AIOKafkaClient(**connection)
     try:
         await client.bootstrap()
         nodes = client.cluster.brokers()
@@ -173,16 +185,56 @@ class FetchPacer:
             self.saw_records()
 
 
-async def pacer_for(settings: BusSettings, *, floor_ms: int | None = None) -> FetchPacer:
-    """A :class:`FetchPacer` with the waits of the broker ``settings`` reach.
+@dataclass(frozen=True, slots=True)
+class FetchOptions:
+    """How one consumer fetches, derived once by :func:`fetch_options`."""
 
-    ``floor_ms``: no wait shorter than this, for a consumer that need not see a
-    record within milliseconds (see :class:`~disco.bus.BusConsumer`'s
-    ``fetch_wait_floor_ms``). On the embedded broker every empty fetch at the
-    shortest wait costs it and the consumer a round trip; at 1 ms a consumer of
-    a busy topic makes hundreds a second.
+    consumer: Mapping[str, Any]
+    """Keyword arguments of its ``AIOKafkaConsumer``: the connection, the longest fetch
+    wait, the poll size and, for a group member, the session timing."""
+    min_wait_ms: int
+    max_wait_ms: int
+    backoff_ratio: float
+
+    def pacer(self) -> FetchPacer:
+        """A :class:`FetchPacer` with these waits (attach it once the consumer started)."""
+        return FetchPacer(self.min_wait_ms, self.max_wait_ms, self.backoff_ratio)
+
+
+async def fetch_options(
+    settings: BusSettings,
+    *,
+    group: bool = False,
+    floor_ms: int | None = None,
+    min_poll_records: int | None = None,
+) -> FetchOptions:
+    """What a consumer of the bus ``settings`` reach fetches with, in one place.
+
+    Args:
+        settings: the bus's settings (connection, waits, poll size, session timing).
+        group: for a consumer group member: its session timeout and heartbeat, and a
+            request timeout that outlives a session (aiokafka insists on it).
+        floor_ms: no wait shorter than this, for a consumer that need not see a
+            record within milliseconds (see :class:`~disco.bus.BusConsumer`'s
+            ``fetch_wait_floor_ms``). On the embedded broker every empty fetch at
+            the shortest wait costs it and the consumer a round trip; at 1 ms a
+            consumer of a busy topic makes hundreds a second.
+        min_poll_records: hand over at least this many records per poll (a batch
+            handler's batch), even when ``kafka_max_poll_records`` is lower.
     """
-    low, high = settings.fetch_waits(await broker_kind(settings))
+    connection = settings.kafka_connection_options()
+    low, high = settings.fetch_waits(await _kind(settings, connection))
     if floor_ms is not None:
         low, high = max(low, floor_ms), max(high, floor_ms)
-    return FetchPacer(low, high, settings.kafka_fetch_backoff_ratio)
+    consumer = {
+        **connection,
+        "fetch_max_wait_ms": high,
+        "max_poll_records": max(settings.kafka_max_poll_records, min_poll_records or 0),
+    }
+    if group:
+        consumer["session_timeout_ms"] = settings.kafka_session_timeout_ms
+        consumer["heartbeat_interval_ms"] = settings.kafka_heartbeat_interval_ms
+        consumer["request_timeout_ms"] = max(
+            settings.kafka_request_timeout_ms, settings.kafka_session_timeout_ms + 5000
+        )
+    return FetchOptions(consumer, low, high, settings.kafka_fetch_backoff_ratio)

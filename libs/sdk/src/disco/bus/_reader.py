@@ -16,7 +16,7 @@ from aiokafka.errors import KafkaError
 
 from disco._lifecycle import StartStop
 from disco.bus._errors import BusError, BusUnavailableError
-from disco.bus._polling import FetchPacer, pacer_for
+from disco.bus._polling import FetchPacer, fetch_options
 from disco.bus._restarts import LOOK_TIMEOUT, beyond_end, describe_partitions
 from disco.settings import BusSettings
 from disco_common.envelope import Envelope, EnvelopeError
@@ -118,14 +118,8 @@ class TopicReader(StartStop):
         """
         if self._consumer is not None:
             return
-        pacer = await pacer_for(self.settings)
-        consumer = AIOKafkaConsumer(
-            group_id=None,
-            enable_auto_commit=False,
-            fetch_max_wait_ms=pacer.max_wait_ms,
-            max_poll_records=self.settings.kafka_max_poll_records,
-            **self.settings.kafka_connection_options(),
-        )
+        options = await fetch_options(self.settings)
+        consumer = AIOKafkaConsumer(group_id=None, enable_auto_commit=False, **options.consumer)
         try:
             await consumer.start()
             partitions = await self._partitions(consumer)
@@ -155,6 +149,7 @@ class TopicReader(StartStop):
         except BaseException:
             await consumer.stop()
             raise
+        pacer = options.pacer()
         pacer.attach(consumer)
         self._pacer = pacer
         self._consumer = consumer

@@ -1,19 +1,21 @@
-"""The ingest consumer: reads what runs off the bus and applies it in batches.
+"""The ingest: reads what runs off the bus and applies it to the read model in batches.
 
-Why not :class:`disco.bus.BusConsumer`: it calls a handler per envelope, one
-transaction each, which caps the tracker at a few hundred envelopes a second.
-Here one ``getmany`` batch (up to ``ingest_batch_size`` envelopes of every
-partition) is one transaction per tenant, and the offsets are committed once
-those committed: a crash in between re-delivers envelopes that the timeline
-then recognises as duplicates. The guarantees are the bus's otherwise — its
-own consumer group (the topic prefix applied by ``BusClient.group_name``),
-``earliest`` for a new group, a value that is not an envelope dead-lettered
-with the reason (``BusClient.dead_letter``), nothing a single envelope does
-able to stop the consumer.
+It is a batch handler of a :class:`disco.bus.BusConsumer` on :data:`INGEST_TOPICS`
+in its own consumer group (``ingest_consumer_group``). The bus hands over each
+partition's envelopes in batches of up to ``ingest_batch_size``, lingering
+``ingest_linger_ms`` for more; dead-letters, with the reason, a value that is not
+an envelope or whose tenant nothing vouches for; retries a failing batch and
+splits one that keeps failing down to the envelope at fault, which it
+dead-letters; and commits a partition's offsets once its batch was applied. A
+crash in between re-delivers envelopes that the timeline then recognises as
+duplicates (``ON CONFLICT DO NOTHING`` on the envelope id: the ingest's dedup, in
+the same transaction as what the envelope changes).
 
-A failing batch is retried with backoff while the database is unreachable;
-a batch that keeps failing otherwise is applied envelope by envelope, and the
-envelope that fails alone is dead-lettered.
+The batches of several partitions that are ready at the same time are applied
+together (:class:`BatchApplier`): one transaction per tenant for all of them, one
+writer per instance, as many envelopes per transaction as one fetch of every
+partition gives. A database outage pauses the ingest and dead-letters nothing
+(:func:`~disco_service.retry_while_unavailable`).
 """
 
 from __future__ import annotations
@@ -24,28 +26,16 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import structlog
-from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
-from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
-from aiokafka.structs import ConsumerRecord
 
-from disco.bus import (
-    BusClient,
-    BusError,
-    FetchPacer,
-    commit_offsets,
-    pacer_for,
-    tenant_guard,
-)
-from disco_common.auth import UNAUTHENTICATED_TENANT
-from disco_common.envelope import EnvelopeError, envelope_class_for
+from disco.bus import Batch, BusConsumer
 from disco_common.system_events import SystemEventType
-from disco_common.topics import Topic, strip_prefix
-from disco_service import database_unavailable
+from disco_common.topics import Topic
+from disco_service import Database, database_unavailable, retry_while_unavailable
 from disco_tracker.ingest.metrics import IngestMetrics
 from disco_tracker.ingest.service import Applied, Consumed, apply_batch
 from disco_tracker.state import TrackerState
 
-__all__ = ["INGEST_TOPICS", "IngestConsumer", "ingest"]
+__all__ = ["INGEST_TOPICS", "BatchApplier", "ingest"]
 
 log = structlog.get_logger("disco_tracker.ingest")
 
@@ -57,298 +47,104 @@ _NOT_TRACKED = frozenset(
 )
 """Never kept in a timeline: an erasure's own events would outlive what they erased."""
 
-_BATCH_ATTEMPTS = 3
-"""Attempts at a whole batch before it is applied envelope by envelope."""
-_BACKOFF_MAX_SECONDS = 5.0
 
+class BatchApplier:
+    """Applies what several partitions hand over at the same time in one go.
 
-class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
-    def __init__(self, owner: IngestConsumer) -> None:
-        self._owner = owner
+    :meth:`apply` returns once its envelopes are applied (committed) or raises why
+    they were not. Calls that arrive while a group is being applied are applied
+    together next, one transaction per tenant for all of them, up to
+    ``max_envelopes`` (a call's envelopes are never parted). When a group
+    fails, each call's envelopes are applied alone, so that only the call at
+    fault fails (the bus then retries it and splits it to find the envelope);
+    when the database is unavailable every call of the group fails at once.
+    """
 
-    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
-        # The batch in flight finishes (and commits) before the partitions go.
-        async with self._owner._batch_lock:
-            pass
-
-    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
-        if assigned:
-            self._owner._assigned.set()
-
-
-class IngestConsumer:
-    """Consumes :data:`INGEST_TOPICS` as the tracker's ingest group, batch by batch."""
-
-    def __init__(self, state: TrackerState) -> None:
-        self._state = state
-        self._settings = state.settings
-        self.metrics: IngestMetrics = state.ingest_metrics
-        self._consumer: AIOKafkaConsumer | None = None
-        self._pacer: FetchPacer | None = None
+    def __init__(
+        self,
+        database: Database,
+        *,
+        max_envelopes: int,
+        data_max_bytes: int,
+        metrics: IngestMetrics,
+    ) -> None:
+        self._database = database
+        self._max_envelopes = max_envelopes
+        self._data_max_bytes = data_max_bytes
+        self.metrics = metrics
+        self._waiting: list[tuple[list[Consumed], asyncio.Future[None]]] = []
         self._task: asyncio.Task[None] | None = None
-        self._batch_lock = asyncio.Lock()
-        self._assigned = asyncio.Event()
-        self._stopping = False
-        # Who vouches for each envelope's tenant (None: not required, dev).
-        self._guard = tenant_guard(self._settings)
 
-    @property
-    def group(self) -> str:
-        """The consumer group, as the broker names it."""
-        return self._state.require_bus().group_name(self._settings.ingest_consumer_group)
+    async def apply(self, items: list[Consumed]) -> None:
+        """Apply ``items`` (with whatever else is waiting); return once committed.
 
-    @property
-    def fetch_wait_ms(self) -> int | None:
-        """How long the broker may hold the next fetch; None before :meth:`start`."""
-        return self._pacer.current_wait_ms if self._pacer is not None else None
+        Raises:
+            Exception: the database error that rolled them back.
+        """
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append((items, future))
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._drain(), name="tracker-ingest-apply")
+        await future
 
-    async def start(self) -> None:
-        """Provision the topics, join the group and start applying (idempotent)."""
-        if self._consumer is not None:
-            return
-        bus = self._state.require_bus()
-        settings = self._settings
-        await bus.ensure_topics(INGEST_TOPICS)
-        options = settings.kafka_connection_options()
-        options["request_timeout_ms"] = max(
-            settings.kafka_request_timeout_ms, settings.kafka_session_timeout_ms + 5000
-        )
-        # The fetch wait follows the traffic as the SDK's consumers do (short while
-        # envelopes flow, longer when idle), with the waits chosen for this broker,
-        # but no shorter than the linger: a batch waits that long for more anyway, and
-        # on the embedded broker 1 ms fetches of every partition of five topics would
-        # each cost it (and this process) a round trip, hundreds a second.
-        pacer = await pacer_for(settings, floor_ms=settings.ingest_linger_ms or None)
-        consumer = AIOKafkaConsumer(
-            group_id=self.group,
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            fetch_max_wait_ms=pacer.max_wait_ms,
-            session_timeout_ms=settings.kafka_session_timeout_ms,
-            heartbeat_interval_ms=settings.kafka_heartbeat_interval_ms,
-            max_poll_records=settings.ingest_batch_size,
-            **options,
-        )
-        consumer.subscribe([bus.topic_name(t) for t in INGEST_TOPICS], listener=_Rebalance(self))
-        try:
-            await consumer.start()
-        except BaseException:
-            await consumer.stop()  # cancelled or refused mid-join: nothing left running
-            raise
-        pacer.attach(consumer)
-        self._pacer = pacer
-        self._consumer = consumer
-        self._stopping = False
-        self._task = asyncio.create_task(self._run(consumer, pacer), name="tracker-ingest")
-
-    async def wait_assigned(self, timeout: float) -> None:  # noqa: ASYNC109 - for tests
-        """Wait until the group gave this instance partitions."""
-        async with asyncio.timeout(timeout):
-            await self._assigned.wait()
-
-    async def stop(self, grace: float = 10.0) -> None:
-        """Finish the batch in flight (up to ``grace`` seconds), commit, leave the group."""
-        consumer, self._consumer = self._consumer, None
-        if consumer is None:
-            return
-        self._stopping = True
+    async def close(self) -> None:
+        """Stop applying; calls still waiting fail (their offsets stay uncommitted)."""
         task, self._task = self._task, None
         if task is not None:
-            try:
-                await asyncio.wait_for(asyncio.shield(task), timeout=grace)
-            except TimeoutError:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-        await consumer.stop()
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        waiting, self._waiting = self._waiting, []
+        for _, future in waiting:
+            future.cancel()
 
-    async def _run(self, consumer: AIOKafkaConsumer, pacer: FetchPacer) -> None:
-        settings = self._settings
-        while not self._stopping:
-            try:
-                block_ms = min(settings.ingest_poll_ms, int(pacer.apply() * 1000))
-                batches = await consumer.getmany(
-                    timeout_ms=block_ms, max_records=settings.ingest_batch_size
-                )
-            except KafkaError as exc:
-                log.warning("ingest_fetch_failed", error=repr(exc))
-                await asyncio.sleep(0.5)
-                continue
-            if not batches:
-                continue
-            pacer.saw_records()
-            batches = await self._linger(consumer, batches)
-            async with self._batch_lock:
+    async def _drain(self) -> None:
+        while self._waiting:
+            waiting = self._waiting
+            taken = count = 0
+            for items, _ in waiting:
+                if taken and count + len(items) > self._max_envelopes:
+                    break
+                taken += 1
+                count += len(items)
+            group, self._waiting = waiting[:taken], waiting[taken:]
+            await self._apply_group(group)
+
+    async def _apply_group(self, group: list[tuple[list[Consumed], asyncio.Future[None]]]) -> None:
+        try:
+            await self._apply([item for items, _ in group for item in items])
+        except Exception as exc:
+            if len(group) == 1 or database_unavailable(exc):
+                for _, future in group:
+                    _settle(future, exc)
+                return
+            for items, future in group:
                 try:
-                    done = await self._handle(batches)
-                except Exception:
-                    # A bug must not end the ingest: the batch is fetched again.
-                    log.exception("ingest_batch_crashed")
-                    await self._rewind(consumer, batches)
-                    await asyncio.sleep(1.0)
-                    continue
-                if done:
-                    await self._commit(consumer, batches)
-
-    async def _linger(
-        self,
-        consumer: AIOKafkaConsumer,
-        batches: dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]],
-    ) -> dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]:
-        """Top ``batches`` up with what arrives within ``ingest_linger_ms`` (up to a batch)."""
-        settings = self._settings
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + settings.ingest_linger_ms / 1000
-        count = sum(len(records) for records in batches.values())
-        while count < settings.ingest_batch_size and not self._stopping:
-            left = deadline - loop.time()
-            if left <= 0:
-                break
-            try:
-                more = await consumer.getmany(
-                    timeout_ms=max(1, int(left * 1000)),
-                    max_records=settings.ingest_batch_size - count,
-                )
-            except KafkaError:
-                break  # apply what is here; the loop's next fetch reports it
-            for tp, records in more.items():
-                batches.setdefault(tp, []).extend(records)
-                count += len(records)
-        return batches
-
-    async def _handle(
-        self, batches: dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]
-    ) -> bool:
-        """Apply a fetched batch; whether it is done (False: stopping before it was)."""
-        bus = self._state.require_bus()
-        prefix = self._settings.topic_prefix
-        items: list[Consumed] = []
-        records: list[ConsumerRecord[bytes, bytes]] = []
-        for tp_records in batches.values():
-            for record in tp_records:
-                topic = strip_prefix(record.topic, prefix)
-                try:
-                    envelope = envelope_class_for(topic).from_kafka_record(
-                        record.value, record.headers
-                    )
-                except EnvelopeError as exc:
-                    if not await self._dead_letter(bus, record, "EnvelopeError", exc.reason):
-                        return False
-                    self.metrics.rejected.labels(topic=topic, reason="envelope").inc()
-                    continue
-                if self._guard is not None and (
-                    refused := await self._guard.refusal(envelope.tenant_id, record.headers)
-                ):
-                    if not await self._dead_letter(bus, record, UNAUTHENTICATED_TENANT, refused):
-                        return False
-                    self.metrics.rejected.labels(topic=topic, reason=UNAUTHENTICATED_TENANT).inc()
-                    continue
-                if envelope.type in _NOT_TRACKED:
-                    continue
-                items.append(Consumed(topic, envelope, len(record.value or b"")))
-                records.append(record)
-        if not items:
-            return True
-        started = asyncio.get_running_loop().time()
-        outcome = await self._apply(bus, items, records)
-        if outcome is None:
-            return False
-        self.metrics.batch_seconds.observe(asyncio.get_running_loop().time() - started)
-        self._count(outcome, items)
-        return True
-
-    async def _apply(
-        self, bus: BusClient, items: list[Consumed], records: list[ConsumerRecord[bytes, bytes]]
-    ) -> Applied | None:
-        database = self._state.require_database()
-        max_bytes = self._settings.timeline_data_max_bytes
-        attempt = 0
-        delay = 0.2
-        while not self._stopping:
-            attempt += 1
-            try:
-                return await apply_batch(database, items, data_max_bytes=max_bytes)
-            except Exception as exc:
-                transient = database_unavailable(exc)
-                log.warning(
-                    "ingest_batch_failed",
-                    envelopes=len(items),
-                    attempt=attempt,
-                    transient=transient,
-                    error=repr(exc),
-                )
-                self.metrics.batch_failures.inc()
-                if not transient and attempt >= _BATCH_ATTEMPTS:
-                    return await self._apply_one_by_one(bus, items, records)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, _BACKOFF_MAX_SECONDS)
-        return None
-
-    async def _apply_one_by_one(
-        self, bus: BusClient, items: list[Consumed], records: list[ConsumerRecord[bytes, bytes]]
-    ) -> Applied | None:
-        """Apply each envelope alone; dead-letter the ones that fail alone."""
-        database = self._state.require_database()
-        max_bytes = self._settings.timeline_data_max_bytes
-        total = Applied()
-        for item, record in zip(items, records, strict=True):
-            for attempt in range(1, _BATCH_ATTEMPTS + 1):
-                try:
-                    single = await apply_batch(database, [item], data_max_bytes=max_bytes)
-                except Exception as exc:
-                    if database_unavailable(exc) or attempt < _BATCH_ATTEMPTS:
-                        if self._stopping:
-                            return None
-                        await asyncio.sleep(0.2 * attempt)
-                        continue
-                    log.error(
-                        "ingest_envelope_failed",
-                        event_id=item.envelope.id,
-                        event_type=item.envelope.type,
-                        error=repr(exc),
-                    )
-                    if not await self._dead_letter(bus, record, type(exc).__qualname__, str(exc)):
-                        return None
-                    self.metrics.rejected.labels(topic=item.topic, reason="database").inc()
+                    await self._apply(items)
+                except Exception as alone:
+                    _settle(future, alone)
                 else:
-                    total.applied += single.applied
-                    total.duplicates += single.duplicates
-                    total.problems.extend(single.problems)
-                break
-        return total
+                    _settle(future, None)
+        else:
+            for _, future in group:
+                _settle(future, None)
 
-    async def _dead_letter(
-        self, bus: BusClient, record: ConsumerRecord[bytes, bytes], error_type: str, message: str
-    ) -> bool:
-        """Dead-letter ``record``, retrying while the broker refuses; False when stopping first."""
-        delay = 0.1
-        while True:
-            try:
-                target = await bus.dead_letter(
-                    record,
-                    error_type=error_type,
-                    error_message=message,
-                    attempts=0
-                    if error_type in {"EnvelopeError", UNAUTHENTICATED_TENANT}
-                    else _BATCH_ATTEMPTS,
-                    group=self._settings.ingest_consumer_group,
-                )
-            except BusError as exc:
-                log.error("ingest_dead_letter_failed", error=repr(exc))
-                if self._stopping:
-                    return False
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, _BACKOFF_MAX_SECONDS)
-            else:
-                log.warning(
-                    "ingest_dead_lettered",
-                    dlq=target,
-                    offset=record.offset,
-                    partition=record.partition,
-                    error_type=error_type,
-                    reason=message,
-                )
-                return True
+    async def _apply(self, items: list[Consumed]) -> None:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
+            outcome = await apply_batch(self._database, items, data_max_bytes=self._data_max_bytes)
+        except Exception as exc:
+            self.metrics.batch_failures.inc()
+            log.warning(
+                "ingest_batch_failed",
+                envelopes=len(items),
+                transient=database_unavailable(exc),
+                error=repr(exc),
+            )
+            raise
+        self.metrics.batch_seconds.observe(loop.time() - started)
+        self._count(outcome, items)
 
     def _count(self, outcome: Applied, items: list[Consumed]) -> None:
         metrics = self.metrics
@@ -368,40 +164,57 @@ class IngestConsumer:
         newest = max(item.envelope.time for item in items)
         metrics.last_event_time.set(newest.timestamp())
 
-    async def _rewind(
-        self,
-        consumer: AIOKafkaConsumer,
-        batches: dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]],
-    ) -> None:
-        """Fetch ``batches`` again (their offsets were not committed)."""
-        for tp, records in batches.items():
-            if records and tp in consumer.assignment():
-                consumer.seek(tp, records[0].offset)
 
-    async def _commit(
-        self,
-        consumer: AIOKafkaConsumer,
-        batches: dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]],
-    ) -> None:
-        offsets = {tp: records[-1].offset + 1 for tp, records in batches.items() if records}
-        try:
-            await commit_offsets(consumer, offsets)
-        except (CommitFailedError, IllegalStateError) as exc:
-            # The group moved the partitions meanwhile: the new owner re-reads from
-            # the last commit, and the timeline skips what was applied.
-            log.warning("ingest_commit_rejected", error=repr(exc))
-        except KafkaError as exc:
-            log.warning("ingest_commit_failed", error=repr(exc))
+def _settle(future: asyncio.Future[None], error: BaseException | None) -> None:
+    if future.done():  # its caller was cancelled (stopping): nobody waits
+        return
+    if error is None:
+        future.set_result(None)
+    else:
+        future.set_exception(error)
 
 
 @asynccontextmanager
 async def ingest(state: TrackerState) -> AsyncIterator[None]:
     """Lifespan hook: run the ingest consumer for the service's lifetime."""
-    consumer = IngestConsumer(state)
+    settings = state.settings
+    applier = BatchApplier(
+        state.require_database(),
+        max_envelopes=settings.ingest_batch_size,
+        data_max_bytes=settings.timeline_data_max_bytes,
+        metrics=state.ingest_metrics,
+    )
+    # Its fetches wait no less than a batch lingers: a batch waits that long for more
+    # anyway, and on the embedded broker 1 ms fetches of every partition of three busy
+    # topics would each cost it (and this process) a round trip, hundreds a second.
+    consumer = BusConsumer(
+        state.require_bus(),
+        settings.ingest_consumer_group,
+        fetch_wait_floor_ms=settings.ingest_linger_ms or None,
+    )
+
+    @retry_while_unavailable  # a database outage pauses the ingest; it dead-letters nothing
+    async def apply(batch: Batch) -> None:
+        items = [
+            Consumed(batch.topic, item.envelope, item.size)
+            for item in batch
+            if item.envelope.type not in _NOT_TRACKED
+        ]
+        if items:
+            await applier.apply(items)
+
+    for topic in INGEST_TOPICS:
+        consumer.add_batch_handler(
+            topic,
+            apply,
+            max_records=settings.ingest_batch_size,
+            linger_ms=settings.ingest_linger_ms,
+        )
     state.ingest = consumer
     state.start_alongside(consumer.start(), name=consumer.group)
     try:
         yield
     finally:
-        await consumer.stop(grace=state.settings.shutdown_grace_seconds)
+        await consumer.stop(grace=settings.shutdown_grace_seconds)
+        await applier.close()
         state.ingest = None
