@@ -78,6 +78,8 @@ class RecordHandler:
         self.tracing = False
         self.log_fields = True
         self._metric_children: dict[tuple[str, str], _Labelled] = {}
+        # A batch handler's envelopes are counted by event type; its calls as "*".
+        self._consumed_children: dict[tuple[str, str], Any] = {}
 
     def logical_topic(self, name: str) -> str:
         """The logical topic of the broker topic ``name`` (without the prefix)."""
@@ -224,10 +226,17 @@ class RecordHandler:
                 )
         if not admitted:
             return
-        labels = self._labelled(route.topic, ANY_EVENT) if self._owner.client.metrics else None
-        if labels is not None:
+        metrics = self._owner.client.metrics
+        labels = None
+        if metrics is not None:
+            labels = self._labelled(route.topic, ANY_EVENT)
+            children = self._consumed_children
             for _, item in admitted:
-                self._labelled(route.topic, item.envelope.type).consumed.inc()
+                key = (route.topic, item.envelope.type)
+                consumed = children.get(key)
+                if consumed is None:
+                    consumed = children[key] = metrics.consumed.labels(self._owner.group, *key)
+                consumed.inc()
         await self._batch_attempts(route, records[0].partition, admitted, labels)
 
     async def _batch_attempts(
