@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from disco.bus import BusClient, BusConsumer, HandlerRegistrationError
+from disco.bus import Batch, BusClient, BusConsumer, HandlerRegistrationError
 from disco.settings import BusSettings
 from disco_common.envelope import Envelope
 
@@ -86,3 +86,54 @@ async def test_a_registered_handler_can_be_called_directly_without_a_broker(
     await record(envelope)
 
     assert seen == [envelope.id]
+
+
+async def apply(batch: Batch) -> None:
+    del batch
+
+
+def test_a_batch_decorator_returns_the_function_unchanged(consumer: BusConsumer) -> None:
+    decorated = consumer.on_batch("system-events", max_records=100, linger_ms=20)(apply)
+
+    assert decorated is apply
+    assert consumer.topics == ["system-events"]
+
+
+def test_a_topic_takes_either_a_batch_handler_or_handlers_per_type(consumer: BusConsumer) -> None:
+    consumer.add_batch_handler("system-events", apply)
+    consumer.add_handler("business-facts", "order.placed", handle)
+
+    with pytest.raises(HandlerRegistrationError, match=r"apply takes every envelope"):
+        consumer.add_handler("system-events", "task.started", handle)
+    with pytest.raises(HandlerRegistrationError, match=r"handlers already handle"):
+        consumer.add_batch_handler("business-facts", apply)
+    with pytest.raises(HandlerRegistrationError, match=r"apply already handle"):
+        consumer.add_batch_handler("system-events", apply)
+
+
+def test_a_batch_handler_must_be_async_and_take_one_batch(consumer: BusConsumer) -> None:
+    def not_async(batch: Batch) -> None:
+        del batch
+
+    async def two_arguments(batch: Batch, other: int) -> None:
+        del batch, other
+
+    with pytest.raises(HandlerRegistrationError, match="`async def` taking one batch"):
+        consumer.add_batch_handler("system-events", not_async)  # type: ignore[arg-type]
+    with pytest.raises(HandlerRegistrationError, match="one positional argument, the batch"):
+        consumer.add_batch_handler("system-events", two_arguments)  # type: ignore[arg-type]
+    with pytest.raises(HandlerRegistrationError, match="dead-letter topic"):
+        consumer.add_batch_handler("system-events.dlq", apply)
+
+
+@pytest.mark.parametrize(
+    ("max_records", "linger_ms", "problem"),
+    [(0, 0, "max_records"), (100_001, 0, "max_records"), (10, -1, "linger_ms")],
+)
+def test_batch_sizes_and_lingers_out_of_range_are_refused(
+    consumer: BusConsumer, max_records: int, linger_ms: int, problem: str
+) -> None:
+    with pytest.raises(ValueError, match=problem):
+        consumer.add_batch_handler(
+            "system-events", apply, max_records=max_records, linger_ms=linger_ms
+        )

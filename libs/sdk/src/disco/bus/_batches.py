@@ -1,10 +1,11 @@
-"""Batch handlers: a partition's envelopes handed over together, and the worker per
-partition that gathers them (one batch at a time, in offset order).
+"""Batch handlers: a partition's envelopes handed over together, the worker per
+partition that gathers them (one batch at a time, in offset order), and the
+fetching that leaves a busy partition's records at the client meanwhile.
 
 What the bus does with a batch (parsing, dead-lettering, retries, splitting) is
 :meth:`disco.bus.BusConsumer.on_batch`'s to describe; this module only gathers a
-partition's records into batches and says when a batch is done. It takes what it
-needs as callables, not the consumer.
+partition's records into batches, says when a batch is done, and fetches. It
+takes what it needs as callables and aiokafka's consumer, not the bus consumer.
 """
 
 from __future__ import annotations
@@ -14,15 +15,25 @@ import contextlib
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from aiokafka import TopicPartition
+from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.structs import ConsumerRecord
 
 from disco.bus._errors import Abandoned
 from disco_common.envelope import Envelope
 
-__all__ = ["Batch", "BatchHandler", "BatchHandlerT", "BatchItem", "BatchRoute", "BatchWorker"]
+__all__ = [
+    "Batch",
+    "BatchHandler",
+    "BatchHandlerT",
+    "BatchItem",
+    "BatchRoute",
+    "BatchWorker",
+    "BusyPartitions",
+]
+
+Fetched = dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +101,8 @@ class BatchWorker:
     ``max_records``; when fewer are there it waits up to ``linger_seconds`` for
     more. The next batch starts only once the last one is done (``handle``
     returned), and then ``done`` is told its last offset: the consumer commits
-    past a batch only after all of it was handled.
+    past a batch only after all of it was handled. ``busy`` is told when a batch
+    is handed over and when it is done (see :class:`BusyPartitions`).
 
     Args:
         tp: the partition.
@@ -99,6 +111,8 @@ class BatchWorker:
         handle: handles a batch of records to its end (handled or dead-lettered);
             raises :class:`~disco.bus._errors.Abandoned` when the consumer stops first.
         done: records that the partition is handled up to and including an offset.
+        busy: told ``(tp, True)`` when a batch is handed over, ``(tp, False)`` when
+            it is done (or abandoned).
         fail: takes an unexpected error (the consumer stops with it).
         name: the worker task's name.
     """
@@ -111,10 +125,12 @@ class BatchWorker:
         *,
         handle: Callable[[Sequence[ConsumerRecord[bytes, bytes]]], Awaitable[None]],
         done: Callable[[TopicPartition, int], None],
+        busy: Callable[[TopicPartition, bool], None],
         fail: Callable[[BaseException], None],
         name: str,
     ) -> None:
         self.tp = tp
+        self._busy = busy
         self.closed = False
         self._max = max(1, max_records)
         self._linger = max(0.0, linger_seconds)
@@ -161,7 +177,11 @@ class BatchWorker:
                     if not queue:  # closed meanwhile: nothing was handed over
                         return
                 batch = [queue.popleft() for _ in range(min(self._max, len(queue)))]
-                await self._handle(batch)
+                self._busy(self.tp, True)
+                try:
+                    await self._handle(batch)
+                finally:
+                    self._busy(self.tp, False)
                 self._done(self.tp, batch[-1].offset)
         except Abandoned:
             return
@@ -181,3 +201,60 @@ class BatchWorker:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(left):
                     await self._ready.wait()
+
+
+class BusyPartitions:
+    """Fetching that leaves a partition's records at the client while its batch is
+    being handled.
+
+    What arrives meanwhile would only queue behind the batch; fetched at once, it
+    would come in one small response after another (a busy stream keeps every
+    fetch short), each a round trip for the broker and this process. Left at the
+    client, it waits as one response (aiokafka keeps the last it fetched for a
+    partition nobody took records from, and fetches that partition again only
+    once they are taken), handed over when the batch is done. The other
+    partitions are fetched as usual.
+    """
+
+    def __init__(self) -> None:
+        self._busy: set[TopicPartition] = set()
+        self._freed = asyncio.Event()
+
+    def mark(self, tp: TopicPartition, busy: bool) -> None:
+        """``tp``'s batch was handed over (``busy``) or is done."""
+        if busy:
+            self._busy.add(tp)
+        else:
+            self._busy.discard(tp)
+            self._freed.set()
+
+    async def fetch(self, consumer: AIOKafkaConsumer, timeout: float) -> Fetched:  # noqa: ASYNC109
+        """What ``consumer`` fetched for the partitions that are not busy, waiting up to
+        ``timeout`` seconds for some; returns early (maybe with nothing) when a busy
+        partition's batch is done, so that its records are taken at once."""
+        busy = self._busy
+        timeout_ms = int(timeout * 1000)
+        if not busy:
+            records: Fetched = await consumer.getmany(timeout_ms=timeout_ms)
+            return records
+        self._freed.clear()
+        ready = [tp for tp in consumer.assignment() if tp not in busy]
+        freed: asyncio.Future[Any] = asyncio.ensure_future(self._freed.wait())
+        fetch: asyncio.Future[Fetched] | None = (
+            asyncio.ensure_future(consumer.getmany(*ready, timeout_ms=timeout_ms))
+            if ready
+            else None
+        )
+        try:
+            waiting: set[asyncio.Future[Any]] = {freed} if fetch is None else {freed, fetch}
+            await asyncio.wait(waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            freed.cancel()
+            if fetch is not None and not fetch.done():
+                # Still waiting for records, none taken: nothing is lost by cancelling.
+                fetch.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await fetch
+        if fetch is None or fetch.cancelled():
+            return {}
+        return fetch.result()

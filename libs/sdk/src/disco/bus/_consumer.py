@@ -12,7 +12,13 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
 from disco._lifecycle import STOP_NETWORK_SECONDS, StartStop, stop_within
-from disco.bus._batches import BatchHandler, BatchHandlerT, BatchRoute, BatchWorker
+from disco.bus._batches import (
+    BatchHandler,
+    BatchHandlerT,
+    BatchRoute,
+    BatchWorker,
+    BusyPartitions,
+)
 from disco.bus._client import BusClient
 from disco.bus._commits import OffsetCommitter
 from disco.bus._dedup import DedupStore, DurableDedupStore, InMemoryDedupStore
@@ -123,6 +129,7 @@ class BusConsumer(StartStop):
         # Broker topic name -> its batch route (the topics with a batch handler), at start.
         self._batching: dict[str, BatchRoute] = {}
         self._pause_at = self._max_buffered
+        self._busy = BusyPartitions()
         self._consumer: AIOKafkaConsumer | None = None
         self._owns_client = False
         self._fetcher: asyncio.Task[None] | None = None
@@ -467,7 +474,7 @@ class BusConsumer(StartStop):
                 if loop.time() >= next_look:
                     await self._follow_restart(consumer)
                     next_look = loop.time() + _LOOK_INTERVAL
-                batches = await consumer.getmany(timeout_ms=int(pacer.apply() * 1000))
+                batches = await self._busy.fetch(consumer, pacer.apply())
                 if batches:
                     pacer.saw_records()
                 # Looked up per batch, not per record (it may read os.environ).
@@ -506,6 +513,7 @@ class BusConsumer(StartStop):
             batch.linger_ms / 1000,
             handle=self._handling.handle_batch,
             done=self._committer.record_done,
+            busy=self._busy.mark,
             fail=self._fail,
             name=f"disco-{self.group}-{tp.topic}-{tp.partition}-batches",
         )
