@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -100,3 +103,27 @@ async def committed_total(bootstrap: str, group: str, topic: str) -> int:
         return total
     finally:
         await consumer.stop()
+
+
+_KILLABLE = Path(__file__).with_name("_killable_consumer.py")
+
+
+def start_killable_consumer(
+    settings: BusSettings, group: str, log: Path, block_at: int, batch_size: int | None = None
+) -> subprocess.Popen[bytes]:
+    """A consumer process (``_killable_consumer.py``) that logs what it handles to ``log``
+    and blocks on the ``block_at``-th envelope (or batch of up to ``batch_size``)."""
+    return subprocess.Popen(
+        [
+            sys.executable,
+            str(_KILLABLE),
+            settings.kafka_bootstrap,
+            settings.topic_prefix,
+            group,
+            str(log),
+            str(block_at),
+            *([str(batch_size)] if batch_size is not None else []),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )

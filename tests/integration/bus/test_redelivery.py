@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 from disco.bus import BusClient, BusConsumer
 from disco.settings import BusSettings
 from disco_common.topics import Topic
 from tests.fixtures.waiting import eventually
-from tests.integration.bus.conftest import Recorder, committed_total
-
-_KILLABLE = Path(__file__).with_name("_killable_consumer.py")
+from tests.integration.bus.conftest import Recorder, committed_total, start_killable_consumer
 
 
 async def test_a_consumer_killed_before_committing_gets_every_uncommitted_envelope_again(
@@ -29,19 +25,7 @@ async def test_a_consumer_killed_before_committing_gets_every_uncommitted_envelo
         await bus.ensure_topics([Topic.BUSINESS_FACTS])
         sent = [(await bus.announce("job.queued", {"n": n})).id for n in range(10)]
 
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                str(_KILLABLE),
-                settings.kafka_bootstrap,
-                settings.topic_prefix,
-                group,
-                str(log),
-                "4",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        process = start_killable_consumer(settings, group, log, block_at=4)
         try:
             await eventually(lambda: log.exists() and len(log.read_text().split()) >= 4, timeout=30)
         finally:
