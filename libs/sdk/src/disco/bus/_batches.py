@@ -15,7 +15,7 @@ import contextlib
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.structs import ConsumerRecord
@@ -36,8 +36,7 @@ __all__ = [
 Fetched = dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]
 
 
-@dataclass(frozen=True, slots=True)
-class BatchItem:
+class BatchItem(NamedTuple):
     """One envelope of a :class:`Batch`, with where it was read."""
 
     envelope: Envelope

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -40,6 +41,16 @@ _STRUCTURED_HEADERS = frozenset(
 )
 """Headers of a structured-mode record as disco writes it (besides ``ce_type`` and
 ``traceparent``): a record with only these is parsed from its value alone."""
+
+
+class _Refusal:
+    """Why a record goes to the DLQ at once (it is not an envelope)."""
+
+    __slots__ = ("error_type", "reason")
+
+    def __init__(self, error_type: str, reason: str) -> None:
+        self.error_type = error_type
+        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,17 +160,12 @@ class RecordHandler:
         finally:
             exit_handler(entered)
 
-    async def admit(
+    def parse(
         self, record: ConsumerRecord[bytes, bytes], route: TopicRoute
-    ) -> tuple[Envelope, str | None] | None:
-        """Parse and check ``record``: its envelope and traceparent, or None when no
-        handler takes it or it was dead-lettered (not an envelope, a ``ce_type``
-        header its envelope contradicts, a tenant no credential vouches for).
-
-        Raises:
-            Abandoned: the consumer is stopping before a dead letter was written.
-            BusError: the record can be neither handled nor dead-lettered.
-        """
+    ) -> tuple[Envelope, str | None] | _Refusal | None:
+        """``record``'s envelope and traceparent; a :class:`_Refusal` when it is not
+        an envelope (or its ``ce_type`` header contradicts it); None when no handler
+        takes it. Its tenant is not checked yet (:meth:`admit`)."""
         ce_type: str | None = None
         traceparent: str | None = None
         structured = True  # only the headers disco writes: not a binary-mode record
@@ -170,7 +176,8 @@ class RecordHandler:
                 traceparent = value.decode("utf-8", errors="replace")
             elif name not in _STRUCTURED_HEADERS:
                 structured = False
-        if ce_type is not None and not route.takes(ce_type):
+        every = route.batch is not None
+        if ce_type is not None and not every and not route.takes(ce_type):
             return None  # someone else's event: skip without parsing
         kind = route.kind
         try:
@@ -180,25 +187,44 @@ class RecordHandler:
                 else kind.from_kafka_record(record.value, record.headers)
             )
         except EnvelopeError as exc:
-            await self.dead_letter(record, "EnvelopeError", exc.reason, attempts=0)
-            return None
+            return _Refusal("EnvelopeError", exc.reason)
         if ce_type is not None and ce_type != envelope.type:
-            await self.dead_letter(
-                record,
+            return _Refusal(
                 "EnvelopeError",
                 f"the ce_type header {ce_type!r} does not match the envelope's type "
                 f"{envelope.type!r}",
-                attempts=0,
             )
+        if not every and not route.takes(envelope.type):
             return None
-        if not route.takes(envelope.type):
+        return envelope, traceparent or envelope.traceparent
+
+    async def admit(
+        self,
+        record: ConsumerRecord[bytes, bytes],
+        route: TopicRoute,
+        parsed: tuple[Envelope, str | None] | _Refusal | None = None,
+    ) -> tuple[Envelope, str | None] | None:
+        """Parse (unless ``parsed`` is given) and check ``record``: its envelope and
+        traceparent, or None when no handler takes it or it was dead-lettered (not an
+        envelope, a ``ce_type`` header its envelope contradicts, a tenant no
+        credential vouches for).
+
+        Raises:
+            Abandoned: the consumer is stopping before a dead letter was written.
+            BusError: the record can be neither handled nor dead-lettered.
+        """
+        found = parsed if parsed is not None else self.parse(record, route)
+        if found is None:
+            return None
+        if isinstance(found, _Refusal):
+            await self.dead_letter(record, found.error_type, found.reason, attempts=0)
             return None
         if self._guard is not None and (
-            refused := await self._guard.refusal(envelope.tenant_id, record.headers)
+            refused := await self._guard.refusal(found[0].tenant_id, record.headers)
         ):
             await self.dead_letter(record, UNAUTHENTICATED_TENANT, refused, attempts=0)
             return None
-        return envelope, traceparent or envelope.traceparent
+        return found
 
     async def handle_batch(self, records: Sequence[ConsumerRecord[bytes, bytes]]) -> None:
         """Handle one partition's ``records`` (in offset order) with their topic's batch
@@ -217,13 +243,15 @@ class RecordHandler:
         route = self.routing.get(records[0].topic) if records else None
         if route is None or route.batch is None:
             return
+        parse, checked = self.parse, self._guard is None
         admitted: list[tuple[ConsumerRecord[bytes, bytes], BatchItem]] = []
         for record in records:
-            found = await self.admit(record, route)
-            if found is not None:
-                admitted.append(
-                    (record, BatchItem(found[0], record.offset, len(record.value or b"")))
-                )
+            found = parse(record, route)
+            if not isinstance(found, tuple) or not checked:  # to check, or to dead-letter
+                found = await self.admit(record, route, found)
+                if found is None:
+                    continue
+            admitted.append((record, BatchItem(found[0], record.offset, len(record.value or b""))))
         if not admitted:
             return
         metrics = self._owner.client.metrics
@@ -231,12 +259,12 @@ class RecordHandler:
         if metrics is not None:
             labels = self._labelled(route.topic, ANY_EVENT)
             children = self._consumed_children
-            for _, item in admitted:
-                key = (route.topic, item.envelope.type)
+            for event_type, count in Counter(item.envelope.type for _, item in admitted).items():
+                key = (route.topic, event_type)
                 consumed = children.get(key)
                 if consumed is None:
                     consumed = children[key] = metrics.consumed.labels(self._owner.group, *key)
-                consumed.inc()
+                consumed.inc(count)
         await self._batch_attempts(route, records[0].partition, admitted, labels)
 
     async def _batch_attempts(

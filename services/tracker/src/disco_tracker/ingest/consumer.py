@@ -2,20 +2,20 @@
 
 It is a batch handler of a :class:`disco.bus.BusConsumer` on :data:`INGEST_TOPICS`
 in its own consumer group (``ingest_consumer_group``). The bus hands over each
-partition's envelopes in batches of up to ``ingest_batch_size``, lingering
-``ingest_linger_ms`` for more; dead-letters, with the reason, a value that is not
-an envelope or whose tenant nothing vouches for; retries a failing batch and
-splits one that keeps failing down to the envelope at fault, which it
-dead-letters; and commits a partition's offsets once its batch was applied. A
-crash in between re-delivers envelopes that the timeline then recognises as
-duplicates (``ON CONFLICT DO NOTHING`` on the envelope id: the ingest's dedup, in
-the same transaction as what the envelope changes).
+partition's envelopes as they are fetched (up to ``ingest_batch_size`` at once);
+dead-letters, with the reason, a value that is not an envelope or whose tenant
+nothing vouches for; retries a failing batch and splits one that keeps failing
+down to the envelope at fault, which it dead-letters; and commits a partition's
+offsets once its batch was applied. A crash in between re-delivers envelopes
+that the timeline then recognises as duplicates (``ON CONFLICT DO NOTHING`` on
+the envelope id: the ingest's dedup, in the same transaction as what the
+envelope changes).
 
-The batches of several partitions that are ready at the same time are applied
-together (:class:`BatchApplier`): one transaction per tenant for all of them, one
-writer per instance, as many envelopes per transaction as one fetch of every
-partition gives. A database outage pauses the ingest and dead-letters nothing
-(:func:`~disco_service.retry_while_unavailable`).
+The batches of every partition are applied together (:class:`BatchApplier`, a
+group commit that lingers ``ingest_linger_ms`` for them): one transaction per
+tenant for all of them, one writer per instance, up to ``ingest_batch_size``
+envelopes per transaction. A database outage pauses the ingest and
+dead-letters nothing (:func:`~disco_service.retry_while_unavailable`).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 
 import structlog
 
@@ -48,16 +49,28 @@ _NOT_TRACKED = frozenset(
 """Never kept in a timeline: an erasure's own events would outlive what they erased."""
 
 
+@dataclass(slots=True)
+class _Call:
+    items: list[Consumed]
+    done: asyncio.Future[None]
+    arrived: float
+
+
 class BatchApplier:
-    """Applies what several partitions hand over at the same time in one go.
+    """Applies what several partitions hand over in one go: a group commit.
 
     :meth:`apply` returns once its envelopes are applied (committed) or raises why
-    they were not. Calls that arrive while a group is being applied are applied
-    together next, one transaction per tenant for all of them, up to
-    ``max_envelopes`` (a call's envelopes are never parted). When a group
-    fails, each call's envelopes are applied alone, so that only the call at
-    fault fails (the bus then retries it and splits it to find the envelope);
-    when the database is unavailable every call of the group fails at once.
+    they were not. The first call that finds the applier idle waits up to
+    ``linger_seconds`` for others (or until ``max_envelopes`` wait), and the calls
+    that arrive meanwhile, or while a group is being applied, are applied
+    together, one transaction per tenant for all of them, up to ``max_envelopes``
+    (a call's envelopes are never parted). As when one fetch of every partition
+    was one batch: a transaction per ``linger_seconds`` or per ``max_envelopes``,
+    whichever comes first, and no envelope waits longer than ``linger_seconds``
+    for its group. When a group fails, each call's envelopes are applied alone, so
+    that only the call at fault fails (the bus then retries it and splits it to
+    find the envelope); when the database is unavailable every call of the group
+    fails at once.
     """
 
     def __init__(
@@ -65,14 +78,17 @@ class BatchApplier:
         database: Database,
         *,
         max_envelopes: int,
+        linger_seconds: float,
         data_max_bytes: int,
         metrics: IngestMetrics,
     ) -> None:
         self._database = database
         self._max_envelopes = max_envelopes
+        self._linger = linger_seconds
         self._data_max_bytes = data_max_bytes
         self.metrics = metrics
-        self._waiting: list[tuple[list[Consumed], asyncio.Future[None]]] = []
+        self._waiting: list[_Call] = []
+        self._arrived = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
     async def apply(self, items: list[Consumed]) -> None:
@@ -81,11 +97,13 @@ class BatchApplier:
         Raises:
             Exception: the database error that rolled them back.
         """
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiting.append((items, future))
+        loop = asyncio.get_running_loop()
+        call = _Call(items, loop.create_future(), loop.time())
+        self._waiting.append(call)
+        self._arrived.set()
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._drain(), name="tracker-ingest-apply")
-        await future
+        await call.done
 
     async def close(self) -> None:
         """Stop applying; calls still waiting fail (their offsets stay uncommitted)."""
@@ -95,39 +113,49 @@ class BatchApplier:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         waiting, self._waiting = self._waiting, []
-        for _, future in waiting:
-            future.cancel()
+        for call in waiting:
+            call.done.cancel()
 
     async def _drain(self) -> None:
+        loop = asyncio.get_running_loop()
         while self._waiting:
+            deadline = self._waiting[0].arrived + self._linger
+            while sum(len(c.items) for c in self._waiting) < self._max_envelopes:
+                left = deadline - loop.time()
+                if left <= 0:
+                    break
+                self._arrived.clear()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(left):
+                        await self._arrived.wait()
             waiting = self._waiting
             taken = count = 0
-            for items, _ in waiting:
-                if taken and count + len(items) > self._max_envelopes:
+            for call in waiting:
+                if taken and count + len(call.items) > self._max_envelopes:
                     break
                 taken += 1
-                count += len(items)
+                count += len(call.items)
             group, self._waiting = waiting[:taken], waiting[taken:]
             await self._apply_group(group)
 
-    async def _apply_group(self, group: list[tuple[list[Consumed], asyncio.Future[None]]]) -> None:
+    async def _apply_group(self, group: list[_Call]) -> None:
         try:
-            await self._apply([item for items, _ in group for item in items])
+            await self._apply([item for call in group for item in call.items])
         except Exception as exc:
             if len(group) == 1 or database_unavailable(exc):
-                for _, future in group:
-                    _settle(future, exc)
+                for call in group:
+                    _settle(call.done, exc)
                 return
-            for items, future in group:
+            for call in group:
                 try:
-                    await self._apply(items)
+                    await self._apply(call.items)
                 except Exception as alone:
-                    _settle(future, alone)
+                    _settle(call.done, alone)
                 else:
-                    _settle(future, None)
+                    _settle(call.done, None)
         else:
-            for _, future in group:
-                _settle(future, None)
+            for call in group:
+                _settle(call.done, None)
 
     async def _apply(self, items: list[Consumed]) -> None:
         loop = asyncio.get_running_loop()
@@ -178,13 +206,16 @@ def _settle(future: asyncio.Future[None], error: BaseException | None) -> None:
 async def ingest(state: TrackerState) -> AsyncIterator[None]:
     """Lifespan hook: run the ingest consumer for the service's lifetime."""
     settings = state.settings
+    # The batches of every partition are gathered where they are applied (each
+    # partition hands over what it has at once, the applier lingers for the others).
     applier = BatchApplier(
         state.require_database(),
         max_envelopes=settings.ingest_batch_size,
+        linger_seconds=settings.ingest_linger_ms / 1000,
         data_max_bytes=settings.timeline_data_max_bytes,
         metrics=state.ingest_metrics,
     )
-    # Its fetches wait no less than a batch lingers: a batch waits that long for more
+    # Its fetches wait no less than a group lingers: a group waits that long for more
     # anyway, and on the embedded broker 1 ms fetches of every partition of three busy
     # topics would each cost it (and this process) a round trip, hundreds a second.
     consumer = BusConsumer(
@@ -204,12 +235,7 @@ async def ingest(state: TrackerState) -> AsyncIterator[None]:
             await applier.apply(items)
 
     for topic in INGEST_TOPICS:
-        consumer.add_batch_handler(
-            topic,
-            apply,
-            max_records=settings.ingest_batch_size,
-            linger_ms=settings.ingest_linger_ms,
-        )
+        consumer.add_batch_handler(topic, apply, max_records=settings.ingest_batch_size)
     state.ingest = consumer
     state.start_alongside(consumer.start(), name=consumer.group)
     try:
