@@ -47,9 +47,8 @@ class TrackerSettings(ServiceSettings):
         ge=1,
         le=10_000,
         description=(
-            "Envelopes of one partition handed to the ingest in one batch, at most; the "
-            "batches of several partitions that are ready together are applied in one "
-            "transaction per tenant of about this many envelopes."
+            "Envelopes applied in one group (one database transaction per tenant), at "
+            "most; also the most one partition hands over at once."
         ),
     )
     ingest_linger_ms: int = Field(
@@ -57,9 +56,10 @@ class TrackerSettings(ServiceSettings):
         ge=0,
         le=5_000,
         description=(
-            "How long a partition's batch waits for more envelopes after its first came, "
-            "to apply more per transaction (throughput under a steady stream, for this "
-            "much latency); also the shortest wait of its fetches, and of the HITL watch's."
+            "How long the envelopes the partitions hand over wait for more before they are "
+            "applied together, to apply more per transaction (throughput under a steady "
+            "stream, for this much latency); also the shortest wait of its fetches, and of "
+            "the HITL watch's."
         ),
     )
     timeline_data_max_bytes: int = Field(

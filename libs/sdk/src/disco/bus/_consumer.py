@@ -255,12 +255,16 @@ class BusConsumer(StartStop):
         logical = self._registrable(topic)
         check_handler(handler, takes="batch")
         existing = self._batch_routes.get(logical)
-        if existing is not None or logical in self._routes:
-            holder = existing.handler if existing is not None else None
+        if existing is not None:
             raise HandlerRegistrationError(
-                f"{describe(holder) if holder is not None else 'handlers'} already handle "
-                f"{logical!r}; a batch handler takes all of a topic (cannot add "
-                f"{describe(handler)})"
+                f"{describe(existing.handler)} already takes {logical!r} in batches; one "
+                f"batch handler per topic (cannot add {describe(handler)})"
+            )
+        if logical in self._routes:
+            types = ", ".join(sorted(self._routes[logical]))
+            raise HandlerRegistrationError(
+                f"{logical!r} has handlers per event type ({types}); a batch handler takes "
+                f"all of a topic (cannot add {describe(handler)})"
             )
         self._batch_routes[logical] = BatchRoute(handler, max_records, linger_ms)
 
