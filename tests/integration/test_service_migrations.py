@@ -15,7 +15,10 @@ import disco_tracker
 from disco._dev.errors import DevStackError
 from disco._dev.services import installed_services, migrations_dir, select_services
 from disco._dev.settings import DevSettings
+from disco_common.services import ServiceManifest
 from tests.fixtures.infra import DatabaseUrls
+
+ROOT = Path(__file__).resolve().parents[2]
 
 PACKAGES = {
     "registry": disco_registry,
@@ -23,7 +26,7 @@ PACKAGES = {
     "tracker": disco_tracker,
     "gateway": disco_gateway,
 }
-# The newest revision of each service: the files moved into the packages as they were.
+# The newest revision of each service: the files moved to migrations/<service>/ as they were.
 HEADS = {
     "registry": "registry_0008",
     "memory": "memory_0008",
@@ -32,7 +35,7 @@ HEADS = {
 }
 
 
-def test_each_installed_service_names_its_module_port_and_the_migrations_in_its_package(
+def test_each_installed_service_names_its_module_port_and_its_migrations(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)  # nothing is looked up from the working folder
@@ -45,7 +48,31 @@ def test_each_installed_service_names_its_module_port_and_the_migrations_in_its_
         settings_cls = getattr(package, f"{name.capitalize()}Settings")
         assert service.module == package.__name__
         assert service.default_port == settings_cls.model_fields["port"].default
-        assert migrations_dir(service) == Path(package.__file__).parent / "migrations"
+        assert service.migrations == f"{package.__name__}:migrations"  # where its wheel has them
+        # This checkout installs the packages editable: the sources at the top.
+        assert migrations_dir(service) == ROOT / "migrations" / name
+        assert not (Path(package.__file__).parent / "migrations").exists()
+
+
+def test_a_package_without_migrations_outside_a_checkout_is_refused_with_the_places_looked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = tmp_path / "site" / "disco_nowhere"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(package.parent))
+    service = ServiceManifest(
+        name="nowhere",
+        module="disco_nowhere",
+        default_port=8099,
+        migrations="disco_nowhere:migrations",
+    )
+
+    with pytest.raises(DevStackError, match="no Alembic environment for nowhere") as raised:
+        migrations_dir(service)
+
+    assert str(package / "migrations" / "env.py") in str(raised.value)
+    assert "migrations/nowhere/env.py" in str(raised.value)
 
 
 def test_services_start_registry_first_and_gateway_last() -> None:

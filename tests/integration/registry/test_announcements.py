@@ -4,8 +4,9 @@ nothing for a registration that was refused."""
 
 from __future__ import annotations
 
-import importlib
+import runpy
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -29,7 +30,8 @@ from tests.integration.registry.support import (
     unique,
 )
 
-_MIGRATION = importlib.import_module("disco_registry.migrations.versions.0006_registry_register_as")
+ROOT = Path(__file__).resolve().parents[3]
+_MIGRATION = runpy.run_path(str(ROOT / "migrations/registry/versions/0006_registry_register_as.py"))
 
 
 def _registered(envelopes: list[Envelope], agent_id: str) -> list[Envelope]:
@@ -140,7 +142,7 @@ async def test_the_statement_writes_the_expiry_as_pydantic_does(
         # Another session time zone than UTC: the text must not depend on it.
         await conn.execute("SET TIME ZONE 'America/New_York'")
         written = await conn.fetchval(
-            f"SELECT ({_MIGRATION._EXPIRES_AT_JSON}) #>> '{{}}' "  # noqa: S608 - fixed text
+            f"SELECT ({_MIGRATION['_EXPIRES_AT_JSON']}) #>> '{{}}' "  # noqa: S608 - fixed text
             "FROM (SELECT CAST($1 AS timestamptz) AS expires_at) r",
             moment,
         )

@@ -7,8 +7,9 @@ group :data:`SERVICE_ENTRY_POINT_GROUP` of its ``pyproject.toml``::
     registry = "disco_registry.main:SERVICE"
 
 ``disco db upgrade`` and ``disco dev up`` find the services, their migrations
-and their default ports there: nothing lists the services by name, and the
-migrations ship inside each service's package.
+and their default ports there: nothing lists the services by name. The
+migrations' sources sit at the top of the repository (``migrations/<name>/``)
+and each service's wheel carries its own inside its package.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ class ServiceManifest(BaseModel):
         pattern=r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z0-9_./-]+$",
         description=(
             "Its Alembic environment as `<package>:<folder>`, a folder of that package "
-            "holding env.py, script.py.mako and versions/."
+            "holding env.py, script.py.mako and versions/ (in a checkout, where the "
+            "package is installed editable: the repository's migrations/<name>/)."
         ),
     )
     start_order: int = Field(

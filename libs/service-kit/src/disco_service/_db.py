@@ -166,7 +166,7 @@ class Database:
         For background jobs acting for one tenant (outside a request). With
         ``tenant_id=None`` the transaction sees no tenant-scoped row: that is
         how system jobs touch only what is theirs (the outbox, or the
-        ``SECURITY DEFINER`` functions described in ``services/MIGRATIONS.md``).
+        ``SECURITY DEFINER`` functions described in ``migrations/README.md``).
         """
         async with self.session(tenant_id=tenant_id, user_id=user_id) as session:
             await _begin(session)

@@ -65,7 +65,8 @@ class ServiceSettings(BusSettings):
         Publish it under the ``disco.services`` entry-point group of the
         service's ``pyproject.toml`` (see :mod:`disco_common.services`). The
         name and default port come from these settings; the migrations are the
-        Alembic environment in the ``migrations/`` folder of ``module``.
+        Alembic environment in the ``migrations/`` folder of ``module`` (where the
+        service's wheel carries the repository's ``migrations/<name>/``).
 
         Args:
             module: the service's package, run with ``python -m <module>``.

@@ -1,4 +1,4 @@
-"""The body of every service's Alembic ``env.py`` (``disco_<service>/migrations/env.py``).
+"""The body of every service's Alembic ``env.py`` (``migrations/<service>/env.py``).
 
 Each service's Alembic environment is the same but for the schema it owns, so
 the environment files call :func:`run` and nothing else. ``disco db upgrade``

@@ -1,4 +1,4 @@
-"""Building blocks for hand-written Alembic migrations (see ``services/MIGRATIONS.md``).
+"""Building blocks for hand-written Alembic migrations (see ``migrations/README.md``).
 
 Each helper comes in two forms: ``*_statements(...)`` returns the SQL (to read,
 test or run by other means) and the plain verb (``enable_tenant_rls``,
@@ -280,7 +280,7 @@ def tenant_call_statements(
     schema: str, name: str, *, arguments: str, returns: str, body: str, declare: str = ""
 ) -> list[str]:
     """The SQL creating ``<schema>.<name>(p_tenant text, p_user text, <arguments>)``: a
-    hot call in one statement (see "Hot calls in one statement" in MIGRATIONS.md).
+    hot call in one statement (see "Hot calls in one statement" in migrations/README.md).
 
     A ``SECURITY INVOKER`` PL/pgSQL function: it sets ``disco.tenant_id`` and
     ``disco.user_id`` for its own implicit transaction (what a unit of work sets

@@ -1,10 +1,10 @@
 """``disco db upgrade``: bring every service's schema to its newest migration.
 
 Every installed service (found by its ``disco.services`` entry point, see
-:mod:`disco._dev.services`) ships one Alembic environment inside its package
-(``disco_<service>/migrations/``: ``env.py``, ``script.py.mako``,
-``versions/``; see ``services/MIGRATIONS.md``) and owns the Postgres schema
-named after it.
+:mod:`disco._dev.services`) has one Alembic environment (``migrations/<service>/``
+at the top of the repository: ``env.py``, ``script.py.mako``, ``versions/``; its
+wheel carries it inside the package; see ``migrations/README.md``) and owns the
+Postgres schema named after it.
 
 One run, as the database owner (``DISCO_DATABASE_ADMIN_URL``):
 

@@ -6,6 +6,11 @@ its name, the module that runs it, its default port and where its Alembic
 environment sits inside the package. Nothing here names a service; a service
 installed in the environment is found, one that is not is not.
 
+The migrations' sources live at the top of the repository (``migrations/<service>/``);
+each service's wheel carries its own inside the package (its build hook puts them
+there), so an installed wheel or the container image finds them in the package,
+and a checkout (the packages installed editable) finds them at the top.
+
 Loading a manifest imports its service's package: only ``disco db upgrade``
 and ``disco dev up`` do, which run or migrate the services anyway.
 """
@@ -74,10 +79,15 @@ def select_services(names: Sequence[str] | None = None) -> list[ServiceManifest]
 
 
 def migrations_dir(service: ServiceManifest) -> Path:
-    """The folder of ``service``'s Alembic environment, inside its installed package.
+    """The folder of ``service``'s Alembic environment.
+
+    Inside its installed package (a wheel, the container image), else, for a
+    package installed editable from a checkout, the checkout's
+    ``migrations/<service>/`` (the folder of the repository that holds the
+    package's source).
 
     Raises:
-        DevStackError: the package has no such folder, or it holds no ``env.py``.
+        DevStackError: the package is not installed, or neither place holds an ``env.py``.
     """
     package, _, folder = service.migrations.partition(":")
     try:
@@ -87,9 +97,28 @@ def migrations_dir(service: ServiceManifest) -> Path:
             f"the {service.name} service's migrations name the package {package!r}, "
             "which is not installed"
         ) from exc
-    if not (location / "env.py").is_file():
-        raise DevStackError(
-            f"no Alembic environment for {service.name}: {location / 'env.py'} is missing "
-            f"(its manifest names {service.migrations!r})"
-        )
-    return location
+    if (location / "env.py").is_file():
+        return location
+    checkout = _checkout_migrations(location.parent, service.name)
+    if checkout is not None:
+        return checkout
+    raise DevStackError(
+        f"no Alembic environment for {service.name}: {location / 'env.py'} is missing "
+        f"(its manifest names {service.migrations!r}), and no migrations/{service.name}/env.py "
+        "sits above the package (a checkout). A wheel built from the service's source or "
+        "sdist carries it: rebuild it (`make dist`) or reinstall the package"
+    )
+
+
+def _checkout_migrations(package_dir: Path, name: str) -> Path | None:
+    """``migrations/<name>/`` of the checkout holding ``package_dir``, if any.
+
+    A package installed editable runs from ``services/<svc>/src/<package>/`` of a
+    checkout: the nearest folder above it with a ``migrations/<name>/env.py``
+    is the checkout's root. An installed package (site-packages) has none.
+    """
+    for folder in package_dir.parents:
+        candidate = folder / "migrations" / name
+        if (candidate / "env.py").is_file():
+            return candidate
+    return None
