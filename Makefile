@@ -1,5 +1,6 @@
 # The commands a person types. Each one installs what it needs on a fresh clone:
-# uv (into .tools/ when it is not on PATH) and the workspace virtualenv (.venv/).
+# uv (where uv's own installer puts it, when it is not on PATH) and the workspace
+# virtualenv (.venv/).
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
@@ -12,7 +13,13 @@ SHELL := /bin/bash
 # the installed packages are compiled once by `uv sync --compile-bytecode`.
 unexport PYTHONDONTWRITEBYTECODE
 
-UV := $(shell command -v uv 2>/dev/null || echo $(CURDIR)/.tools/bin/uv)
+# uv: the one on PATH, else the one in UV_BIN_DIR, where uv's own installer puts it
+# (UV_INSTALL_DIR, XDG_BIN_HOME, $XDG_DATA_HOME/../bin, else ~/.local/bin), else the
+# .tools/bin fallback. `make uv` (run by every target) installs it when none is found
+# and says so once: .ci/install-uv.sh. Expanded when used (=, not :=), so a recipe
+# that runs after the install sees it.
+UV_BIN_DIR ?= $(or $(UV_INSTALL_DIR),$(XDG_BIN_HOME),$(if $(XDG_DATA_HOME),$(XDG_DATA_HOME)/../bin),$(HOME)/.local/bin)
+UV = $(firstword $(shell command -v uv 2>/dev/null) $(wildcard $(UV_BIN_DIR)/uv $(CURDIR)/.tools/bin/uv) uv)
 PYTEST_ARGS ?=
 # Test workers (pytest-xdist). The tests mostly wait on the broker, Postgres and
 # processes, so more workers than cores pay: twice the cores, at least 4.
@@ -21,24 +28,28 @@ TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); w=$$((n * 2)); [ $$w 
 PYTEST_PARALLEL := $(if $(filter-out 0 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup)
 BENCH_ARGS ?=
 FUZZ_ARGS ?=
+# Where `make dist` puts the wheels and sdists.
+DIST ?= dist
 
 PYPROJECTS := pyproject.toml $(wildcard libs/*/pyproject.toml services/*/pyproject.toml)
 
-.PHONY: help bootstrap browser dev test test-unit test-integration properties fuzz lint format bench bench-quick bench-detail demo compose-up compose-down k8s-check
+.PHONY: help uv bootstrap dist browser dev test test-unit test-integration properties fuzz lint format bench bench-quick bench-detail demo compose-up compose-down k8s-check
 
 help: ## list the commands
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
 
-$(CURDIR)/.tools/bin/uv:
-	@echo "uv is not on PATH: installing it into .tools/"
-	python3 -m venv .tools
-	.tools/bin/python -m pip install --quiet uv
+uv: ## install uv where uv's installer puts it (~/.local/bin) when none is found
+	@UV_BIN_DIR="$(UV_BIN_DIR)" .ci/install-uv.sh
 
-.venv/.synced: uv.lock $(PYPROJECTS) | $(UV)
+.venv/.synced: uv.lock $(PYPROJECTS) VERSION | uv
 	$(UV) sync --locked --compile-bytecode
 	@touch $@
 
 bootstrap: .venv/.synced ## install uv and the workspace (done by every target)
+
+dist: uv ## a wheel and an sdist of each of the seven packages into dist/ (version: VERSION)
+	@rm -f $(DIST)/disco_*.whl $(DIST)/disco_*.tar.gz
+	$(UV) build --all-packages --out-dir $(DIST)
 
 browser: ## Debian's chromium for the console's browser tests (the tests install it too when root)
 	@test -x /usr/bin/chromium || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium)
