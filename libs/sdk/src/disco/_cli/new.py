@@ -1,17 +1,33 @@
-"""``disco new tool|worker|planner NAME``: scaffold a runnable agent with a passing test."""
+"""``disco new tool|worker|planner NAME``: scaffold a project with a runnable agent.
+
+The project holds the agent, its passing test (``disco.testing``, no broker), a
+``pyproject.toml`` that takes disco-sdk and disco-common from where the running
+``disco`` came from (:mod:`disco._cli._origin`: this checkout, or the wheels it
+was installed from, copied into the project), a Dockerfile and a Kubernetes
+snippet for disco's overlays. Its printed next steps run as printed.
+"""
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import textwrap
+from dataclasses import dataclass
 from enum import StrEnum
+from importlib import resources
 from pathlib import Path
+from string import Template
 from typing import Annotated
 
 import typer
 
+from disco._cli._origin import DiscoOrigin, OriginError, OriginKind, running_disco
+
 __all__ = ["Kind", "new", "scaffold"]
 
 _NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+_TEMPLATES = resources.files("disco._cli") / "templates"
 
 
 class Kind(StrEnum):
@@ -22,283 +38,152 @@ class Kind(StrEnum):
     PLANNER = "planner"
 
 
-_PYPROJECT = """[project]
-name = "{name}"
-version = "0.1.0"
-description = "A disco {kind}."
-requires-python = ">=3.11"
-dependencies = ["disco-sdk"]
-
-[tool.pytest.ini_options]
-asyncio_mode = "auto"
-asyncio_default_fixture_loop_scope = "function"
-pythonpath = ["."]
-"""
-
-_README = """# {name}
-
-A disco {kind}, made with `disco new {kind} {name}`.
-
-- Run it against the local stack (`disco dev up` in another terminal):
-  `python {module}.py`
-- Test it without a broker (disco.testing): `pytest`
-- Try it: {try_it}
-"""
-
-_TOOL = '''"""{name}: a disco Tool. The handler's return value is the answer to the caller.
-
-Run it with `python {module}.py` against a running stack (`disco dev up`).
-"""
-
-from __future__ import annotations
-
-from pydantic import BaseModel
-
-from disco import Tool
-
-
-class {cls}Request(BaseModel):
-    """What callers send (registered as the request schema)."""
-
-    text: str
-
-
-class {cls}Result(BaseModel):
-    """What the tool answers (registered as the response schema)."""
-
-    text: str
-    words: int
-
-
-tool = Tool("{name}", description="Counts the words of a text.")
-
-
-@tool.on_invoke("{name}.requested")
-async def count_words(request: {cls}Request) -> {cls}Result:
-    """Counts the words of a text."""
-    return {cls}Result(text=request.text, words=len(request.text.split()))
-
-
-if __name__ == "__main__":
-    tool.serve()
-'''
-
-_TOOL_TEST = '''"""Unit tests of {name}: no broker, no services (disco.testing)."""
-
-from __future__ import annotations
-
-from disco.testing import AgentTestKit
-from {module} import tool
-
-
-async def test_it_counts_the_words() -> None:
-    async with AgentTestKit(tool) as kit:
-        request = await kit.request(
-            "{name}.requested", {{"text": "one two three"}}, response_event="{name}.done"
-        )
-
-    assert kit.result_of(request).result == {{"text": "one two three", "words": 3}}
-
-
-async def test_a_request_without_text_is_answered_with_an_error() -> None:
-    async with AgentTestKit(tool) as kit:
-        request = await kit.request("{name}.requested", {{}}, response_event="{name}.done")
-
-    result = kit.result_of(request)
-    assert result.success is False
-    assert result.error is not None
-    assert result.error.type == "ValidationError"
-'''
-
-_WORKER = '''"""{name}: a disco Worker. It delegates and completes when the answer comes back.
-
-Run it with `python {module}.py` against a running stack (`disco dev up`); it
-asks a tool for `{name}.lookup.requested` — start one, or answer by hand.
-"""
-
-from __future__ import annotations
-
-from typing import Any
-
-from pydantic import BaseModel
-
-from disco import ResultContext, TaskContext, Worker
-
-
-class {cls}Request(BaseModel):
-    """What callers send."""
-
-    topic: str
-
-
-worker = Worker("{name}", description="Looks a topic up and reports what it found.")
-
-
-@worker.on_task("{name}.requested")
-async def start(task: TaskContext[{cls}Request]) -> None:
-    """Looks a topic up and reports what it found."""
-    # The task is saved before the request goes out: any instance can finish it.
-    await task.delegate(
-        "{name}.lookup.requested",
-        {{"query": task.input.topic}},
-        response_event="{name}.lookup.done",
-    )
-
-
-@worker.on_result("{name}.lookup.done")
-async def finish(result: ResultContext) -> None:
-    task = await result.restore_task()
-    if not result.success:
-        await task.fail(result.error or "the lookup failed")
-        return
-    found: Any = result.result
-    await task.complete({{"topic": task.input.topic, "found": found}})
-
-
-if __name__ == "__main__":
-    worker.serve()
-'''
-
-_WORKER_TEST = '''"""Unit tests of {name}: no broker, no services (disco.testing)."""
-
-from __future__ import annotations
-
-from disco.testing import AgentTestKit
-from {module} import worker
-
-
-async def test_it_reports_what_the_lookup_found() -> None:
-    async with AgentTestKit(worker) as kit:
-        request = await kit.request(
-            "{name}.requested", {{"topic": "kafka"}}, response_event="done"
-        )
-        (lookup,) = kit.requests("{name}.lookup.requested")
-        await kit.reply(lookup, ["a broker", "a log"])
-
-    assert kit.result_of(request).result == {{"topic": "kafka", "found": ["a broker", "a log"]}}
-
-
-async def test_a_failed_lookup_fails_the_task() -> None:
-    async with AgentTestKit(worker) as kit:
-        request = await kit.request(
-            "{name}.requested", {{"topic": "kafka"}}, response_event="done"
-        )
-        (lookup,) = kit.requests("{name}.lookup.requested")
-        await kit.reply(lookup, error="nothing indexed")
-
-    result = kit.result_of(request)
-    assert result.success is False
-'''
-
-_PLANNER = '''"""{name}: a disco Planner. Each goal runs as an event-driven state machine.
-
-Run it with `python {module}.py` against a running stack (`disco dev up`).
-"""
-
-from __future__ import annotations
-
-from disco import PlanDefinition, Planner, StateAction, StateConfig, StateTransition
-
-PLAN = PlanDefinition(
-    plan_type="{name}",
-    description="Search; summarize what was found, or fail.",
-    states=[
-        StateConfig(state_name="start", default_next="searching"),
-        StateConfig(
-            state_name="searching",
-            action=StateAction(
-                event_type="{name}.search.requested",
-                response_event="{name}.searched",
-                data={{"query": "{{goal_data.topic}}"}},
-            ),
-            transitions=[
-                StateTransition(
-                    on_event="{name}.searched", to_state="failed", condition="!success"
-                ),
-                StateTransition(on_event="{name}.searched", to_state="summarizing"),
-            ],
-        ),
-        StateConfig(
-            state_name="summarizing",
-            action=StateAction(
-                event_type="{name}.summarize.requested",
-                response_event="{name}.summarized",
-                data={{"items": "{{results.searching}}"}},
-            ),
-            transitions=[StateTransition(on_event="{name}.summarized", to_state="done")],
-        ),
-        StateConfig(state_name="done", is_terminal=True),
-        StateConfig(state_name="failed", is_terminal=True, is_failure=True),
-    ],
-)
-
-planner = Planner("{name}", description="Searches a topic and summarizes it.")
-planner.add_plan("{name}.goal", PLAN)
-
-
-if __name__ == "__main__":
-    planner.serve()
-'''
-
-_PLANNER_TEST = '''"""Unit tests of {name}: no broker, no services (disco.testing)."""
-
-from __future__ import annotations
-
-from disco.testing import AgentTestKit
-from {module} import planner
-
-
-async def test_a_goal_runs_search_then_summary() -> None:
-    async with AgentTestKit(planner) as kit:
-        goal = await kit.request("{name}.goal", {{"topic": "cel"}}, response_event="done")
-        (search,) = kit.requests("{name}.search.requested")
-        assert search.data == {{"query": "cel"}}
-        await kit.reply(search, ["r1", "r2"])
-        (summary,) = kit.requests("{name}.summarize.requested")
-        assert summary.data == {{"items": ["r1", "r2"]}}
-        await kit.reply(summary, "two results")
-
-    assert kit.result_of(goal).result == {{"searching": ["r1", "r2"], "summarizing": "two results"}}
-
-
-async def test_a_failed_search_fails_the_goal() -> None:
-    async with AgentTestKit(planner) as kit:
-        goal = await kit.request("{name}.goal", {{"topic": "cel"}}, response_event="done")
-        (search,) = kit.requests("{name}.search.requested")
-        await kit.reply(search, error="index down")
-
-    assert kit.result_of(goal).success is False
-'''
-
-_TEMPLATES = {
-    Kind.TOOL: (
-        _TOOL,
-        _TOOL_TEST,
-        """`disco ask {name}.requested '{{"text": "one two three"}}'`""",
+@dataclass(frozen=True)
+class _Agent:
+    request: str
+    """The event type it takes, after the agent's name."""
+    example: str
+    """Data a caller can send, as JSON."""
+    note: str = ""
+    """What the request needs beside the agent, for the README."""
+
+
+_AGENTS = {
+    Kind.TOOL: _Agent("requested", '{"text": "one two three"}'),
+    Kind.WORKER: _Agent(
+        "requested",
+        '{"topic": "kafka"}',
+        "\nIt answers once an agent answers `{name}.lookup.requested` (the lookup it\n"
+        "delegates; `disco.testing` plays that agent in its tests).\n",
     ),
-    Kind.WORKER: (
-        _WORKER,
-        _WORKER_TEST,
-        """`disco ask {name}.requested '{{"topic": "kafka"}}'` (it delegates """
-        "`{name}.lookup.requested`: `disco tail` shows it wait for an agent that answers it)",
-    ),
-    Kind.PLANNER: (
-        _PLANNER,
-        _PLANNER_TEST,
-        """`disco ask {name}.goal '{{"topic": "kafka"}}'` (its states ask for """
-        "`{name}.search.requested` and `{name}.summarize.requested`: `disco tail` shows them)",
+    Kind.PLANNER: _Agent(
+        "goal",
+        '{"topic": "kafka"}',
+        "\nIts plan answers once agents answer `{name}.search.requested` and\n"
+        "`{name}.summarize.requested` (its states' actions; `disco.testing` plays\n"
+        "them in its tests).\n",
     ),
 }
 
 
-def scaffold(kind: Kind, name: str, directory: Path) -> list[Path]:
-    """Write a runnable ``kind`` agent called ``name`` into ``directory/name``.
+def _template(template: str, /, **values: str) -> str:
+    return Template(_TEMPLATES.joinpath(template).read_text()).substitute(values)
+
+
+def _toml_path(path: Path) -> str:
+    return path.as_posix().replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _where(location: Path, project: Path) -> Path:
+    """``location`` relative to ``project`` when both sit in one disco checkout, else absolute."""
+    for folder in location.parents:
+        if (folder / "libs" / "sdk").is_dir() and folder in project.parents:
+            return Path(os.path.relpath(location, project))
+    return location
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False)
+
+
+def _comment(text: str) -> str:
+    return "".join(f"# {line}\n" for line in _wrap(text, 86))
+
+
+def _sources(origin: DiscoOrigin, project: Path) -> tuple[str, list[str], str]:
+    """The version pin, the ``[tool.uv.sources]`` lines, and in words where disco comes from."""
+    if origin.kind is OriginKind.FILE:
+        lines = [
+            f'{s.name} = {{ path = "wheels/{Path(s.location).name}" }}' for s in origin.sources
+        ]
+        made_from = Path(origin.sources[0].location).parent
+        return (
+            f"=={origin.version}",
+            lines,
+            (
+                f"the wheels the `disco` that made this project was installed from ({made_from}), "
+                "copied into wheels/"
+            ),
+        )
+    if origin.kind is OriginKind.URL:
+        lines = [f'{s.name} = {{ url = "{s.location}" }}' for s in origin.sources]
+        return "", lines, "the URLs the `disco` that made this project was installed from"
+    lines = []
+    for source in origin.sources:
+        where = _toml_path(_where(Path(source.location), project))
+        editable = ", editable = true" if source.editable else ""
+        lines.append(f'{source.name} = {{ path = "{where}"{editable} }}')
+    checkout = origin.checkout or Path(origin.sources[0].location)
+    live = " (editable: a change there shows here at once)" if origin.sources[0].editable else ""
+    return "", lines, f"the disco checkout at {checkout}{live}"
+
+
+_NEVER_BY_NAME = (
+    "never from a package index by name alone: disco is not published yet, and a package "
+    "of that name on an index would not be disco's. Once it is published, {switch}: "
+    "disco-sdk then comes from your index."
+)
+_CHECKOUT_DOCKERFILE = (
+    "disco comes from a checkout outside this folder (pyproject.toml's [tool.uv.sources]), "
+    'which a build here cannot see: see README.md, "Ship it".'
+)
+_CHECKOUT_README = """
+  A build sees only this folder, and this project takes disco from a checkout
+  outside it: run `make dist` in the checkout, and `disco new` run from those
+  wheels (installed in a virtualenv) makes a project that carries them in wheels/."""
+
+
+def _origin_parts(origin: DiscoOrigin, project: Path) -> dict[str, str]:
+    """The pyproject's dependencies and sources, and what the README and Dockerfile say."""
+    if origin.kind is OriginKind.INDEX:
+        index = f"disco-sdk {origin.version} comes from your package index, as the `disco` "
+        return {
+            "dependencies": f'    "disco-sdk=={origin.version}",\n',
+            "sources": "",
+            "origin_text": index + "that made this project did.",
+            **dict.fromkeys(("origin_note", "copy_wheels", "docker_note"), ""),
+        }
+    pin, lines, place = _sources(origin, project)
+    switch = "delete [tool.uv.sources] and the disco-common line"
+    if origin.kind is OriginKind.FILE:
+        switch += " and wheels/"
+    if not pin:
+        switch += f' and pin a release ("disco-sdk=={origin.version}")'
+    never = _NEVER_BY_NAME.format(switch=switch)
+    checkout = origin.kind is OriginKind.FOLDER
+    return {
+        "dependencies": f'    "disco-sdk{pin}",\n'
+        "    # disco-sdk's contracts, listed so that uv takes them from the same place (below).\n"
+        f'    "disco-common{pin}",\n',
+        "sources": f"\n{_comment(f'Where disco comes from: {place}; {never}')}[tool.uv.sources]\n"
+        + "".join(f"{line}\n" for line in lines),
+        "origin_text": "\n".join(
+            _wrap(
+                f"disco-sdk and disco-common come from {place}, as `[tool.uv.sources]` in "
+                f"`pyproject.toml` says: {never}",
+                80,
+            )
+        ),
+        "origin_note": f"#\n{_comment(_CHECKOUT_DOCKERFILE)}" if checkout else "",
+        "copy_wheels": "COPY wheels/ /app/wheels/\n" if origin.kind is OriginKind.FILE else "",
+        "docker_note": _CHECKOUT_README if checkout else "",
+    }
+
+
+def scaffold(
+    kind: Kind, name: str, directory: Path, origin: DiscoOrigin | None = None
+) -> list[Path]:
+    """Write a project with a runnable ``kind`` agent called ``name`` into ``directory/name``.
+
+    Args:
+        origin: where disco comes from (default: where the running disco came from).
 
     Returns:
-        The files written.
+        The files written, the agent's module third.
 
     Raises:
         ValueError: ``name`` is not a valid agent name, or the folder exists.
+        OriginError: the running disco's origin cannot be given to the project.
     """
     if not _NAME.fullmatch(name):
         raise ValueError(
@@ -308,20 +193,39 @@ def scaffold(kind: Kind, name: str, directory: Path) -> list[Path]:
     target = directory / name
     if target.exists():
         raise ValueError(f"{target} exists already: choose another name or folder")
+    origin = origin or running_disco()
+    agent = _AGENTS[kind]
     module = name.replace("-", "_")
-    cls = "".join(part.capitalize() for part in name.split("-"))
-    source, test, try_it = _TEMPLATES[kind]
-    values = {"name": name, "module": module, "cls": cls, "kind": kind.value}
-    files = {
-        target / "pyproject.toml": _PYPROJECT.format(**values),
-        target / "README.md": _README.format(**values, try_it=try_it.format(**values)),
-        target / f"{module}.py": source.format(**values),
-        target / f"test_{module}.py": test.format(**values),
+    values = {
+        "name": name,
+        "module": module,
+        "cls": "".join(part.capitalize() for part in name.split("-")),
+        "kind": kind.value,
+        "request": f"{name}.{agent.request}",
+        "example": agent.example,
+        "try_note": agent.note.format(name=name),
+        **_origin_parts(origin, target.absolute()),
     }
-    target.mkdir(parents=True)
+    files = {
+        target / "pyproject.toml": _template("pyproject.toml.tmpl", **values),
+        target / "README.md": _template("README.md.tmpl", **values),
+        target / f"{module}.py": _template(f"{kind.value}.py.tmpl", **values),
+        target / f"test_{module}.py": _template(f"test_{kind.value}.py.tmpl", **values),
+        target / "Dockerfile": _template("Dockerfile.tmpl", **values),
+        target / ".dockerignore": _template("dockerignore.tmpl"),
+        target / ".gitignore": _template("gitignore.tmpl"),
+        target / "k8s" / "kustomization.yaml": _template("k8s/kustomization.yaml.tmpl", **values),
+        target / "k8s" / "deployment.yaml": _template("k8s/deployment.yaml.tmpl", **values),
+    }
+    (target / "k8s").mkdir(parents=True)
     for path, text in files.items():
         path.write_text(text)
-    return list(files)
+    written = list(files)
+    if origin.kind is OriginKind.FILE:
+        (target / "wheels").mkdir()
+        for source in origin.sources:
+            written.append(Path(shutil.copy2(source.location, target / "wheels")))
+    return written
 
 
 def new(
@@ -331,14 +235,24 @@ def new(
         Path, typer.Option("--dir", "-d", help="Where to create the agent's folder.")
     ] = Path("."),
 ) -> None:
-    """Scaffold a runnable agent with a test (`disco new tool word-counter`)."""
+    """Scaffold a project with a runnable agent and its test (`disco new tool word-counter`)."""
     try:
         files = scaffold(kind, name, directory)
-    except ValueError as exc:
+    except (ValueError, OriginError) as exc:
         typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
         raise typer.Exit(2) from exc
     folder = files[0].parent
     typer.echo(f"created {folder}/")
     for path in files:
-        typer.echo(f"  {path.name}")
-    typer.echo(f"\nnext:  cd {folder} && pytest      (then: python {files[2].name})")
+        typer.echo(f"  {path.relative_to(folder)}")
+    agent = _AGENTS[kind]
+    typer.echo(
+        "\nnext steps:\n"
+        f"  cd {folder}\n"
+        "  uv run pytest                  # its tests: no broker, no services\n"
+        f"  uv run python {files[2].name:<16} # serve it against a running stack (make dev)\n"
+        f"then, in another terminal in {folder}:\n"
+        f"  uv run disco ask {name}.{agent.request} '{agent.example}'"
+    )
+    if agent.note:
+        typer.echo(agent.note.format(name=name).rstrip())
