@@ -10,10 +10,11 @@
 #   from GitHub, which this needs no access to) goes into a throwaway virtualenv,
 #   and its `uv` and `uvx` binaries are copied into UV_BIN_DIR: the Makefile's
 #   choice of UV_INSTALL_DIR, XDG_BIN_HOME or ~/.local/bin, as uv's installer does.
-# - When a login shell does not find it there, the folder is added to PATH as uv's
-#   installer does: UV_BIN_DIR/env, sourced from ~/.profile (and ~/.bashrc,
-#   ~/.bash_profile, ~/.bash_login, ~/.zshenv where they exist). UV_NO_MODIFY_PATH=1
-#   (uv's installer's own switch) leaves the shell files alone.
+# - When the folder is not on PATH, it is added as uv's installer does: UV_BIN_DIR/env,
+#   sourced from ~/.profile (login shells) and from ~/.bashrc, ~/.bash_profile,
+#   ~/.bash_login, ~/.zshenv, ~/.zshrc where they exist (a terminal that is not a login shell
+#   keeps the PATH of the session, which had no ~/.local/bin if it did not exist
+#   yet). UV_NO_MODIFY_PATH=1 (uv's installer's own switch) leaves them alone.
 # - If that folder cannot be written, uv goes into .tools/bin/ with a hint.
 set -euo pipefail
 
@@ -53,11 +54,13 @@ if ! { mkdir -p "$dir" && install -m 0755 "$tmp/venv/bin/uv" "$tmp/venv/bin/uvx"
 fi
 version=$("$dir/uv" --version)
 
-if [ "$(login_finds_uv)" = "$dir/uv" ]; then
-    echo "uv was not on PATH: installed $version into $(pretty "$dir") (where uv's installer puts it);" \
-        "a new terminal finds it."
-    exit 0
-fi
+case ":$PATH:" in
+    *":$dir:"*)
+        echo "uv was not on PATH: installed $version into $(pretty "$dir") (where uv's" \
+            "installer puts it), which is on your PATH."
+        exit 0
+        ;;
+esac
 if [ -n "${UV_NO_MODIFY_PATH:-}" ]; then
     echo "uv was not on PATH: installed $version into $(pretty "$dir") (where uv's installer puts it)."
     echo "hint: add it to your PATH (UV_NO_MODIFY_PATH is set, so no shell file was changed):" \
@@ -77,7 +80,7 @@ esac
 EOF
 line=". $(quoted "$dir/env")"
 changed=()
-for rc in .profile .bashrc .bash_profile .bash_login .zshenv; do
+for rc in .profile .bashrc .bash_profile .bash_login .zshenv .zshrc; do
     file="$HOME/$rc"
     [ "$rc" = .profile ] || [ -f "$file" ] || continue
     grep -qxF "$line" "$file" 2>/dev/null && continue

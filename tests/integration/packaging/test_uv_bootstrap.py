@@ -100,20 +100,53 @@ def test_uv_lands_in_local_bin_and_a_new_login_shell_finds_it(checkout: Path, ho
     assert not (checkout / ".tools").exists()
 
 
-@pytest.mark.skipif(not DEBIAN_PROFILE.is_file(), reason="no Debian /etc/skel/.profile here")
-def test_a_debian_profile_already_puts_local_bin_on_path_and_is_left_alone(
+@pytest.mark.skipif(not DEBIAN_PROFILE.is_file(), reason="no Debian /etc/skel files here")
+def test_with_debian_s_profile_and_bashrc_new_login_and_non_login_terminals_find_it(
     checkout: Path, home: Path
 ) -> None:
-    shutil.copy2(DEBIAN_PROFILE, home / ".profile")
-    before = (home / ".profile").read_text()
+    # Debian's ~/.profile adds ~/.local/bin when it exists at login, but a terminal
+    # that is not a login shell keeps the session's PATH: ~/.bashrc must add it too.
+    for name in (".profile", ".bashrc"):
+        shutil.copy2(DEBIAN_PROFILE.with_name(name), home / name)
 
     installed = make(checkout, home, "uv")
 
     assert installed.returncode == 0, installed.stdout + installed.stderr
-    assert "a new terminal finds it" in installed.stdout
-    assert (home / ".profile").read_text() == before
-    assert not (home / ".local" / "bin" / "env").exists()
+    assert "~/.profile ~/.bashrc" in installed.stdout
+    for name in (".profile", ".bashrc"):
+        assert (home / name).read_text().count('. "$HOME/.local/bin/env"') == 1
     assert login_shell(home, "uv --version").returncode == 0
+    interactive = subprocess.run(
+        [
+            "env",
+            "-i",
+            f"HOME={home}",
+            "TERM=dumb",
+            f"PATH={SYSTEM_PATH}",
+            "bash",
+            "-ic",
+            "uv --version",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert interactive.returncode == 0, interactive.stdout + interactive.stderr
+
+
+def test_a_folder_already_on_path_gets_uv_and_no_shell_file_changes(
+    checkout: Path, home: Path
+) -> None:
+    local_bin = home / ".local" / "bin"
+
+    installed = make(checkout, home, "uv", PATH=f"{local_bin}:{SYSTEM_PATH}")
+
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    assert (local_bin / "uv").is_file()
+    assert "which is on your PATH" in installed.stdout
+    assert sorted(p.name for p in home.iterdir()) == [".local"]
+    assert not (local_bin / "env").exists()
 
 
 def test_uv_no_modify_path_leaves_the_shell_files_alone_and_says_what_to_do(
