@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from importlib import metadata
 from typing import Any, TypeVar
 
 import structlog
@@ -67,7 +68,7 @@ def create_service_app(
     state: StateT,
     *,
     title: str,
-    version: str = "0.1.0",
+    version: str | None = None,
     description: str = "",
     routers: Sequence[APIRouter] = (),
     lifespan_hooks: Sequence[LifespanHook[StateT]] = (),
@@ -89,7 +90,7 @@ def create_service_app(
         state: the service's state, built from its settings (``RegistryState(settings)``,
             or a plain ``ServiceState(settings)``); it names the schema the service owns.
         title: the OpenAPI title.
-        version: the OpenAPI version.
+        version: the OpenAPI version (default: the installed disco's, from VERSION).
         description: the OpenAPI description.
         routers: the service's routers, included in order.
         lifespan_hooks: the service's own start/stop steps (see :data:`LifespanHook`).
@@ -176,7 +177,7 @@ def create_service_app(
 
     app = FastAPI(
         title=title,
-        version=version,
+        version=version or metadata.version("disco-service-kit"),
         description=description,
         lifespan=lifespan,
         # Every route may answer these (503: the database or broker is away);
