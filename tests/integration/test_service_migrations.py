@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
-import asyncpg
 import pytest
 
 import disco_gateway
@@ -16,7 +14,7 @@ from disco._dev.errors import DevStackError
 from disco._dev.services import installed_services, migrations_dir, select_services
 from disco._dev.settings import DevSettings
 from disco_common.services import ServiceManifest
-from tests.fixtures.infra import DatabaseUrls
+from tests.fixtures.infra import DatabaseUrls, schema_revisions
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -103,14 +101,4 @@ def test_a_service_port_comes_from_its_own_variable_else_from_its_manifest(
 def test_every_schema_is_at_its_head_revision_in_its_own_version_table(
     database: DatabaseUrls,
 ) -> None:
-    async def heads() -> dict[str, str]:
-        conn = await asyncpg.connect(database.admin)
-        try:
-            return {
-                schema: await conn.fetchval(f'SELECT version_num FROM "{schema}".alembic_version')  # noqa: S608
-                for schema in HEADS
-            }
-        finally:
-            await conn.close()
-
-    assert asyncio.run(heads()) == HEADS
+    assert schema_revisions(database.admin, HEADS) == HEADS

@@ -9,7 +9,6 @@ migrates a new database on the real PostgreSQL to every service's head.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 import uuid
@@ -17,13 +16,12 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
 
-import asyncpg
 import pytest
 
 from disco._dev.dburl import with_database, with_user
 from disco._dev.schema_wait import head_revision
 from disco._dev.services import installed_services
-from tests.fixtures.infra import APP_PASSWORD, APP_ROLE
+from tests.fixtures.infra import APP_PASSWORD, APP_ROLE, schema_revisions
 from tests.integration.packaging.conftest import SERVICES, must, outside_env, run
 from tests.integration.packaging.dockerfile import build_image_venv
 
@@ -47,20 +45,6 @@ def database_env(postgres_admin_url: str) -> dict[str, str]:
         "DISCO_DATABASE_ADMIN_URL": admin,
         "DISCO_DATABASE_URL": with_user(admin, APP_ROLE, APP_PASSWORD),
     }
-
-
-def schema_heads(admin_url: str) -> dict[str, str]:
-    async def read() -> dict[str, str]:
-        conn = await asyncpg.connect(admin_url)
-        try:
-            return {
-                schema: await conn.fetchval(f'SELECT version_num FROM "{schema}".alembic_version')  # noqa: S608
-                for schema in SERVICES
-            }
-        finally:
-            await conn.close()
-
-    return asyncio.run(read())
 
 
 def test_the_heads_are_read_from_the_migrations_at_the_top() -> None:
@@ -87,7 +71,7 @@ def test_from_the_installed_wheels_outside_the_workspace(
         assert Path(folder).name == "migrations"
         assert Path(folder).parent.name == f"disco_{name}"
     assert "migrated registry, memory, tracker, gateway" in migrated.stdout
-    assert schema_heads(database["DISCO_DATABASE_ADMIN_URL"]) == heads()
+    assert schema_revisions(database["DISCO_DATABASE_ADMIN_URL"], SERVICES) == heads()
 
 
 def test_from_this_checkout_run_from_another_folder(
@@ -103,7 +87,7 @@ def test_from_this_checkout_run_from_another_folder(
     root = Path(__file__).resolve().parents[3]
     assert where == {name: str(root / "migrations" / name) for name in SERVICES}
     assert "migrated registry, memory, tracker, gateway" in migrated.stdout
-    assert schema_heads(database["DISCO_DATABASE_ADMIN_URL"]) == heads()
+    assert schema_revisions(database["DISCO_DATABASE_ADMIN_URL"], SERVICES) == heads()
 
 
 @pytest.fixture(scope="package")
@@ -135,4 +119,4 @@ def test_from_each_service_s_image_one_after_the_other_as_compose_runs_them(
                             tmp_path, env))  # fmt: skip
         assert f"migrated {name} at" in migrated.stdout
 
-    assert schema_heads(database["DISCO_DATABASE_ADMIN_URL"]) == heads()
+    assert schema_revisions(database["DISCO_DATABASE_ADMIN_URL"], SERVICES) == heads()
