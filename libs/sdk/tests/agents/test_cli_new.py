@@ -65,7 +65,8 @@ def test_a_scaffolded_agent_passes_its_own_tests(
     agent = scaffolded[kind]
 
     assert agent.created.exit_code == 0, agent.created.output
-    assert sorted(str(p.relative_to(agent.folder)) for p in agent.folder.rglob("*")) == sorted(
+    written = [p for p in agent.folder.rglob("*") if "__pycache__" not in p.parts]
+    assert sorted(str(p.relative_to(agent.folder)) for p in written) == sorted(
         [
             ".dockerignore",
             ".gitignore",
