@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import json
 import os
 import random
@@ -81,6 +80,7 @@ from disco.settings import BusSettings
 from disco_common.auth import Role
 from disco_common.topics import Topic
 from disco_service import driver_sql
+from disco_service.migration_helpers import load_migration
 
 ANSWERED = "bench.tool.answered"
 HERE = str(Path(__file__).resolve().parent)
@@ -573,8 +573,12 @@ async def registry_rows(
     from disco_registry.agents.service import compile_registration
     from disco_registry.discovery.repository import DISCOVER
 
-    migration = importlib.import_module(
-        "disco_registry.migrations.versions.0005_registry_one_round_trip"
+    migration = load_migration(
+        Path(HERE).parent
+        / "migrations"
+        / "registry"
+        / "versions"
+        / "0005_registry_one_round_trip.py"
     )
 
     _, app_url = await migrated_database(admin_root, "registry")

@@ -37,12 +37,12 @@ Create Date: 2026-11-28
 
 # ruff: noqa: S608 - the SQL here is fixed text, nothing comes from input
 
-import importlib
 from collections.abc import Sequence
+from pathlib import Path
 
 from alembic import op
 
-from disco_service.migration_helpers import system_function_statements
+from disco_service.migration_helpers import load_migration, system_function_statements
 
 revision: str = "registry_0007"
 down_revision: str | None = "registry_0006"
@@ -274,9 +274,9 @@ def downgrade() -> None:
     op.execute("DROP FUNCTION IF EXISTS registry.discovery_changed()")
     _drop_discovery_functions()
     # registry_0003's and registry_0005's discovery functions, as they made them.
-    versions = "disco_registry.migrations.versions"
-    first = importlib.import_module(f"{versions}.0003_registry_discovery_function")
-    one_round_trip = importlib.import_module(f"{versions}.0005_registry_one_round_trip")
+    here = Path(__file__)
+    first = load_migration(here.with_name("0003_registry_discovery_function.py"))
+    one_round_trip = load_migration(here.with_name("0005_registry_one_round_trip.py"))
     for statement in system_function_statements(
         "registry",
         "discover_agents",

@@ -4,7 +4,6 @@ nothing for a registration that was refused."""
 
 from __future__ import annotations
 
-import runpy
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from disco_common.envelope import Envelope
 from disco_common.system_events import AgentRegisteredData
 from disco_common.topics import Topic, topic_name
 from disco_registry.agents.events import SOURCE
+from disco_service.migration_helpers import load_migration
 from tests.fixtures.bus import read_envelopes
 from tests.fixtures.infra import DatabaseUrls
 from tests.integration.registry.support import (
@@ -31,7 +31,7 @@ from tests.integration.registry.support import (
 )
 
 ROOT = Path(__file__).resolve().parents[3]
-_MIGRATION = runpy.run_path(str(ROOT / "migrations/registry/versions/0006_registry_register_as.py"))
+_MIGRATION = load_migration(ROOT / "migrations/registry/versions/0006_registry_register_as.py")
 
 
 def _registered(envelopes: list[Envelope], agent_id: str) -> list[Envelope]:
@@ -142,7 +142,7 @@ async def test_the_statement_writes_the_expiry_as_pydantic_does(
         # Another session time zone than UTC: the text must not depend on it.
         await conn.execute("SET TIME ZONE 'America/New_York'")
         written = await conn.fetchval(
-            f"SELECT ({_MIGRATION['_EXPIRES_AT_JSON']}) #>> '{{}}' "  # noqa: S608 - fixed text
+            f"SELECT ({_MIGRATION._EXPIRES_AT_JSON}) #>> '{{}}' "  # noqa: S608 - fixed text
             "FROM (SELECT CAST($1 AS timestamptz) AS expires_at) r",
             moment,
         )

@@ -23,7 +23,10 @@ sweeper, for instance) while the application role itself has no BYPASSRLS.
 
 from __future__ import annotations
 
+import importlib.util
 import re
+from pathlib import Path
+from types import ModuleType
 
 __all__ = [
     "create_erasure_functions",
@@ -36,6 +39,7 @@ __all__ = [
     "drop_system_function",
     "drop_tenant_call",
     "enable_tenant_rls",
+    "load_migration",
     "outbox_table_statements",
     "system_function_statements",
     "tenant_call_statements",
@@ -418,3 +422,20 @@ def drop_erasure_functions(schema: str) -> None:
     """Drop the functions :func:`create_erasure_functions` made (for a ``downgrade``)."""
     drop_system_function(schema, "erase_tenant")
     drop_system_function(schema, "erase_user", arguments="target_user text")
+
+
+def load_migration(path: Path | str) -> ModuleType:
+    """The migration file at ``path``, loaded as a module (a migration reading an earlier one).
+
+    Migration files are not importable by a package name: their names start with
+    digits, and their folder is ``migrations/<service>/versions`` in a checkout and
+    ``<package>/migrations/versions`` in a wheel. Load an earlier one by its path,
+    next to the running one: ``load_migration(Path(__file__).with_name("0003_x.py"))``.
+    """
+    path = Path(path)
+    spec = importlib.util.spec_from_file_location(f"_disco_migration_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"no migration at {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
