@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import textwrap
 from dataclasses import dataclass
@@ -248,7 +249,7 @@ def new(
     agent = _AGENTS[kind]
     typer.echo(
         "\nnext steps:\n"
-        f"  cd {folder}\n"
+        f"  cd {shlex.quote(str(folder))}\n"
         "  uv run pytest                  # its tests: no broker, no services\n"
         f"  uv run python {files[2].name:<16} # serve it against a running stack (make dev)\n"
         f"then, in another terminal in {folder}:\n"
