@@ -18,7 +18,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import signal
 import subprocess
 import time
@@ -33,6 +32,7 @@ import pytest
 from disco.auth import DEV_AUTH_SECRET, mint_dev_token
 from disco_common.auth import Role
 from tests.fixtures.devstack import ROOT, MakeDev, dev_env, dev_state_dir
+from tests.fixtures.tools import uv_executable
 from tests.fixtures.waiting import wait_until
 
 README = ROOT / "README.md"
@@ -164,7 +164,7 @@ class Tour:
         # A person's `uv run ...` finds the stack at the default addresses; here the
         # defaults are moved to the stack's ports, and uv is on PATH (as `make dev`
         # makes it for a person).
-        uv = shutil.which("uv") or str(ROOT / ".tools" / "bin" / "uv")
+        uv = uv_executable()
         self.env = {
             **self.stack_env,
             "PATH": f"{Path(uv).parent}{os.pathsep}{os.environ['PATH']}",

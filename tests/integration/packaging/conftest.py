@@ -16,7 +16,6 @@ PYTHONPATH), from folders outside the repository.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import e2e_stack  # noqa: F401 - the same stack, for this package
+from tests.fixtures.tools import uv_executable
 
 ROOT = Path(__file__).resolve().parents[3]
 VERSION = (ROOT / "VERSION").read_text().strip()
@@ -37,19 +37,6 @@ PACKAGES = (
     "disco-gateway",
 )
 SERVICES = ("registry", "memory", "tracker", "gateway")
-
-
-def uv_executable() -> str:
-    """The uv running this suite (``uv run`` says which), else the one the Makefile finds."""
-    for candidate in (
-        os.environ.get("UV"),
-        shutil.which("uv"),
-        str(Path.home() / ".local" / "bin" / "uv"),
-        str(ROOT / ".tools" / "bin" / "uv"),
-    ):
-        if candidate and Path(candidate).is_file():
-            return candidate
-    pytest.fail("no uv found: run the suite with `make test` (it installs uv)")
 
 
 def outside_env(
