@@ -335,8 +335,12 @@ class DevStack:
         )
 
     def _write_state(self) -> None:
+        # Written aside, then renamed over: `disco dev status/down` (and a restart of
+        # the broker while it runs) read the file at any moment, never half of it.
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        (self.state_dir / STATE_FILE).write_text(self._state.to_json())
+        written = self.state_dir / f".{STATE_FILE}.{os.getpid()}"
+        written.write_text(self._state.to_json())
+        written.replace(self.state_dir / STATE_FILE)
 
     # -- running ---------------------------------------------------------
 
