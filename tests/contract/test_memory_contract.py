@@ -485,3 +485,34 @@ async def test_the_status_of_an_unknown_plan_cannot_be_set(memory: Memory) -> No
         await memory.update_plan_status(new_id("plan"), PlanStatus.RUNNING)
 
     assert unknown.value.status == 404
+
+
+# -- step records -------------------------------------------------------------------------
+
+
+async def test_a_step_is_recorded_once_and_answers_its_first_result(memory: Memory) -> None:
+    envelope = new_id("evt")
+
+    empty = await memory.step_journal("payments", envelope)
+    first = await memory.record_step("payments", envelope, "charge", {"id": 1})
+    again = await memory.record_step("payments", envelope, "charge", {"id": 2})
+    other = await memory.record_step("payments", envelope, "mail", [True, None])
+    elsewhere = await memory.step_journal("billing", envelope)
+
+    assert empty == {}
+    assert (first, again, other) == ({"id": 1}, {"id": 1}, [True, None])
+    assert await memory.step_journal("payments", envelope) == {
+        "charge": {"id": 1},
+        "mail": [True, None],
+    }
+    assert elsewhere == {}
+
+
+async def test_a_step_result_over_a_mebibyte_is_refused(memory: Memory) -> None:
+    envelope = new_id("evt")
+
+    with pytest.raises(ServiceValidationError) as refused:
+        await memory.record_step("payments", envelope, "big", "x" * (1 << 20))
+
+    assert refused.value.status == 413
+    assert await memory.step_journal("payments", envelope) == {}

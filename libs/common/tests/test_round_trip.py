@@ -586,7 +586,20 @@ EXAMPLES: list[BaseModel] = [
     dc.DedupMarkPut(ttl_seconds=3600),
     dc.DedupMark(group="workers", event_id="evt-1", created_at=T0),
     dc.DedupCheck(event_ids=["evt-1", "evt-2"]),
-    dc.DedupChecked(handled=["evt-2"]),
+    dc.DedupChecked(handled=["evt-2"], stepped=["evt-1"]),
+    dc.StepRecordPut(name="charge card", result={"charge": "ch_1"}, ttl_seconds=3600),
+    dc.StepRecord(
+        group="payments", envelope_id="evt-1", name="charge card", result=[1, "two"], created_at=T0
+    ),
+    dc.StepJournal(
+        group="payments",
+        envelope_id="evt-1",
+        steps=[
+            dc.StepRecord(
+                group="payments", envelope_id="evt-1", name="s1", result=None, created_at=T0
+            )
+        ],
+    ),
     dc.DedupMarksPut(event_ids=["evt-1", "evt-2"], ttl_seconds=3600),
     dc.DedupMarksMade(created=1),
     dc.EpisodicTurnCreate(

@@ -11,6 +11,7 @@ from aiokafka.structs import ConsumerRecord
 
 from disco._context import HandlerContext, enter_handler, exit_handler, maybe_current_context
 from disco.bus import DedupStore, DurableDedupStore, InMemoryDedupStore
+from disco.clients import DedupAnswer
 from disco_common.envelope import TENANT_HEADER, BusinessFact
 
 
@@ -291,8 +292,79 @@ async def test_a_durable_store_whose_service_is_down_handles_as_new_and_keeps_go
     store.expect([record("e1", "acme"), record("e2", "acme")])
     with handling("e1", "acme"):
         assert not await store.seen("e1")  # handled, as at-least-once allows
-        await store.mark("e1")  # the failed write is logged and dropped
-    await store.flush()
+        stored = await store.mark_stored("e1")  # the failed write is retried...
+    await asyncio.sleep(0.5)
+    retrying = not stored.done()
+    await store.give_up()  # ...until the consumer stops
 
+    assert retrying
+    assert stored.result() is False  # never stored: its offset is never committed
     assert await store.seen("e1")  # this process still remembers it
     assert not await store.seen("e3")
+
+
+class Flaky(Marks):
+    """Dedup marks whose first write fails."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failures = 1
+
+    async def put_dedup_marks(
+        self,
+        group: str,
+        event_ids: Sequence[str],
+        *,
+        ttl_seconds: int | None = None,
+        tenant_id: str | None = None,
+        user_id: str | None = None,
+    ) -> int:
+        if self.failures:
+            self.failures -= 1
+            raise ConnectionError("memory service hiccup")
+        return await super().put_dedup_marks(
+            group, event_ids, ttl_seconds=ttl_seconds, tenant_id=tenant_id, user_id=user_id
+        )
+
+
+async def test_a_mark_whose_write_failed_is_written_again_before_it_counts_as_stored() -> None:
+    marks = Flaky()
+    store = DurableDedupStore(marks, "workers")
+
+    with handling("e1", "acme"):
+        stored = await store.mark_stored("e1")
+    written = await asyncio.wait_for(stored, 5)
+
+    assert written is True
+    assert marks.failures == 0
+    assert ("acme", "workers", "e1") in marks.marks
+
+
+class Stepped(Marks):
+    """Dedup marks whose answers say which envelopes have step records, as the service's do."""
+
+    def __init__(self, stepped: set[str]) -> None:
+        super().__init__()
+        self.stepped = stepped
+
+    async def check_dedup_marks(
+        self,
+        group: str,
+        event_ids: Sequence[str],
+        *,
+        tenant_id: str | None = None,
+        user_id: str | None = None,
+    ) -> list[str]:
+        handled = await super().check_dedup_marks(group, event_ids, tenant_id=tenant_id)
+        return DedupAnswer(handled, [e for e in event_ids if e in self.stepped])
+
+
+async def test_the_batch_answer_says_which_envelopes_have_a_journal_of_steps() -> None:
+    store = DurableDedupStore(Stepped({"e2"}), "workers")
+
+    store.expect([record("e1", "acme"), record("e2", "acme")])
+    with handling("e1", "acme"):
+        await store.seen("e1")
+
+    assert (store.journal_hint("e1"), store.journal_hint("e2")) == (False, True)
+    assert store.journal_hint("e3") is None  # never asked about

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import httpx
 
@@ -13,6 +14,7 @@ from disco.settings import BusSettings
 from disco_common.auth import Role
 from disco_common.envelope import Envelope
 from disco_common.topics import Topic
+from tests.fixtures.bus import committed_offsets, group_caught_up
 from tests.integration.memory.conftest import bearer, new_id
 
 
@@ -103,8 +105,8 @@ async def test_a_batch_is_asked_about_and_marked_in_one_call_each(
     kept = await client.get(f"/v1/memory/dedup/workers/{events[2]}", headers=alice)
 
     assert (made.status_code, made.json()) == (200, {"created": 1})  # events[2] was live
-    assert checked.json() == {"handled": [events[2], events[0]]}  # in the order asked
-    assert elsewhere.json() == {"handled": []}
+    assert checked.json() == {"handled": [events[2], events[0]], "stepped": []}  # as asked
+    assert elsewhere.json() == {"handled": [], "stepped": []}
     assert kept.json()["expires_at"] is None  # a live mark is kept as it was
 
 
@@ -225,3 +227,62 @@ async def test_a_consumer_asks_only_about_the_envelopes_its_handlers_take(
     placed_ids = [e.id for e in mixed if e.type == "order.placed"]
     assert sorted(handled) == sorted(placed_ids)
     assert sorted(asked) == sorted(placed_ids)
+
+
+async def test_an_offset_is_committed_only_once_the_marks_of_its_records_are_stored(
+    memory_client_for: Callable[..., MemoryClient],
+    tenant: str,
+    kafka_bootstrap: str,
+    topic_prefix: str,
+) -> None:
+    settings = BusSettings(
+        kafka_bootstrap=kafka_bootstrap,
+        topic_prefix=topic_prefix,
+        kafka_session_timeout_ms=2000,
+        kafka_heartbeat_interval_ms=300,
+        kafka_fetch_max_wait_ms=20,
+        bus_commit_interval_ms=10,
+    )
+    group = new_id("orders")
+    handled: list[str] = []
+    all_handled = asyncio.Event()
+    writing = asyncio.Event()
+    go = asyncio.Event()
+
+    async def placed(envelope: Envelope) -> None:
+        handled.append(envelope.id)
+        if len(handled) == 5:
+            all_handled.set()
+
+    async with (
+        memory_client_for("platform", "agent", roles=(Role.SERVICE,)) as memory,
+        BusClient(settings, name="orders") as bus,
+    ):
+        await bus.ensure_topics()
+        sent = [await bus.announce("order.placed", {"n": n}, tenant_id=tenant) for n in range(5)]
+        put = memory.put_dedup_marks
+
+        async def held(of: str, event_ids: Sequence[str], **options: Any) -> int:
+            writing.set()
+            await go.wait()  # the memory service is slow to store them
+            return await put(of, event_ids, **options)
+
+        memory.put_dedup_marks = held  # type: ignore[method-assign]
+        consumer = BusConsumer(bus, group, dedup_store=DurableDedupStore(memory, group))
+        consumer.add_handler(Topic.BUSINESS_FACTS, "order.placed", placed)
+        topic = bus.topic_name(Topic.BUSINESS_FACTS)
+        async with consumer:
+            async with asyncio.timeout(30):
+                await all_handled.wait()
+                await writing.wait()
+            # Every handler finished, no mark is stored: no offset may be committed.
+            committable = {tp: consumer._committer.handled(tp) for tp in consumer.assignment}
+            before = await committed_offsets(kafka_bootstrap, bus.group_name(group), topic)
+            go.set()
+            await group_caught_up(kafka_bootstrap, bus.group_name(group), topic)
+            with acting_for(tenant):
+                marked = await memory.check_dedup_marks(group, [e.id for e in sent])
+
+    assert set(committable.values()) == {None}
+    assert sum(before.values()) == 0
+    assert sorted(marked) == sorted(e.id for e in sent)

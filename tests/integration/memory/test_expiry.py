@@ -7,9 +7,10 @@ from collections.abc import Callable
 import asyncpg
 import httpx
 from fastapi import FastAPI
+from prometheus_client import CollectorRegistry
 
 from disco_memory import MemorySettings
-from disco_memory.expiry import purge_expired
+from disco_memory.expiry import SweepMetrics, purge_expired
 from disco_service import get_state
 from tests.fixtures.infra import DatabaseUrls
 from tests.fixtures.memory import SharedEmbedder, started_memory_app
@@ -88,3 +89,67 @@ async def test_the_sweeper_runs_in_the_background(
         await eventually(purged, timeout=15, interval=0.2, what="the row purged")
 
     assert stored == 1
+
+
+async def _insert_expired(database: DatabaseUrls, tenant: str, count: int) -> None:
+    """Expired dedup marks and step records of ``tenant`` (and one live of each)."""
+    conn = await asyncpg.connect(database.admin)
+    try:
+        for n in range(count + 1):
+            seconds = -60 if n < count else 3600  # expired a minute ago; live for an hour
+            await conn.execute(
+                "INSERT INTO memory.dedup_marks (tenant_id, consumer_group, event_id, user_id, "
+                "expires_at) VALUES ($1, 'g', $2, 'u', now() + make_interval(secs => $3))",
+                tenant,
+                f"e{n}",
+                seconds,
+            )
+            await conn.execute(
+                "INSERT INTO memory.step_records (tenant_id, consumer_group, envelope_id, name, "
+                "user_id, result, expires_at) "
+                "VALUES ($1, 'g', $2, 's', 'u', '1', now() + make_interval(secs => $3))",
+                tenant,
+                f"e{n}",
+                seconds,
+            )
+    finally:
+        await conn.close()
+
+
+async def _left(database: DatabaseUrls, tenant: str) -> tuple[list[str], list[str]]:
+    conn = await asyncpg.connect(database.admin)
+    try:
+        marks = await conn.fetch(
+            "SELECT event_id FROM memory.dedup_marks WHERE tenant_id = $1 ORDER BY 1", tenant
+        )
+        steps = await conn.fetch(
+            "SELECT envelope_id FROM memory.step_records WHERE tenant_id = $1 ORDER BY 1", tenant
+        )
+        return [r[0] for r in marks], [r[0] for r in steps]
+    finally:
+        await conn.close()
+
+
+async def test_expired_dedup_marks_and_step_records_are_swept_in_bounded_batches_and_counted(
+    memory_app: FastAPI, database: DatabaseUrls
+) -> None:
+    tenants = [new_id("t"), new_id("t")]
+    for tenant in tenants:
+        await _insert_expired(database, tenant, 3)
+    registry = CollectorRegistry()
+    metrics = SweepMetrics(registry)
+    db = get_state(memory_app).require_database()
+
+    bounded = await purge_expired(db, batch_size=2, max_batches=1, metrics=metrics)
+    rest = await purge_expired(db, batch_size=2, metrics=metrics)
+
+    # One batch deletes at most two rows of each table (of any tenant); the round after
+    # goes on until none is left.
+    assert bounded["dedup_marks"] == 2
+    assert bounded["step_records"] == 2
+    assert rest["dedup_marks"] >= 4
+    assert rest["step_records"] >= 4
+    for tenant in tenants:
+        assert await _left(database, tenant) == (["e3"], ["e3"])  # the live ones stay
+    swept = registry.get_sample_value("disco_memory_swept_rows_total", {"table": "dedup_marks"})
+    assert swept == bounded["dedup_marks"] + rest["dedup_marks"]

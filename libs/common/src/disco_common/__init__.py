@@ -267,6 +267,13 @@ from disco_common.registry import (
     validate_payload,
 )
 from disco_common.services import SERVICE_ENTRY_POINT_GROUP, ServiceManifest
+from disco_common.steps import (
+    STEP_RESULT_MAX_BYTES,
+    StepJournal,
+    StepName,
+    StepRecord,
+    StepRecordPut,
+)
 from disco_common.system_events import (
     SYSTEM_EVENT_DATA,
     DelegatedSubTask,
@@ -375,6 +382,7 @@ __all__ = [
     "SERVICE_ENTRY_POINT_GROUP",
     "SNAPSHOT_FULL_MAX_BYTES",
     "SNAPSHOT_SLIM_MAX_BYTES",
+    "STEP_RESULT_MAX_BYTES",
     "SYSTEM_EVENT_DATA",
     "TENANT_CREDENTIAL_HEADER",
     "TENANT_HEADER",
@@ -549,6 +557,10 @@ __all__ = [
     "StateName",
     "StateTransition",
     "StepCompletedPayload",
+    "StepJournal",
+    "StepName",
+    "StepRecord",
+    "StepRecordPut",
     "StepStartedPayload",
     "StreamChunkPayload",
     "SubTaskInfo",

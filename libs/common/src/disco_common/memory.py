@@ -217,6 +217,13 @@ class DedupChecked(Record):
     handled: list[Id] = Field(
         description="The ids asked about that have a live mark, in the order asked."
     )
+    stepped: list[Id] = Field(
+        default_factory=list,
+        description=(
+            "The ids asked about that have live step records (``/v1/memory/steps``): a "
+            "handler running again reads their journal; the others have none."
+        ),
+    )
 
 
 class DedupMarksPut(Body):

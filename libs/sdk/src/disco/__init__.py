@@ -22,7 +22,9 @@ unit test without a broker.
 
 The handler context is reachable from anywhere a handler runs:
 :func:`current_envelope` and :func:`current_context` (they raise
-:class:`NotInHandlerError` elsewhere). The bus lives in :mod:`disco.bus`, the
+:class:`NotInHandlerError` elsewhere), and so is :func:`step`: an effect run
+once per envelope, its result recorded before the handler goes on. The bus
+lives in :mod:`disco.bus`, the
 service clients in :mod:`disco.clients`, LLM drivers in :mod:`disco.llm`,
 the LLM agent runtime (state, tools, approvals, snapshots) in :mod:`disco.runtime`,
 what an agent answers an A2A caller with (:class:`A2AAnswer`, partial answers)
@@ -38,6 +40,7 @@ from disco._context import (
     current_envelope,
     handler_context,
 )
+from disco._steps import Step, StepError, StepNotRecordedError, step
 from disco.agents import (
     Agent,
     AgentDefinitionError,
@@ -101,6 +104,9 @@ __all__ = [
     "StateConfig",
     "StateConflictError",
     "StateTransition",
+    "Step",
+    "StepError",
+    "StepNotRecordedError",
     "TaskConflictError",
     "TaskContext",
     "TaskStateError",
@@ -114,4 +120,5 @@ __all__ = [
     "current_envelope",
     "handler_context",
     "serve",
+    "step",
 ]

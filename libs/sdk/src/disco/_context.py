@@ -9,11 +9,11 @@ processors include it, else bound as structlog context variables.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -22,6 +22,7 @@ from disco_common.envelope import Envelope
 __all__ = [
     "HandlerContext",
     "NotInHandlerError",
+    "StepRunner",
     "current_context",
     "current_envelope",
     "enter_handler",
@@ -29,6 +30,16 @@ __all__ = [
     "handler_context",
     "maybe_current_context",
 ]
+
+
+class StepRunner(Protocol):
+    """Runs the journaled steps of a consumer group's handlers (``disco.step``)."""
+
+    async def run(
+        self, context: HandlerContext, name: str, fn: Callable[..., Any], result_type: Any
+    ) -> Any:
+        """Run step ``name`` of the handling ``context`` describes, once per envelope."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +56,8 @@ class HandlerContext:
     """1 for the first delivery, then one more for each retry."""
     group: str | None = None
     """The consumer group handling it."""
+    steps: StepRunner | None = None
+    """Where the handler's journaled steps (``disco.step``) are recorded, if anywhere."""
 
     @property
     def idempotency_key(self) -> str:
@@ -52,7 +65,9 @@ class HandlerContext:
         elsewhere): the same for every delivery of this envelope to this group,
         different for another envelope or group. Pass it to the other system (an
         ``Idempotency-Key`` header, a unique column) so that a redelivery after a
-        crash between the effect and the dedup mark does not apply it twice."""
+        crash between the effect and the dedup mark does not apply it twice.
+        ``disco.step`` offers one per step (``Step.idempotency_key``), and records
+        the step's result, so that a redelivery does not even run it again."""
         envelope_id = self.envelope.id
         return f"{self.group}/{envelope_id}" if self.group else envelope_id
 

@@ -281,7 +281,7 @@ def test_an_unknown_crash_point_lists_the_known_ones() -> None:
 
 def test_a_process_armed_by_the_environment_exits_at_the_crash_point() -> None:
     script = (
-        "from disco.agents._faults import CrashPoint, crash_point\n"
+        "from disco._faults import CrashPoint, crash_point\n"
         "crash_point(CrashPoint.TASK_DELEGATED)\n"
         "print('first passed', flush=True)\n"
         "crash_point(CrashPoint.TASK_DELEGATED)\n"

@@ -42,6 +42,9 @@ def test_disco_exports_exactly_its_public_api() -> None:
         "StateConfig",
         "StateConflictError",
         "StateTransition",
+        "Step",
+        "StepError",
+        "StepNotRecordedError",
         "TaskConflictError",
         "TaskContext",
         "TaskStateError",
@@ -55,6 +58,7 @@ def test_disco_exports_exactly_its_public_api() -> None:
         "current_envelope",
         "handler_context",
         "serve",
+        "step",
     ]
     assert all(hasattr(disco, name) for name in disco.__all__)
 

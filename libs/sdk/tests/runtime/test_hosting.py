@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import pytest
 
+import disco
 from disco import Tool, Worker
 from disco.agents import AgentDefinitionError
-from disco.runtime import AgentRunner, LLMError, ScriptedDriver, ScriptedReply
+from disco.runtime import AgentRunner, LLMError, ScriptedDriver, ScriptedReply, agent_tool
 from disco.testing import AgentTestKit
 from disco_common.notifications import AgentUIEvent
 from disco_common.topics import Topic
@@ -87,3 +88,33 @@ async def test_a_tool_host_answers_a_failed_execution_with_an_error() -> None:
     assert not result.success
     assert result.error is not None
     assert "model is down" in result.error.message
+
+
+async def test_a_runtime_tool_takes_journaled_steps_one_per_tool_call() -> None:
+    charged: list[str] = []
+
+    @agent_tool
+    async def charge(amount: int) -> str:
+        """Charge an amount."""
+        return await disco.step(
+            "charge", lambda s: charged.append(s.idempotency_key) or f"charged {amount}"
+        )
+
+    runner = AgentRunner(
+        "payer",
+        driver=ScriptedDriver(
+            [ScriptedReply(tool_calls=[("charge", {"amount": 1}), ("charge", {"amount": 2})]), "ok"]
+        ),
+        tools=[charge],
+    )
+    tool = Tool("payer")
+    runner.attach_tool(tool, "payer.asked")
+
+    async with AgentTestKit(tool) as kit:
+        request = await kit.request("payer.asked", {"text": "pay"}, response_event="paid")
+
+    assert kit.result_of(request).success
+    journal = await kit.memory.step_journal("payer", request.id, tenant_id="test")
+    assert sorted(journal.values()) == ["charged 1", "charged 2"]  # two calls, two steps
+    assert len(set(charged)) == 2
+    assert all(name.endswith(":charge") for name in journal)  # each under its call's id

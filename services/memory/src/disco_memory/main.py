@@ -22,6 +22,7 @@ from disco_memory.settings import MemorySettings
 from disco_memory.snapshots.endpoints import router as snapshots_router
 from disco_memory.startup import check_hnsw_options, check_vector_columns
 from disco_memory.state import MemoryState
+from disco_memory.steps.endpoints import router as steps_router
 from disco_memory.task_context.endpoints import router as task_context_router
 from disco_memory.working.endpoints import router as working_router
 from disco_service import create_service_app, run_service
@@ -41,12 +42,13 @@ DESCRIPTION = (
 # are tried one by one), so the hottest go first (the paths of different routers
 # never overlap): dedup marks are checked and made for every envelope a Worker or
 # Planner handles (last, they took 80 µs of route matching each); then the vector
-# query, and the contexts every task and plan step reads and saves.
+# query, and the contexts every task and plan step reads and saves, and the step records.
 ROUTERS = (
     dedup_router,
     semantic_router,
     task_context_router,
     plan_context_router,
+    steps_router,
     working_router,
     snapshots_router,
     plans_router,
@@ -94,7 +96,7 @@ async def semantic_search(state: MemoryState) -> AsyncIterator[None]:
 @asynccontextmanager
 async def expiry(state: MemoryState) -> AsyncIterator[None]:
     """Run the TTL sweeper while the app runs."""
-    async with ttl_sweeper(state.require_database(), state.settings):
+    async with ttl_sweeper(state.require_database(), state.settings, state.sweep_metrics):
         yield
 
 

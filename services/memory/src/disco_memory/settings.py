@@ -142,10 +142,24 @@ class MemorySettings(ServiceSettings):
         default=30.0,
         gt=0,
         validation_alias=_env("TTL_SWEEP_INTERVAL_SECONDS"),
-        description="How often expired working memory and task contexts are deleted.",
+        description=(
+            "How often expired working memory, task contexts, dedup marks and step records "
+            "are deleted."
+        ),
     )
     ttl_sweep_batch_size: int = Field(
-        default=1000, ge=1, le=100_000, validation_alias=_env("TTL_SWEEP_BATCH_SIZE")
+        default=1000,
+        ge=1,
+        le=100_000,
+        validation_alias=_env("TTL_SWEEP_BATCH_SIZE"),
+        description="The most rows of each table one sweep transaction deletes.",
+    )
+    ttl_sweep_max_batches: int = Field(
+        default=100,
+        ge=1,
+        le=100_000,
+        validation_alias=_env("TTL_SWEEP_MAX_BATCHES"),
+        description="The most batches one sweep round deletes; the rest waits for the next.",
     )
 
     @model_validator(mode="after")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from disco_memory.embeddings import EmbeddingProvider, create_provider
+from disco_memory.expiry import SweepMetrics
 from disco_memory.runtime import MemoryRuntime
 from disco_memory.semantic.repository import SearchPool
 from disco_memory.settings import MemorySettings
@@ -21,6 +22,7 @@ class MemoryState(ServiceState[MemorySettings]):
     Attributes:
         runtime: the embedding provider (started in the lifespan) and the query cache.
         search: the similarity query's connections (opened in the lifespan).
+        sweep_metrics: what the TTL sweeper deleted.
     """
 
     def __init__(
@@ -31,6 +33,7 @@ class MemoryState(ServiceState[MemorySettings]):
             settings=settings, embedder=embedder or create_provider(settings)
         )
         self.search: SearchPool | None = None
+        self.sweep_metrics = SweepMetrics(self.metrics.registry)
 
     def require_search(self) -> SearchPool:
         """The similarity query's connections, or an error saying the app is not running."""

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from disco._steps import StepJournalStore, StepLog
 from disco.agents._errors import AgentError
 from disco.agents._platform import PlatformContext
 from disco.agents._ports import AgentMemory, RequestValidator
@@ -38,7 +39,7 @@ from disco.settings import BusSettings
 if TYPE_CHECKING:
     from disco.agents._agent import Agent
 
-__all__ = ["durable_dedup_store", "start_parts", "stop_parts"]
+__all__ = ["durable_dedup_store", "start_parts", "step_log", "stop_parts"]
 
 _log = structlog.get_logger("disco.agents")
 
@@ -99,7 +100,10 @@ async def start_parts(agent: Agent) -> None:
     if registry is not None and agent._register:
         agent._registrar = agent._build_registrar(registry, agent.registration())
         await agent._registrar.start()
-    consumer = BusConsumer(bus, agent.name, dedup_store=agent._dedup_store(memory, bus_settings))
+    dedup = agent._dedup_store(memory, bus_settings)
+    consumer = BusConsumer(
+        bus, agent.name, dedup_store=dedup, steps=step_log(agent.name, memory, bus_settings, dedup)
+    )
     for route in agent._routes.values():
         consumer.add_handler(route.topic, route.event_type, route.dispatch)
     agent._consumer = consumer
@@ -163,4 +167,22 @@ def durable_dedup_store(
         agent.name,
         ttl_seconds=settings.bus_dedup_ttl_seconds,
         window=settings.bus_dedup_window_size,
+    )
+
+
+def step_log(
+    group: str, memory: AgentMemory | None, settings: BusSettings, dedup: DedupStore | None
+) -> StepLog | None:
+    """The journal of ``group``'s steps (``disco.step``) in ``memory``, or None when the
+    memory keeps none. Records live as long as dedup marks (``bus_dedup_ttl_seconds``);
+    the durable dedup store's batch answers say which envelopes have a journal to read."""
+    store: object = memory
+    if not isinstance(store, StepJournalStore):
+        return None
+    return StepLog(
+        store,
+        group,
+        ttl_seconds=settings.bus_dedup_ttl_seconds or None,
+        window=max(1, min(settings.bus_dedup_window_size, 10_000)),
+        hint=dedup.journal_hint if isinstance(dedup, DurableDedupStore) else None,
     )

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 import pydantic_core
 
 from disco._context import maybe_current_context
+from disco._steps import StepNotRecordedError
 from disco.agents._errors import StateConflictError
 from disco.agents._handlers import error_info
 from disco.bus import BusClient, BusError
@@ -70,8 +71,9 @@ __all__ = [
     "utc_now",
 ]
 
-TRANSIENT = (ServiceUnavailableError, BusError)
-"""Failures of the platform itself: the bus retries the envelope instead of failing the work."""
+TRANSIENT = (ServiceUnavailableError, BusError, StepNotRecordedError)
+"""Failures of the platform itself: the bus retries the envelope instead of failing the work
+(a step whose result could not be recorded is recorded by the retry before it goes on)."""
 
 CONFLICT_RETRIES = 20
 """How often a step is re-run on a fresh copy when another instance moved its context."""

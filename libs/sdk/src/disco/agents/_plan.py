@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from pydantic import JsonValue
 
+from disco._faults import CrashPoint, crash_point
 from disco.agents._common import derived_id
 from disco.agents._durable import (
     KEPT_PAYLOAD_MAX_BYTES,
@@ -24,7 +25,6 @@ from disco.agents._durable import (
     utc_now,
 )
 from disco.agents._errors import PlanConflictError, PlanError
-from disco.agents._faults import CrashPoint, crash_point
 from disco.agents._handlers import to_json
 from disco.agents._plan_machine import check_conditions, is_human_action
 from disco.agents._plan_wire import (

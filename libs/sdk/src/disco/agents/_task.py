@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import JsonValue
 
+from disco._faults import CrashPoint, crash_point
 from disco.agents._common import derived_id
 from disco.agents._durable import (
     KEPT_PAYLOAD_MAX_BYTES,
@@ -28,7 +29,6 @@ from disco.agents._durable import (
     utc_now,
 )
 from disco.agents._errors import AgentDefinitionError, TaskConflictError, TaskStateError
-from disco.agents._faults import CrashPoint, crash_point
 from disco.agents._handlers import to_json
 from disco.agents._progress import ProgressReporter
 from disco.agents._sub_tasks import group_ids, group_members, group_results, record_answer

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import structlog
 from pydantic import JsonValue
 
+from disco._steps import StepNotRecordedError
 from disco.agents._agent import Agent
 from disco.agents._common import answer, derived_id
 from disco.agents._handlers import describe, error_info, inspect_handler, to_json
@@ -231,6 +232,8 @@ class Tool(Agent):
                         )
                     else:
                         outcome = {"success": True, "result": to_json(value, adapter)}
+                except StepNotRecordedError:
+                    raise  # the bus retries: the step's result is recorded before an answer
                 except Exception as exc:
                     _log.warning(
                         "tool handler failed; answering with an error",

@@ -11,6 +11,7 @@ import structlog
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
+from disco._context import StepRunner
 from disco._lifecycle import STOP_NETWORK_SECONDS, StartStop, stop_within
 from disco.bus._batches import (
     BatchHandler,
@@ -53,6 +54,8 @@ _log = structlog.get_logger("disco.bus")
 _GROUP = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _LOOK_INTERVAL = 1.0
 """Seconds between two looks for a broker that restarted without its data."""
+_REVOKE_MARKS_SECONDS = 5.0
+"""The longest a revoked partition's commit waits for the dedup marks of what it handled."""
 
 
 class BusConsumer(StartStop):
@@ -86,6 +89,8 @@ class BusConsumer(StartStop):
             fetching from it pauses.
         rebalance_grace: seconds a revoked partition's running handler may take
             to finish before it is cancelled (and its record redelivered).
+        steps: where the handlers' journaled steps (``disco.step``) are recorded
+            (an agent's is a ``StepLog`` on its memory; None: handlers cannot use steps).
         fetch_wait_floor_ms: the shortest fetch wait this consumer uses (None:
             the settings' waits). For a group that need not see a record within
             milliseconds (one that trails the bus on purpose, an erasure
@@ -105,6 +110,7 @@ class BusConsumer(StartStop):
         max_buffered_per_partition: int = 2000,
         rebalance_grace: float = 30.0,
         fetch_wait_floor_ms: int | None = None,
+        steps: StepRunner | None = None,
     ) -> None:
         if not _GROUP.fullmatch(group):
             raise ValueError(
@@ -121,6 +127,7 @@ class BusConsumer(StartStop):
             if dedup_store is not None
             else InMemoryDedupStore(settings.bus_dedup_window_size, settings.bus_dedup_ttl_seconds)
         )
+        self.steps = steps
         self._handling = RecordHandler(self)
         self._max_buffered = max(1, max_buffered_per_partition)
         self._rebalance_grace = rebalance_grace
@@ -417,11 +424,13 @@ class BusConsumer(StartStop):
             for worker in workers:
                 worker.close()
             await finish_all([task for worker in workers for task in worker.tasks], grace)
-            if isinstance(self.dedup_store, DurableDedupStore):
-                # The marks of what was handled, stored while the service is still there.
+            await self._store_marks(workers, STOP_NETWORK_SECONDS)
+            store = self.dedup_store
+            if isinstance(store, DurableDedupStore):
+                # What could not be stored stays uncommitted: its envelopes come again.
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(STOP_NETWORK_SECONDS):
-                        await self.dedup_store.flush()
+                        await store.give_up()
             await self._committer.stop()
             lag, self._lag = self._lag, None
             if lag is not None:
@@ -542,6 +551,8 @@ class BusConsumer(StartStop):
         workers = [w for tp in assigned if (w := self._workers.pop(tp, None)) is not None]
         for worker in workers:
             worker.close()
+            if isinstance(worker, PartitionWorker):
+                worker.abandoned = True  # the old log's offsets
         await finish_all(
             [task for worker in workers for task in worker.tasks], self._rebalance_grace
         )
@@ -575,6 +586,10 @@ class BusConsumer(StartStop):
         await finish_all(
             [task for worker in workers for task in worker.tasks], self._rebalance_grace
         )
+        await self._store_marks(workers, min(self._rebalance_grace, _REVOKE_MARKS_SECONDS))
+        for worker in workers:
+            if isinstance(worker, PartitionWorker):
+                worker.abandoned = True
         if consumer is not None:
             await self._committer.commit(consumer, only=revoked)
         if self._lag is not None:
@@ -583,6 +598,20 @@ class BusConsumer(StartStop):
             self._paused.discard(tp)
             self._committer.forget(tp)
         self._assigned.clear()
+
+    async def _store_marks(
+        self, workers: list[PartitionWorker | BatchWorker], seconds: float
+    ) -> None:
+        """Wait (up to ``seconds``) for the dedup marks of what ``workers`` handled, so
+        that their offsets can be committed now (a mark is never behind its offset;
+        batch handlers write no marks)."""
+        waiting = [w for w in workers if isinstance(w, PartitionWorker) and w.has_unstored]
+        if not waiting:
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await asyncio.gather(*(worker.settled() for worker in waiting))
+        await asyncio.sleep(0)  # the offsets are recorded by the futures' callbacks
 
     def _on_assigned(self, assigned: set[TopicPartition]) -> None:
         if assigned:

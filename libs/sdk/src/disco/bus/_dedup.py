@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Sequence
@@ -20,6 +21,8 @@ __all__ = ["DedupMarks", "DedupStore", "DurableDedupStore", "InMemoryDedupStore"
 _log = structlog.get_logger("disco.bus")
 
 _ID_HEADER = "ce_id"
+_RETRY_FIRST_SECONDS = 0.2
+_RETRY_MAX_SECONDS = 5.0
 
 
 @runtime_checkable
@@ -124,7 +127,8 @@ class DedupMarks(Protocol):
         user_id: str | None = None,
     ) -> Collection[str]:
         """Which of ``event_ids`` (at most 500) ``group`` handled, acting for ``tenant_id``
-        (the handler context's envelope's tenant when None)."""
+        (the handler context's envelope's tenant when None). An answer with a ``stepped``
+        attribute (:class:`~disco.clients.DedupAnswer`) also says which have step records."""
         ...
 
     async def put_dedup_marks(
@@ -155,17 +159,23 @@ class DurableDedupStore:
     The service is asked once per fetched batch, not once per envelope: the
     consumer hands each batch to :meth:`expect` before its handlers run, and the
     ids of each tenant in it go in one question (at most 500 ids each); an
-    envelope handled before its answer came waits for it. Marks are written in
-    the background, a batch per tenant and user at a time: while one write is
-    in flight, the next marks queue for the one after (at most ``max_pending``
-    waiting; a mark beyond that waits for room).
+    envelope handled before its answer came waits for it. The answer also says
+    which envelopes have step records (:meth:`journal_hint`), so a handler's
+    first ``disco.step`` reads a journal only when there is one.
 
-    It never stops the consumer: when the service cannot be asked, an envelope
-    counts as not seen (it is handled, as at-least-once allows), and a failed
-    write is logged and dropped; either way the worst outcome is a handler
-    running again. So a handler killed after its effect and before the mark
-    also runs again: effects outside disco's stores use the handler's
-    idempotency key (:attr:`disco.HandlerContext.idempotency_key`).
+    Marks are written in the background, a batch per tenant and user at a time:
+    while one write is in flight, the next marks queue for the one after (at most
+    ``max_pending`` waiting; a mark beyond that waits for room). The consumer
+    commits an envelope's offset only once its mark is stored
+    (:meth:`mark_stored`): a mark is never behind its offset. A write that fails
+    is tried again with backoff until it is stored or the consumer stops
+    (:meth:`give_up`), and the offsets wait for it; the handlers do not.
+
+    Asking never stops the consumer: when the service cannot be asked, an
+    envelope counts as not seen (it is handled, as at-least-once allows). So a
+    handler killed after its effect and before its mark was stored runs again:
+    effects outside disco's stores go in journaled steps (``disco.step``), or use
+    the handler's idempotency key (:attr:`disco.HandlerContext.idempotency_key`).
 
     A small in-process window in front saves the service a question for
     duplicates this process saw itself.
@@ -190,11 +200,14 @@ class DurableDedupStore:
         self._asked = OrderedDict()
         self._asked_max = max(1, window)
         self._asking: set[asyncio.Task[None]] = set()
-        self._unwritten: dict[_Marker, list[str]] = {}
+        # What the batch answers said of step records: id -> whether it has some.
+        self._stepped: OrderedDict[str, bool] = OrderedDict()
+        self._unwritten: dict[_Marker, list[tuple[str, asyncio.Future[bool]]]] = {}
         self._writers: dict[_Marker, asyncio.Task[None]] = {}
         self._pending = 0
         self._max_pending = max(1, max_pending)
         self._room = asyncio.Event()
+        self._giving_up = asyncio.Event()
 
     def expect(self, records: Iterable[ConsumerRecord[bytes, bytes]]) -> None:
         """Ask about a fetched batch's envelopes now, one question per tenant, so that
@@ -238,7 +251,9 @@ class DurableDedupStore:
             if handled is not None:
                 return event_id in handled
         try:
-            return event_id in await self.marks.check_dedup_marks(self.group, [event_id])
+            answer = await self.marks.check_dedup_marks(self.group, [event_id])
+            self._note_steps([event_id], answer)
+            return event_id in answer
         except Exception as exc:
             _log.warning(
                 "dedup marks unavailable: handling the envelope as new",
@@ -248,8 +263,18 @@ class DurableDedupStore:
             )
             return False
 
+    def journal_hint(self, event_id: str) -> bool | None:
+        """What the service said of ``event_id``'s step records when its batch was asked
+        about: True (it has some), False (none), None (not asked here)."""
+        return self._stepped.get(event_id)
+
     async def mark(self, event_id: str) -> None:
         """Remember ``event_id`` here now, and durably in the background."""
+        await self.mark_stored(event_id)
+
+    async def mark_stored(self, event_id: str) -> asyncio.Future[bool]:
+        """Remember ``event_id`` here now and queue its durable mark; return a future of
+        it: True once it is stored, False when it was given up (:meth:`give_up`)."""
         self._recent.mark_now(event_id)
         context = maybe_current_context()
         marker: _Marker = (
@@ -260,17 +285,39 @@ class DurableDedupStore:
         while self._pending >= self._max_pending:
             self._room.clear()
             await self._room.wait()
-        self._unwritten.setdefault(marker, []).append(event_id)
+        stored: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._unwritten.setdefault(marker, []).append((event_id, stored))
         self._pending += 1
         if marker not in self._writers:
             self._writers[marker] = asyncio.create_task(
                 self._write_queued(marker), name=f"disco-dedup-{self.group}"
             )
+        return stored
 
     async def flush(self) -> None:
-        """Wait until the marks written in the background are stored (or dropped)."""
+        """Wait until the marks written in the background are stored (or given up)."""
         while self._writers:
             await asyncio.wait(set(self._writers.values()))
+
+    async def give_up(self) -> None:
+        """Stop retrying the marks that could not be written: their futures say False
+        (their offsets stay uncommitted, so their envelopes come again). The store
+        can be used again afterwards."""
+        self._giving_up.set()
+        try:
+            await self.flush()
+        finally:
+            self._giving_up.clear()
+
+    def _note_steps(self, asked: Sequence[str], answer: Collection[str]) -> None:
+        stepped = getattr(answer, "stepped", None)
+        if stepped is None:
+            return  # a store that says nothing of steps
+        for event_id in asked:
+            self._stepped[event_id] = event_id in stepped
+            self._stepped.move_to_end(event_id)
+        while len(self._stepped) > self._asked_max:
+            self._stepped.popitem(last=False)
 
     async def _ask(
         self,
@@ -289,10 +336,12 @@ class DurableDedupStore:
             )
             answer.set_result(None)
         else:
+            self._note_steps(event_ids, handled)
             answer.set_result(frozenset(handled))
 
     async def _write_queued(self, marker: _Marker) -> None:
         ttl = max(1, round(self.ttl_seconds)) if self.ttl_seconds else None
+        delay = _RETRY_FIRST_SECONDS
         try:
             while queue := self._unwritten.get(marker):
                 batch = queue[:DEDUP_BATCH_MAX]
@@ -300,24 +349,43 @@ class DurableDedupStore:
                 try:
                     await self.marks.put_dedup_marks(
                         self.group,
-                        batch,
+                        [event_id for event_id, _ in batch],
                         ttl_seconds=ttl,
                         tenant_id=marker[0],
                         user_id=marker[1],
                     )
+                except asyncio.CancelledError:
+                    self._settle(batch, stored=False)
+                    raise
                 except Exception as exc:
+                    if self._giving_up.is_set():
+                        self._settle(batch, stored=False)
+                        continue
                     _log.warning(
-                        "dedup marks not stored (a redelivery would run the handler again)",
+                        "dedup marks not stored yet; retrying (their offsets wait for them)",
                         group=self.group,
                         envelopes=len(batch),
+                        retry_in_seconds=round(delay, 2),
                         error=repr(exc),
                     )
-                finally:
-                    self._pending -= len(batch)
-                    self._room.set()
+                    queue[:0] = batch  # first again, in order
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._giving_up.wait(), delay)
+                    delay = min(delay * 2, _RETRY_MAX_SECONDS)
+                    continue
+                delay = _RETRY_FIRST_SECONDS
+                self._settle(batch, stored=True)
         finally:
             # No await between the empty check above and here: a mark queued in
             # between would have found this writer still registered.
             del self._writers[marker]
-            if not self._unwritten.get(marker):
-                self._unwritten.pop(marker, None)
+            left = self._unwritten.pop(marker, None)
+            if left:  # cancelled with marks in hand
+                self._settle(left, stored=False)
+
+    def _settle(self, batch: list[tuple[str, asyncio.Future[bool]]], *, stored: bool) -> None:
+        for _, future in batch:
+            if not future.done():
+                future.set_result(stored)
+        self._pending -= len(batch)
+        self._room.set()

@@ -21,7 +21,7 @@ from aiokafka.structs import ConsumerRecord
 from disco._context import HandlerContext, enter_handler, exit_handler
 from disco.bus._batches import Batch, BatchItem
 from disco.bus._credentials import tenant_guard
-from disco.bus._dedup import InMemoryDedupStore
+from disco.bus._dedup import DurableDedupStore, InMemoryDedupStore
 from disco.bus._errors import Abandoned, BusError, NonRetryableError
 from disco.bus._metrics import InFlight
 from disco.bus._routes import ANY_EVENT, Handler, TopicRoute
@@ -110,8 +110,12 @@ class RecordHandler:
                 return value.decode("utf-8", errors="replace") in route.handlers
         return True  # no header: the value says
 
-    async def handle(self, record: ConsumerRecord[bytes, bytes]) -> None:
+    async def handle(self, record: ConsumerRecord[bytes, bytes]) -> asyncio.Future[bool] | None:
         """Handle ``record`` to its end: handled, skipped or dead-lettered.
+
+        Returns the future of its dedup mark when the mark is written after this
+        returns (a :class:`~disco.bus.DurableDedupStore`): the record's offset may be
+        committed only once it says True. None: nothing more to wait for.
 
         Raises:
             Abandoned: the consumer is stopping; the record stays uncommitted.
@@ -119,10 +123,10 @@ class RecordHandler:
         """
         route = self.routing.get(record.topic)
         if route is None:
-            return
+            return None
         admitted = await self.admit(record, route)
         if admitted is None:
-            return
+            return None
         owner = self._owner
         envelope, traceparent = admitted
         topic = route.topic
@@ -136,6 +140,7 @@ class RecordHandler:
             partition=record.partition,
             offset=record.offset,
             group=owner.group,
+            steps=owner.steps,
         )
         entered = enter_handler(context, log_fields=self.log_fields)
         try:
@@ -147,13 +152,13 @@ class RecordHandler:
                 else await store.seen(envelope.id)
             ):
                 _log.debug("duplicate envelope skipped", event_id=envelope.id, topic=topic)
-                return
+                return None
             labels = self._labelled(topic, envelope.type) if owner.client.metrics else None
             if labels is not None:
                 labels.consumed.inc()
                 labels.in_flight.count += 1
             try:
-                await self._attempts(record, context, handler, traceparent, labels)
+                return await self._attempts(record, context, handler, traceparent, labels)
             finally:
                 if labels is not None:
                     labels.in_flight.count -= 1
@@ -363,8 +368,9 @@ class RecordHandler:
         handler: Handler,
         traceparent: str | None,
         labels: _Labelled | None,
-    ) -> None:
-        """Call ``handler`` until it succeeds or gives up (``context`` is entered)."""
+    ) -> asyncio.Future[bool] | None:
+        """Call ``handler`` until it succeeds or gives up (``context`` is entered); the
+        future of the dedup mark when it is written after this returns."""
         owner = self._owner
         settings = owner.client.settings
         attempts = settings.bus_retry_attempts
@@ -422,7 +428,7 @@ class RecordHandler:
                     await self.dead_letter(
                         record, type(exc).__qualname__, str(exc) or repr(exc), attempt
                     )
-                    return
+                    return None
                 if owner._stopping:
                     raise Abandoned from exc
                 await asyncio.sleep(
@@ -438,12 +444,16 @@ class RecordHandler:
                 store = owner.dedup_store
                 if type(store) is InMemoryDedupStore:
                     store.mark_now(envelope.id)
+                elif isinstance(store, DurableDedupStore):
+                    # Written in the background: the offset waits for it, the lane does not.
+                    return await store.mark_stored(envelope.id)
                 else:
                     await store.mark(envelope.id)
-                return
+                return None
             finally:
                 if entered is not None:
                     exit_handler(entered)
+        return None  # pragma: no cover - the last attempt returns or dead-letters
 
     async def dead_letter(
         self, record: ConsumerRecord[bytes, bytes], error_type: str, message: str, attempts: int

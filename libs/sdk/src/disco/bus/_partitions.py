@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections import deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -41,13 +42,18 @@ class PartitionWorker:
     to an idle lane (a new one while fewer than ``concurrency`` exist), else it
     waits, in order, for the next lane to go idle: a slow record never holds
     back records of other keys while a lane is free. The consumer may commit
-    past a record only once it and every record before it finished.
+    past a record only once it and every record before it finished, and its
+    dedup mark is stored when the mark is written in the background (its lane
+    goes on meanwhile).
     """
 
     def __init__(self, owner: BusConsumer, tp: TopicPartition, concurrency: int = 1) -> None:
         self.owner = owner
         self.tp = tp
         self.closed = False
+        self.abandoned = False
+        """The partition is gone (revoked, or its log began again): what finishes late is
+        not committed."""
         self._concurrency = max(1, concurrency)
         self._lanes: list[_Lane] = []
         self._keys: dict[bytes | None, list[Any]] = {}  # key -> [lane, unfinished count]
@@ -55,11 +61,22 @@ class PartitionWorker:
         self._waiting_keys: dict[bytes | None, int] = {}
         self._outstanding: deque[int] = deque()  # offsets fed, in order, not yet committable
         self._finished: set[int] = set()
+        self._unstored: set[asyncio.Future[bool]] = set()  # marks written behind their lanes
 
     @property
     def tasks(self) -> list[asyncio.Task[None]]:
         """The lanes' tasks (to wait for, or cancel)."""
         return [lane.task for lane in self._lanes if lane.task is not None]
+
+    @property
+    def has_unstored(self) -> bool:
+        """Whether records handled wait for their dedup marks to be stored."""
+        return bool(self._unstored)
+
+    async def settled(self) -> None:
+        """Wait until the dedup marks of the records handled are stored or given up."""
+        while self._unstored:
+            await asyncio.wait(set(self._unstored))
 
     @property
     def backlog(self) -> int:
@@ -150,15 +167,35 @@ class PartitionWorker:
             entry = self._keys.get(record.key)
             self._assign(entry[0] if entry is not None else lane, record)
 
-    def _finished_record(self, lane: _Lane, record: ConsumerRecord[bytes, bytes]) -> None:
+    def _finished_record(
+        self,
+        lane: _Lane,
+        record: ConsumerRecord[bytes, bytes],
+        stored: asyncio.Future[bool] | None,
+    ) -> None:
         lane.load -= 1
         entry = self._keys.get(record.key)
         if entry is not None:
             entry[1] -= 1
             if entry[1] <= 0:
                 del self._keys[record.key]
+        if stored is None or (stored.done() and stored.result()):
+            self._committable(record.offset)
+        elif not stored.done():
+            self._unstored.add(stored)
+            stored.add_done_callback(functools.partial(self._mark_stored, record.offset))
+        # else: given up: the offset never becomes committable (the record comes again)
+        if lane.load == 0 and self._waiting:
+            self._take_waiting(lane)
+
+    def _mark_stored(self, offset: int, stored: asyncio.Future[bool]) -> None:
+        self._unstored.discard(stored)
+        if stored.result() and not self.abandoned:
+            self._committable(offset)
+
+    def _committable(self, offset: int) -> None:
         outstanding = self._outstanding
-        if outstanding and outstanding[0] == record.offset:
+        if outstanding and outstanding[0] == offset:
             done = outstanding.popleft()
             finished = self._finished
             while outstanding and outstanding[0] in finished:
@@ -166,9 +203,7 @@ class PartitionWorker:
                 finished.discard(done)
             self.owner._committer.record_done(self.tp, done)
         else:
-            self._finished.add(record.offset)
-        if lane.load == 0 and self._waiting:
-            self._take_waiting(lane)
+            self._finished.add(offset)
 
     async def _run(self, lane: _Lane) -> None:
         owner = self.owner
@@ -183,8 +218,8 @@ class PartitionWorker:
                     await lane.ready.wait()
                     continue
                 record = queue.popleft()
-                await handle(record)
-                self._finished_record(lane, record)
+                stored = await handle(record)
+                self._finished_record(lane, record, stored)
         except Abandoned:
             return
         except asyncio.CancelledError:

@@ -19,11 +19,12 @@ from disco.clients._base import (
     acting_for,
 )
 from disco.clients._settings import ServiceClientSettings
-from disco.clients.memory import MemoryClient
+from disco.clients.memory import DedupAnswer, MemoryClient
 from disco.clients.registry import RegistryClient
 from disco.clients.tracker import TrackerClient
 
 __all__ = [
+    "DedupAnswer",
     "DevTokenMinter",
     "MemoryClient",
     "RegistryClient",

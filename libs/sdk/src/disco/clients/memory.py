@@ -48,9 +48,21 @@ from disco_common.memory import (
 )
 from disco_common.pagination import Page
 from disco_common.plans import PlanContextData, PlanStatus
+from disco_common.steps import StepJournal, StepRecord, StepRecordPut
 from disco_common.tasks import TaskContextData
 
-__all__ = ["MemoryClient"]
+__all__ = ["DedupAnswer", "MemoryClient"]
+
+
+class DedupAnswer(list[str]):
+    """The envelope ids a consumer group handled (a list, in the order asked), with
+    :attr:`stepped`: the ids asked about that have step records."""
+
+    stepped: frozenset[str]
+
+    def __init__(self, handled: Sequence[str], stepped: Sequence[str] = ()) -> None:
+        super().__init__(handled)
+        self.stepped = frozenset(stepped)
 
 
 class MemoryClient(MemoryCalls):
@@ -154,8 +166,9 @@ class MemoryClient(MemoryCalls):
         *,
         tenant_id: str | None = None,
         user_id: str | None = None,
-    ) -> list[str]:
-        """Which of ``event_ids`` (at most 500) consumer group ``group`` handled, in one call.
+    ) -> DedupAnswer:
+        """Which of ``event_ids`` (at most 500) consumer group ``group`` handled, in one call
+        (and, as :attr:`DedupAnswer.stepped`, which of them it has step records of).
 
         ``tenant_id`` (and ``user_id``): whom the call acts for (the handler context's
         envelope, or this client's identity, when None).
@@ -167,7 +180,7 @@ class MemoryClient(MemoryCalls):
                 DedupChecked,
                 json=DedupCheck(event_ids=list(event_ids)),
             )
-        return answer.handled
+        return DedupAnswer(answer.handled, answer.stepped)
 
     async def put_dedup_marks(
         self,
@@ -188,6 +201,55 @@ class MemoryClient(MemoryCalls):
                 json=DedupMarksPut(event_ids=list(event_ids), ttl_seconds=ttl_seconds),
             )
         return made.created
+
+    # -- step records -------------------------------------------------------------------
+
+    async def step_journal(
+        self,
+        group: str,
+        envelope_id: str,
+        *,
+        tenant_id: str | None = None,
+        user_id: str | None = None,
+    ) -> dict[str, JsonValue]:
+        """The results of the steps consumer group ``group`` recorded while handling
+        ``envelope_id`` (live records only), by step name.
+
+        ``tenant_id`` (and ``user_id``): whom the call acts for (the handler context's
+        envelope, or this client's identity, when None).
+        """
+        with _acting(tenant_id, user_id):
+            journal = await self.call(
+                "GET", f"{_BASE}/steps/{_seg(group)}/{_seg(envelope_id)}", StepJournal
+            )
+        return {record.name: record.result for record in journal.steps}
+
+    async def record_step(
+        self,
+        group: str,
+        envelope_id: str,
+        name: str,
+        result: JsonValue,
+        *,
+        ttl_seconds: int | None = None,
+        tenant_id: str | None = None,
+        user_id: str | None = None,
+    ) -> JsonValue:
+        """Record the result of step ``name`` of ``group``'s handling of ``envelope_id``;
+        the result stored (the first one recorded, when the step was recorded already).
+
+        Raises:
+            ServiceValidationError: the name is malformed, or the result is over 1 MiB or
+                holds a NUL character.
+        """
+        with _acting(tenant_id, user_id):
+            record = await self.call(
+                "POST",
+                f"{_BASE}/steps/{_seg(group)}/{_seg(envelope_id)}",
+                StepRecord,
+                json=StepRecordPut(name=name, result=result, ttl_seconds=ttl_seconds),
+            )
+        return record.result
 
     async def store_task_context(
         self,

@@ -15,6 +15,7 @@ from typing import Any
 
 import structlog
 
+from disco._steps import step_scope
 from disco.runtime._approvals import approval_wait, denied_text
 from disco.runtime._emitter import Clock, Emitter
 from disco.runtime._events import ToolFinished, ToolLogged, ToolStarted
@@ -169,7 +170,10 @@ class ToolCallExecutor:
         relaying = asyncio.create_task(relay())
         token = _current_call.set(_LogSink(call.id, call.name, write))
         try:
-            return await tool.invoke(arguments), None
+            # Steps a tool takes (disco.step) are this call's: two calls of one tool in
+            # one handling are two steps.
+            with step_scope(call.id):
+                return await tool.invoke(arguments), None
         except Exception as exc:
             return None, exc
         finally:

@@ -16,14 +16,17 @@ question answered by the test all run in a plain ``pytest`` test::
 
 Requests for work no agent in the kit does stay unanswered until the test
 answers them (:meth:`AgentTestKit.reply`); questions to humans until
-:meth:`AgentTestKit.answer_human`. :meth:`AgentTestKit.crash_after` kills a
-handler between a save and the publishing it promised (a :class:`CrashPoint`)
-and redelivers its envelope, to prove that the work still finishes. Our own
+:meth:`AgentTestKit.answer_human`. Journaled steps (``disco.step``) are recorded
+in the kit's memory (:attr:`InMemoryMemory.steps`), so a redelivered envelope
+gets its steps' results back without running them again. :meth:`AgentTestKit.crash_after` kills a
+handler between a save and the publishing it promised, or between a step's
+effect and its record (a :class:`CrashPoint`), and redelivers its envelope, to
+prove that the work still finishes. Our own
 integration tests still use the real broker and services; this kit is for agent
 authors' unit tests.
 """
 
-from disco.agents._faults import CRASH_ENV, CRASH_EXIT_CODE, CrashPoint
+from disco._faults import CRASH_ENV, CRASH_EXIT_CODE, CrashPoint
 from disco.testing._kit import AgentTestKit, Crash, HandlerFailedError, Published, SimulatedCrash
 from disco.testing._memory import InMemoryMemory
 

@@ -11,9 +11,10 @@ from typing import Any
 from typing_extensions import Unpack
 
 from disco._context import HandlerContext, handler_context, maybe_current_context
+from disco._faults import CrashPoint, set_crash_hook
 from disco._lifecycle import StartStop
+from disco._steps import StepLog
 from disco.agents import Agent, PlatformContext
-from disco.agents._faults import CrashPoint, set_crash_hook
 from disco.agents._ports import RequestValidator
 from disco.bus import (
     BusClient,
@@ -104,6 +105,7 @@ class _KitBus(BusClient):
 class _Member:
     agent: Agent
     bus: _KitBus
+    steps: StepLog
     seen: set[str] = field(default_factory=set)
 
 
@@ -179,7 +181,10 @@ class AgentTestKit(StartStop):
         self._armed: list[_ArmedCrash] = []
         self._queue: deque[Published] = deque()
         self._redeliveries: deque[tuple[str, Envelope, Agent]] = deque()
-        self._members = [_Member(agent, _KitBus(self, agent.name)) for agent in agents]
+        self._members = [
+            _Member(agent, _KitBus(self, agent.name), StepLog(self.memory, agent.name))
+            for agent in agents
+        ]
         self._outside = _KitBus(self, _TEST)
         self._started = False
 
@@ -420,7 +425,9 @@ class AgentTestKit(StartStop):
             if dispatch is None or envelope.id in member.seen:
                 continue
             member.seen.add(envelope.id)
-            context = HandlerContext(envelope=envelope, topic=logical, group=member.agent.name)
+            context = HandlerContext(
+                envelope=envelope, topic=logical, group=member.agent.name, steps=member.steps
+            )
             try:
                 with handler_context(context):
                     await dispatch(envelope)
@@ -428,6 +435,7 @@ class AgentTestKit(StartStop):
                 # Never committed: the envelope comes again, to whoever takes over.
                 self.crashes.append(Crash(crash.point, member.agent.name, envelope))
                 member.seen.discard(envelope.id)
+                member.steps.forget(envelope.id)  # what the dead process knew is gone
                 self._redeliveries.append((logical, envelope, member.agent))
             except Exception as exc:
                 self.errors.append((member.agent.name, envelope, exc))

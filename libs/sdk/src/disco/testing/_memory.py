@@ -20,6 +20,7 @@ from disco_common.memory import (
     WorkingMemoryEntry,
 )
 from disco_common.plans import PlanContextData, PlanStatus
+from disco_common.steps import STEP_RESULT_MAX_BYTES
 from disco_common.tasks import TaskContextData
 
 __all__ = ["InMemoryMemory"]
@@ -72,6 +73,9 @@ class InMemoryMemory:
     - A plan id is created once (409 ``plan_exists``); a plan moves between statuses
       until it completes or fails (409 ``plan_finished``); an unknown plan is a
       :class:`~disco.clients.ServiceNotFoundError`.
+    - A step (``disco.step``) is recorded once per tenant, group, envelope and name:
+      recording it again answers the first result; a result over 1 MiB encoded is
+      refused (413 ``payload_too_large``).
 
     Values are copied in and out.
 
@@ -85,6 +89,8 @@ class InMemoryMemory:
         self.plans: dict[str, PlanContextRecord] = {}
         self.plan_records: dict[str, PlanRecord] = {}
         self.working: dict[tuple[str, str], WorkingMemoryEntry] = {}
+        self.steps: dict[tuple[str, str, str, str], tuple[str, datetime | None]] = {}
+        """Recorded steps: (tenant, group, envelope id, name) -> (result as JSON, expiry)."""
         self._by_subtask: dict[str, str] = {}
         self._by_correlation: dict[str, str] = {}
         self.writes = 0
@@ -399,3 +405,56 @@ class InMemoryMemory:
         )
         self.plan_records[plan_id] = record
         return record.model_copy(deep=True)
+
+    # -- step records ---------------------------------------------------------------------
+
+    @staticmethod
+    def _tenant(tenant_id: str | None) -> str:
+        if tenant_id is not None:
+            return tenant_id
+        context = maybe_current_context()
+        return (context.envelope.tenant_id if context is not None else None) or _TEST
+
+    async def step_journal(
+        self,
+        group: str,
+        envelope_id: str,
+        *,
+        tenant_id: str | None = None,
+        user_id: str | None = None,
+    ) -> dict[str, JsonValue]:
+        await asyncio.sleep(0)  # a real service call yields: let other handlers interleave
+        tenant = self._tenant(tenant_id)
+        return {
+            name: json.loads(result)
+            for (t, g, e, name), (result, expires_at) in self.steps.items()
+            if (t, g, e) == (tenant, group, envelope_id) and not self._expired(expires_at)
+        }
+
+    async def record_step(
+        self,
+        group: str,
+        envelope_id: str,
+        name: str,
+        result: JsonValue,
+        *,
+        ttl_seconds: int | None = None,
+        tenant_id: str | None = None,
+        user_id: str | None = None,
+    ) -> JsonValue:
+        await asyncio.sleep(0)  # a real service call yields: let other handlers interleave
+        encoded = json.dumps(result, separators=(",", ":"), ensure_ascii=False)
+        if len(encoded.encode()) > STEP_RESULT_MAX_BYTES:
+            raise ServiceValidationError(
+                413,
+                "payload_too_large",
+                f"the step's result is {len(encoded.encode())} bytes encoded; the limit is "
+                f"{STEP_RESULT_MAX_BYTES} bytes",
+            )
+        key = (self._tenant(tenant_id), group, envelope_id, name)
+        stored = self.steps.get(key)
+        if stored is None or self._expired(stored[1]):
+            stored = self.steps[key] = (encoded, self._expires_at(ttl_seconds))
+            self.writes += 1
+        value: JsonValue = json.loads(stored[0])
+        return value

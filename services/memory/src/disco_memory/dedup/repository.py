@@ -33,7 +33,7 @@ _PUT = text(
 )
 # One statement each, its own transaction (migration memory_0007): the functions
 # scope it to the tenant and user given, who must be the caller's verified identity.
-_CHECK_SQL = "SELECT o_event_id FROM memory.dedup_check_as($1, $2, $3, $4::text[])"
+_CHECK_SQL = "SELECT o_event_id, o_kind FROM memory.dedup_check_as($1, $2, $3, $4::text[])"
 _MARK_SQL = "SELECT o_event_id FROM memory.dedup_mark_as($1, $2, $3, $4::text[], $5)"
 
 
@@ -72,14 +72,15 @@ class DedupBatches:
         self._engine = engine
         self._scope = (tenant_id, user_id)
 
-    async def live_among(self, group: str, event_ids: list[str]) -> set[str]:
-        """Those of ``event_ids`` with a live mark."""
+    async def live_among(self, group: str, event_ids: list[str]) -> tuple[set[str], set[str]]:
+        """Those of ``event_ids`` with a live mark, and those with live step records."""
         rows = await on_driver(
             self._engine,
             _CHECK_SQL,
             lambda driver: driver.fetch(_CHECK_SQL, *self._scope, group, event_ids),
         )
-        return {row[0] for row in rows}
+        handled = {row[0] for row in rows if row[1] == "handled"}
+        return handled, {row[0] for row in rows if row[1] == "stepped"}
 
     async def put_many(
         self, group: str, event_ids: list[str], *, expires_at: datetime | None

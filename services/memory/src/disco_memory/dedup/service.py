@@ -38,9 +38,14 @@ async def put_mark(
 
 
 async def check_marks(batches: DedupBatches, group: str, body: DedupCheck) -> DedupChecked:
-    """Which of the ids asked about ``group`` handled (a live mark), in the order asked."""
-    live = await batches.live_among(group, list(dict.fromkeys(body.event_ids)))
-    return DedupChecked(handled=[event_id for event_id in body.event_ids if event_id in live])
+    """Which of the ids asked about ``group`` handled (a live mark), and which it has step
+    records of, in the order asked."""
+    asked = list(dict.fromkeys(body.event_ids))
+    handled, stepped = await batches.live_among(group, asked)
+    return DedupChecked(
+        handled=[event_id for event_id in asked if event_id in handled],
+        stepped=[event_id for event_id in asked if event_id in stepped],
+    )
 
 
 async def put_marks(batches: DedupBatches, group: str, body: DedupMarksPut) -> DedupMarksMade:

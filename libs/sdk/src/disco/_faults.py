@@ -2,8 +2,10 @@
 
 Workers and Planners save a task or plan context *before* publishing the
 requests, questions and answers it records, and call :func:`crash_point` in
-between. Nothing happens there in production. Tests use it to prove that the
-recovery paths finish the work after a crash at exactly that point:
+between; a journaled step (``disco.step``) calls it between its effect and its
+record, and after its record. Nothing happens there in production. Tests use it
+to prove that the recovery paths finish the work after a crash at exactly that
+point:
 
 - an agent **process** started with ``DISCO_TEST_CRASH_AFTER=<point>`` (or
   ``<point>@<n>``: the n-th time, or several separated by commas) exits at once
@@ -43,6 +45,10 @@ class CrashPoint(StrEnum):
     """A plan was saved in a state with an action; the action is not published yet."""
     PLAN_FINISHED = "plan.finished"
     """A plan was saved as completed or failed; the goal's answer is not published yet."""
+    STEP_RAN = "step.ran"
+    """A step's function returned (its effect is done); its result is not recorded yet."""
+    STEP_RECORDED = "step.recorded"
+    """A step's result was recorded; the handler has not gone on yet."""
 
 
 CrashHook = Callable[[CrashPoint], None]
