@@ -75,8 +75,16 @@ async def test_a_service_credential_vouches_for_any_tenant() -> None:
             ),
             "expired",
         ),
+        (
+            jwt.encode(
+                {"sub": "a", "tenant_id": "acme", "user_id": "a", "exp": int(time.time()) + 60},
+                SECRET,
+                "HS512",
+            ),
+            "HS512 are not accepted",
+        ),
     ],
-    ids=["missing", "wrong-secret", "garbage", "alg-none", "expired"],
+    ids=["missing", "wrong-secret", "garbage", "alg-none", "expired", "hs512-right-secret"],
 )
 async def test_an_envelope_without_a_valid_credential_is_refused_with_the_reason(
     token: str | None, why: str
@@ -85,6 +93,22 @@ async def test_an_envelope_without_a_valid_credential_is_refused_with_the_reason
 
     assert refused is not None
     assert why in refused
+
+
+async def test_only_the_configured_algorithms_are_accepted() -> None:
+    claims = {"sub": "a", "tenant_id": "acme", "user_id": "a", "exp": int(time.time()) + 60}
+    hs512 = jwt.encode(claims, SECRET, "HS512")
+    hs256 = jwt.encode(claims, SECRET, "HS256")
+    verifier = CredentialVerifier(BusSettings(auth_secret=SECRET, auth_algorithms="HS512"))
+
+    assert (await verifier.verify(hs512)).tenant_id == "acme"
+    with pytest.raises(CredentialError, match="HS256 are not accepted"):
+        await verifier.verify(hs256)
+
+
+def test_an_unknown_algorithm_in_the_settings_is_refused() -> None:
+    with pytest.raises(ValueError, match="auth_algorithms"):
+        BusSettings(auth_algorithms="HS256,HS1024")
 
 
 async def test_a_credential_is_verified_once_and_then_remembered_until_it_expires() -> None:

@@ -32,7 +32,7 @@ from tests.e2e.gateway.support import metric_value, until
 _PADDING = ["z" * 3900] * 14
 
 
-def _jwt(user: str, role: str, expires_in: int) -> str:
+def _jwt(user: str, role: str, expires_in: int, algorithm: str = "HS256") -> str:
     """A dev token of ``TENANT`` expiring ``expires_in`` seconds from now (negative: expired)."""
     return jwt.encode(
         {
@@ -43,7 +43,7 @@ def _jwt(user: str, role: str, expires_in: int) -> str:
             "exp": int(time.time()) + expires_in,
         },
         DEV_AUTH_SECRET,
-        algorithm="HS256",
+        algorithm=algorithm,
     )
 
 
@@ -124,7 +124,7 @@ async def test_another_users_events_reach_only_that_user_or_an_operator(
     assert carol.of_type("TOOL_LOG") == []
 
 
-@pytest.mark.parametrize("problem", ["none", "bad", "expired"])
+@pytest.mark.parametrize("problem", ["none", "bad", "expired", "hs512"])
 async def test_a_socket_without_a_valid_token_is_closed_with_4401(
     gateway: GatewayProcess, problem: str
 ) -> None:
@@ -138,6 +138,8 @@ async def test_a_socket_without_a_valid_token_is_closed_with_4401(
     elif problem == "expired":
         expired = _jwt("alice", "user", -60)
         headers["Authorization"] = f"Bearer {expired}"
+    elif problem == "hs512":  # the right secret, an algorithm the gateway is not configured for
+        headers["Authorization"] = f"Bearer {_jwt('alice', 'user', 600, 'HS512')}"
     async with websockets.connect(
         ws_url(gateway.url, _session()), additional_headers=headers
     ) as ws:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import httpx
+import jwt
 import pytest
 from a2a.types import a2a_pb2
 from a2a.utils.errors import TaskNotFoundError
 
+from disco.auth import DEV_AUTH_SECRET
 from tests.e2e.gateway.conftest import (
     BINDINGS,
     OTHER_TENANT,
@@ -113,6 +116,26 @@ async def test_without_a_token_everything_but_the_public_cards_is_401(
 
     assert response.status_code == 401, response.text
     assert response.headers["www-authenticate"].startswith("Bearer")
+
+
+async def test_a_token_signed_with_an_algorithm_the_gateway_is_not_configured_for_is_401(
+    gateway: GatewayProcess,
+) -> None:
+    now = int(time.time())
+    claims = {"sub": "alice", "tenant_id": TENANT, "user_id": "alice", "roles": ["user"]}
+    claims |= {"iat": now, "exp": now + 300}
+    tokens = {alg: jwt.encode(claims, DEV_AUTH_SECRET, algorithm=alg) for alg in ("HS512", "HS256")}
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as http:
+        answers = {
+            alg: await http.get(
+                "/v1/sessions/s-algorithms/events", headers={"Authorization": f"Bearer {token}"}
+            )
+            for alg, token in tokens.items()
+        }
+
+    assert answers["HS512"].status_code == 401  # the dev secret, but not an algorithm of ours
+    assert "HS512" in answers["HS512"].json()["error"]["message"]
+    assert answers["HS256"].status_code == 200
 
 
 async def test_a_public_agent_takes_calls_without_a_token_in_the_public_tenant(

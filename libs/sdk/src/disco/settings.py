@@ -9,20 +9,36 @@ from __future__ import annotations
 
 import ssl
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from disco.auth import DEV_AUTH_SECRET
 from disco_common.topics import validate_topic_prefix
 
-__all__ = ["BrokerKind", "BusSettings"]
+__all__ = ["BrokerKind", "BusSettings", "TokenAlgorithm"]
 
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
 SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
 BrokerKind = Literal["embedded", "kafka"]
 BrokerKindSetting = Literal["auto", "embedded", "kafka"]
+TokenAlgorithm = Literal[
+    "HS256",
+    "HS384",
+    "HS512",
+    "RS256",
+    "RS384",
+    "RS512",
+    "PS256",
+    "PS384",
+    "PS512",
+    "ES256",
+    "ES384",
+    "ES512",
+    "EdDSA",
+]
+"""A JWT signature algorithm (the token header's ``alg``) disco can verify."""
 
 # Fetch waits (min, max) in ms per broker kind, when the settings leave them out.
 _FETCH_WAITS: dict[str, tuple[int | None, int]] = {"embedded": (1, 100), "kafka": (None, 500)}
@@ -253,6 +269,16 @@ class BusSettings(BaseSettings):
     auth_jwks_url: str | None = Field(
         default=None, description="JWKS document to verify asymmetric tokens with (production)."
     )
+    auth_algorithms: Annotated[tuple[TokenAlgorithm, ...], NoDecode] = Field(
+        default=("HS256", "RS256", "ES256"),
+        min_length=1,
+        description=(
+            "The signature algorithms tokens and bus credentials may use, comma-separated: "
+            "HMAC ones (HS*) are verified with DISCO_AUTH_SECRET, the others with the keys "
+            "of DISCO_AUTH_JWKS_URL. A token signed with any other is refused, even with "
+            "the right secret (an HS512 token where the deployment signs HS256)."
+        ),
+    )
     auth_audience: str | None = Field(default=None, description="Required `aud`, when set.")
     auth_issuer: str | None = Field(default=None, description="Required `iss`, when set.")
     auth_leeway_seconds: int = Field(default=10, ge=0, le=300)
@@ -298,6 +324,13 @@ class BusSettings(BaseSettings):
         if self.env == "dev" and not self.auth_jwks_url:
             return DEV_AUTH_SECRET
         return None
+
+    @field_validator("auth_algorithms", mode="before")
+    @classmethod
+    def _algorithm_list(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(name.strip() for name in value.split(",") if name.strip())
+        return value
 
     @field_validator("topic_prefix")
     @classmethod

@@ -1,8 +1,9 @@
 """Bearer-token authentication and the caller's identity.
 
-Tokens are JWTs with the claims of :class:`disco_common.auth.TokenClaims`.
-HS256 tokens are verified with ``DISCO_AUTH_SECRET`` (dev), asymmetric ones
-with the keys of ``DISCO_AUTH_JWKS_URL`` (production); the algorithm in the
+Tokens are JWTs with the claims of :class:`disco_common.auth.TokenClaims`,
+signed with one of the algorithms of ``DISCO_AUTH_ALGORITHMS`` (any other is
+refused). HMAC tokens are verified with ``DISCO_AUTH_SECRET`` (dev), asymmetric
+ones with the keys of ``DISCO_AUTH_JWKS_URL`` (production); the algorithm in the
 token header picks which, and each key only ever verifies its own kind, so a
 public key can never be used as an HMAC secret.
 """

@@ -181,10 +181,12 @@ def override_header() -> tuple[str, bytes] | None:
 class CredentialVerifier:
     """Verifies tokens of the configured issuer and remembers them until they expire.
 
-    HS256 tokens are verified with the HS256 secret (``DISCO_AUTH_SECRET``; the
-    dev default in dev), asymmetric ones with the keys of ``DISCO_AUTH_JWKS_URL``;
-    the algorithm in the token header picks which, and each key only verifies
-    its own kind (a public key is never used as an HMAC secret). ``exp`` and
+    Only the algorithms of ``DISCO_AUTH_ALGORITHMS`` are accepted (default HS256,
+    RS256, ES256). HMAC tokens are verified with the secret (``DISCO_AUTH_SECRET``;
+    the dev default in dev), asymmetric ones with the keys of
+    ``DISCO_AUTH_JWKS_URL``; the algorithm in the token header picks which, and
+    each key only verifies its own kind (a public key is never used as an HMAC
+    secret). ``exp`` and
     ``sub`` are required; ``iss``/``aud`` are checked when configured.
 
     Args:
@@ -202,6 +204,7 @@ class CredentialVerifier:
         capacity: int | None = None,
     ) -> None:
         self._secret = settings.hs256_secret()
+        self._algorithms = frozenset(settings.auth_algorithms)
         self._audience = settings.auth_audience
         self._issuer = settings.auth_issuer
         self._leeway = settings.auth_leeway_seconds
@@ -251,6 +254,11 @@ class CredentialVerifier:
             raise CredentialError("the token is malformed") from None
         algorithm = str(header.get("alg", ""))
         key: Any
+        if algorithm not in self._algorithms:
+            raise CredentialError(
+                f"tokens signed with {algorithm or 'no algorithm'} are not accepted here "
+                f"(DISCO_AUTH_ALGORITHMS: {', '.join(sorted(self._algorithms))})"
+            )
         if algorithm in _HMAC_ALGORITHMS and self._secret is not None:
             key = self._secret
         elif algorithm in _ASYMMETRIC_ALGORITHMS and self._jwks is not None:
