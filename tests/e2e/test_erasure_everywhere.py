@@ -11,7 +11,10 @@ table a later migration adds is checked without anyone editing this test:
   tables it erased, and that set is the catalog's, for both scopes (a user
   erasure: the tables that also have ``user_id``);
 - afterwards no row of the erased tenant is left in any of those tables, and
-  the other tenant's rows are still there.
+  the other tenant's rows are still there;
+- and no row of any table of any service schema holds the erased tenant's id
+  anywhere (its text, whatever the column: a key that embeds the tenant, such as
+  a rate-limit window's, counts), where before the erasure rows of many tables did.
 """
 
 from __future__ import annotations
@@ -100,6 +103,9 @@ def stack(
         "DISCO_KAFKA_HEARTBEAT_INTERVAL_MS": "300",
         "DISCO_OUTBOX_SWEEP_INTERVAL_SECONDS": "1",
         "DISCO_LOG_JSON": "true",
+        # Counted calls, shared through gateway.rate_limit_counts (keys embed the tenant).
+        "DISCO_GATEWAY_RATE_LIMIT_TENANT": "1000/hour",
+        "DISCO_GATEWAY_RATE_LIMIT_SHARE_SECONDS": "0.2",
     }
     services = start_services(SERVICES, env, tmp_path)
     try:
@@ -144,6 +150,31 @@ async def _rows_of(admin_url: str, tenant: str, catalog: dict[str, dict[str, boo
                     tenant,
                 )
         return total
+    finally:
+        await conn.close()
+
+
+async def _rows_holding(admin_url: str, tenant: str) -> dict[str, int]:
+    """``schema.table`` -> how many of its rows hold ``tenant`` in any column, for every
+    base table of the service schemas (the tenant ids of the test are unique strings)."""
+    conn = await asyncpg.connect(admin_url)
+    try:
+        tables = await conn.fetch(
+            "SELECT table_schema, table_name FROM information_schema.tables "
+            "WHERE table_type = 'BASE TABLE' AND table_schema = ANY($1::text[])",
+            list(SCHEMAS),
+        )
+        found: dict[str, int] = {}
+        for row in tables:
+            schema, table = row["table_schema"], row["table_name"]
+            count: int = await conn.fetchval(
+                f'SELECT count(*) FROM "{schema}"."{table}" AS r '  # noqa: S608
+                "WHERE strpos(r::text, $1) > 0",
+                tenant,
+            )
+            if count:
+                found[f"{schema}.{table}"] = count
+        return found
     finally:
         await conn.close()
 
@@ -224,7 +255,24 @@ async def test_erasure_covers_every_tenant_scoped_table_of_every_service(stack: 
 
             await eventually(kept_in_stream, timeout=60, what="the gateway kept the question")
 
+        # A counted call of each tenant: the gateway shares its windows in Postgres.
+        for tenant in (erased, kept):
+            published = await http.post(
+                f"{stack.url('gateway')}/v1/publish",
+                json={"topic": "business-facts", "event_type": "erasure.probe", "data": {}},
+                headers=_auth(tenant, "alice"),
+            )
+            assert published.status_code in (200, 202), published.text
+
+            async def counted(tenant: str = tenant) -> bool:
+                return "gateway.rate_limit_counts" in await _rows_holding(
+                    stack.database.admin, tenant
+                )
+
+            await eventually(counted, timeout=60, what="the gateway shared its counts")
+
         catalog = await _catalog(stack.database.admin)
+        holding_before = await _rows_holding(stack.database.admin, erased)
         stream_before = await _count(stack.database.admin, "gateway", "session_events", erased)
         before = await _rows_of(stack.database.admin, erased, catalog)
         kept_before = await _rows_of(stack.database.admin, kept, catalog)
@@ -245,6 +293,8 @@ async def test_erasure_covers_every_tenant_scoped_table_of_every_service(stack: 
         tenant_done = await _completions(stack, erased, "tenant")
 
         after = await _rows_of(stack.database.admin, erased, catalog)
+        holding_after = await _rows_holding(stack.database.admin, erased)
+        kept_holding = await _rows_holding(stack.database.admin, kept)
         stream_after = await _count(stack.database.admin, "gateway", "session_events", erased)
         kept_after = await _rows_of(stack.database.admin, kept, catalog)
         kept_plan = await http.get(
@@ -260,6 +310,7 @@ async def test_erasure_covers_every_tenant_scoped_table_of_every_service(stack: 
         f"\nerasure: {sum(len(t) for t in catalog.values())} tenant-scoped tables "
         f"({', '.join(f'{s} {len(t)}' for s, t in catalog.items())}); "
         f"rows of the erased tenant {before} -> {after}; of the other {kept_before} -> {kept_after}"
+        f"\nrows holding the erased tenant's id, by table: {holding_before} -> {holding_after}"
     )
     assert set(by_user.json()["deleted"]) == user_tables["memory"]
     assert set(by_tenant.json()["deleted"]) == set(catalog["memory"])
@@ -268,6 +319,10 @@ async def test_erasure_covers_every_tenant_scoped_table_of_every_service(stack: 
         assert set(tenant_done[service]["deleted"]) == set(catalog[service]), service
     assert before > 0
     assert after == 0
+    assert "gateway.rate_limit_counts" in holding_before
+    assert len(holding_before) > 5
+    assert holding_after == {}
+    assert "gateway.rate_limit_counts" in kept_holding
     assert "session_events" in catalog["gateway"]
     assert (stream_before, stream_after) == (1, 0)
     assert kept_after > 0

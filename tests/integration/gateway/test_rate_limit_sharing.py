@@ -55,7 +55,7 @@ async def rows(database: DatabaseUrls, window_prefix: str) -> list[asyncpg.Recor
     connection = await asyncpg.connect(url.render_as_string(hide_password=False))
     try:
         return await connection.fetch(
-            "SELECT window_key, instance, hits FROM gateway.rate_limit_counts"
+            "SELECT window_key, instance, tenant_id, hits FROM gateway.rate_limit_counts"
             " WHERE window_key LIKE $1 ORDER BY instance",
             f"%{window_prefix}%",
         )
@@ -100,6 +100,7 @@ async def test_a_stopped_instances_calls_stay_counted_until_their_window_ends(
     (row,) = await rows(database, tenant)
     assert row["hits"] == 4
     assert row["instance"].startswith("gateway-")
+    assert row["tenant_id"] == tenant  # what erasing the tenant finds it by
 
 
 async def test_expired_counts_are_deleted_by_whichever_instance_shares_next(

@@ -12,6 +12,9 @@ async def fill(client: httpx.AsyncClient, headers: dict[str, str], tag: str) -> 
     """Write one record of every family; return the ids to look for afterwards."""
     plan, session, task, event = new_id("plan"), new_id("s"), new_id("task"), new_id("event")
     await client.put(f"/v1/memory/dedup/workers/{event}", json={}, headers=headers)
+    await client.post(
+        f"/v1/memory/steps/workers/{event}", json={"name": "s", "result": tag}, headers=headers
+    )
     await client.put(f"/v1/memory/working/{plan}/k", json={"value": tag}, headers=headers)
     await client.put(
         f"/v1/memory/task-context/{task}",

@@ -12,9 +12,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 __all__ = ["WindowCount", "share_counts"]
 
 _SHARE = text(
-    "SELECT window_key, hits FROM gateway.share_rate_limit_counts(:me, :keys, :hits, :expires)"
+    "SELECT window_key, hits "
+    "FROM gateway.share_rate_limit_counts(:me, :keys, :tenants, :hits, :expires)"
 ).bindparams(
     bindparam("keys", type_=ARRAY(TEXT)),
+    bindparam("tenants", type_=ARRAY(TEXT)),
     bindparam("hits", type_=ARRAY(INTEGER)),
     bindparam("expires", type_=ARRAY(DOUBLE_PRECISION)),
 )
@@ -29,6 +31,18 @@ class WindowCount:
     expires_at: float
     """When the window's count is of no more use (seconds since the epoch)."""
 
+    @property
+    def tenant_id(self) -> str | None:
+        """The tenant whose calls the window counts (None: an address's, without a token).
+
+        The ``limits`` key of a window is ``LIMITER/<kind>/<tenant or address>/...``
+        (:class:`~disco_gateway.ratelimits.CallLimits` names the kind ``tenant`` or
+        ``anonymous``); a tenant id has no ``/``. Stored beside the key, so that erasing
+        a tenant reaches its counts (migration gateway_0011).
+        """
+        parts = self.window_key.split("/", 3)
+        return parts[2] if len(parts) > 3 and parts[1] == "tenant" else None
+
 
 async def share_counts(
     session: AsyncSession, instance: str, mine: Sequence[WindowCount]
@@ -41,6 +55,7 @@ async def share_counts(
         {
             "me": instance,
             "keys": [count.window_key for count in mine],
+            "tenants": [count.tenant_id for count in mine],
             "hits": [count.hits for count in mine],
             "expires": [count.expires_at for count in mine],
         },
