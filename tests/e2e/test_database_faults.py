@@ -22,7 +22,6 @@ import asyncio
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -30,18 +29,14 @@ from typing import Any
 import httpx
 import pytest
 
-from disco._dev.dburl import with_database, with_user
-from disco._dev.migrate import upgrade
-from disco._dev.ports import free_port
-from disco._dev.postgres import EmbeddedPostgres
 from disco.auth import DEV_AUTH_SECRET, mint_dev_token
 from disco.bus import BusClient
 from disco.settings import BusSettings
 from disco_common.notifications import NotificationType
 from disco_common.topics import Topic, dlq_topic, topic_name
 from tests.fixtures.bus import read_envelopes, read_records
+from tests.fixtures.fault_stack import FaultStack, own_database_stack
 from tests.fixtures.faults import stalled
-from tests.fixtures.processes import ServiceProcess, start_services, stop_services
 from tests.fixtures.waiting import eventually
 from tests.integration.tracker.scenario import plan_scenario
 
@@ -60,59 +55,11 @@ ANSWER_EVENT = "ship.answered"
 HUB_WAITS = 3
 
 
-@dataclass
-class FaultStack:
-    server: EmbeddedPostgres
-    services: dict[str, ServiceProcess]
-    bootstrap: str
-    prefix: str
-
-
 @pytest.fixture
 def fault_stack(kafka_bootstrap: str, topic_prefix: str, tmp_path: Path) -> Iterator[FaultStack]:
-    """A PostgreSQL server of the test's own, migrated, and the three services on it."""
-    server = EmbeddedPostgres(
-        data_dir=tmp_path / "pg", port=free_port(), log_path=tmp_path / "pg.log", durable=False
-    )
-    server.start()
-    try:
-        server.create_database("disco")
-        admin = with_database(server.dsn(), "disco")
-        app = with_user(admin, "disco_app", "disco_app")
-        upgrade(admin, app)
-        env = {
-            "DISCO_ENV": "dev",
-            "DISCO_DATABASE_URL": app,
-            "DISCO_KAFKA_BOOTSTRAP": kafka_bootstrap,
-            "DISCO_TOPIC_PREFIX": topic_prefix,
-            "DISCO_KAFKA_SESSION_TIMEOUT_MS": "2000",
-            "DISCO_KAFKA_HEARTBEAT_INTERVAL_MS": "300",
-            # Small bounds keep the test short; the defaults are 5 s each.
-            "DISCO_DATABASE_STATEMENT_TIMEOUT_MS": "1500",
-            "DISCO_DATABASE_POOL_TIMEOUT_SECONDS": "2",
-            "DISCO_DATABASE_CONNECT_TIMEOUT_SECONDS": "2",
-            "DISCO_READINESS_TIMEOUT_SECONDS": "1",
-            "DISCO_OUTBOX_SWEEP_INTERVAL_SECONDS": "1",
-            "DISCO_HITL_SWEEP_INTERVAL_SECONDS": "0.5",
-            "DISCO_LOG_JSON": "true",
-        }
-        # Topics first, as `disco dev up` does: a consumer that starts on topics
-        # created a moment before can meet partitions without a leader yet.
-        asyncio.run(
-            _provision(BusSettings(kafka_bootstrap=kafka_bootstrap, topic_prefix=topic_prefix))
-        )
-        services = start_services(SERVICES, env, tmp_path)
-        try:
-            yield FaultStack(server, services, kafka_bootstrap, topic_prefix)
-        finally:
-            stop_services(services.values())
-    finally:
-        server.destroy()
-
-
-async def _provision(settings: BusSettings) -> None:
-    async with BusClient(settings) as bus:
-        await bus.ensure_topics()
+    """A PostgreSQL server of the test's own, migrated, and the four services on it."""
+    with own_database_stack(kafka_bootstrap, topic_prefix, tmp_path, SERVICES) as stack:
+        yield stack
 
 
 async def _request_all(

@@ -23,7 +23,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from pydantic import ValidationError
 
-from disco.clients import ServiceAuthError, ServiceError
+from disco.clients import ServiceAuthError, ServiceError, ServiceUnavailableError
 from disco_common.asyncapi import AsyncApiFormat
 from disco_common.plans import PlanStatus
 from disco_common.registry import AgentCapability
@@ -45,7 +45,7 @@ from disco_gateway.console.dead_letters import read_dead_letters, republish
 from disco_gateway.console.payloads import payload_html
 from disco_gateway.mcp.tools import tool_names
 from disco_gateway.state import GatewayState
-from disco_service import DiscoHTTPError
+from disco_service import DiscoHTTPError, database_unavailable
 
 __all__ = ["console_lifespan", "router", "static_files"]
 
@@ -113,6 +113,61 @@ def _error_page(request: Request, status: int, title: str, message: str) -> HTML
 def _problems(exc: ValidationError) -> str:
     """A filter's validation errors, for people."""
     return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+OUTAGE_RETRY_SECONDS = 5
+"""How often an outage page asks for its page again (and the ``Retry-After`` it sends)."""
+
+
+def _outage_page(request: Request, what: str, who: str, lead: str, message: str) -> HTMLResponse:
+    """503: a dependency of the page is down. The page says which, and shows itself again
+    (it asks every few seconds) as soon as the dependency is back."""
+    user = getattr(request.state, "console_user", None)
+    log.warning("console_dependency_down", path=request.url.path, what=what, error=message)
+    response = _page(
+        request,
+        "outage.html",
+        status_code=503,
+        user=user,
+        what=what,
+        who=who,
+        lead=lead,
+        message=message,
+        retry_url=str(request.url.path) + (f"?{request.url.query}" if request.url.query else ""),
+        retry_seconds=OUTAGE_RETRY_SECONDS,
+    )
+    response.headers["Retry-After"] = str(OUTAGE_RETRY_SECONDS)
+    return response
+
+
+def _unavailable(request: Request, exc: ServiceUnavailableError) -> tuple[str, str, str, str]:
+    """``(what is down, who said so, the lead, the message)`` of a service call's 503."""
+    name = _service_of(request, exc.url)
+    details = exc.details if isinstance(exc.details, dict) else {}
+    if details.get("dependency") == "database":
+        return (
+            f"The {name}'s database",
+            f"the {name}",
+            f"The {name} cannot reach its database right now, so this page cannot be read.",
+            exc.message,
+        )
+    return (
+        f"The {name}",
+        f"the {name}",
+        f"The {name} cannot be reached, or is not ready, right now.",
+        exc.message,
+    )
+
+
+def _service_of(request: Request, url: str) -> str:
+    """Which service a client call went to (``url`` is the call's)."""
+    settings = GatewayState.of(request).settings
+    for name, base in (
+        ("registry", settings.registry_url),
+        ("memory", settings.memory_url),
+        ("tracker", settings.tracker_url),
+    ):
+        if url.startswith(base.rstrip("/")):
+            return name
+    return "service"
 
 
 class ConsoleRoute(APIRoute):
@@ -130,11 +185,32 @@ class ConsoleRoute(APIRoute):
                 if exc.status == 401:
                     return login_redirect(request, LoginRequired(request.url.path, exc.message))
                 return _error_page(request, 403, "Not allowed", exc.message)
+            except ServiceUnavailableError as exc:
+                return _outage_page(request, *_unavailable(request, exc))
             except ServiceError as exc:
                 status = exc.status if 400 <= exc.status < 600 else 502
                 return _error_page(request, status, f"The service answered {exc.code}", exc.message)
             except DiscoHTTPError as exc:
+                if exc.status_code == 503:
+                    return _outage_page(
+                        request,
+                        what="A dependency of the gateway",
+                        who="the gateway",
+                        lead="The gateway cannot read what this page shows right now.",
+                        message=exc.message,
+                    )
                 return _error_page(request, exc.status_code, exc.code, exc.message)
+            except Exception as exc:
+                if not database_unavailable(exc):
+                    raise
+                return _outage_page(
+                    request,
+                    what="The gateway's database",
+                    who="the database",
+                    lead="The gateway cannot reach its database right now, so this page "
+                    "cannot be read.",
+                    message=f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:300]}",
+                )
 
         return handle
 
