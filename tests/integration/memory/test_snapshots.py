@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import httpx
 
+from disco_common.auth import ON_BEHALF_OF_TENANT_HEADER, ON_BEHALF_OF_USER_HEADER, Role
 from disco_common.memory import SNAPSHOT_FULL_MAX_BYTES, SNAPSHOT_SLIM_MAX_BYTES
-from tests.integration.memory.conftest import error_code, new_id
+from tests.integration.memory.conftest import bearer, error_code, new_id
 
 
 def snapshot(step: int, **fields: object) -> dict[str, object]:
@@ -114,6 +115,42 @@ async def test_snapshots_are_private_to_their_user_and_tenant(
         guarded = await client.put(url, json=snapshot(9, expected_version=1), headers=outsider)
         assert guarded.status_code == 409
     assert (await client.get(url, headers=alice)).json()["slim"] == {"step": 1}
+
+
+async def test_another_user_cannot_overwrite_a_sessions_snapshot(
+    client: httpx.AsyncClient, alice: dict[str, str], bob: dict[str, str]
+) -> None:
+    url = f"/v1/memory/snapshots/{new_id('s')}/assistant"
+    await client.put(url, json=snapshot(1), headers=alice)
+
+    taken = await client.put(url, json=snapshot(2), headers=bob)
+
+    assert taken.status_code == 409
+    assert taken.json()["error"]["code"] == "owned_by_another_user"
+    assert (await client.get(url, headers=alice)).json()["slim"] == {"step": 1}
+
+
+async def test_an_agent_resumes_a_session_by_session_and_agent_whoever_acts_and_the_owner_stays(
+    client: httpx.AsyncClient, tenant: str, alice: dict[str, str], bob: dict[str, str]
+) -> None:
+    session = new_id("s")
+    url = f"/v1/memory/snapshots/{session}/assistant"
+    await client.put(url, json=snapshot(1), headers=alice)
+    # An agent (service role) handling the decision of an operator of the tenant.
+    agent = bearer("platform", "agent", (Role.SERVICE,))
+    acting = {**agent, ON_BEHALF_OF_TENANT_HEADER: tenant, ON_BEHALF_OF_USER_HEADER: "ops"}
+    operator = bearer(tenant, "ops", (Role.OPERATOR,))
+
+    read = await client.get(url, headers=acting)
+    written = await client.put(url, json=snapshot(2), headers=acting)
+    listed = await client.get(f"/v1/memory/snapshots/{session}", headers=operator)
+
+    assert read.status_code == 200
+    assert read.json()["slim"] == {"step": 1}
+    assert written.status_code == 200
+    assert [item["slim"] for item in listed.json()] == [{"step": 2}]
+    assert (await client.get(url, headers=alice)).json()["slim"] == {"step": 2}  # still hers
+    assert (await client.get(url, headers=bob)).status_code == 404
 
 
 async def test_a_snapshot_holding_a_nul_character_is_refused_clearly_and_the_old_one_kept(

@@ -83,6 +83,7 @@ class StreamErrorCode(StrEnum):
     UNKNOWN_EVENT_TYPE = "unknown_event_type"
     INVALID_MESSAGE = "invalid_message"
     NOT_FOUND = "not_found"
+    FORBIDDEN = "forbidden"
     ALREADY_DECIDED = "already_decided"
     ALREADY_ANSWERED = "already_answered"
     TIMED_OUT = "timed_out"

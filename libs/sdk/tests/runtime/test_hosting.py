@@ -11,7 +11,14 @@ import pytest
 import disco
 from disco import Tool, Worker
 from disco.agents import AgentDefinitionError
-from disco.runtime import AgentRunner, LLMError, ScriptedDriver, ScriptedReply, agent_tool
+from disco.runtime import (
+    AgentRunner,
+    InMemorySnapshotStore,
+    LLMError,
+    ScriptedDriver,
+    ScriptedReply,
+    agent_tool,
+)
 from disco.testing import AgentTestKit
 from disco_common.notifications import AgentUIEvent
 from disco_common.topics import Topic
@@ -118,3 +125,42 @@ async def test_a_runtime_tool_takes_journaled_steps_one_per_tool_call() -> None:
     assert sorted(journal.values()) == ["charged 1", "charged 2"]  # two calls, two steps
     assert len(set(charged)) == 2
     assert all(name.endswith(":charge") for name in journal)  # each under its call's id
+
+
+async def test_a_session_goes_on_for_its_user_or_a_service_but_not_for_another_user() -> None:
+    runner = AgentRunner(
+        "helper",
+        driver=ScriptedDriver(["one", "two", "three", "four"]),
+        snapshots=InMemorySnapshotStore(),
+    )
+    worker = Worker("helper")
+    runner.attach_worker(worker, "helper.requested")
+
+    async with AgentTestKit(worker, user_id="alice") as kit:
+        first = await kit.request(
+            "helper.requested", {"text": "hi"}, response_event="r", session_id="s-1"
+        )
+        stranger = await kit.request(
+            "helper.requested",
+            {"text": "me too"},
+            response_event="r",
+            session_id="s-1",
+            user_id="bob",
+        )
+        service = await kit.request(
+            "helper.requested",
+            {"text": "go on"},
+            response_event="r",
+            session_id="s-1",
+            user_id=None,
+        )
+        hers = await kit.request(
+            "helper.requested", {"text": "and?"}, response_event="r", session_id="s-1"
+        )
+
+    assert kit.result_of(first).result == {"text": "one"}
+    refused = kit.result_of(stranger)
+    assert refused.error is not None
+    assert refused.error.type == "session_of_another_user"
+    assert kit.result_of(service).result == {"text": "two"}
+    assert kit.result_of(hers).result == {"text": "three"}

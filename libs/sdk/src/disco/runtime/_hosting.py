@@ -3,9 +3,12 @@
 On a Worker (:meth:`AgentRunner.attach_worker`), each request ``{"text": ...}``
 is a user turn of the session the envelope names (``session_id``; the task id
 when it has none). The session is resumed from its snapshot in the memory
-service, the loop runs, and the final answer is the task's result ``{"text":
-...}``; progress goes to ``system-events`` as ``task.progress`` and UI events to
-``notification-events``.
+service (found by session and agent within the tenant, whoever's request,
+decision or answer resumes it), the loop runs, and the final answer is the
+task's result ``{"text": ...}``; progress goes to ``system-events`` as
+``task.progress`` and UI events to ``notification-events``. The state keeps the
+user the session was started by or for: a request of another user is refused
+(``session_of_another_user``); one with no user (a service) may go on with any.
 
 A tool call that needs approval waits without holding anything: the state is
 saved, the task asks a person through the Worker's human-input wait (so the
@@ -68,6 +71,8 @@ _log = structlog.get_logger("disco.runtime")
 
 REQUEST_KEY = "disco.request_id"
 """State metadata: the task whose request started the current execution."""
+SESSION_USER_KEY = "disco.session_user"
+"""State metadata: the user the session was started by or for (None: a service started it)."""
 TASK_STATE_KEY = "disco.runtime"
 """Task state: the session and the tool call a task's approval question is about."""
 _NAMESPACE = uuid.UUID("0f6b8a34-55d1-4c4b-9a57-2b8e1c7d4e10")
@@ -207,6 +212,26 @@ class WorkerHost:
         self.prepare(context)
         session_id = self.session_of(task)
         state = await self.load(session_id)
+        owner = state.metadata.get(SESSION_USER_KEY) if state is not None else None
+        if (
+            state is not None
+            and SESSION_USER_KEY in state.metadata
+            and task.user_id is not None
+            and task.user_id != owner
+        ):
+            # The state is found by session and agent whoever asks (a decision resumes it
+            # whoever decided): a person's new turn goes only into a session of their own.
+            await task.fail(
+                ErrorInfo(
+                    type="session_of_another_user",
+                    message=(
+                        f"session {session_id!r} was started "
+                        f"{'by a service' if owner is None else 'by or for another user'}: "
+                        "start a session of your own"
+                    ),
+                )
+            )
+            return
         if state is not None and state.metadata.get(REQUEST_KEY) == task.task_id:
             # This very request again: its first handling did not finish. Go on from
             # where its last snapshot stands (its answer, its wait, or its next step).
@@ -226,6 +251,8 @@ class WorkerHost:
             return
         else:
             base = state if state is not None else self.runner.new_state(session_id)
+            if SESSION_USER_KEY not in base.metadata:
+                base = base.with_metadata(**{SESSION_USER_KEY: task.user_id})
             state = base.with_user_message(task.input.text).with_metadata(
                 **{REQUEST_KEY: task.task_id}
             )

@@ -97,7 +97,7 @@ async def list_events(
     "/{session_id}/approvals/{tool_call_id}",
     response_model=Accepted,
     status_code=202,
-    responses=error_responses(404, 409),
+    responses=error_responses(403, 404, 409),
     summary="Approve or deny a tool call waiting for a person",
 )
 async def decide(
@@ -108,8 +108,11 @@ async def decide(
     identity: IdentityDep,
 ) -> Accepted:
     """Publishes ``TOOL_APPROVED`` or ``TOOL_DENIED`` for the call (``payload.tool_call_id``);
-    the agent runs or skips it. 404: no such call waits in the session; 409
-    ``already_decided`` (the first decision stands) or ``timed_out``."""
+    the agent runs or skips it. An operator (or admin, or service) decides any call of the
+    tenant; a user the calls of sessions started by or for them. 404: no such call waits in
+    the session (for this caller); 403 ``forbidden``: the session was started by a service,
+    for no user (an operator decides it); 409 ``already_decided`` (the first decision
+    stands) or ``timed_out``."""
     return await _service(GatewayState.of(request)).decide(
         identity,
         session_id,
@@ -123,7 +126,7 @@ async def decide(
     "/{session_id}/answers/{question_id}",
     response_model=Accepted,
     status_code=202,
-    responses=error_responses(404, 409),
+    responses=error_responses(403, 404, 409),
     summary="Answer a question an agent asked a person (HUMAN_INPUT_REQUESTED)",
 )
 async def answer(
@@ -134,8 +137,9 @@ async def answer(
     identity: IdentityDep,
 ) -> Accepted:
     """Publishes the answer as the question asks (its ``response_event``, its correlation id).
-    422 ``invalid_answer``: not one of its options, or against its ``answer_schema``;
-    409 ``already_answered`` or ``timed_out``."""
+    Who may answer is who may decide a tool call (403 ``forbidden``: a question of a session
+    no user started, for an operator). 422 ``invalid_answer``: not one of its options, or
+    against its ``answer_schema``; 409 ``already_answered`` or ``timed_out``."""
     return await _service(GatewayState.of(request)).answer(
         identity, session_id, question_id, body.answer
     )

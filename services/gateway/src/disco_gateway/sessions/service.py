@@ -9,8 +9,13 @@
 - :meth:`SessionService.send_message`: a new turn, an ``action-requests``
   envelope to an agent in the session (checked like the publish bridge checks).
 
-Tenant and user always come from the caller's token. Decisions are recorded
-and their envelopes published after the transaction commits (the outbox).
+Tenant and user always come from the caller's token. Who may decide a tool call
+or answer a question: an operator (``operator``, ``admin`` or ``service`` role)
+any of the tenant's; a user those of the sessions started by or for them (the
+event asking names the user); a session a service started for no user, an
+operator only (403). Whoever decides, the agent resumes the session's state
+(found by session and agent within the tenant). Decisions are recorded and their
+envelopes published after the transaction commits (the outbox).
 
 The instance's sockets see an event before it is stored (the hub stores behind
 them), so replays, decisions and answers first wait for the hub to store what
@@ -51,6 +56,7 @@ from disco_gateway.sessions.repository import AboutRow, SessionEventRepository
 from disco_service import (
     Conflict,
     Database,
+    Forbidden,
     Identity,
     NotFound,
     UnprocessableEntity,
@@ -60,6 +66,7 @@ from disco_service import (
 __all__ = [
     "AlreadyDecided",
     "InvalidAnswer",
+    "NotYoursToDecide",
     "SessionService",
     "TimedOut",
     "sees_every_user",
@@ -103,6 +110,22 @@ def sees_every_user(identity: Identity) -> bool:
 
 def _visible(identity: Identity, row: AboutRow) -> bool:
     return row.user_id is None or row.user_id == identity.user_id or sees_every_user(identity)
+
+
+class NotYoursToDecide(Forbidden):
+    """403: a call or question of a session no user started: an operator's to decide."""
+
+    code = StreamErrorCode.FORBIDDEN.value
+
+
+def _check_may_decide(identity: Identity, row: AboutRow, what: str) -> None:
+    """Raise unless ``identity`` may decide what ``row`` asks (it sees it: :func:`_visible`)."""
+    if row.user_id is None and not sees_every_user(identity):
+        raise NotYoursToDecide(
+            f"{what} waits in a session a service started for no user: an operator (or a "
+            "service) of the tenant decides it",
+            details=[{"field": "session_id", "message": "started for no user"}],
+        )
 
 
 def _deadline(payload: dict[str, Any]) -> datetime | None:
@@ -196,6 +219,7 @@ class SessionService:
 
         Raises:
             NothingWaits: no such call asked for approval in the session (for this caller).
+            NotYoursToDecide: a plain user, and the session was started for no user.
             AlreadyDecided: it was approved or denied already (the first decision stands).
             TimedOut: it waited too long and was denied with reason ``timeout``.
         """
@@ -212,6 +236,7 @@ class SessionService:
                     f"no tool call {tool_call_id!r} waits for approval in session {session_id!r}",
                     details=[{"field": "tool_call_id", "message": "unknown"}],
                 )
+            _check_may_decide(identity, request, f"tool call {tool_call_id!r}")
             for row in rows:
                 if row.type in _DECIDED:
                     _refuse_decided(tool_call_id, row)
@@ -271,6 +296,7 @@ class SessionService:
 
         Raises:
             NothingWaits: no such question in the session (for this caller).
+            NotYoursToDecide: a plain user, and the session was started for no user.
             AlreadyAnswered: it has its answer already.
             TimedOut: it timed out.
             InvalidAnswer: the answer is not one of its options, or breaks its schema.
@@ -287,6 +313,7 @@ class SessionService:
                     f"no question {question_id!r} was asked in session {session_id!r}",
                     details=[{"field": "question_id", "message": "unknown"}],
                 )
+            _check_may_decide(identity, asked, f"question {question_id!r}")
             question = asked.event.get("payload") or {}
             if question.get("kind") == "tool_approval":
                 context = question.get("context") or {}

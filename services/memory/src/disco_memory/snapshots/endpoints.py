@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Response, status
 
+from disco_common.auth import Role
 from disco_common.ids import Id
 from disco_common.memory import AgentStateSnapshot, AgentStateSnapshotPut, AgentStateSnapshotSummary
 from disco_memory._shared import IfMatch, expected_version, set_etag
@@ -18,8 +19,18 @@ router = APIRouter(
 )
 
 
+_EVERY_USER = frozenset({Role.SERVICE, Role.OPERATOR, Role.ADMIN})
+
+
 async def _repository(session: SessionDep, identity: IdentityDep) -> SnapshotRepository:
-    return SnapshotRepository(session, identity.tenant_id, identity.user_id)
+    # An agent (service role) resumes a session's state whoever's decision or answer it
+    # handles; a person reads and writes only the sessions they own.
+    return SnapshotRepository(
+        session,
+        identity.tenant_id,
+        identity.user_id,
+        any_user=not identity.roles.isdisjoint(_EVERY_USER),
+    )
 
 
 RepositoryDep = Annotated[SnapshotRepository, Depends(_repository)]

@@ -11,8 +11,21 @@ from disco_common.memory import (
 )
 from disco_memory._shared import VersionConflict, limited_json
 from disco_memory.snapshots.repository import SnapshotRepository
+from disco_service import Conflict
 
-__all__ = ["delete_snapshot", "get_snapshot", "list_snapshots", "put_snapshot"]
+__all__ = [
+    "SnapshotOfAnotherUser",
+    "delete_snapshot",
+    "get_snapshot",
+    "list_snapshots",
+    "put_snapshot",
+]
+
+
+class SnapshotOfAnotherUser(Conflict):
+    """409: the session's snapshot of this agent belongs to another user of the tenant."""
+
+    code = "owned_by_another_user"
 
 
 async def put_snapshot(
@@ -28,6 +41,8 @@ async def put_snapshot(
     Raises:
         PayloadTooLarge: the full state is over 8 MiB or the slim one over 512 KiB.
         VersionConflict: ``expected`` is not the stored version.
+        SnapshotOfAnotherUser: the snapshot is another user's (and the caller is not a
+            service, an operator or an admin).
     """
     full = limited_json(body.full, limit=SNAPSHOT_FULL_MAX_BYTES, what="the full state")
     slim = limited_json(body.slim, limit=SNAPSHOT_SLIM_MAX_BYTES, what="the slim state")
@@ -44,12 +59,17 @@ async def put_snapshot(
         slim_bytes=len(slim.encode()),
     )
     if row is None:
+        found = await repository.owner(session_id, agent_id)
+        if found is not None and not repository.reaches(found[0]):
+            raise SnapshotOfAnotherUser(
+                f"the state of agent {agent_id!r} in session {session_id!r} belongs to another "
+                "user: use a session id of your own"
+            )
         assert expected is not None
-        current = await repository.current_version(session_id, agent_id)
         raise VersionConflict(
             f"the snapshot of agent {agent_id!r} in session {session_id!r}",
             expected=expected,
-            current=current,
+            current=found[1] if found is not None else None,
         )
     return AgentStateSnapshotSummary.model_validate(dict(row))
 
