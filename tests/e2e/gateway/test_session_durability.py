@@ -1,16 +1,18 @@
 """Session streams hand events to sockets before Postgres has them, and lose none of them.
 
 A gateway instance of its own (its own topics, so no other instance stores for
-it), a real broker and Postgres: the test holds a lock that stalls every store
-of session events, so what the socket receives meanwhile is not stored; the
-instance is killed (SIGKILL) with those events unstored, and the restarted one
-still replays all of them.
+it, and its own database: see :func:`own`), a real broker and Postgres: the test
+holds a lock that stalls every store of session events, so what the socket
+receives meanwhile is not stored; the instance is killed (SIGKILL) with those
+events unstored, and the restarted one still replays all of them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 import asyncpg
 import httpx
@@ -22,22 +24,47 @@ from disco.settings import BusSettings
 from tests.e2e.gateway.conftest import TENANT, GatewayProcess, GatewayStack, bearer
 from tests.e2e.gateway.streams import stream
 from tests.e2e.gateway.support import until
+from tests.fixtures.infra import migrated_database
 
 _COUNT = 5
 
 
+@dataclass
+class Own:
+    gateway: GatewayProcess
+    bus: BusClient
+    database_admin: str
+
+
 @pytest.fixture
-async def own(gateway_stack: GatewayStack) -> AsyncIterator[tuple[GatewayProcess, BusClient]]:
-    """A gateway on topics of its own, and a bus client of those topics."""
+async def own(gateway_stack: GatewayStack, postgres_admin_url: str) -> AsyncIterator[Own]:
+    """A gateway on topics and a database of its own, and a bus client of those topics;
+    stopped at the end of the test.
+
+    Its own database, not the stack's: an instance of another topic prefix on the same
+    database is another environment sharing its rows (DESIGN: one database per
+    environment). Its outbox relay claimed rows the shared gateway committed (a tool
+    decision, an answer) and published them under its own prefix, where neither the
+    shared gateway nor the agents read: the decisions of the tests after this one were
+    lost whenever that relay's sweep came before the shared gateway's own relay.
+    """
     prefix = f"{gateway_stack.prefix}own{uuid.uuid4().hex[:6]}."
+    database = await asyncio.to_thread(migrated_database, postgres_admin_url)
     settings = BusSettings(kafka_bootstrap=gateway_stack.bootstrap, topic_prefix=prefix)
     async with BusClient(settings, name="gw-durability-test") as bus:
         await bus.ensure_topics()
         gateway = GatewayProcess(
-            {**gateway_stack.gateway_env, "DISCO_TOPIC_PREFIX": prefix}, gateway_stack.logs
+            {
+                **gateway_stack.gateway_env,
+                "DISCO_TOPIC_PREFIX": prefix,
+                "DISCO_DATABASE_URL": database.app,
+            },
+            gateway_stack.logs,
         )
-        gateway_stack.gateways.append(gateway)
-        yield gateway.start(), bus
+        try:
+            yield Own(gateway.start(), bus, database.admin)
+        finally:
+            gateway.stop()
 
 
 async def _log(bus: BusClient, session: str, n: int) -> str:
@@ -58,9 +85,9 @@ async def _replay(url: str, session: str, after: str | None) -> list[str]:
 
 
 async def test_events_streamed_but_not_stored_when_the_gateway_dies_are_replayed_after_restart(
-    own: tuple[GatewayProcess, BusClient], gateway_stack: GatewayStack
+    own: Own,
 ) -> None:
-    gateway, bus = own
+    gateway, bus = own.gateway, own.bus
     session = f"s-{uuid.uuid4().hex[:12]}"
     first = await _log(bus, session, 0)
 
@@ -69,7 +96,7 @@ async def test_events_streamed_but_not_stored_when_the_gateway_dies_are_replayed
 
     await until(kept, what="the first event is stored")
 
-    admin = await asyncpg.connect(gateway_stack.database_admin)
+    admin = await asyncpg.connect(own.database_admin)
     try:
         stall = admin.transaction()
         await stall.start()
