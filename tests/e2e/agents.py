@@ -27,6 +27,7 @@ from disco import (
     Worker,
 )
 from disco_common.envelope import Envelope
+from tests.e2e.kill_agents import KILL_ROLES
 from tests.e2e.runtime_agents import RUNTIME_ROLES
 
 
@@ -538,5 +539,6 @@ ROLES = {
     "tracker-demo": tracker_demo,
     "campaign": campaign,
     **RUNTIME_ROLES,
+    **KILL_ROLES,
     "gateway": gateway,
 }

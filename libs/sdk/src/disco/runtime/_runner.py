@@ -305,6 +305,11 @@ class AgentRunner:
             while True:
                 if state.in_flight is None:
                     state = await self._infer(state, emitter, clock)
+                    if state.in_flight is not None:
+                        # The calls the model chose, kept before any runs: a process that
+                        # dies in one resumes these very calls (their ids name their
+                        # journaled steps) instead of asking the model again.
+                        await self._save(state)
                 if state.in_flight is not None:
                     state = await self._tool_calls.run(
                         state, emitter, clock, self.approval_timeout_seconds
