@@ -38,6 +38,7 @@ EXPECTED = [
     "AsyncApiFormat",
     "AsyncApiQuery",
     "EventDirection",
+    "NO_PARTITIONS_METADATA",
     "STEP_RESULT_MAX_BYTES",
     "StepJournal",
     "StepName",

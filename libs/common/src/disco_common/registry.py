@@ -35,6 +35,7 @@ __all__ = [
     "AGENT_TTL_MIN_SECONDS",
     "MAX_CAPABILITIES",
     "MAX_VIOLATIONS",
+    "NO_PARTITIONS_METADATA",
     "AgentCapability",
     "AgentDefinition",
     "AgentDeregisteredData",
@@ -68,6 +69,10 @@ __all__ = [
     "check_json_schema",
     "validate_payload",
 ]
+
+NO_PARTITIONS_METADATA = "disco.no_partitions_since"
+"""Registration metadata an agent instance sets (an ISO time) while its consumer has had no
+partition for longer than its bound, and removes once it has some (``disco status`` shows it)."""
 
 AGENT_TTL_MIN_SECONDS = 5
 AGENT_TTL_MAX_SECONDS = 86_400

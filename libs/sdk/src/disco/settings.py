@@ -255,6 +255,18 @@ class BusSettings(BaseSettings):
         min_length=1,
         description="Interface the metrics server binds (0.0.0.0 in a container).",
     )
+    bus_no_partitions_warning_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        le=86_400,
+        description=(
+            "An agent whose consumer has had no partition for longer than this says so: a "
+            "warning in its log, 503 on its /readyz (DISCO_METRICS_PORT) and a mark on its "
+            "registration that `disco status` shows. Normal joins take a few seconds (a "
+            "killed member's session, on the embedded broker); an instance beyond the "
+            "number of partitions also has none."
+        ),
+    )
     metrics_lag_interval_seconds: float = Field(
         default=5.0,
         gt=0,

@@ -43,12 +43,19 @@ def status(
     console.print(health)
     if report.agents:
         agents = Table(title=f"live agents of tenant {report.agents_tenant}", title_justify="left")
-        for column in ("agent", "instances", "last heard"):
+        for column in ("agent", "instances", "last heard", "partitions"):
             agents.add_column(column)
         now = datetime.now(UTC)
         for line in report.agents:
             heard = max(0.0, (now - line.last_heard).total_seconds())
-            agents.add_row(line.name, str(line.instances), f"{heard:.0f} s ago")
+            partitions = "ok"
+            if line.no_partitions_since is not None:
+                idle = max(0.0, (now - line.no_partitions_since).total_seconds())
+                partitions = (
+                    f"[yellow]none in {line.without_partitions} of {line.instances} "
+                    f"instance(s), for {idle:.0f} s[/yellow]"
+                )
+            agents.add_row(line.name, str(line.instances), f"{heard:.0f} s ago", partitions)
         console.print(agents)
     elif report.agents is not None:
         console.print(f"live agents of tenant {report.agents_tenant}: none")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -25,7 +26,7 @@ from disco._dev.settings import DevSettings
 from disco.bus import BusClient, BusError
 from disco.clients import RegistryClient, ServiceClientSettings, ServiceError
 from disco.settings import BusSettings
-from disco_common.registry import AgentStatus
+from disco_common.registry import NO_PARTITIONS_METADATA, AgentStatus
 from disco_common.topics import Topic
 
 __all__ = ["AgentLine", "GroupLag", "Health", "StackStatus", "collect_status"]
@@ -65,6 +66,10 @@ class AgentLine:
     name: str
     instances: int
     last_heard: datetime
+    without_partitions: int = 0
+    """How many of its instances say their consumer has had no partition for too long."""
+    no_partitions_since: datetime | None = None
+    """Since when the first of those has had none."""
 
 
 @dataclass
@@ -225,10 +230,16 @@ async def live_agents(settings: ServiceClientSettings, timeout: float) -> list[A
             if agent.status != AgentStatus.LIVE:
                 continue
             seen = by_name.get(agent.name)
+            idle = _no_partitions_since(agent.metadata)
+            earliest = seen.no_partitions_since if seen else None
+            if idle is not None and (earliest is None or idle < earliest):
+                earliest = idle
             by_name[agent.name] = AgentLine(
                 agent.name,
                 (seen.instances if seen else 0) + agent.live_instances,
                 max(seen.last_heard, agent.last_heartbeat_at) if seen else agent.last_heartbeat_at,
+                (seen.without_partitions if seen else 0) + (1 if idle is not None else 0),
+                earliest,
             )
             if len(by_name) >= _AGENTS_SHOWN:
                 break
@@ -236,6 +247,16 @@ async def live_agents(settings: ServiceClientSettings, timeout: float) -> list[A
 
 
 _AGENTS_SHOWN = 200
+
+
+def _no_partitions_since(metadata: Mapping[str, object]) -> datetime | None:
+    value = metadata.get(NO_PARTITIONS_METADATA)
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
 
 
 async def collect_status(settings: DevSettings, *, timeout: float = 5.0) -> StackStatus:  # noqa: ASYNC109

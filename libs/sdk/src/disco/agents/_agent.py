@@ -18,6 +18,7 @@ from disco.agents._agent_process import serve, start_when_reachable
 from disco.agents._common import capability_for
 from disco.agents._errors import AgentDefinitionError, AgentError
 from disco.agents._handlers import HandlerSpec, describe, inspect_handler
+from disco.agents._partition_watch import PartitionWatch
 from disco.agents._platform import AgentIdentity, PlatformContext
 from disco.agents._ports import AgentMemory, Registrar, RequestValidator
 from disco.bus import ANY_EVENT, BusClient, BusConsumer, DedupStore
@@ -171,6 +172,7 @@ class Agent(StartStop):
         self._bus: BusClient | None = None
         self._consumer: BusConsumer | None = None
         self._registrar: Registrar | None = None
+        self._watch: PartitionWatch | None = None
         self._owned: list[ServiceClient] = []
         self._context: PlatformContext | None = None
         self._lifecycle = asyncio.Lock()

@@ -21,6 +21,7 @@ import structlog
 
 from disco._steps import StepJournalStore, StepLog
 from disco.agents._errors import AgentError
+from disco.agents._partition_watch import PartitionWatch
 from disco.agents._platform import PlatformContext
 from disco.agents._ports import AgentMemory, RequestValidator
 from disco.bus import (
@@ -108,6 +109,14 @@ async def start_parts(agent: Agent) -> None:
         consumer.add_handler(route.topic, route.event_type, route.dispatch)
     agent._consumer = consumer
     await consumer.start()
+    agent._watch = PartitionWatch(
+        agent.name,
+        agent.identity.agent_id,
+        consumer,
+        bound=bus_settings.bus_no_partitions_warning_seconds,
+        registrar=agent._registrar,
+    )
+    agent._watch.start()
     _log.info(
         "agent started",
         agent=agent.name,
@@ -119,6 +128,9 @@ async def start_parts(agent: Agent) -> None:
 
 async def stop_parts(agent: Agent, grace: float) -> None:
     """Stop whatever of ``agent``'s parts were started, the consumer first (idempotent)."""
+    watch, agent._watch = agent._watch, None
+    if watch is not None:
+        await watch.stop()
     consumer, agent._consumer = agent._consumer, None
     if consumer is not None:
         await consumer.stop(grace)

@@ -135,6 +135,10 @@ class Registrar(Protocol):
 
     async def stop(self) -> None: ...
 
+    async def update_metadata(self, **changes: str | None) -> None:
+        """Register again with ``changes`` in the registration's metadata (None: removed)."""
+        ...
+
 
 class RequestValidator(Protocol):
     """Checks an ``action-requests`` payload against its registered schema.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import time
 from collections.abc import Callable
 
 import structlog
@@ -145,6 +146,7 @@ class BusConsumer(StartStop):
         self._committer = OffsetCommitter(self)
         self._lifecycle = asyncio.Lock()
         self._assigned = asyncio.Event()
+        self._unassigned_since: float | None = None
         self._stopping = False
         self._stopped = asyncio.Event()
         self._fatal: BaseException | None = None
@@ -323,6 +325,7 @@ class BusConsumer(StartStop):
             if not self.client.started:
                 await self.client.start()
                 self._owns_client = True
+            self._unassigned_since = time.monotonic()
             settings = self.client.settings
             await self.client.ensure_topics(topics)
             largest_batch = max((r.max_records for r in self._batch_routes.values()), default=0)
@@ -451,6 +454,7 @@ class BusConsumer(StartStop):
                 self._paused.clear()
                 self._consumer = None
                 self._fetcher = None
+                self._unassigned_since = None
                 await stop_within(consumer.stop(), f"consumer group {self.group!r}")
                 if self._owns_client:
                     self._owns_client = False
@@ -462,6 +466,15 @@ class BusConsumer(StartStop):
         """How long the broker may hold this consumer's next fetch (adaptive polling:
         short while records flow, longer while idle); None before :meth:`start`."""
         return self._pacer.current_wait_ms if self._pacer is not None else None
+
+    @property
+    def unassigned_seconds(self) -> float | None:
+        """How long this member has had no partition (since it started, or since its last
+        ones were taken away); None while it has some, or when it is not running."""
+        since = self._unassigned_since
+        if since is None or self._consumer is None:
+            return None
+        return time.monotonic() - since
 
     async def wait_assigned(self, timeout: float) -> set[TopicPartition]:  # noqa: ASYNC109
         """Wait until the group gave this member partitions; return them.
@@ -598,6 +611,8 @@ class BusConsumer(StartStop):
             self._paused.discard(tp)
             self._committer.forget(tp)
         self._assigned.clear()
+        if self._unassigned_since is None:
+            self._unassigned_since = time.monotonic()
 
     async def _store_marks(
         self, workers: list[PartitionWorker | BatchWorker], seconds: float
@@ -616,6 +631,9 @@ class BusConsumer(StartStop):
     def _on_assigned(self, assigned: set[TopicPartition]) -> None:
         if assigned:
             self._assigned.set()
+            self._unassigned_since = None
+        elif self._unassigned_since is None:
+            self._unassigned_since = time.monotonic()
 
     def _fail(self, exc: BaseException) -> None:
         if self._fatal is None and not self._stopping:

@@ -204,7 +204,7 @@ class CredentialVerifier:
         capacity: int | None = None,
     ) -> None:
         self._secret = settings.hs256_secret()
-        self._algorithms = frozenset(settings.auth_algorithms)
+        self._algorithms: frozenset[str] = frozenset(settings.auth_algorithms)
         self._audience = settings.auth_audience
         self._issuer = settings.auth_issuer
         self._leeway = settings.auth_leeway_seconds

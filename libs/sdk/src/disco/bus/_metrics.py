@@ -161,12 +161,13 @@ _servers: dict[tuple[str, int], tuple[WSGIServer, threading.Thread, int]] = {}
 
 
 def serve_metrics(port: int, host: str = "127.0.0.1") -> None:
-    """Serve the default registry on ``http://host:port/metrics`` (in a thread).
+    """Serve the default registry on ``http://host:port/metrics`` (in a thread), with the
+    process's probes: ``/healthz`` and ``/readyz`` (see :mod:`disco.bus._probes`).
 
     Several agents of one process share the server: each call adds a user,
     each :func:`stop_metrics` removes one; the last one stops it.
     """
-    from prometheus_client import start_http_server
+    from disco.bus._probes import serve
 
     with _default_lock:
         key = (host, port)
@@ -175,7 +176,7 @@ def serve_metrics(port: int, host: str = "127.0.0.1") -> None:
             server, thread, users = entry
             _servers[key] = (server, thread, users + 1)
             return
-        server, thread = start_http_server(port, addr=host)
+        server, thread = serve(port, host)
         _servers[key] = (server, thread, 1)
 
 

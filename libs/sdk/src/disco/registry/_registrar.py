@@ -82,6 +82,23 @@ class AgentRegistrar:
         """Whether the registry acknowledged this instance at the last contact."""
         return self._registered.is_set()
 
+    async def update_metadata(self, **changes: str | None) -> None:
+        """Register again with ``changes`` in the registration's metadata (None removes a
+        key): what the instance says of itself (an agent whose consumer has had no
+        partition, say). When the registry does not answer, the loop registers the new
+        metadata at its next contact."""
+        metadata = dict(self._registration.metadata)
+        for key, value in changes.items():
+            if value is None:
+                metadata.pop(key, None)
+            else:
+                metadata[key] = value
+        if metadata == self._registration.metadata:
+            return
+        self._registration = self._registration.model_copy(update={"metadata": metadata})
+        if self._task is not None:
+            await self._register()
+
     @property
     def running(self) -> bool:
         """Whether the heartbeat loop runs (between :meth:`start` and :meth:`stop`)."""
