@@ -33,7 +33,7 @@ DIST ?= dist
 
 PYPROJECTS := pyproject.toml $(wildcard libs/*/pyproject.toml services/*/pyproject.toml)
 
-.PHONY: help uv bootstrap dist browser dev test test-unit test-integration properties fuzz lint format bench bench-quick bench-detail demo compose-up compose-down k8s-check
+.PHONY: help uv bootstrap dist browser dev test test-unit test-integration properties fuzz lint format bench bench-quick bench-detail soak demo compose-up compose-down k8s-check
 
 help: ## list the commands
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -93,6 +93,11 @@ bench-detail: bootstrap ## each area's own benchmark script, with its detailed f
 		echo "== $$script"; \
 		$(UV) run python $$script $(BENCH_ARGS) || exit 1; \
 	done
+
+SOAK_MINUTES ?= 30
+soak: bootstrap ## a benchmark, not CI: SOAK_MINUTES (30) of mixed load under chaos, then the kill -9 campaign at 1,000 requests
+	SOAK_MINUTES=$(SOAK_MINUTES) $(UV) run python bench/soak.py
+	DISCO_KILL_CAMPAIGN_REQUESTS=1000 $(UV) run pytest tests/e2e/test_kill_campaign.py -s -p no:randomly --timeout=0
 
 demo: bootstrap ## run an example end to end against a running stack (`make dev` in another terminal)
 	$(UV) run python examples/demo.py

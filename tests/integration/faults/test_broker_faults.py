@@ -16,12 +16,10 @@ import asyncio
 import os
 import signal
 import subprocess
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
-import pytest
 
 from disco._dev.broker import EmbeddedBroker
 from disco._dev.ports import free_port
@@ -45,30 +43,6 @@ def _settings(bootstrap: str, prefix: str) -> BusSettings:
         kafka_heartbeat_interval_ms=300,
         kafka_fetch_max_wait_ms=20,
     )
-
-
-@pytest.fixture
-def tool_process(tmp_path: Path) -> Iterator[Callable[[str, str], subprocess.Popen[bytes]]]:
-    """Start echo Tool processes; any still running at the end is killed."""
-    started: list[subprocess.Popen[bytes]] = []
-
-    def start(bootstrap: str, prefix: str) -> subprocess.Popen[bytes]:
-        log = (tmp_path / f"tool-{len(started)}.log").open("wb")
-        process = subprocess.Popen(
-            [sys.executable, "-m", "tests.integration.faults._echo_tool", bootstrap, prefix],
-            cwd=ROOT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        started.append(process)
-        return process
-
-    yield start
-    for process in started:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
 
 
 def kill_broker(broker: EmbeddedBroker) -> None:
