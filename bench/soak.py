@@ -756,6 +756,10 @@ def rss_growth(samples: list[Sample], warmup_end: float, warmup_seconds: float) 
 async def run(minutes: float, rate: float, watchers: int, warmup_seconds: float) -> int:
     folder = Path(tempfile.mkdtemp(prefix="disco-soak-"))
     print(f"soak: {minutes:g} min, logs and journals in {folder}", flush=True)
+    # SIGTERM (and Ctrl-C) end the run through the cleanup below.
+    main = asyncio.current_task()
+    assert main is not None
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main.cancel)
     stack = await asyncio.to_thread(build_stack, folder)
     soak: Soak | None = None
     try:
@@ -820,10 +824,14 @@ async def run(minutes: float, rate: float, watchers: int, warmup_seconds: float)
         print("soak FAILED" if failed else "soak passed", flush=True)
         return 1 if failed else 0
     finally:
+        # Every process the soak started goes, whatever failed before.
         if soak is not None:
-            await soak.close()
-        await asyncio.to_thread(stack.stop)
-        stack.broker.stop()
+            with contextlib.suppress(Exception):
+                await soak.close()
+        with contextlib.suppress(Exception):
+            await asyncio.to_thread(stack.stop)
+        with contextlib.suppress(Exception):
+            stack.broker.stop()
         stack.postgres.destroy()
 
 

@@ -25,6 +25,7 @@ def test_disco_bus_exports_exactly_its_public_api() -> None:
         "CredentialVerifier",
         "DedupMarks",
         "DedupStore",
+        "DependencyUnavailableError",
         "DlqHeader",
         "DurableDedupStore",
         "EnvelopeAttributes",

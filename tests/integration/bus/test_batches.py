@@ -11,9 +11,11 @@ from pathlib import Path
 from aiokafka import TopicPartition
 
 from disco.bus import Batch, BusClient, BusConsumer, DlqHeader
+from disco.clients import ServiceUnavailableError
 from disco.settings import BusSettings
 from disco_common.envelope import Envelope, headers_dict
 from disco_common.topics import Topic
+from tests.fixtures.bus import read_records
 from tests.fixtures.waiting import eventually
 from tests.integration.bus.conftest import (
     Recorder,
@@ -253,3 +255,30 @@ async def test_a_batch_handler_takes_every_event_type_of_its_topic(
     assert batches.ids == sent
     envelopes: list[Envelope] = [e for b in batches.applied for e in b.envelopes]
     assert [e.type for e in envelopes] == ["order.placed", "order.paid", "order.shipped"]
+
+
+async def test_a_batch_whose_dependency_is_unavailable_is_tried_again_whole_without_a_dlq(
+    bus: BusClient, kafka_bootstrap: str
+) -> None:
+    key = "one-plan"
+    sent = [(await bus.announce("job.queued", {"n": n}, plan_id=key)).id for n in range(4)]
+    attempts = bus.settings.bus_retry_attempts
+    calls: list[Batch] = []
+    applied: list[str] = []
+
+    async def patient(batch: Batch) -> None:
+        calls.append(batch)
+        if len(calls) <= attempts + 2:  # more failures than the retries allow
+            raise ServiceUnavailableError(503, "unavailable", "the database is unavailable")
+        applied.extend(e.id for e in batch.envelopes)
+
+    consumer = BusConsumer(bus, "patient-batches")
+    consumer.add_batch_handler(Topic.BUSINESS_FACTS, patient, max_records=100, linger_ms=300)
+
+    async with consumer:
+        await eventually(lambda: set(sent) <= set(applied), timeout=30.0)
+
+    # Never split: every call had the whole batch, and nothing was dead-lettered.
+    assert [c.attempt for c in calls] == list(range(1, attempts + 4))
+    assert all([e.id for e in c.envelopes] == sent for c in calls)
+    assert await read_records(kafka_bootstrap, bus.topic_name("business-facts.dlq")) == []

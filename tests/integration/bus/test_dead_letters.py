@@ -7,6 +7,7 @@ from datetime import datetime
 from aiokafka import AIOKafkaProducer
 
 from disco.bus import BusClient, BusConsumer, DlqHeader, NonRetryableError
+from disco.clients import ServiceUnavailableError
 from disco_common.envelope import Envelope, headers_dict
 from disco_common.topics import Topic
 from tests.fixtures.bus import read_records
@@ -149,3 +150,26 @@ async def test_a_non_retryable_error_is_dead_lettered_after_one_attempt(
     headers = headers_dict(dead.headers)
     assert headers[DlqHeader.ATTEMPTS] == "1"
     assert headers[DlqHeader.ERROR_TYPE] == "NonRetryableError"
+
+
+async def test_a_dependency_unavailable_for_longer_than_the_retries_delays_the_work_without_a_dlq(
+    bus: BusClient, recorder: Recorder, kafka_bootstrap: str
+) -> None:
+    calls: list[str] = []
+    attempts = bus.settings.bus_retry_attempts
+
+    async def patient(envelope: Envelope) -> None:
+        calls.append(envelope.id)
+        if len(calls) <= attempts + 2:  # more failures than the retries allow
+            raise ServiceUnavailableError(503, "unavailable", "the database is unavailable")
+        await recorder(envelope)
+
+    sent = await bus.announce("thing.waited", {})
+    consumer = BusConsumer(bus, "patient")
+    consumer.add_handler(Topic.BUSINESS_FACTS, "thing.waited", patient)
+
+    async with consumer:
+        await recorder.wait_for(1)
+
+    assert calls == [sent.id] * (attempts + 3)
+    assert await read_records(kafka_bootstrap, bus.topic_name("business-facts.dlq")) == []

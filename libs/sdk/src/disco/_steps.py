@@ -32,6 +32,7 @@ from pydantic import JsonValue, TypeAdapter
 
 from disco._context import HandlerContext, current_context
 from disco._faults import CrashPoint, crash_point
+from disco.bus import DependencyUnavailableError
 
 __all__ = [
     "Step",
@@ -71,10 +72,11 @@ class StepError(RuntimeError):
     """A step cannot be used this way (the message says how to fix it)."""
 
 
-class StepNotRecordedError(RuntimeError):
-    """The step ran but its result could not be recorded (the memory service did not
-    answer): the handler fails here, and its retry answers the result this process
-    kept, recording it again before going on."""
+class StepNotRecordedError(DependencyUnavailableError, RuntimeError):
+    """The step's journal could not be read, or its result recorded (the memory service
+    did not answer): the handler fails here and the consumer tries it again until the
+    service is back; a step that ran keeps its result in this process, recorded by the
+    next try before it goes on, without running again."""
 
 
 @runtime_checkable
@@ -228,7 +230,12 @@ class StepLog:
                     user_id=envelope.user_id,
                 )
             except Exception as exc:
-                if attempt == _RECORD_ATTEMPTS or not _retriable(exc):
+                if not _retriable(exc):
+                    # The service refused the result itself (too large, say): no try fixes it.
+                    raise StepError(
+                        f"step {name!r} ran but the memory service refused its result: {exc}"
+                    ) from exc
+                if attempt == _RECORD_ATTEMPTS:
                     raise StepNotRecordedError(
                         f"step {name!r} ran but its result could not be recorded: {exc!r}"
                     ) from exc

@@ -235,7 +235,9 @@ class BusConsumer(StartStop):
 
         What a retry is: a call that raises is made again with the same envelopes
         (``Batch.attempt`` counts), with the same backoff as a single handler,
-        up to ``bus_retry_attempts`` calls in all. When the last one fails, or a
+        up to ``bus_retry_attempts`` calls in all (a call that raises
+        :class:`~disco.bus.DependencyUnavailableError` is made again for as long as
+        the consumer runs and does not count). When the last one fails, or a
         :class:`~disco.bus.NonRetryableError` is raised, the batch is split into
         two halves, in offset order, and each half is handled as a batch of its
         own from its first attempt, the first half before the second; a batch of

@@ -96,6 +96,18 @@ class TopicProvisioningError(BusError):
     """The broker refused to create a topic."""
 
 
+class DependencyUnavailableError(Exception):
+    """Raise it (or a subclass) from a handler when something the work needs cannot answer
+    now (a service, the database behind it): the consumer tries the envelope again, with
+    backoff up to ``bus_retry_backoff_max_ms``, for as long as it runs, and never
+    dead-letters it for that (these tries do not count towards ``bus_retry_attempts``).
+
+    :class:`disco.clients.ServiceUnavailableError` (a 503, or a service that cannot be
+    reached) and ``disco.StepNotRecordedError`` are such errors: a stalled database or a
+    restarting service delays the work instead of sending it to the DLQ.
+    """
+
+
 class NonRetryableError(Exception):
     """Raise it (or a subclass) from a handler to dead-letter the envelope at once.
 

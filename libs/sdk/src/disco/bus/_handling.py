@@ -22,7 +22,12 @@ from disco._context import HandlerContext, enter_handler, exit_handler
 from disco.bus._batches import Batch, BatchItem
 from disco.bus._credentials import tenant_guard
 from disco.bus._dedup import DurableDedupStore, InMemoryDedupStore
-from disco.bus._errors import Abandoned, BusError, NonRetryableError
+from disco.bus._errors import (
+    Abandoned,
+    BusError,
+    DependencyUnavailableError,
+    NonRetryableError,
+)
 from disco.bus._metrics import InFlight
 from disco.bus._routes import ANY_EVENT, Handler, TopicRoute
 from disco_common.auth import TENANT_CREDENTIAL_HEADER, UNAUTHENTICATED_TENANT
@@ -288,7 +293,10 @@ class RecordHandler:
         settings = owner.client.settings
         attempts = settings.bus_retry_attempts
         items = tuple(item for _, item in admitted)
-        for attempt in range(1, attempts + 1):
+        failures = waits = 0
+        attempt = 0
+        while True:
+            attempt += 1
             if labels is not None:
                 if attempt > 1:
                     labels.retries.inc()
@@ -309,18 +317,29 @@ class RecordHandler:
                 owner.client.metrics.handler_failures.labels(
                     owner.group, route.topic, ANY_EVENT, type(failure).__qualname__
                 ).inc()
-            final = attempt >= attempts or isinstance(failure, NonRetryableError)
-            _log.warning(
-                "batch handler failed",
-                topic=route.topic,
-                partition=partition,
-                offsets=f"{items[0].offset}-{items[-1].offset}",
-                envelopes=len(items),
-                attempt=attempt,
-                attempts=attempts,
-                giving_up=final,
-                error=repr(failure),
+            unavailable = isinstance(failure, DependencyUnavailableError)
+            if unavailable:
+                waits += 1
+            else:
+                failures += 1
+            final = not unavailable and (
+                failures >= attempts or isinstance(failure, NonRetryableError)
             )
+            if not unavailable or waits == 1 or waits % 20 == 0:
+                _log.warning(
+                    "batch handler failed: a dependency is unavailable; trying again until "
+                    "it is back"
+                    if unavailable
+                    else "batch handler failed",
+                    topic=route.topic,
+                    partition=partition,
+                    offsets=f"{items[0].offset}-{items[-1].offset}",
+                    envelopes=len(items),
+                    attempt=attempt,
+                    attempts=attempts,
+                    giving_up=final,
+                    error=repr(failure),
+                )
             if final:
                 if len(admitted) == 1:
                     await self.dead_letter(
@@ -339,7 +358,11 @@ class RecordHandler:
             if owner._stopping:
                 raise Abandoned from failure
             await asyncio.sleep(
-                _backoff(attempt, settings.bus_retry_backoff_ms, settings.bus_retry_backoff_max_ms)
+                _backoff(
+                    waits if unavailable else failures,
+                    settings.bus_retry_backoff_ms,
+                    settings.bus_retry_backoff_max_ms,
+                )
             )
             if owner._stopping:
                 raise Abandoned from failure
@@ -370,14 +393,21 @@ class RecordHandler:
         labels: _Labelled | None,
     ) -> asyncio.Future[bool] | None:
         """Call ``handler`` until it succeeds or gives up (``context`` is entered); the
-        future of the dedup mark when it is written after this returns."""
+        future of the dedup mark when it is written after this returns.
+
+        A failure counts towards ``bus_retry_attempts``, except one that says a dependency
+        is unavailable (:class:`~disco.bus.DependencyUnavailableError`): that one is tried
+        again for as long as the consumer runs."""
         owner = self._owner
         settings = owner.client.settings
         attempts = settings.bus_retry_attempts
         envelope, topic = context.envelope, context.topic
         tracer = owner.client.tracer if self.tracing else None
         metrics = owner.client.metrics
-        for attempt in range(1, attempts + 1):
+        failures = waits = 0
+        attempt = 0
+        while True:
+            attempt += 1
             entered = None
             if attempt > 1:
                 if labels is not None:
@@ -413,17 +443,27 @@ class RecordHandler:
                     metrics.handler_failures.labels(
                         owner.group, topic, envelope.type, type(exc).__qualname__
                     ).inc()
-                final = attempt >= attempts or isinstance(exc, NonRetryableError)
-                _log.warning(
-                    "handler failed",
-                    topic=topic,
-                    event_id=envelope.id,
-                    event_type=envelope.type,
-                    attempt=attempt,
-                    attempts=attempts,
-                    giving_up=final,
-                    error=repr(exc),
+                unavailable = isinstance(exc, DependencyUnavailableError)
+                if unavailable:
+                    waits += 1
+                else:
+                    failures += 1
+                final = not unavailable and (
+                    failures >= attempts or isinstance(exc, NonRetryableError)
                 )
+                if not unavailable or waits == 1 or waits % 20 == 0:
+                    _log.warning(
+                        "handler failed: a dependency is unavailable; trying again until it is back"
+                        if unavailable
+                        else "handler failed",
+                        topic=topic,
+                        event_id=envelope.id,
+                        event_type=envelope.type,
+                        attempt=attempt,
+                        attempts=attempts,
+                        giving_up=final,
+                        error=repr(exc),
+                    )
                 if final:
                     await self.dead_letter(
                         record, type(exc).__qualname__, str(exc) or repr(exc), attempt
@@ -433,7 +473,9 @@ class RecordHandler:
                     raise Abandoned from exc
                 await asyncio.sleep(
                     _backoff(
-                        attempt, settings.bus_retry_backoff_ms, settings.bus_retry_backoff_max_ms
+                        waits if unavailable else failures,
+                        settings.bus_retry_backoff_ms,
+                        settings.bus_retry_backoff_max_ms,
                     )
                 )
                 if owner._stopping:
@@ -453,7 +495,6 @@ class RecordHandler:
             finally:
                 if entered is not None:
                     exit_handler(entered)
-        return None  # pragma: no cover - the last attempt returns or dead-letters
 
     async def dead_letter(
         self, record: ConsumerRecord[bytes, bytes], error_type: str, message: str, attempts: int

@@ -27,6 +27,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from disco._context import maybe_current_context
 from disco._lifecycle import StartStop
 from disco.auth import TokenProvider
+from disco.bus import DependencyUnavailableError
 from disco.clients._settings import ServiceClientSettings
 from disco_common.auth import ON_BEHALF_OF_TENANT_HEADER, ON_BEHALF_OF_USER_HEADER
 from disco_common.errors import ErrorResponse
@@ -111,8 +112,11 @@ class ServiceAuthError(ServiceError):
     """401/403: the token is missing, invalid or lacks a role."""
 
 
-class ServiceUnavailableError(ServiceError):
-    """The service could not be reached or is not ready (connection error, 503)."""
+class ServiceUnavailableError(ServiceError, DependencyUnavailableError):
+    """The service could not be reached or is not ready (connection error, 503).
+
+    Raised in a bus handler (and not caught), it makes the consumer try the envelope
+    again until the service is back, instead of dead-lettering it."""
 
 
 def _error_class(status: int) -> type[ServiceError]:
