@@ -27,9 +27,9 @@ PACKAGES = {
 # The newest revision of each service: the files moved to migrations/<service>/ as they were.
 HEADS = {
     "registry": "registry_0008",
-    "memory": "memory_0008",
+    "memory": "memory_0010",
     "tracker": "tracker_0004",
-    "gateway": "gateway_0012",
+    "gateway": "gateway_0013",
 }
 
 

@@ -113,6 +113,8 @@ def _error_page(request: Request, status: int, title: str, message: str) -> HTML
 def _problems(exc: ValidationError) -> str:
     """A filter's validation errors, for people."""
     return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+
+
 OUTAGE_RETRY_SECONDS = 5
 """How often an outage page asks for its page again (and the ``Retry-After`` it sends)."""
 

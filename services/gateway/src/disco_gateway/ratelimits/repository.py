@@ -38,7 +38,7 @@ class WindowCount:
         The ``limits`` key of a window is ``LIMITER/<kind>/<tenant or address>/...``
         (:class:`~disco_gateway.ratelimits.CallLimits` names the kind ``tenant`` or
         ``anonymous``); a tenant id has no ``/``. Stored beside the key, so that erasing
-        a tenant reaches its counts (migration gateway_0011).
+        a tenant reaches its counts (migration gateway_0013).
         """
         parts = self.window_key.split("/", 3)
         return parts[2] if len(parts) > 3 and parts[1] == "tenant" else None

@@ -1,7 +1,7 @@
 """gateway: each shared rate-limit count names its tenant, so erasure reaches it.
 
-Revision ID: gateway_0011
-Revises: gateway_0010
+Revision ID: gateway_0013
+Revises: gateway_0012
 Create Date: 2026-12-02
 
 A tenant's windows in ``rate_limit_counts`` carried the tenant only inside their
@@ -18,8 +18,8 @@ from alembic import op
 
 from disco_service.migration_helpers import create_system_function, drop_system_function
 
-revision: str = "gateway_0011"
-down_revision: str | None = "gateway_0010"
+revision: str = "gateway_0013"
+down_revision: str | None = "gateway_0012"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
