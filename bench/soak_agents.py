@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import signal
 import sys
 from pathlib import Path
 
@@ -154,18 +153,9 @@ ROLES = {"tools": tools, "fanout": fanout, "planner": planner, "assistant": assi
 
 
 async def main(role: str, *, standby: bool) -> None:
-    agents = ROLES[role]()
-    if standby:
-        await asyncio.to_thread(sys.stdin.readline)
-    stopping = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stopping.set)
-    await asyncio.gather(*(agent.start() for agent in agents))
-    await asyncio.gather(*(agent.wait_ready(120) for agent in agents))
-    print("ready", flush=True)
-    await stopping.wait()
-    await asyncio.gather(*(agent.stop(grace=5) for agent in agents))
+    from tests.e2e.fleet import serve  # the e2e tests' agent processes run the same way
+
+    await serve(ROLES[role](), standby=standby)
 
 
 if __name__ == "__main__":

@@ -12,12 +12,14 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+from collections.abc import Sequence
 
-from tests.e2e.agents import ROLES
+from disco import Agent
 
 
-async def main(role: str, *, standby: bool = False) -> None:
-    agents = ROLES[role]()
+async def serve(agents: Sequence[Agent], *, standby: bool = False) -> None:
+    """Start ``agents`` side by side (after a line on stdin, on standby), print ``ready`` once
+    each consumes, and run until SIGTERM/SIGINT (the soak's agent processes run this too)."""
     if standby:
         await asyncio.to_thread(sys.stdin.readline)
     stopping = asyncio.Event()
@@ -30,6 +32,12 @@ async def main(role: str, *, standby: bool = False) -> None:
     print("ready", flush=True)
     await stopping.wait()
     await asyncio.gather(*(agent.stop(grace=5) for agent in agents))
+
+
+async def main(role: str, *, standby: bool = False) -> None:
+    from tests.e2e.agents import ROLES
+
+    await serve(ROLES[role](), standby=standby)
 
 
 if __name__ == "__main__":

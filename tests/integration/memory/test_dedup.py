@@ -18,6 +18,18 @@ from tests.fixtures.bus import committed_offsets, group_caught_up
 from tests.integration.memory.conftest import bearer, new_id
 
 
+def _consumer_settings(bootstrap: str, prefix: str, **more: int) -> BusSettings:
+    """A consumer that joins quickly and fetches often (a short session, a short wait)."""
+    return BusSettings(
+        kafka_bootstrap=bootstrap,
+        topic_prefix=prefix,
+        kafka_session_timeout_ms=2000,
+        kafka_heartbeat_interval_ms=300,
+        kafka_fetch_max_wait_ms=20,
+        **more,  # type: ignore[arg-type]
+    )
+
+
 async def test_a_mark_is_made_once_and_kept_as_it_was(
     client: httpx.AsyncClient, alice: dict[str, str]
 ) -> None:
@@ -136,13 +148,7 @@ async def test_a_consumer_skips_what_its_group_handled_before_asking_once_per_ba
     kafka_bootstrap: str,
     topic_prefix: str,
 ) -> None:
-    settings = BusSettings(
-        kafka_bootstrap=kafka_bootstrap,
-        topic_prefix=topic_prefix,
-        kafka_session_timeout_ms=2000,
-        kafka_heartbeat_interval_ms=300,
-        kafka_fetch_max_wait_ms=20,
-    )
+    settings = _consumer_settings(kafka_bootstrap, topic_prefix)
     group = new_id("orders")
     handled: list[str] = []
     arrived = asyncio.Event()
@@ -235,14 +241,7 @@ async def test_an_offset_is_committed_only_once_the_marks_of_its_records_are_sto
     kafka_bootstrap: str,
     topic_prefix: str,
 ) -> None:
-    settings = BusSettings(
-        kafka_bootstrap=kafka_bootstrap,
-        topic_prefix=topic_prefix,
-        kafka_session_timeout_ms=2000,
-        kafka_heartbeat_interval_ms=300,
-        kafka_fetch_max_wait_ms=20,
-        bus_commit_interval_ms=10,
-    )
+    settings = _consumer_settings(kafka_bootstrap, topic_prefix, bus_commit_interval_ms=10)
     group = new_id("orders")
     handled: list[str] = []
     all_handled = asyncio.Event()
