@@ -232,12 +232,16 @@ def build_stack(folder: Path) -> Stack:
         data_dir=folder / "pg", port=free_port(), log_path=folder / "pg.log", durable=False
     )
     postgres.start()
-    postgres.create_database("disco")
-    admin = with_database(postgres.dsn(), "disco")
-    app = with_user(admin, "disco_app", "disco_app")
-    upgrade(admin, app)
-    broker = EmbeddedBroker(port=free_port(), log_path=folder / "broker.log")
-    broker.start()
+    try:
+        postgres.create_database("disco")
+        admin = with_database(postgres.dsn(), "disco")
+        app = with_user(admin, "disco_app", "disco_app")
+        upgrade(admin, app)
+        broker = EmbeddedBroker(port=free_port(), log_path=folder / "broker.log")
+        broker.start()
+    except BaseException:
+        postgres.destroy()  # nothing of a stack that did not start is left running
+        raise
     ports = {name: free_port() for name in SERVICES}
     urls = {name: f"http://127.0.0.1:{port}" for name, port in ports.items()}
     env = {
