@@ -24,6 +24,7 @@ Create Date: 2026-12-02
 """
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from alembic import op
 
@@ -34,6 +35,7 @@ from disco_service.migration_helpers import (
     drop_system_function,
     drop_tenant_call,
     enable_tenant_rls,
+    load_migration,
 )
 
 revision: str = "memory_0009"
@@ -87,15 +89,6 @@ CALLS: dict[str, tuple[str, str, str]] = {
 }
 
 _CHECK_ARGUMENTS = "p_group text, p_ids text[]"
-_CHECK_BEFORE = (
-    "TABLE (o_event_id text)",
-    f"""
-    RETURN QUERY
-    SELECT m.event_id FROM memory.dedup_marks m
-    WHERE m.tenant_id = p_tenant AND m.consumer_group = p_group
-      AND m.event_id = ANY(p_ids) AND {_MARK_LIVE};
-""",  # noqa: S608
-)
 _CHECK_AFTER = (
     "TABLE (o_event_id text, o_kind text)",
     f"""
@@ -200,13 +193,17 @@ def downgrade() -> None:
         language="plpgsql",
         body=_PURGE_BODY,
     )
+    # memory_0007's check, as it wrote it.
+    one_statement = load_migration(Path(__file__).with_name("0007_memory_one_statement_calls.py"))
+    _, returns, body, declare = one_statement.FUNCTIONS["dedup_check_as"]
     drop_tenant_call(SCHEMA, "dedup_check_as", arguments=_CHECK_ARGUMENTS)
     create_tenant_call(
         SCHEMA,
         "dedup_check_as",
         arguments=_CHECK_ARGUMENTS,
-        returns=_CHECK_BEFORE[0],
-        body=_CHECK_BEFORE[1],
+        returns=returns,
+        body=body,
+        declare=declare,
     )
     for name, (arguments, _, _) in CALLS.items():
         drop_tenant_call(SCHEMA, name, arguments=arguments)
