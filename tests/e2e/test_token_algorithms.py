@@ -12,11 +12,10 @@ from __future__ import annotations
 import time
 
 import httpx
-import jwt
 import pytest
 
-from disco.auth import DEV_AUTH_SECRET
 from tests.e2e.conftest import TENANT, USER, Stack
+from tests.fixtures.tokens import signed_with_the_dev_secret
 
 # One authenticated read of each service.
 READS = {
@@ -36,7 +35,7 @@ def _token(algorithm: str) -> str:
         "iat": now,
         "exp": now + 300,
     }
-    return jwt.encode(claims, DEV_AUTH_SECRET, algorithm=algorithm)
+    return signed_with_the_dev_secret(claims, algorithm)
 
 
 @pytest.mark.parametrize("service", sorted(READS))

@@ -10,10 +10,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
-import jwt
 import pytest
 
-from disco.auth import DEV_AUTH_SECRET
 from disco.bus import BusClient
 from disco.runtime import publish_ui_event
 from disco_common.envelope import Notification
@@ -27,6 +25,7 @@ from tests.e2e.gateway.conftest import (
 )
 from tests.e2e.gateway.streams import stream
 from tests.e2e.gateway.support import metric_value, until
+from tests.fixtures.tokens import signed_with_the_dev_secret
 
 # About 55 KB a message: strings are cut at 4,000 characters, lists at 200 items.
 _PADDING = ["z" * 3900] * 14
@@ -34,7 +33,7 @@ _PADDING = ["z" * 3900] * 14
 
 def _jwt(user: str, role: str, expires_in: int, algorithm: str = "HS256") -> str:
     """A dev token of ``TENANT`` expiring ``expires_in`` seconds from now (negative: expired)."""
-    return jwt.encode(
+    return signed_with_the_dev_secret(
         {
             "sub": user,
             "tenant_id": TENANT,
@@ -42,8 +41,7 @@ def _jwt(user: str, role: str, expires_in: int, algorithm: str = "HS256") -> str
             "roles": [role],
             "exp": int(time.time()) + expires_in,
         },
-        DEV_AUTH_SECRET,
-        algorithm=algorithm,
+        algorithm,
     )
 
 

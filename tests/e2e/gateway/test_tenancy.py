@@ -6,12 +6,10 @@ import time
 import uuid
 
 import httpx
-import jwt
 import pytest
 from a2a.types import a2a_pb2
 from a2a.utils.errors import TaskNotFoundError
 
-from disco.auth import DEV_AUTH_SECRET
 from tests.e2e.gateway.conftest import (
     BINDINGS,
     OTHER_TENANT,
@@ -23,6 +21,7 @@ from tests.e2e.gateway.conftest import (
     bearer,
 )
 from tests.e2e.gateway.support import bus_side, events_of, send_request, user_message
+from tests.fixtures.tokens import signed_with_the_dev_secret
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
@@ -124,7 +123,7 @@ async def test_a_token_signed_with_an_algorithm_the_gateway_is_not_configured_fo
     now = int(time.time())
     claims = {"sub": "alice", "tenant_id": TENANT, "user_id": "alice", "roles": ["user"]}
     claims |= {"iat": now, "exp": now + 300}
-    tokens = {alg: jwt.encode(claims, DEV_AUTH_SECRET, algorithm=alg) for alg in ("HS512", "HS256")}
+    tokens = {alg: signed_with_the_dev_secret(claims, alg) for alg in ("HS512", "HS256")}
     async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as http:
         answers = {
             alg: await http.get(
