@@ -332,6 +332,8 @@ class Soak:
         self.tasks: list[asyncio.Task[None]] = []
         self.a2a_outcomes: Counter[str] = Counter()
         """How A2A calls that got no successful answer ended, by reason (the lost ones)."""
+        self.a2a_trails: dict[str, list[str]] = {}
+        """What each A2A call was answered, in order (printed for the lost ones)."""
 
     # the bus side
 
@@ -450,6 +452,16 @@ class Soak:
                 await asyncio.sleep(random.expovariate(rate))
 
     async def _a2a_call(self, http: httpx.AsyncClient, key: str, n: int) -> None:
+        try:
+            await self._a2a_exchange(http, key, n)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a lost call says why, whatever it was
+            self.a2a_trails.setdefault(key, []).append(f"raised {exc!r}")
+            self.a2a_outcomes[f"raised {type(exc).__name__}"] += 1
+
+    async def _a2a_exchange(self, http: httpx.AsyncClient, key: str, n: int) -> None:
+        trail = self.a2a_trails.setdefault(key, [])
         message = {
             "message": {
                 "messageId": uuid.uuid4().hex,
@@ -465,9 +477,13 @@ class Soak:
                     answer = await http.post("/a2a/soak-tool/message:send", json=message)
                 else:
                     answer = await http.get(f"/a2a/soak-tool/tasks/{task_id}")
-            except httpx.HTTPError:
+            except httpx.HTTPError as exc:
+                trail.append(f"{'send' if task_id is None else 'get'}: {exc!r}")
                 await asyncio.sleep(2)  # the gateway restarts: try again
                 continue
+            if not trail or not trail[-1].startswith(f"get {answer.status_code}"):
+                what = "send" if task_id is None else "get"
+                trail.append(f"{what} {answer.status_code}: {answer.text[:300]}")
             if answer.status_code >= 500 or answer.status_code == 429:
                 await asyncio.sleep(2)
                 continue
@@ -476,6 +492,7 @@ class Soak:
             state = str((task.get("status") or {}).get("state", ""))
             if "message" in body or state.endswith(("COMPLETED", "completed")):
                 self.tally.answer(key)
+                del self.a2a_trails[key]
                 return
             if state.endswith(("FAILED", "failed", "REJECTED", "CANCELED")):
                 # An answer, but not a success: left pending, counted as lost.
@@ -816,6 +833,8 @@ async def run(minutes: float, rate: float, watchers: int, warmup_seconds: float)
                 "  A2A calls without a successful answer, by how they ended: "
                 f"{dict(soak.a2a_outcomes)}"
             )
+        for key in sorted(k for k in soak.tally.pending if k in soak.a2a_trails):
+            print(f"    {key}: " + " | ".join(soak.a2a_trails[key][-6:]))
         print(f"  effects twice (requests whose effect ran more than once) {twice}")
         print(f"  dead-lettered {sum(soak.dead_letters.values())} {dict(soak.dead_letters)}")
         for (topic, group, error), count in soak.dead_letter_reasons.most_common(10):
