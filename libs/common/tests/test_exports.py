@@ -14,6 +14,7 @@ MODULES = [
     "asyncapi",
     "auth",
     "canonical",
+    "dedup",
     "envelope",
     "errors",
     "ids",

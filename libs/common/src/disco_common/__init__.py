@@ -10,7 +10,8 @@ submodules or from here:
   and the result payload convention of ``action-results``;
 - ``system_events``, ``notifications``: payloads on ``system-events`` and
   ``notification-events`` (HITL, agent UI events, tool lifecycle);
-- ``memory``, ``tracker``: the memory and tracker services' DTOs;
+- ``memory``, ``tracker``: the memory and tracker services' DTOs; ``dedup`` and
+  ``steps``: the memory service's dedup marks and step records (exactly-once handling);
 - ``a2a``: the A2A v1.0 objects disco exchanges with outside callers, the
   task-state mapping and the one agent-card builder;
 - ``pagination``, ``errors``, ``auth``, ``ids``, ``canonical``: shared plumbing;
@@ -81,6 +82,15 @@ from disco_common.canonical import (
     json_hash,
     text_hash,
 )
+from disco_common.dedup import (
+    DEDUP_BATCH_MAX,
+    DedupCheck,
+    DedupChecked,
+    DedupMark,
+    DedupMarkPut,
+    DedupMarksMade,
+    DedupMarksPut,
+)
 from disco_common.envelope import (
     BINARY_HEADER_PREFIX,
     CLOUDEVENTS_CONTENT_TYPE,
@@ -122,7 +132,6 @@ from disco_common.ids import (
 from disco_common.memory import (
     CONTENT_MAX_CHARS,
     CONTEXT_MAX_BYTES,
-    DEDUP_BATCH_MAX,
     METADATA_MAX_BYTES,
     SNAPSHOT_FULL_MAX_BYTES,
     SNAPSHOT_SLIM_MAX_BYTES,
@@ -131,12 +140,6 @@ from disco_common.memory import (
     AgentStateSnapshot,
     AgentStateSnapshotPut,
     AgentStateSnapshotSummary,
-    DedupCheck,
-    DedupChecked,
-    DedupMark,
-    DedupMarkPut,
-    DedupMarksMade,
-    DedupMarksPut,
     DeleteResult,
     EmbeddingModelInfo,
     EpisodicHit,

@@ -39,7 +39,6 @@ from disco_common.tasks import TaskContextData
 __all__ = [
     "CONTENT_MAX_CHARS",
     "CONTEXT_MAX_BYTES",
-    "DEDUP_BATCH_MAX",
     "METADATA_MAX_BYTES",
     "SNAPSHOT_FULL_MAX_BYTES",
     "SNAPSHOT_SLIM_MAX_BYTES",
@@ -48,12 +47,6 @@ __all__ = [
     "AgentStateSnapshot",
     "AgentStateSnapshotPut",
     "AgentStateSnapshotSummary",
-    "DedupCheck",
-    "DedupChecked",
-    "DedupMark",
-    "DedupMarkPut",
-    "DedupMarksMade",
-    "DedupMarksPut",
     "DeleteResult",
     "EmbeddingModelInfo",
     "EpisodicHit",
@@ -175,73 +168,6 @@ class WorkingMemoryEntry(_Versioned):
     expires_at: UtcDatetime | None = Field(default=None, description="When the key is forgotten.")
     created_at: UtcDatetime
     updated_at: UtcDatetime
-
-
-# -- dedup marks --------------------------------------------------------------------
-
-
-class DedupMarkPut(Body):
-    """Remember that a consumer group handled an envelope
-    (``PUT /v1/memory/dedup/{group}/{event_id}``)."""
-
-    ttl_seconds: TtlSeconds | None = Field(
-        default=None, description="Forget the mark this long after it was made (kept if absent)."
-    )
-
-
-class DedupMark(Record):
-    """A consumer group handled the envelope ``event_id`` (the durable dedup store)."""
-
-    group: Id
-    event_id: Id
-    expires_at: UtcDatetime | None = None
-    created_at: UtcDatetime
-
-
-DEDUP_BATCH_MAX = 500
-"""The most envelope ids one dedup check or batch of marks names."""
-
-
-class DedupCheck(Body):
-    """Which of these envelopes a consumer group handled
-    (``POST /v1/memory/dedup/{group}/check``): one question for a fetched batch."""
-
-    event_ids: list[Id] = Field(
-        min_length=1, max_length=DEDUP_BATCH_MAX, description="Envelope ids, at most 500."
-    )
-
-
-class DedupChecked(Record):
-    """The answer to a :class:`DedupCheck`."""
-
-    handled: list[Id] = Field(
-        description="The ids asked about that have a live mark, in the order asked."
-    )
-    stepped: list[Id] = Field(
-        default_factory=list,
-        description=(
-            "The ids asked about that have live step records (``/v1/memory/steps``): a "
-            "handler running again reads their journal; the others have none."
-        ),
-    )
-
-
-class DedupMarksPut(Body):
-    """Remember that a consumer group handled these envelopes
-    (``POST /v1/memory/dedup/{group}/marks``; live marks are kept as they are)."""
-
-    event_ids: list[Id] = Field(
-        min_length=1, max_length=DEDUP_BATCH_MAX, description="Envelope ids, at most 500."
-    )
-    ttl_seconds: TtlSeconds | None = Field(
-        default=None, description="Forget the marks this long after they were made."
-    )
-
-
-class DedupMarksMade(Record):
-    """The answer to a :class:`DedupMarksPut`."""
-
-    created: int = Field(description="How many marks are new (the rest were live already).")
 
 
 # -- task and plan context --------------------------------------------------------

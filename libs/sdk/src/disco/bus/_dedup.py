@@ -13,8 +13,8 @@ import structlog
 from aiokafka.structs import ConsumerRecord
 
 from disco._context import maybe_current_context
+from disco_common.dedup import DEDUP_BATCH_MAX
 from disco_common.envelope import tenant_header
-from disco_common.memory import DEDUP_BATCH_MAX
 
 __all__ = ["DedupMarks", "DedupStore", "DurableDedupStore", "InMemoryDedupStore"]
 

@@ -22,16 +22,18 @@ from disco.clients._base import acting_for
 from disco.clients._memory_calls import BASE as _BASE
 from disco.clients._memory_calls import MemoryCalls
 from disco.clients._memory_calls import segment as _seg
-from disco_common.memory import (
-    AgentStateSnapshot,
-    AgentStateSnapshotPut,
-    AgentStateSnapshotSummary,
+from disco_common.dedup import (
     DedupCheck,
     DedupChecked,
     DedupMark,
     DedupMarkPut,
     DedupMarksMade,
     DedupMarksPut,
+)
+from disco_common.memory import (
+    AgentStateSnapshot,
+    AgentStateSnapshotPut,
+    AgentStateSnapshotSummary,
     DeleteResult,
     ErasureResult,
     PlanContextRecord,

@@ -6,8 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Response, status
 
-from disco_common.ids import Id
-from disco_common.memory import (
+from disco_common.dedup import (
     DedupCheck,
     DedupChecked,
     DedupMark,
@@ -15,6 +14,7 @@ from disco_common.memory import (
     DedupMarksMade,
     DedupMarksPut,
 )
+from disco_common.ids import Id
 from disco_memory.dedup import service
 from disco_memory.dedup.repository import DedupBatches, DedupRepository
 from disco_memory.deps import EngineDep

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from disco_common.ids import utcnow
-from disco_common.memory import (
+from disco_common.dedup import (
     DedupCheck,
     DedupChecked,
     DedupMark,
@@ -13,6 +12,7 @@ from disco_common.memory import (
     DedupMarksMade,
     DedupMarksPut,
 )
+from disco_common.ids import utcnow
 from disco_memory.dedup.repository import DedupBatches, DedupRepository
 
 __all__ = ["check_marks", "get_mark", "put_mark", "put_marks"]
