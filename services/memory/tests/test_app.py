@@ -43,6 +43,7 @@ def test_the_memory_api_has_every_family_with_declared_errors() -> None:
         "procedural",
         "snapshots",
         "dedup",
+        "steps",
         "erasure",
     }
     working_put = spec["paths"]["/v1/memory/working/{plan_id}/{key}"]["put"]["responses"]
