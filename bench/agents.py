@@ -69,6 +69,7 @@ from disco import (
     Tool,
     Worker,
 )
+from disco.agents import AgentOptions
 from disco.bus import BusClient
 from disco.clients import ServiceClientSettings
 from disco.settings import BusSettings
@@ -280,18 +281,20 @@ def linear_plan() -> PlanDefinition:
     return PlanDefinition(plan_type="bench.linear", states=states)
 
 
-def _agent_options(name: str, settings: BusSettings, memory_url: str | None) -> dict[str, Any]:
-    """An unregistered agent's options: its contexts in this process, or (``memory_url``)
-    in that memory service (another group name: the two runs share the topics)."""
-    options: dict[str, Any] = {
+def _agent_options(
+    name: str, settings: BusSettings, memory_url: str | None
+) -> tuple[str, AgentOptions]:
+    """An unregistered agent's name and options: its contexts in this process, or
+    (``memory_url``) in that memory service (another group name: the two runs share
+    the topics)."""
+    options: AgentOptions = {
         "bus_settings": settings,
         "register": False,
         "validate_requests": False,
     }
     if memory_url is None:
-        return {"name": name, **options, "memory": InMemoryMemory()}
-    return {
-        "name": f"{name}-m",
+        return name, {**options, "memory": InMemoryMemory()}
+    return f"{name}-m", {
         **options,
         "client_settings": ServiceClientSettings(memory_url=memory_url),
     }
@@ -302,7 +305,8 @@ async def planner_per_transition(
 ) -> list[float]:
     """Seconds per transition of each of ``goals`` plans; plan contexts in this process,
     or (``memory_url``) in that memory service, with durable dedup."""
-    planner = Planner(**_agent_options("bench-planner", settings, memory_url))
+    name, options = _agent_options("bench-planner", settings, memory_url)
+    planner = Planner(name, **options)
     planner.add_plan("bench.plan.goal", linear_plan())
     async with planner, BusClient(settings, name="bench-caller") as bus:
         await planner.wait_ready(60)
@@ -331,7 +335,8 @@ async def worker_per_task(
     """Seconds per task of a Worker that asks the Tool :data:`FAN_OUT` things at once and
     answers when all came back; task contexts in this process, or (``memory_url``) in
     that memory service, with durable dedup."""
-    worker = Worker(**_agent_options("bench-worker", settings, memory_url))
+    name, options = _agent_options("bench-worker", settings, memory_url)
+    worker = Worker(name, **options)
 
     @worker.on_task("bench.fan.requested")
     async def fan_out(task: TaskContext[Any]) -> None:

@@ -70,6 +70,7 @@ def test_disco_agents_exports_the_four_layers_their_contexts_and_errors() -> Non
         "AgentError",
         "AgentIdentity",
         "AgentMemory",
+        "AgentOptions",
         "GoalContext",
         "HandlerSignatureError",
         "InvocationContext",

@@ -11,6 +11,9 @@ layer  class       decorators                            what the handler does
                    ``add_plan``                          machines
 ====== =========== ===================================== ==========================================
 
+Every layer takes the same keyword options (:class:`AgentOptions`, documented
+there once) besides its own (``task_ttl_seconds`` of a Worker, ``llm`` of a Planner).
+
 An agent script ends with ``agent.serve()``, or ``serve(a, b)`` for several
 agents in one process: Ctrl-C or SIGTERM stops them cleanly.
 """
@@ -29,6 +32,7 @@ from disco.agents._errors import (
     TaskStateError,
 )
 from disco.agents._goal import GoalContext
+from disco.agents._options import AgentOptions
 from disco.agents._plan import PlanContext
 from disco.agents._planner import Planner
 from disco.agents._ports import AgentMemory
@@ -44,6 +48,7 @@ __all__ = [
     "AgentError",
     "AgentIdentity",
     "AgentMemory",
+    "AgentOptions",
     "GoalContext",
     "HandlerSignatureError",
     "InvocationContext",

@@ -6,11 +6,12 @@ import asyncio
 import os
 import socket
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import structlog
+from typing_extensions import Unpack
 
 from disco._lifecycle import StartStop
 from disco.agents._agent_parts import durable_dedup_store, start_parts, stop_parts
@@ -18,6 +19,7 @@ from disco.agents._agent_process import serve, start_when_reachable
 from disco.agents._common import capability_for
 from disco.agents._errors import AgentDefinitionError, AgentError
 from disco.agents._handlers import HandlerSpec, describe, inspect_handler
+from disco.agents._options import AgentOptions, check_options
 from disco.agents._partition_watch import PartitionWatch
 from disco.agents._platform import AgentIdentity, PlatformContext
 from disco.agents._ports import AgentMemory, Registrar, RequestValidator
@@ -77,58 +79,28 @@ class Agent(StartStop):
 
     Args:
         name: the agent's name (letters, digits, ``._-``); also its consumer group.
-        version: its semantic version, as registered.
-        description: what it does, for people and LLMs (registered).
-        capabilities: capabilities to register besides those the decorators derive.
-        events: event definitions it owns outside capabilities (e.g. facts it announces).
-        tags: search tags (registered).
-        visibility: ``tenant`` (default) or ``public``.
-        bus_settings: how to reach the bus (default: ``DISCO_*`` variables).
-        client_settings: how to reach the services (default: ``DISCO_*`` variables).
-        register: register with the registry on start (default true).
-        validate_requests: check ``action-requests`` payloads against registered
-            schemas before publishing (default true; needs the registry).
-        heartbeat_interval_seconds: how often to heartbeat the registry (default:
-            a third of the TTL).
-        ttl_seconds: registry TTL of this agent (registry default if ``None``).
-        memory: the memory to use instead of a :class:`~disco.clients.MemoryClient`
-            built from the settings (any :class:`~disco.agents.AgentMemory`, e.g.
-            :class:`disco.testing.InMemoryMemory`).
-        registry: a registry client to use instead of one built from the settings.
-        tracker: a tracker client to use instead of one built from the settings.
-        durable_dedup: remember handled envelope ids in the memory service
-            (:class:`~disco.bus.DurableDedupStore`), so an envelope redelivered
-            after a crash or a rebalance is skipped by any instance; otherwise in
-            this process only. Default: on for Workers and Planners (their state
-            already lives there), off for Tools and plain agents. Needs a memory
-            that keeps dedup marks (a :class:`~disco.clients.MemoryClient`).
+        **options: the options every agent layer takes (what it registers,
+            how it reaches the bus and the services, the clients to use,
+            durable dedup), each documented once in :class:`~disco.agents.AgentOptions`.
+
+    Raises:
+        AgentDefinitionError: a bad name, version or registration.
+        TypeError: a keyword that is no agent option.
     """
 
     kind = "agent"
     durable_dedup_default = False
     """Whether ``durable_dedup`` is on when not given."""
 
-    def __init__(
-        self,
-        name: str,
-        *,
-        version: str = "0.1.0",
-        description: str = "",
-        capabilities: Sequence[AgentCapability] = (),
-        events: Sequence[EventDefinition] = (),
-        tags: Sequence[str] = (),
-        visibility: Visibility = Visibility.TENANT,
-        bus_settings: BusSettings | None = None,
-        client_settings: ServiceClientSettings | None = None,
-        register: bool = True,
-        validate_requests: bool = True,
-        heartbeat_interval_seconds: float | None = None,
-        ttl_seconds: int | None = None,
-        memory: AgentMemory | None = None,
-        registry: RegistryClient | None = None,
-        tracker: TrackerClient | None = None,
-        durable_dedup: bool | None = None,
-    ) -> None:
+    def __init__(self, name: str, **options: Unpack[AgentOptions]) -> None:
+        check_options(type(self).__name__, options)
+        version = options.get("version", "0.1.0")
+        description = options.get("description", "")
+        capabilities = options.get("capabilities", ())
+        events = options.get("events", ())
+        tags = options.get("tags", ())
+        visibility = options.get("visibility", Visibility.TENANT)
+        ttl_seconds = options.get("ttl_seconds")
         instance_id = f"{socket.gethostname()}:{os.getpid()}"
         agent_id = f"{name}.{uuid.uuid4().hex[:12]}"
         # Validate the static part of the registration now: a bad name or version
@@ -158,16 +130,16 @@ class Agent(StartStop):
         self._capabilities = list(capabilities)
         self._derived: list[AgentCapability] = []
         self._events = list(events)
-        self._bus_settings = bus_settings
-        self._client_settings = client_settings
-        self._register = register
-        self._validate_requests = validate_requests
-        self._heartbeat_interval = heartbeat_interval_seconds
+        self._bus_settings = options.get("bus_settings")
+        self._client_settings = options.get("client_settings")
+        self._register = options.get("register", True)
+        self._validate_requests = options.get("validate_requests", True)
+        self._heartbeat_interval = options.get("heartbeat_interval_seconds")
         self._ttl_seconds = ttl_seconds
-        self._memory = memory
-        self._registry = registry
-        self._tracker = tracker
-        self._durable_dedup = durable_dedup
+        self._memory = options.get("memory")
+        self._registry = options.get("registry")
+        self._tracker = options.get("tracker")
+        self._durable_dedup = options.get("durable_dedup")
         self._routes: dict[tuple[str, str], _Route] = {}
         self._bus: BusClient | None = None
         self._consumer: BusConsumer | None = None

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import structlog
 from pydantic import ValidationError
+from typing_extensions import Unpack
 
 from disco.agents._agent import Agent
 from disco.agents._common import derived_id
@@ -57,14 +58,13 @@ from disco.agents._errors import (
 )
 from disco.agents._goal import GoalContext
 from disco.agents._handlers import HandlerSpec, describe, inspect_handler
+from disco.agents._options import AgentOptions
 from disco.agents._plan import PlanContext
 from disco.agents._plan_machine import is_human_action, plan_definition
 from disco.agents._plan_types import DeclaredPlanType, PlanTypeRegistrar
 from disco.agents._plan_wire import announce_again, send_action
-from disco.agents._ports import AgentMemory
 from disco.agents._transition import TransitionContext
 from disco.bus import ANY_EVENT
-from disco.settings import BusSettings
 from disco_common.envelope import ActionRequest, Envelope
 from disco_common.notifications import NotificationType
 from disco_common.plans import (
@@ -73,12 +73,10 @@ from disco_common.plans import (
     PlanRegistrationRequest,
     StateConfig,
 )
-from disco_common.registry import AgentCapability, EventDefinition, Visibility
 from disco_common.topics import Topic
 
 if TYPE_CHECKING:
     from disco.agents._platform import PlatformContext
-    from disco.clients import RegistryClient, ServiceClientSettings, TrackerClient
     from disco.llm import LLMDriver
 
 __all__ = ["Planner"]
@@ -113,9 +111,7 @@ class Planner(Agent):
     Args:
         name: the agent's name (letters, digits, ``._-``); also its consumer group.
         llm: an :class:`disco.llm.LLMDriver` for LLM reasoning (optional).
-        version, description, capabilities, events, tags, visibility, bus_settings,
-            client_settings, register, validate_requests, heartbeat_interval_seconds,
-            ttl_seconds, memory, registry, tracker: as for :class:`Agent`.
+        **options: the options of every agent (:class:`~disco.agents.AgentOptions`).
     """
 
     kind = "planner"
@@ -126,42 +122,9 @@ class Planner(Agent):
         name: str,
         *,
         llm: LLMDriver | None = None,
-        version: str = "0.1.0",
-        description: str = "",
-        capabilities: Sequence[AgentCapability] = (),
-        events: Sequence[EventDefinition] = (),
-        tags: Sequence[str] = (),
-        visibility: Visibility = Visibility.TENANT,
-        bus_settings: BusSettings | None = None,
-        client_settings: ServiceClientSettings | None = None,
-        register: bool = True,
-        validate_requests: bool = True,
-        heartbeat_interval_seconds: float | None = None,
-        ttl_seconds: int | None = None,
-        memory: AgentMemory | None = None,
-        registry: RegistryClient | None = None,
-        tracker: TrackerClient | None = None,
-        durable_dedup: bool | None = None,
+        **options: Unpack[AgentOptions],
     ) -> None:
-        super().__init__(
-            name,
-            version=version,
-            description=description,
-            capabilities=capabilities,
-            events=events,
-            tags=tags,
-            visibility=visibility,
-            bus_settings=bus_settings,
-            client_settings=client_settings,
-            register=register,
-            validate_requests=validate_requests,
-            heartbeat_interval_seconds=heartbeat_interval_seconds,
-            ttl_seconds=ttl_seconds,
-            memory=memory,
-            registry=registry,
-            tracker=tracker,
-            durable_dedup=durable_dedup,
-        )
+        super().__init__(name, **options)
         self.llm = llm
         self._marker = derived_id("planner", name).replace("-", "")[:10]
         self._transition: HandlerSpec | None = None

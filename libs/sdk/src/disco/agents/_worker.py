@@ -31,11 +31,12 @@ publishes is in ``_task_wire.py``, answers are :class:`~disco.agents.ResultConte
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
 
 import structlog
 from pydantic import BaseModel, JsonValue, ValidationError
+from typing_extensions import Unpack
 
 from disco.agents._agent import Agent
 from disco.agents._cancel import RunningTasks, cancel_task
@@ -51,14 +52,12 @@ from disco.agents._durable import (
 )
 from disco.agents._errors import StaleResultError, StateConflictError, TaskConflictError
 from disco.agents._handlers import HandlerSpec, describe, error_info, inspect_handler
-from disco.agents._ports import AgentMemory
+from disco.agents._options import AgentOptions
 from disco.agents._result import ResultContext
 from disco.agents._task import DEFAULT_TASK_TTL_SECONDS, TaskContext
 from disco.agents._task_wire import announce_task, publish_due, publish_outcome, task_fields
-from disco.settings import BusSettings
 from disco_common.a2a import A2AMessageContext
 from disco_common.envelope import ActionRequest, Envelope
-from disco_common.registry import AgentCapability, EventDefinition, Visibility
 from disco_common.system_events import (
     SystemEventType,
     TaskCancelRequestedData,
@@ -66,9 +65,6 @@ from disco_common.system_events import (
 )
 from disco_common.tasks import ActionResultData, SubTaskStatus, TaskContextData, TaskStatus
 from disco_common.topics import Topic
-
-if TYPE_CHECKING:
-    from disco.clients import RegistryClient, ServiceClientSettings, TrackerClient
 
 __all__ = ["Worker"]
 
@@ -112,9 +108,7 @@ class Worker(Agent):
     Args:
         name: the agent's name (letters, digits, ``._-``); also its consumer group.
         task_ttl_seconds: how long an unfinished task context is kept (default 7 days).
-        version, description, capabilities, events, tags, visibility, bus_settings,
-            client_settings, register, validate_requests, heartbeat_interval_seconds,
-            ttl_seconds, memory, registry, tracker: as for :class:`Agent`.
+        **options: the options of every agent (:class:`~disco.agents.AgentOptions`).
     """
 
     kind = "worker"
@@ -125,42 +119,9 @@ class Worker(Agent):
         name: str,
         *,
         task_ttl_seconds: int | None = DEFAULT_TASK_TTL_SECONDS,
-        version: str = "0.1.0",
-        description: str = "",
-        capabilities: Sequence[AgentCapability] = (),
-        events: Sequence[EventDefinition] = (),
-        tags: Sequence[str] = (),
-        visibility: Visibility = Visibility.TENANT,
-        bus_settings: BusSettings | None = None,
-        client_settings: ServiceClientSettings | None = None,
-        register: bool = True,
-        validate_requests: bool = True,
-        heartbeat_interval_seconds: float | None = None,
-        ttl_seconds: int | None = None,
-        memory: AgentMemory | None = None,
-        registry: RegistryClient | None = None,
-        tracker: TrackerClient | None = None,
-        durable_dedup: bool | None = None,
+        **options: Unpack[AgentOptions],
     ) -> None:
-        super().__init__(
-            name,
-            version=version,
-            description=description,
-            capabilities=capabilities,
-            events=events,
-            tags=tags,
-            visibility=visibility,
-            bus_settings=bus_settings,
-            client_settings=client_settings,
-            register=register,
-            validate_requests=validate_requests,
-            heartbeat_interval_seconds=heartbeat_interval_seconds,
-            ttl_seconds=ttl_seconds,
-            memory=memory,
-            registry=registry,
-            tracker=tracker,
-            durable_dedup=durable_dedup,
-        )
+        super().__init__(name, **options)
         self.task_ttl_seconds = task_ttl_seconds
         self._input_models: dict[str, type[BaseModel]] = {}
         self._resent = ResendMemo()
