@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
-from datetime import datetime
 from typing import Any, cast, overload
 
 import structlog
@@ -271,20 +270,7 @@ class BusClient(Publishing, StartStop):
         topic: str | Topic,
         event_type: str,
         data: Any = None,
-        *,
-        correlation_id: str | None = None,
-        causation_id: str | None = None,
-        response_event: str | None = None,
-        response_topic: str | None = None,
-        tenant_id: str | None = None,
-        user_id: str | None = None,
-        session_id: str | None = None,
-        plan_id: str | None = None,
-        task_id: str | None = None,
-        subject: str | None = None,
-        payload_schema: str | None = None,
-        id: str | None = None,
-        time: datetime | None = None,
+        **attributes: Unpack[EnvelopeAttributes],
     ) -> Envelope:
         """Publish an event to ``topic`` and wait until the broker acknowledged it.
 
@@ -292,12 +278,9 @@ class BusClient(Publishing, StartStop):
             topic: the logical topic; the prefix is applied here.
             event_type: the envelope's ``type``, e.g. ``"order.placed"``.
             data: JSON-able data, or a pydantic model (dumped in JSON mode).
-            correlation_id ... id: envelope attributes; omitted ones are left out,
-                or inherited from the envelope being handled (see the class doc);
-                ``id`` defaults to a new UUID.
-            time: when the event happened, for an event published after the fact
-                (a planner announces its moves once their action is out); naive
-                values are taken as UTC; default: now.
+            **attributes: envelope attributes (:class:`EnvelopeAttributes`, each
+                documented there); omitted ones are left out, or inherited from
+                the envelope being handled (see the class doc).
 
         Returns:
             The envelope as sent (the specialisation of ``topic``, e.g.
@@ -309,21 +292,6 @@ class BusClient(Publishing, StartStop):
             PublishError: the broker did not accept it.
             BusNotStartedError: the client is not started.
         """
-        attributes: EnvelopeAttributes = {
-            "correlation_id": correlation_id,
-            "causation_id": causation_id,
-            "response_event": response_event,
-            "response_topic": response_topic,
-            "tenant_id": tenant_id,
-            "user_id": user_id,
-            "session_id": session_id,
-            "plan_id": plan_id,
-            "task_id": task_id,
-            "subject": subject,
-            "payload_schema": payload_schema,
-            "id": id,
-            "time": time,
-        }
         envelope, span = self._build(topic, event_type, data, attributes)
         return await self._deliver(self._broker_name(topic), envelope, span)
 
@@ -398,7 +366,9 @@ class BusClient(Publishing, StartStop):
             response_topic: where the responder publishes (``action-results``).
             wait: seconds to wait for the correlated response; ``None`` returns
                 right after publishing.
-            **attributes: other envelope attributes, as for :meth:`publish`.
+            **attributes: the other envelope attributes (:class:`ContextAttributes`,
+                the part of :class:`EnvelopeAttributes` that :meth:`publish` and
+                :meth:`send` take besides those named here).
 
         Returns:
             The published request, or (with ``wait``) the response.

@@ -26,7 +26,25 @@ __all__ = [
 
 
 class ContextAttributes(TypedDict, total=False):
-    """Attributes ``request`` and ``respond`` take beyond their correlation arguments."""
+    """The envelope attributes every publishing call of :class:`BusClient` takes.
+
+    ``request`` and ``respond`` take these besides the correlation arguments they
+    name themselves; ``publish``, ``send`` and ``announce`` take all of
+    :class:`EnvelopeAttributes`. All are optional: one left out (or ``None``) is
+    not set, or, inside a handler, inherited from the envelope being handled
+    (tenant, user, session, plan; ``causation_id`` is the handled envelope's id).
+
+    Attributes:
+        causation_id: the id of the envelope that caused this one.
+        tenant_id: the tenant the event belongs to.
+        user_id: the user it acts for.
+        session_id: the conversation (session) it belongs to.
+        plan_id: the plan it belongs to (also the record key when set).
+        task_id: the task it belongs to.
+        subject: what the event is about (CloudEvents ``subject``).
+        payload_schema: ``name`` or ``name@version`` of the data's schema.
+        id: the envelope's id (default: a new UUID); consumers deduplicate on it.
+    """
 
     causation_id: str | None
     tenant_id: str | None
@@ -40,7 +58,18 @@ class ContextAttributes(TypedDict, total=False):
 
 
 class EnvelopeAttributes(ContextAttributes, total=False):
-    """Envelope attributes a publishing call may set (all optional)."""
+    """All the envelope attributes ``publish``, ``send`` and ``announce`` take.
+
+    Those of :class:`ContextAttributes`, and:
+
+    Attributes:
+        correlation_id: ties a response to its request.
+        response_event: the event type the responder must answer with.
+        response_topic: where the responder publishes (default ``action-results``).
+        time: when the event happened, for an event published after the fact (a
+            planner announces its moves once their action is out); naive values
+            are taken as UTC; default: now.
+    """
 
     correlation_id: str | None
     response_event: str | None
