@@ -12,31 +12,56 @@ from google.protobuf.json_format import MessageToDict, ParseDict
 from google.protobuf.message import Message
 from pydantic import BaseModel
 
-import disco_common as dc
-from disco_common.a2a_cards import build_agent_card, build_gateway_card
+from disco_common.a2a import (
+    A2A_MESSAGE_ATTRIBUTE,
+    A2AAnswer,
+    A2AArtifact,
+    A2AMessage,
+    A2AMessageContext,
+    A2APart,
+    A2ARole,
+    A2ATask,
+    A2ATaskArtifactUpdateEvent,
+    A2ATaskState,
+    A2ATaskStatus,
+    A2ATaskStatusUpdateEvent,
+    ActionProgressedData,
+    a2a_state_for,
+    disco_status_for,
+)
+from disco_common.a2a_cards import (
+    A2A_EVENT_CONTRACTS_EXTENSION,
+    A2AAgentCardSignature,
+    A2ACardSource,
+    build_agent_card,
+    build_gateway_card,
+)
+from disco_common.envelope import ActionRequest, Envelope
+from disco_common.registry import DiscoveredCapability, DiscoveredEvent
+from disco_common.tasks import ActionResultData, TaskStatus
 
-MESSAGE = dc.A2AMessage(
+MESSAGE = A2AMessage(
     message_id="msg-1",
-    role=dc.A2ARole.USER,
+    role=A2ARole.USER,
     parts=[
-        dc.A2APart.from_text("What is the weather in Atlantis?"),
-        dc.A2APart.from_data({"city": "Atlantis", "days": 3, "nested": {"ok": True}}),
-        dc.A2APart.from_file(b"\x00\x01binary", name="a.bin", media_type="application/x-bin"),
-        dc.A2APart.from_url("https://example.com/map.png", name="map", media_type="image/png"),
+        A2APart.from_text("What is the weather in Atlantis?"),
+        A2APart.from_data({"city": "Atlantis", "days": 3, "nested": {"ok": True}}),
+        A2APart.from_file(b"\x00\x01binary", name="a.bin", media_type="application/x-bin"),
+        A2APart.from_url("https://example.com/map.png", name="map", media_type="image/png"),
     ],
     context_id="ctx-1",
     task_id="task-1",
     metadata={"skill": "weather"},
 )
-ARTIFACT = dc.A2AArtifact(
+ARTIFACT = A2AArtifact(
     artifact_id="art-1",
     name="forecast",
     description="three days",
-    parts=[dc.A2APart.from_text("sunny"), dc.A2APart.from_data([1, 2, 3])],
+    parts=[A2APart.from_text("sunny"), A2APart.from_data([1, 2, 3])],
     metadata={"unit": "celsius"},
 )
-STATUS = dc.A2ATaskStatus(state=dc.A2ATaskState.INPUT_REQUIRED, message=MESSAGE)
-TASK = dc.A2ATask(
+STATUS = A2ATaskStatus(state=A2ATaskState.INPUT_REQUIRED, message=MESSAGE)
+TASK = A2ATask(
     id="task-1",
     context_id="ctx-1",
     status=STATUS,
@@ -44,17 +69,17 @@ TASK = dc.A2ATask(
     history=[MESSAGE],
     metadata={"agent": "weather"},
 )
-SOURCE = dc.A2ACardSource(
+SOURCE = A2ACardSource(
     name="weather",
     description="Forecasts",
     version="1.2.0",
     tags=["forecast"],
     tenant_id="acme",
     capabilities=[
-        dc.DiscoveredCapability(
+        DiscoveredCapability(
             task_name="weather",
             description="Tells the weather",
-            consumed_event=dc.DiscoveredEvent(
+            consumed_event=DiscoveredEvent(
                 event_type="weather.requested",
                 topic="action-requests",
                 json_schema={
@@ -64,7 +89,7 @@ SOURCE = dc.A2ACardSource(
                 },
             ),
             produced_events=[
-                dc.DiscoveredEvent(event_type="weather.completed", topic="action-results")
+                DiscoveredEvent(event_type="weather.completed", topic="action-results")
             ],
         )
     ],
@@ -77,11 +102,11 @@ PAIRS: list[tuple[BaseModel, type[Message]]] = [
     (STATUS, a2a_pb2.TaskStatus),
     (TASK, a2a_pb2.Task),
     (
-        dc.A2ATaskStatusUpdateEvent(task_id="task-1", context_id="ctx-1", status=STATUS),
+        A2ATaskStatusUpdateEvent(task_id="task-1", context_id="ctx-1", status=STATUS),
         a2a_pb2.TaskStatusUpdateEvent,
     ),
     (
-        dc.A2ATaskArtifactUpdateEvent(
+        A2ATaskArtifactUpdateEvent(
             task_id="task-1", context_id="ctx-1", artifact=ARTIFACT, append=True, last_chunk=True
         ),
         a2a_pb2.TaskArtifactUpdateEvent,
@@ -96,7 +121,7 @@ PAIRS: list[tuple[BaseModel, type[Message]]] = [
         build_gateway_card([SOURCE], public_url="https://gw.example").model_copy(
             update={
                 "signatures": [
-                    dc.A2AAgentCardSignature(
+                    A2AAgentCardSignature(
                         protected="eyJhbGciOiJFUzI1NiJ9", signature="c2ln", header={"k": "v"}
                     )
                 ]
@@ -124,34 +149,32 @@ def test_each_model_parses_as_the_sdks_type_and_comes_back_equal(
 def test_task_states_are_the_sdks_enum_names() -> None:
     names = set(a2a_pb2.TaskState.keys()) - {"TASK_STATE_UNSPECIFIED"}
 
-    assert {state.value for state in dc.A2ATaskState} == names
-    assert {role.value for role in dc.A2ARole} == set(a2a_pb2.Role.keys()) - {"ROLE_UNSPECIFIED"}
+    assert {state.value for state in A2ATaskState} == names
+    assert {role.value for role in A2ARole} == set(a2a_pb2.Role.keys()) - {"ROLE_UNSPECIFIED"}
 
 
 @pytest.mark.parametrize(
     ("status", "state"),
     [
-        (dc.TaskStatus.PENDING, dc.A2ATaskState.SUBMITTED),
-        (dc.TaskStatus.RUNNING, dc.A2ATaskState.WORKING),
-        (dc.TaskStatus.WAITING, dc.A2ATaskState.WORKING),
-        (dc.TaskStatus.AWAITING_INPUT, dc.A2ATaskState.INPUT_REQUIRED),
-        (dc.TaskStatus.COMPLETED, dc.A2ATaskState.COMPLETED),
-        (dc.TaskStatus.FAILED, dc.A2ATaskState.FAILED),
+        (TaskStatus.PENDING, A2ATaskState.SUBMITTED),
+        (TaskStatus.RUNNING, A2ATaskState.WORKING),
+        (TaskStatus.WAITING, A2ATaskState.WORKING),
+        (TaskStatus.AWAITING_INPUT, A2ATaskState.INPUT_REQUIRED),
+        (TaskStatus.COMPLETED, A2ATaskState.COMPLETED),
+        (TaskStatus.FAILED, A2ATaskState.FAILED),
     ],
 )
-def test_every_disco_task_status_has_an_a2a_state(
-    status: dc.TaskStatus, state: dc.A2ATaskState
-) -> None:
-    assert dc.a2a_state_for(status) is state
-    assert dc.TaskStatus(dc.disco_status_for(state)) is status or status is dc.TaskStatus.WAITING
+def test_every_disco_task_status_has_an_a2a_state(status: TaskStatus, state: A2ATaskState) -> None:
+    assert a2a_state_for(status) is state
+    assert TaskStatus(disco_status_for(state)) is status or status is TaskStatus.WAITING
 
 
 def test_a_part_carries_exactly_one_kind_of_content() -> None:
     with pytest.raises(ValueError, match="exactly one"):
-        dc.A2APart(text="a", data={"b": 1})
+        A2APart(text="a", data={"b": 1})
     with pytest.raises(ValueError, match="exactly one"):
-        dc.A2APart()
-    assert dc.A2APart.from_file(b"abc").raw_bytes() == b"abc"
+        A2APart()
+    assert A2APart.from_file(b"abc").raw_bytes() == b"abc"
 
 
 def test_a_card_requires_the_bearer_token_unless_the_agent_is_public() -> None:
@@ -193,7 +216,7 @@ def test_a_grpc_interface_names_the_agent_in_its_tenant_field() -> None:
 def test_a_card_carries_each_skills_input_and_output_schemas() -> None:
     card = build_agent_card(SOURCE, public_url="https://gw.example")
     extensions = card.capabilities.extensions or []
-    contracts = next(e for e in extensions if e.uri == dc.A2A_EVENT_CONTRACTS_EXTENSION)
+    contracts = next(e for e in extensions if e.uri == A2A_EVENT_CONTRACTS_EXTENSION)
 
     assert contracts.params is not None
     skill = contracts.params["skills"]["weather"]  # type: ignore[index,call-overload]
@@ -202,10 +225,10 @@ def test_a_card_carries_each_skills_input_and_output_schemas() -> None:
 
 
 def test_an_answer_reads_as_a_disco_result_too() -> None:
-    done = dc.ActionResultData.of_answer(dc.A2AAnswer.completed(ARTIFACT))
-    asked = dc.ActionResultData.of_answer(dc.A2AAnswer.input_required("Which city?"))
-    refused = dc.ActionResultData.of_answer(dc.A2AAnswer.rejected("not my job"))
-    direct = dc.ActionResultData.of_answer(dc.A2AAnswer.message("hi"))
+    done = ActionResultData.of_answer(A2AAnswer.completed(ARTIFACT))
+    asked = ActionResultData.of_answer(A2AAnswer.input_required("Which city?"))
+    refused = ActionResultData.of_answer(A2AAnswer.rejected("not my job"))
+    direct = ActionResultData.of_answer(A2AAnswer.message("hi"))
 
     assert done.success
     assert done.result == [1, 2, 3]
@@ -218,30 +241,30 @@ def test_an_answer_reads_as_a_disco_result_too() -> None:
     assert refused.error.type == "rejected"
     assert direct.success
     assert direct.result == {"text": "hi"}
-    restored = dc.ActionResultData.model_validate(done.model_dump(mode="json"))
+    restored = ActionResultData.model_validate(done.model_dump(mode="json"))
     assert restored.a2a == done.a2a
 
 
 def test_a_message_answer_carries_no_task_state() -> None:
     with pytest.raises(ValueError, match="no artifacts"):
-        dc.A2AAnswer(kind="message", parts=[dc.A2APart.from_text("x")], artifacts=[ARTIFACT])
+        A2AAnswer(kind="message", parts=[A2APart.from_text("x")], artifacts=[ARTIFACT])
     with pytest.raises(ValueError, match="status message or an artifact"):
-        dc.ActionProgressedData(sequence=1)
+        ActionProgressedData(sequence=1)
 
 
 def test_the_message_context_travels_as_a_string_attribute_in_both_cloudevents_modes() -> None:
-    context = dc.A2AMessageContext.of_message(
+    context = A2AMessageContext.of_message(
         MESSAGE.model_copy(update={"extensions": ["urn:x"], "reference_task_ids": ["t-0"]}),
         accepted_output_modes=["text/plain", "application/json"],
         requested_extensions=["urn:x", "urn:y"],
     )
-    request = dc.ActionRequest.from_dict(
+    request = ActionRequest.from_dict(
         {
             "source": "disco://service/gateway/a2a",
             "type": "weather.requested",
             "response_event": "a2a.answered",
             "data": {"city": "Atlantis"},
-            dc.A2A_MESSAGE_ATTRIBUTE: context.to_attribute(),
+            A2A_MESSAGE_ATTRIBUTE: context.to_attribute(),
         }
     )
 
@@ -264,20 +287,20 @@ def test_the_message_context_travels_as_a_string_attribute_in_both_cloudevents_m
         ("ce_a2amessage", context.to_attribute().encode()),
         ("content-type", b"application/json"),
     ]
-    binary = dc.Envelope.from_kafka_record(b'{"city": "Atlantis"}', binary_headers)
-    for envelope in (dc.Envelope.from_kafka_value(request.to_kafka_value()), binary):
-        assert dc.A2AMessageContext.of(envelope.extensions) == context
+    binary = Envelope.from_kafka_record(b'{"city": "Atlantis"}', binary_headers)
+    for envelope in (Envelope.from_kafka_value(request.to_kafka_value()), binary):
+        assert A2AMessageContext.of(envelope.extensions) == context
 
 
 def test_a_message_context_names_what_the_caller_accepts() -> None:
-    picky = dc.A2AMessageContext(message_id="m", accepted_output_modes=["text/*", "image/png"])
-    open_minded = dc.A2AMessageContext(message_id="m")
+    picky = A2AMessageContext(message_id="m", accepted_output_modes=["text/*", "image/png"])
+    open_minded = A2AMessageContext(message_id="m")
 
     assert picky.accepts("text/markdown")
     assert picky.accepts("image/png; q=1")
     assert not picky.accepts("application/json")
     assert open_minded.accepts("application/pdf")
-    assert dc.A2AMessageContext.of({}) is None
-    assert dc.A2AMessageContext.of({"a2amessage": "not json"}) is None
+    assert A2AMessageContext.of({}) is None
+    assert A2AMessageContext.of({"a2amessage": "not json"}) is None
     with pytest.raises(ValueError, match="a2amessage"):
-        dc.A2AMessageContext.from_attribute('{"metadata": {}}')
+        A2AMessageContext.from_attribute('{"metadata": {}}')

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 from pydantic_core import to_json
 
-from disco_common import (
+from disco_common.envelope import (
+    WIRE_NAMES,
     ActionRequest,
     ActionResult,
     BusinessFact,
@@ -23,11 +24,10 @@ from disco_common import (
     EnvelopeError,
     Notification,
     SystemEvent,
-    Topic,
     envelope_class_for,
     headers_dict,
 )
-from disco_common.envelope import WIRE_NAMES
+from disco_common.topics import Topic
 from tests.fixtures.properties import examples
 
 # Per-test settings, not a profile: loading a profile would change every other

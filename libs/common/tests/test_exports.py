@@ -1,12 +1,17 @@
-"""The public names of disco_common are pinned: adding or removing one is a decision."""
+"""The public names of disco_common's modules are pinned: adding or removing one is a decision.
+
+The package itself exports nothing; ``disco_common.memory`` exports its families' names.
+"""
 
 from __future__ import annotations
 
 import importlib
+import types
 
 import pytest
 
 import disco_common
+import disco_common.memory
 
 MODULES = [
     "a2a",
@@ -32,6 +37,7 @@ MODULES = [
 ]
 
 EXPECTED = [
+    "TtlSeconds",
     "ASYNCAPI_JSON_MEDIA_TYPE",
     "ASYNCAPI_VERSION",
     "ASYNCAPI_YAML_MEDIA_TYPE",
@@ -326,31 +332,76 @@ EXPECTED = [
 ]
 
 
-def test_disco_common_exports_exactly_the_pinned_names() -> None:
-    assert sorted(disco_common.__all__) == sorted(EXPECTED)
+MEMORY_FAMILIES = [
+    "episodic",
+    "erasure",
+    "plan_context",
+    "plans",
+    "procedural",
+    "semantic",
+    "sessions",
+    "snapshots",
+    "task_context",
+    "working",
+]
+
+MEMORY_SHARED = {
+    "CONTENT_MAX_CHARS",
+    "CONTEXT_MAX_BYTES",
+    "METADATA_MAX_BYTES",
+    "TTL_MAX_SECONDS",
+    "DeleteResult",
+    "MemoryVisibility",
+    "TtlSeconds",
+}
+"""What several memory families share: exported by ``disco_common.memory`` itself."""
 
 
-def test_every_exported_name_resolves() -> None:
-    missing = [name for name in disco_common.__all__ if not hasattr(disco_common, name)]
+def _public_names(module_name: str) -> list[str]:
+    return list(importlib.import_module(f"disco_common.{module_name}").__all__)
+
+
+def test_disco_common_exports_nothing_from_the_top() -> None:
+    exported = [
+        name
+        for name, value in vars(disco_common).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+    ]
+
+    assert disco_common.__all__ == []
+    assert exported == []
+
+
+def test_the_modules_export_exactly_the_pinned_names() -> None:
+    public = {name for module_name in MODULES for name in _public_names(module_name)}
+
+    assert sorted(public) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("module_name", MODULES + [f"memory.{f}" for f in MEMORY_FAMILIES])
+def test_every_exported_name_resolves(module_name: str) -> None:
+    module = importlib.import_module(f"disco_common.{module_name}")
+
+    missing = [name for name in module.__all__ if not hasattr(module, name)]
 
     assert missing == []
 
 
-@pytest.mark.parametrize("module_name", MODULES)
-def test_every_public_module_name_is_reexported_at_the_top(module_name: str) -> None:
-    module = importlib.import_module(f"disco_common.{module_name}")
-
-    not_reexported = sorted(set(module.__all__) - set(disco_common.__all__))
-
-    assert not_reexported == []
-
-
-@pytest.mark.parametrize("module_name", MODULES)
-def test_reexported_names_are_the_module_objects(module_name: str) -> None:
-    module = importlib.import_module(f"disco_common.{module_name}")
+@pytest.mark.parametrize("family", MEMORY_FAMILIES)
+def test_disco_common_memory_reexports_each_familys_names_as_they_are(family: str) -> None:
+    module = importlib.import_module(f"disco_common.memory.{family}")
 
     different = [
-        name for name in module.__all__ if getattr(module, name) is not getattr(disco_common, name)
+        name
+        for name in module.__all__
+        if getattr(disco_common.memory, name, None) is not getattr(module, name)
     ]
 
     assert different == []
+
+
+def test_disco_common_memory_exports_the_families_and_what_they_share() -> None:
+    families = {name for f in MEMORY_FAMILIES for name in _public_names(f"memory.{f}")}
+
+    assert set(disco_common.memory.__all__) == families | MEMORY_SHARED
+    assert not families & MEMORY_SHARED

@@ -10,22 +10,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
-from disco_common import (
-    CursorError,
+from disco_common.canonical import text_hash
+from disco_common.memory import (
     ErasureResult,
     ErasureScope,
     PlanListQuery,
-    PlanStatus,
     ProcedureCreate,
     ProcedureUpdate,
     SemanticMemoryUpsert,
     SemanticQuery,
     WorkingMemoryEntry,
     WorkingMemoryPut,
-    decode_cursor,
-    encode_cursor,
-    text_hash,
 )
+from disco_common.pagination import CursorError, decode_cursor, encode_cursor
+from disco_common.plans import PlanStatus
 
 
 class _Position(BaseModel):

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from disco_common import PlanContextData, PlanDefinition, PlanStatus, StateConfig
+from disco_common.plans import PlanContextData, PlanDefinition, PlanStatus, StateConfig
 
 
 def _state(name: str, **fields: Any) -> dict[str, Any]:

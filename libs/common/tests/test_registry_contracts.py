@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from disco_common import (
+from disco_common.canonical import json_hash
+from disco_common.registry import (
     AgentCapability,
     AgentListQuery,
     AgentRegistration,
@@ -22,7 +23,6 @@ from disco_common import (
     PayloadSchema,
     PayloadSchemaCreate,
     SchemaRef,
-    json_hash,
     validate_payload,
 )
 

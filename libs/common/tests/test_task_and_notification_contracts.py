@@ -7,25 +7,29 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pydantic import ValidationError
 
-from disco_common import (
-    SYSTEM_EVENT_DATA,
+from disco_common.envelope import Notification
+from disco_common.notifications import (
     UI_EVENT_PAYLOADS,
-    ActionResultData,
     AgentUIEvent,
     AgentUIEventType,
-    ErrorInfo,
     HumanInputRequest,
-    HumanInputWait,
-    SubTaskInfo,
-    SystemEventType,
-    TaskContextData,
-    TaskProgressData,
-    TaskTimeoutData,
     ToolApprovalRequestedPayload,
     ToolDeniedPayload,
+)
+from disco_common.system_events import (
+    SYSTEM_EVENT_DATA,
+    SystemEventType,
+    TaskProgressData,
+    TaskTimeoutData,
     parse_system_event_data,
 )
-from disco_common.envelope import Notification
+from disco_common.tasks import (
+    ActionResultData,
+    ErrorInfo,
+    HumanInputWait,
+    SubTaskInfo,
+    TaskContextData,
+)
 
 # -- action results ---------------------------------------------------------------
 

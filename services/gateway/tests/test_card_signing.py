@@ -17,8 +17,7 @@ from jwt import PyJWK
 from jwt.algorithms import ECAlgorithm
 from pydantic import ValidationError
 
-from disco_common.a2a import A2AAgentCard
-from disco_common.a2a_cards import A2ACardSource, build_agent_card
+from disco_common.a2a_cards import A2AAgentCard, A2ACardSource, build_agent_card
 from disco_common.registry import DiscoveredCapability, DiscoveredEvent
 from disco_gateway import GatewaySettings
 from disco_gateway.cards.signing import CardSigner, jwk_thumbprint, load_signing_key

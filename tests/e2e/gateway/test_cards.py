@@ -13,7 +13,7 @@ from a2a.types import a2a_pb2
 from a2a.utils.signing import create_signature_verifier
 from jwt import PyJWK
 
-from disco_common.a2a import A2A_EVENT_CONTRACTS_EXTENSION
+from disco_common.a2a_cards import A2A_EVENT_CONTRACTS_EXTENSION
 from tests.e2e.gateway.conftest import (
     BINDINGS,
     PUBLIC_AGENT,

@@ -7,13 +7,17 @@ Two kinds of models, two configs:
 - records (what a service returns) ignore unknown fields, so an older client
   keeps reading a newer service, and can be built from ORM rows
   (``from_attributes``).
+
+A2A objects (:mod:`disco_common.a2a`, :mod:`disco_common.a2a_cards`) are
+:class:`Wire` models: the specification's camelCase JSON.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, StringConstraints
+from pydantic.alias_generators import to_camel
 
 __all__ = [
     "DESCRIPTION_MAX_CHARS",
@@ -23,6 +27,7 @@ __all__ = [
     "Metadata",
     "Record",
     "ShortText",
+    "Wire",
 ]
 
 DESCRIPTION_MAX_CHARS = 4000
@@ -49,3 +54,15 @@ ShortText = Annotated[str, StringConstraints(min_length=1, max_length=200)]
 
 Metadata = Annotated[dict[str, JsonValue], Field(max_length=METADATA_MAX_KEYS)]
 """Free-form JSON attributes, at most 64 top-level keys."""
+
+
+class Wire(BaseModel):
+    """The specification's JSON: camelCase names; unknown fields ignored (the protocol grows)."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=False
+    )
+
+    def to_wire(self) -> dict[str, Any]:
+        """The object as the specification's JSON (camelCase, absent fields left out)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)

@@ -5,11 +5,9 @@ The `A2A protocol <https://a2a-protocol.org/v1.0.0/specification/>`_ (package
 This module holds, as pydantic models whose JSON is the specification's JSON
 (camelCase names, enum values such as ``TASK_STATE_COMPLETED``):
 
-- the objects of the protocol disco reads or writes: :class:`A2AAgentCard` and
-  its parts (skills, interfaces, capabilities, the bearer security scheme),
-  :class:`A2AMessage` and :class:`A2APart` (text, file as inline bytes or a URL,
-  data), :class:`A2ATask`, :class:`A2ATaskStatus`, :class:`A2AArtifact` and the
-  two stream events;
+- the objects of the protocol disco reads or writes: :class:`A2AMessage` and
+  :class:`A2APart` (text, file as inline bytes or a URL, data), :class:`A2ATask`,
+  :class:`A2ATaskStatus`, :class:`A2AArtifact` and the two stream events;
 - what an agent answers an A2A caller with: :class:`A2AAnswer` (the ``a2a``
   field of :class:`~disco_common.tasks.ActionResultData`) and the partial
   answers it may send before it (:data:`ACTION_PROGRESSED` envelopes carrying
@@ -19,8 +17,9 @@ This module holds, as pydantic models whose JSON is the specification's JSON
   accepts), carried on the request envelope as the :data:`A2A_MESSAGE_ATTRIBUTE`
   CloudEvents extension attribute;
 - the state mapping between a disco task (:class:`~disco_common.tasks.TaskStatus`)
-  and an A2A task (:class:`A2ATaskState`);
-- the card objects the one card builder (:mod:`disco_common.a2a_cards`) fills.
+  and an A2A task (:class:`A2ATaskState`).
+
+Agent cards (the card objects and the one builder) are in :mod:`disco_common.a2a_cards`.
 
 Readers ignore fields they do not know (the protocol grows); every model
 round-trips through the a2a-sdk's own protobuf types (the tests check it).
@@ -31,48 +30,29 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterable, Mapping, Sequence
 from enum import StrEnum
-from typing import Any, Literal, Self
+from typing import Literal, Self
 
 from pydantic import (
-    AliasChoices,
-    BaseModel,
-    ConfigDict,
     Field,
     JsonValue,
     model_validator,
 )
-from pydantic.alias_generators import to_camel
 
+from disco_common._base import Wire
 from disco_common.ids import UtcDatetime
 
 __all__ = [
-    "A2A_BEARER_SCHEME",
-    "A2A_EVENT_CONTRACTS_EXTENSION",
-    "A2A_GRPC_BINDING",
-    "A2A_HTTP_JSON_BINDING",
-    "A2A_JSONRPC_BINDING",
     "A2A_MESSAGE_ATTRIBUTE",
     "A2A_PROTOCOL_VERSION",
     "A2A_RESPONSE_EVENT",
     "A2A_TERMINAL_STATES",
     "ACTION_PROGRESSED",
-    "A2AAgentCapabilities",
-    "A2AAgentCard",
-    "A2AAgentCardSignature",
-    "A2AAgentExtension",
-    "A2AAgentInterface",
-    "A2AAgentProvider",
-    "A2AAgentSkill",
     "A2AAnswer",
     "A2AArtifact",
-    "A2AHTTPAuthSecurityScheme",
     "A2AMessage",
     "A2AMessageContext",
     "A2APart",
     "A2ARole",
-    "A2ASecurityRequirement",
-    "A2ASecurityScheme",
-    "A2AStringList",
     "A2ATask",
     "A2ATaskArtifactUpdateEvent",
     "A2ATaskState",
@@ -85,26 +65,6 @@ __all__ = [
 
 A2A_PROTOCOL_VERSION = "1.0"
 """The A2A protocol version disco speaks (the ``A2A-Version`` header, the cards' interfaces)."""
-
-A2A_JSONRPC_BINDING = "JSONRPC"
-"""The JSON-RPC 2.0 protocol binding's name in ``supportedInterfaces``."""
-
-A2A_HTTP_JSON_BINDING = "HTTP+JSON"
-"""The HTTP+JSON (REST) protocol binding's name in ``supportedInterfaces``."""
-
-A2A_GRPC_BINDING = "GRPC"
-"""The gRPC protocol binding's name in ``supportedInterfaces``."""
-
-A2A_EVENT_CONTRACTS_EXTENSION = "urn:disco:a2a:extension:event-contracts:v1"
-"""The A2A extension under which a card carries each skill's input and output JSON Schemas.
-
-A2A v1.0 skills have no schema slot: ``capabilities.extensions[].params.skills.<skill id>``
-holds ``{"request": <event definition>, "responses": [<event definitions>]}``,
-each with its ``json_schema``. Clients that do not know the extension ignore it.
-"""
-
-A2A_BEARER_SCHEME = "bearer"
-"""The name of the bearer-token security scheme in cards."""
 
 A2A_RESPONSE_EVENT = "a2a.answered"
 """The ``response_event`` of every request the gateway publishes for an A2A caller.
@@ -132,18 +92,6 @@ as CloudEvents extension values are: in structured mode it is a string member of
 the envelope, in binary mode the ``ce_a2amessage`` header. A plain Kafka client
 parses the string as JSON.
 """
-
-
-class _Wire(BaseModel):
-    """The specification's JSON: camelCase names; unknown fields ignored (the protocol grows)."""
-
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=False
-    )
-
-    def to_wire(self) -> dict[str, Any]:
-        """The object as the specification's JSON (camelCase, absent fields left out)."""
-        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 # -- states and roles ------------------------------------------------------------------------
@@ -235,7 +183,7 @@ def disco_status_for(state: A2ATaskState) -> str:
 # -- messages, parts, artifacts, tasks ------------------------------------------------------
 
 
-class A2APart(_Wire):
+class A2APart(Wire):
     """One piece of content: text, a file (inline bytes or a URL) or structured data.
 
     Exactly one of ``text``, ``raw`` (base64 text of the bytes), ``url`` and
@@ -314,7 +262,7 @@ class A2APart(_Wire):
         return cls(url=url, filename=name, media_type=media_type)
 
 
-class A2AMessage(_Wire):
+class A2AMessage(Wire):
     """One turn of the conversation between a caller (``user``) and an agent."""
 
     message_id: str = Field(min_length=1)
@@ -331,7 +279,7 @@ class A2AMessage(_Wire):
         return separator.join(part.text for part in self.parts if part.text is not None)
 
 
-class A2AMessageContext(_Wire):
+class A2AMessageContext(Wire):
     """The A2A message an agent's request came from, as far as the payload does not say it.
 
     The gateway puts it on every envelope it makes of an A2A caller's message (the
@@ -425,7 +373,7 @@ class A2AMessageContext(_Wire):
         )
 
 
-class A2ATaskStatus(_Wire):
+class A2ATaskStatus(Wire):
     """Where a task stands, with the message that explains it (a question, an error)."""
 
     state: A2ATaskState
@@ -433,7 +381,7 @@ class A2ATaskStatus(_Wire):
     timestamp: UtcDatetime | None = None
 
 
-class A2AArtifact(_Wire):
+class A2AArtifact(Wire):
     """Something a task produced: parts with a stable id (chunks extend it by that id)."""
 
     artifact_id: str = Field(min_length=1)
@@ -444,7 +392,7 @@ class A2AArtifact(_Wire):
     extensions: list[str] | None = None
 
 
-class A2ATask(_Wire):
+class A2ATask(Wire):
     """A unit of work an A2A caller follows: its status, history and artifacts."""
 
     id: str = Field(min_length=1)
@@ -455,7 +403,7 @@ class A2ATask(_Wire):
     metadata: dict[str, JsonValue] | None = None
 
 
-class A2ATaskStatusUpdateEvent(_Wire):
+class A2ATaskStatusUpdateEvent(Wire):
     """A stream event: the task's status changed."""
 
     task_id: str
@@ -464,7 +412,7 @@ class A2ATaskStatusUpdateEvent(_Wire):
     metadata: dict[str, JsonValue] | None = None
 
 
-class A2ATaskArtifactUpdateEvent(_Wire):
+class A2ATaskArtifactUpdateEvent(Wire):
     """A stream event: an artifact was produced, or a chunk appended to one."""
 
     task_id: str
@@ -489,7 +437,7 @@ _ANSWER_STATES = frozenset(
 )
 
 
-class A2AAnswer(_Wire):
+class A2AAnswer(Wire):
     """How an agent's answer should look to an A2A caller.
 
     A Tool returns one (or a Worker completes its task with one) to shape the
@@ -580,7 +528,7 @@ def _parts(values: Iterable[A2APart | str]) -> list[A2APart]:
     return [A2APart.from_text(value) if isinstance(value, str) else value for value in values]
 
 
-class ActionProgressedData(_Wire):
+class ActionProgressedData(Wire):
     """The data of an :data:`ACTION_PROGRESSED` envelope: a partial answer to a request.
 
     One of ``message`` (an intermediate status update: the task is working)
@@ -607,109 +555,3 @@ class ActionProgressedData(_Wire):
         if self.message is not None and not self.message:
             raise ValueError("a status update needs at least one part")
         return self
-
-
-# -- agent cards ----------------------------------------------------------------------------
-
-
-class A2AAgentInterface(_Wire):
-    """Where and how to reach an agent: a URL, a protocol binding, a protocol version."""
-
-    url: str
-    protocol_binding: str
-    protocol_version: str = A2A_PROTOCOL_VERSION
-    tenant: str | None = None
-
-
-class A2AAgentProvider(_Wire):
-    """Who runs the agent."""
-
-    organization: str
-    url: str
-
-
-class A2AAgentExtension(_Wire):
-    """A protocol extension the agent supports."""
-
-    uri: str
-    description: str | None = None
-    required: bool | None = None
-    params: dict[str, JsonValue] | None = None
-
-
-class A2AAgentCapabilities(_Wire):
-    """Optional protocol features the agent supports."""
-
-    streaming: bool | None = None
-    push_notifications: bool | None = None
-    extensions: list[A2AAgentExtension] | None = None
-    extended_agent_card: bool | None = None
-
-
-class A2AHTTPAuthSecurityScheme(_Wire):
-    """HTTP authentication (``Authorization: Bearer <JWT>`` for disco)."""
-
-    scheme: str
-    bearer_format: str | None = None
-    description: str | None = None
-
-
-class A2ASecurityScheme(_Wire):
-    """A security scheme (disco uses the HTTP bearer one)."""
-
-    http_auth_security_scheme: A2AHTTPAuthSecurityScheme | None = None
-
-
-class A2AStringList(_Wire):
-    """A list of strings (the scopes of a security requirement)."""
-
-    list_: list[str] = Field(
-        default_factory=list, alias="list", validation_alias=AliasChoices("list", "list_")
-    )
-
-
-class A2ASecurityRequirement(_Wire):
-    """Schemes a caller must satisfy together (scheme name → scopes)."""
-
-    schemes: dict[str, A2AStringList] = Field(default_factory=dict)
-
-
-class A2AAgentSkill(_Wire):
-    """Something the agent can do (a disco capability)."""
-
-    id: str
-    name: str
-    description: str
-    tags: list[str] = Field(default_factory=list)
-    examples: list[str] | None = None
-    input_modes: list[str] | None = None
-    output_modes: list[str] | None = None
-    security_requirements: list[A2ASecurityRequirement] | None = None
-
-
-class A2AAgentCardSignature(_Wire):
-    """A JWS signature of a card (RFC 7515, detached): its protected header and signature,
-    base64url, over the card's RFC 8785 canonical JSON without ``signatures``."""
-
-    protected: str
-    signature: str
-    header: dict[str, JsonValue] | None = None
-
-
-class A2AAgentCard(_Wire):
-    """An A2A v1.0 AgentCard."""
-
-    name: str
-    description: str
-    version: str
-    supported_interfaces: list[A2AAgentInterface] = Field(min_length=1)
-    capabilities: A2AAgentCapabilities
-    default_input_modes: list[str]
-    default_output_modes: list[str]
-    skills: list[A2AAgentSkill] = Field(default_factory=list)
-    provider: A2AAgentProvider | None = None
-    documentation_url: str | None = None
-    security_schemes: dict[str, A2ASecurityScheme] | None = None
-    security_requirements: list[A2ASecurityRequirement] | None = None
-    signatures: list[A2AAgentCardSignature] | None = None
-    icon_url: str | None = None

@@ -1,7 +1,7 @@
-"""The one A2A card builder: the registry and the gateway both build cards with it.
+"""A2A agent cards: the card objects, and the one builder the registry and the gateway share.
 
 An agent's registration (its capabilities with their schemas resolved) becomes
-an A2A v1.0 :class:`~disco_common.a2a.A2AAgentCard` whose interfaces are the
+an A2A v1.0 :class:`A2AAgentCard` whose interfaces are the
 gateway's public URL (``DISCO_GATEWAY_PUBLIC_URL``): pure functions, no I/O.
 """
 
@@ -10,29 +10,164 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, JsonValue
 
-from disco_common.a2a import (
-    A2A_BEARER_SCHEME,
-    A2A_EVENT_CONTRACTS_EXTENSION,
-    A2A_GRPC_BINDING,
-    A2A_HTTP_JSON_BINDING,
-    A2A_JSONRPC_BINDING,
-    A2AAgentCapabilities,
-    A2AAgentCard,
-    A2AAgentExtension,
-    A2AAgentInterface,
-    A2AAgentProvider,
-    A2AAgentSkill,
-    A2AHTTPAuthSecurityScheme,
-    A2ASecurityRequirement,
-    A2ASecurityScheme,
-    A2AStringList,
-)
+from disco_common._base import Wire
+from disco_common.a2a import A2A_PROTOCOL_VERSION
 from disco_common.ids import UtcDatetime
 from disco_common.registry import DiscoveredCapability, Visibility
 
-__all__ = ["A2ACardSource", "agent_a2a_url", "build_agent_card", "build_gateway_card"]
+__all__ = [
+    "A2A_BEARER_SCHEME",
+    "A2A_EVENT_CONTRACTS_EXTENSION",
+    "A2A_GRPC_BINDING",
+    "A2A_HTTP_JSON_BINDING",
+    "A2A_JSONRPC_BINDING",
+    "A2AAgentCapabilities",
+    "A2AAgentCard",
+    "A2AAgentCardSignature",
+    "A2AAgentExtension",
+    "A2AAgentInterface",
+    "A2AAgentProvider",
+    "A2AAgentSkill",
+    "A2ACardSource",
+    "A2AHTTPAuthSecurityScheme",
+    "A2ASecurityRequirement",
+    "A2ASecurityScheme",
+    "A2AStringList",
+    "agent_a2a_url",
+    "build_agent_card",
+    "build_gateway_card",
+]
+
+A2A_JSONRPC_BINDING = "JSONRPC"
+"""The JSON-RPC 2.0 protocol binding's name in ``supportedInterfaces``."""
+
+A2A_HTTP_JSON_BINDING = "HTTP+JSON"
+"""The HTTP+JSON (REST) protocol binding's name in ``supportedInterfaces``."""
+
+A2A_GRPC_BINDING = "GRPC"
+"""The gRPC protocol binding's name in ``supportedInterfaces``."""
+
+A2A_EVENT_CONTRACTS_EXTENSION = "urn:disco:a2a:extension:event-contracts:v1"
+"""The A2A extension under which a card carries each skill's input and output JSON Schemas.
+
+A2A v1.0 skills have no schema slot: ``capabilities.extensions[].params.skills.<skill id>``
+holds ``{"request": <event definition>, "responses": [<event definitions>]}``,
+each with its ``json_schema``. Clients that do not know the extension ignore it.
+"""
+
+A2A_BEARER_SCHEME = "bearer"
+"""The name of the bearer-token security scheme in cards."""
+
+
+# -- the card objects ------------------------------------------------------------
+
+
+class A2AAgentInterface(Wire):
+    """Where and how to reach an agent: a URL, a protocol binding, a protocol version."""
+
+    url: str
+    protocol_binding: str
+    protocol_version: str = A2A_PROTOCOL_VERSION
+    tenant: str | None = None
+
+
+class A2AAgentProvider(Wire):
+    """Who runs the agent."""
+
+    organization: str
+    url: str
+
+
+class A2AAgentExtension(Wire):
+    """A protocol extension the agent supports."""
+
+    uri: str
+    description: str | None = None
+    required: bool | None = None
+    params: dict[str, JsonValue] | None = None
+
+
+class A2AAgentCapabilities(Wire):
+    """Optional protocol features the agent supports."""
+
+    streaming: bool | None = None
+    push_notifications: bool | None = None
+    extensions: list[A2AAgentExtension] | None = None
+    extended_agent_card: bool | None = None
+
+
+class A2AHTTPAuthSecurityScheme(Wire):
+    """HTTP authentication (``Authorization: Bearer <JWT>`` for disco)."""
+
+    scheme: str
+    bearer_format: str | None = None
+    description: str | None = None
+
+
+class A2ASecurityScheme(Wire):
+    """A security scheme (disco uses the HTTP bearer one)."""
+
+    http_auth_security_scheme: A2AHTTPAuthSecurityScheme | None = None
+
+
+class A2AStringList(Wire):
+    """A list of strings (the scopes of a security requirement)."""
+
+    list_: list[str] = Field(
+        default_factory=list, alias="list", validation_alias=AliasChoices("list", "list_")
+    )
+
+
+class A2ASecurityRequirement(Wire):
+    """Schemes a caller must satisfy together (scheme name → scopes)."""
+
+    schemes: dict[str, A2AStringList] = Field(default_factory=dict)
+
+
+class A2AAgentSkill(Wire):
+    """Something the agent can do (a disco capability)."""
+
+    id: str
+    name: str
+    description: str
+    tags: list[str] = Field(default_factory=list)
+    examples: list[str] | None = None
+    input_modes: list[str] | None = None
+    output_modes: list[str] | None = None
+    security_requirements: list[A2ASecurityRequirement] | None = None
+
+
+class A2AAgentCardSignature(Wire):
+    """A JWS signature of a card (RFC 7515, detached): its protected header and signature,
+    base64url, over the card's RFC 8785 canonical JSON without ``signatures``."""
+
+    protected: str
+    signature: str
+    header: dict[str, JsonValue] | None = None
+
+
+class A2AAgentCard(Wire):
+    """An A2A v1.0 AgentCard."""
+
+    name: str
+    description: str
+    version: str
+    supported_interfaces: list[A2AAgentInterface] = Field(min_length=1)
+    capabilities: A2AAgentCapabilities
+    default_input_modes: list[str]
+    default_output_modes: list[str]
+    skills: list[A2AAgentSkill] = Field(default_factory=list)
+    provider: A2AAgentProvider | None = None
+    documentation_url: str | None = None
+    security_schemes: dict[str, A2ASecurityScheme] | None = None
+    security_requirements: list[A2ASecurityRequirement] | None = None
+    signatures: list[A2AAgentCardSignature] | None = None
+    icon_url: str | None = None
+
+
+# -- building cards ------------------------------------------------------------
 
 
 class A2ACardSource(BaseModel):

@@ -510,7 +510,7 @@ class PayloadSchema(Record):
     description: str = ""
     tenant_id: TenantId
     content_hash: str = Field(
-        description="SHA-256 of the canonical JSON of `json_schema` (see `disco_common.json_hash`)."
+        description="SHA-256 of the canonical JSON of `json_schema` (`disco_common.canonical`)."
     )
     created_at: UtcDatetime
 

@@ -43,7 +43,6 @@ from disco_common.a2a import (
     A2A_MESSAGE_ATTRIBUTE,
     A2A_RESPONSE_EVENT,
     ACTION_PROGRESSED,
-    A2AAgentCard,
     A2AAnswer,
     A2AArtifact,
     A2AMessage,
@@ -52,7 +51,7 @@ from disco_common.a2a import (
     A2ATaskState,
     ActionProgressedData,
 )
-from disco_common.a2a_cards import A2ACardSource, build_agent_card, build_gateway_card
+from disco_common.a2a_cards import A2AAgentCard, A2ACardSource, build_agent_card, build_gateway_card
 from disco_common.envelope import ActionRequest
 from disco_common.notifications import HumanInputRequest, HumanInputResponse
 from disco_common.registry import DiscoveredCapability, validate_payload

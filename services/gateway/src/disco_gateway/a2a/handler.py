@@ -46,7 +46,7 @@ from a2a.utils.errors import A2AError, InternalError
 from a2a.utils.task import apply_history_length
 
 from disco.a2a import A2AGatewayHelper
-from disco_common.a2a import A2AAgentCard
+from disco_common.a2a_cards import A2AAgentCard
 from disco_common.system_events import SystemEventType, TaskCancelRequestedData
 from disco_common.topics import Topic
 from disco_gateway.a2a.executor import (

@@ -22,7 +22,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Request, Response
 
-from disco_common.a2a import A2AAgentCard
+from disco_common.a2a_cards import A2AAgentCard
 from disco_common.ids import AgentName
 from disco_gateway.a2a.door import authenticate
 from disco_gateway.cards import service

@@ -15,8 +15,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from disco.a2a import A2AGatewayHelper
-from disco_common.a2a import A2AAgentCard
-from disco_common.a2a_cards import A2ACardSource
+from disco_common.a2a_cards import A2AAgentCard, A2ACardSource
 from disco_common.registry import Visibility
 from disco_gateway.agents.service import AgentDirectory
 from disco_gateway.settings import GatewaySettings

@@ -37,7 +37,7 @@ from jwt import PyJWK
 from jwt.algorithms import ECAlgorithm, OKPAlgorithm, RSAAlgorithm
 from jwt.exceptions import PyJWTError
 
-from disco_common.a2a import A2AAgentCard, A2AAgentCardSignature
+from disco_common.a2a_cards import A2AAgentCard, A2AAgentCardSignature
 from disco_gateway.a2a.mapping import to_proto
 from disco_gateway.settings import GatewaySettings
 

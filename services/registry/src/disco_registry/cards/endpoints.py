@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
-from disco_common.a2a import A2AAgentCard
+from disco_common.a2a_cards import A2AAgentCard
 from disco_registry.cards import service
 from disco_registry.deps import AgentIdPath, SettingsDep
 from disco_registry.errors import AgentNotFound

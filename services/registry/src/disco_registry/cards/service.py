@@ -14,8 +14,7 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from disco_common.a2a import A2AAgentCard
-from disco_common.a2a_cards import A2ACardSource, build_agent_card
+from disco_common.a2a_cards import A2AAgentCard, A2ACardSource, build_agent_card
 from disco_common.registry import Visibility
 from disco_registry.cards.repository import CardRepository
 from disco_registry.settings import RegistrySettings
