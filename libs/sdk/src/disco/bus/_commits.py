@@ -5,21 +5,40 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
+from typing import Protocol
 
 import structlog
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 
-if TYPE_CHECKING:
-    from disco.bus._consumer import BusConsumer
+from disco.bus._client import BusClient
 
-__all__ = ["OffsetCommitter", "commit_offsets"]
+__all__ = ["CommitHost", "OffsetCommitter", "commit_offsets"]
 
 _log = structlog.get_logger("disco.bus")
 
 _SLOW_COMMIT_SECONDS = 0.5
+
+
+class CommitHost(Protocol):
+    """What an :class:`OffsetCommitter` reads of its consumer
+    (:class:`~disco.bus.BusConsumer` satisfies it)."""
+
+    @property
+    def group(self) -> str:
+        """The consumer group (names the commit loop's task)."""
+        ...
+
+    @property
+    def client(self) -> BusClient:
+        """The bus client (its settings hold the commit interval)."""
+        ...
+
+    @property
+    def stopping(self) -> bool:
+        """Whether the consumer is stopping (a failed commit is not tried again)."""
+        ...
 
 
 class OffsetCommitter:
@@ -31,11 +50,13 @@ class OffsetCommitter:
     stop and rebalance). Only partitions the member still owns are committed,
     and only past what was committed before. A commit the group rejects after a
     rebalance is dropped (the new owner reads again, as at-least-once allows);
-    another failed commit is tried again unless the consumer is stopping.
+    another failed commit is tried again unless the consumer is stopping. An
+    error that ends the commit loop goes to ``fail``.
     """
 
-    def __init__(self, owner: BusConsumer) -> None:
+    def __init__(self, owner: CommitHost, fail: Callable[[BaseException], None]) -> None:
         self._owner = owner
+        self._fail = fail
         self._done: dict[TopicPartition, int] = {}
         self._committed: dict[TopicPartition, int] = {}
         self._wanted = asyncio.Event()
@@ -87,7 +108,7 @@ class OffsetCommitter:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            self._owner._fail(exc)
+            self._fail(exc)
 
     async def commit(
         self, consumer: AIOKafkaConsumer, only: Iterable[TopicPartition] | None = None
@@ -112,7 +133,7 @@ class OffsetCommitter:
                 return
             except KafkaError as exc:
                 _log.warning("commit failed, will retry", error=repr(exc))
-                if not self._owner._stopping:
+                if not self._owner.stopping:
                     await asyncio.sleep(0.2)
                     self._wanted.set()
                 return

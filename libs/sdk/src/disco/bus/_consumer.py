@@ -143,7 +143,7 @@ class BusConsumer(StartStop):
         self._fetcher: asyncio.Task[None] | None = None
         self._workers: dict[TopicPartition, PartitionWorker | BatchWorker] = {}
         self._paused: set[TopicPartition] = set()
-        self._committer = OffsetCommitter(self)
+        self._committer = OffsetCommitter(self, self._fail)
         self._lifecycle = asyncio.Lock()
         self._assigned = asyncio.Event()
         self._unassigned_since: float | None = None
@@ -360,7 +360,8 @@ class BusConsumer(StartStop):
                 **options.consumer,
             )
             consumer.subscribe(
-                [self.client.topic_name(topic) for topic in topics], listener=Rebalance(self)
+                [self.client.topic_name(topic) for topic in topics],
+                listener=Rebalance(self._on_revoked, self._on_assigned),
             )
             try:
                 await consumer.start()
@@ -534,7 +535,15 @@ class BusConsumer(StartStop):
     def _worker_for(self, tp: TopicPartition) -> PartitionWorker | BatchWorker:
         batch = self._batching.get(tp.topic)
         if batch is None:
-            return PartitionWorker(self, tp, self.client.settings.bus_partition_concurrency)
+            return PartitionWorker(
+                tp,
+                self.client.settings.bus_partition_concurrency,
+                group=self.group,
+                wants=self._handling.wants,
+                handle=self._handling.handle,
+                done=self._committer.record_done,
+                fail=self._fail,
+            )
         return BatchWorker(
             tp,
             batch.max_records,
@@ -644,6 +653,12 @@ class BusConsumer(StartStop):
             self._fatal_stop = asyncio.get_running_loop().create_task(
                 self.stop(grace=1.0), name=f"disco-stop-{self.group}"
             )
+
+    @property
+    def stopping(self) -> bool:
+        """Whether :meth:`stop` has begun (handlers being retried give up, nothing new
+        starts, and what is left uncommitted is redelivered)."""
+        return self._stopping
 
     @property
     def failure(self) -> BaseException | None:

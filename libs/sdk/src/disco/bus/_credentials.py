@@ -25,18 +25,15 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jwt
 import structlog
 from pydantic import ValidationError
 
 from disco.auth import DevTokenMinter, StaticToken, TokenProvider
-from disco.settings import BusSettings
+from disco.settings import BusSettings, ServiceClientSettings
 from disco_common.auth import TENANT_CREDENTIAL_HEADER, TokenClaims
-
-if TYPE_CHECKING:
-    from disco.clients import ServiceClientSettings
 
 __all__ = [
     "CredentialError",
@@ -127,8 +124,6 @@ class CredentialSigner:
             identity: who the agent is (default: read from ``DISCO_*`` variables).
         """
         if identity is None:
-            from disco.clients import ServiceClientSettings
-
             identity = ServiceClientSettings()
         if identity.auth_token is not None and identity.auth_token.get_secret_value():
             return cls(StaticToken(identity.auth_token.get_secret_value()))

@@ -12,16 +12,17 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import structlog
 from aiokafka.errors import KafkaError
 from aiokafka.structs import ConsumerRecord
 
-from disco._context import HandlerContext, enter_handler, exit_handler
+from disco._context import HandlerContext, StepRunner, enter_handler, exit_handler
 from disco.bus._batches import Batch, BatchItem
+from disco.bus._client import BusClient
 from disco.bus._credentials import tenant_guard
-from disco.bus._dedup import DurableDedupStore, InMemoryDedupStore
+from disco.bus._dedup import DedupStore, DurableDedupStore, InMemoryDedupStore
 from disco.bus._errors import (
     Abandoned,
     BusError,
@@ -34,10 +35,7 @@ from disco_common.auth import TENANT_CREDENTIAL_HEADER, UNAUTHENTICATED_TENANT
 from disco_common.envelope import TENANT_HEADER, Envelope, EnvelopeError
 from disco_common.topics import dlq_topic
 
-if TYPE_CHECKING:
-    from disco.bus._consumer import BusConsumer
-
-__all__ = ["RecordHandler"]
+__all__ = ["ConsumerView", "RecordHandler"]
 
 _log = structlog.get_logger("disco.bus")
 
@@ -56,6 +54,36 @@ class _Refusal:
     def __init__(self, error_type: str, reason: str) -> None:
         self.error_type = error_type
         self.reason = reason
+
+
+class ConsumerView(Protocol):
+    """What a :class:`RecordHandler` reads of its consumer, at each use
+    (:class:`~disco.bus.BusConsumer` satisfies it)."""
+
+    @property
+    def client(self) -> BusClient:
+        """The bus client: settings, metrics, tracer and the dead-letter producer."""
+        ...
+
+    @property
+    def group(self) -> str:
+        """The consumer group (a label of metrics, spans and logs)."""
+        ...
+
+    @property
+    def steps(self) -> StepRunner | None:
+        """Where handlers' journaled steps are recorded."""
+        ...
+
+    @property
+    def dedup_store(self) -> DedupStore:
+        """Where handled envelope ids are remembered."""
+        ...
+
+    @property
+    def stopping(self) -> bool:
+        """Whether the consumer is stopping (retries give up, records stay uncommitted)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +108,7 @@ class RecordHandler:
     use, as the consumer's own methods would.
     """
 
-    def __init__(self, owner: BusConsumer) -> None:
+    def __init__(self, owner: ConsumerView) -> None:
         self._owner = owner
         settings = owner.client.settings
         # Who vouches for each envelope's tenant (None: not required, dev).
@@ -355,7 +383,7 @@ class RecordHandler:
                 await self._batch_attempts(route, partition, admitted[:half], labels)
                 await self._batch_attempts(route, partition, admitted[half:], labels)
                 return
-            if owner._stopping:
+            if owner.stopping:
                 raise Abandoned from failure
             await asyncio.sleep(
                 _backoff(
@@ -364,7 +392,7 @@ class RecordHandler:
                     settings.bus_retry_backoff_max_ms,
                 )
             )
-            if owner._stopping:
+            if owner.stopping:
                 raise Abandoned from failure
 
     def _labelled(self, topic: str, event_type: str) -> _Labelled:
@@ -469,7 +497,7 @@ class RecordHandler:
                         record, type(exc).__qualname__, str(exc) or repr(exc), attempt
                     )
                     return None
-                if owner._stopping:
+                if owner.stopping:
                     raise Abandoned from exc
                 await asyncio.sleep(
                     _backoff(
@@ -478,7 +506,7 @@ class RecordHandler:
                         settings.bus_retry_backoff_max_ms,
                     )
                 )
-                if owner._stopping:
+                if owner.stopping:
                     raise Abandoned from exc
             else:
                 if labels is not None:
@@ -530,7 +558,7 @@ class RecordHandler:
                 # Without the DLQ copy the offset must not move; keep trying
                 # until the broker is back or we are told to stop.
                 _log.error("dead-lettering failed, retrying", dlq=target, error=repr(exc))
-                if owner._stopping:
+                if owner.stopping:
                     raise Abandoned from exc
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)

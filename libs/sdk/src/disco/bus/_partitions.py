@@ -7,16 +7,18 @@ import asyncio
 import contextlib
 import functools
 from collections import deque
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
 
 from aiokafka import ConsumerRebalanceListener, TopicPartition
 from aiokafka.structs import ConsumerRecord
 
 from disco.bus._errors import Abandoned
 
-if TYPE_CHECKING:
-    from disco.bus._consumer import BusConsumer
+Wants = Callable[[ConsumerRecord[bytes, bytes]], bool]
+"""Whether a handler may want a record (records nobody wants are done at once)."""
+Handle = Callable[[ConsumerRecord[bytes, bytes]], Awaitable["asyncio.Future[bool] | None"]]
+"""Handles a record to its end; may return the future of its dedup mark."""
 
 __all__ = ["PartitionWorker", "Rebalance", "finish", "finish_all"]
 
@@ -45,11 +47,29 @@ class PartitionWorker:
     past a record only once it and every record before it finished, and its
     dedup mark is stored when the mark is written in the background (its lane
     goes on meanwhile).
+
+    The worker is given what it uses of its consumer: ``wants`` and ``handle``
+    (the record handler's), ``done`` (records a partition's offset as handled),
+    ``fail`` (a fatal error of a lane), and the ``group`` naming its tasks.
     """
 
-    def __init__(self, owner: BusConsumer, tp: TopicPartition, concurrency: int = 1) -> None:
-        self.owner = owner
+    def __init__(
+        self,
+        tp: TopicPartition,
+        concurrency: int = 1,
+        *,
+        group: str,
+        wants: Wants,
+        handle: Handle,
+        done: Callable[[TopicPartition, int], None],
+        fail: Callable[[BaseException], None],
+    ) -> None:
         self.tp = tp
+        self._group = group
+        self._wants = wants
+        self._handle = handle
+        self._done = done
+        self._fail = fail
         self.closed = False
         self.abandoned = False
         """The partition is gone (revoked, or its log began again): what finishes late is
@@ -86,7 +106,7 @@ class PartitionWorker:
     def feed(self, records: Iterable[ConsumerRecord[bytes, bytes]]) -> None:
         """Queue fetched records, each on its lane (or waiting for one); records no
         handler wants are done at once."""
-        wants = self.owner._handling.wants
+        wants = self._wants
         outstanding = self._outstanding
         skipped_to: int | None = None
         for record in records:
@@ -98,7 +118,7 @@ class PartitionWorker:
                     skipped_to = record.offset
                 continue
             if skipped_to is not None:
-                self.owner._committer.record_done(self.tp, skipped_to)
+                self._done(self.tp, skipped_to)
                 skipped_to = None
             outstanding.append(record.offset)
             key = record.key
@@ -112,7 +132,7 @@ class PartitionWorker:
             else:
                 self._assign(lane, record)
         if skipped_to is not None:
-            self.owner._committer.record_done(self.tp, skipped_to)
+            self._done(self.tp, skipped_to)
 
     def close(self) -> None:
         """Finish the records in hand, drop the rest, and end."""
@@ -148,7 +168,7 @@ class PartitionWorker:
         lane = _Lane()
         lane.task = asyncio.create_task(
             self._run(lane),
-            name=f"disco-{self.owner.group}-{self.tp.topic}-{self.tp.partition}-{len(lanes)}",
+            name=f"disco-{self._group}-{self.tp.topic}-{self.tp.partition}-{len(lanes)}",
         )
         lanes.append(lane)
         return lane
@@ -201,13 +221,12 @@ class PartitionWorker:
             while outstanding and outstanding[0] in finished:
                 done = outstanding.popleft()
                 finished.discard(done)
-            self.owner._committer.record_done(self.tp, done)
+            self._done(self.tp, done)
         else:
             self._finished.add(offset)
 
     async def _run(self, lane: _Lane) -> None:
-        owner = self.owner
-        handle = owner._handling.handle
+        handle = self._handle
         queue = lane.queue
         try:
             while True:
@@ -225,20 +244,26 @@ class PartitionWorker:
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # surfaced through run(), never swallowed
-            owner._fail(exc)
+            self._fail(exc)
 
 
 class Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
-    """Tells the consumer when the group takes partitions away or gives it some."""
+    """Tells the consumer when the group takes partitions away (``revoked``) or
+    gives it some (``assigned``)."""
 
-    def __init__(self, owner: BusConsumer) -> None:
-        self.owner = owner
+    def __init__(
+        self,
+        revoked: Callable[[set[TopicPartition]], Awaitable[None]],
+        assigned: Callable[[set[TopicPartition]], None],
+    ) -> None:
+        self._revoked = revoked
+        self._assigned = assigned
 
     async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
-        await self.owner._on_revoked(set(revoked))
+        await self._revoked(set(revoked))
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
-        self.owner._on_assigned(set(assigned))
+        self._assigned(set(assigned))
 
 
 async def finish(task: asyncio.Task[None], seconds: float) -> None:

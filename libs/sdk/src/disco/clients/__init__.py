@@ -18,10 +18,10 @@ from disco.clients._base import (
     ServiceValidationError,
     acting_for,
 )
-from disco.clients._settings import ServiceClientSettings
 from disco.clients.memory import DedupAnswer, MemoryClient
 from disco.clients.registry import RegistryClient
 from disco.clients.tracker import TrackerClient
+from disco.settings import ServiceClientSettings
 
 __all__ = [
     "DedupAnswer",

@@ -28,7 +28,7 @@ from disco._context import maybe_current_context
 from disco._lifecycle import StartStop
 from disco.auth import TokenProvider
 from disco.bus import DependencyUnavailableError
-from disco.clients._settings import ServiceClientSettings
+from disco.settings import ServiceClientSettings
 from disco_common.auth import ON_BEHALF_OF_TENANT_HEADER, ON_BEHALF_OF_USER_HEADER
 from disco_common.errors import ErrorResponse
 
