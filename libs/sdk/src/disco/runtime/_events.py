@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from disco.runtime._continuation import ContinuationOutcome
 from disco.runtime._messages import ToolCall
+from disco.runtime._outcomes import ContinuationOutcome
 from disco.runtime._state import AgentStatus, AgentStep
 from disco_common.ids import utcnow
 

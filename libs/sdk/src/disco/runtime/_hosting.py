@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import structlog
 from pydantic import BaseModel, Field
@@ -41,7 +41,7 @@ from disco.agents import (
     Worker,
 )
 from disco.clients import MemoryClient, ServiceUnavailableError
-from disco.runtime._approvals import NoPendingApprovalError
+from disco.runtime._approvals import ApprovalChannel, NoPendingApprovalError
 from disco.runtime._events import (
     ApprovalRequested,
     EventSink,
@@ -50,8 +50,10 @@ from disco.runtime._events import (
     StepCompleted,
     ToolStarted,
 )
-from disco.runtime._snapshots import MemorySnapshotStore, SnapshotError
+from disco.runtime._messages import CompletionOptions
+from disco.runtime._snapshots import MemorySnapshotStore, SnapshotError, SnapshotStore
 from disco.runtime._state import AgentState, AgentStatus
+from disco.runtime._tools import Toolbox
 from disco.runtime._ui import BusEventSink, UIEventAdapter
 from disco_common.envelope import Envelope
 from disco_common.notifications import (
@@ -62,10 +64,7 @@ from disco_common.notifications import (
 from disco_common.tasks import HITL_TIMEOUT_MAX_SECONDS, ErrorInfo
 from disco_common.topics import Topic
 
-if TYPE_CHECKING:
-    from disco.runtime._runner import AgentRunner
-
-__all__ = ["TextAnswer", "TextRequest", "host_on_tool", "host_on_worker"]
+__all__ = ["HostedRunner", "TextAnswer", "TextRequest", "host_on_tool", "host_on_worker"]
 
 _log = structlog.get_logger("disco.runtime")
 
@@ -78,6 +77,88 @@ TASK_STATE_KEY = "disco.runtime"
 _NAMESPACE = uuid.UUID("0f6b8a34-55d1-4c4b-9a57-2b8e1c7d4e10")
 _INDEX_GRACE_SECONDS = 86_400
 _APPROVE_WORDS = {"approve", "approved", "yes", "y", "ok", "true", "allow", "go"}
+
+
+class HostedRunner(Protocol):
+    """What hosting uses of an agent runner (:class:`~disco.runtime.AgentRunner`
+    satisfies it): its names, its tools, its snapshots (hosting on a Worker fills
+    them in from the agent's memory when none are set), and the loop's entry points."""
+
+    snapshots: SnapshotStore | None
+
+    @property
+    def name(self) -> str:
+        """The runner's name."""
+        ...
+
+    @property
+    def agent_id(self) -> str:
+        """The agent id its states are saved under."""
+        ...
+
+    @property
+    def description(self) -> str:
+        """What the agent does (a tool's description)."""
+        ...
+
+    @property
+    def include_continuation_trace(self) -> bool:
+        """Whether UI events carry the criteria's evaluations."""
+        ...
+
+    @property
+    def toolbox(self) -> Toolbox:
+        """The runner's tools."""
+        ...
+
+    def new_state(
+        self,
+        session_id: str | None = None,
+        *,
+        parent_agent_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        options: CompletionOptions | None = None,
+    ) -> AgentState:
+        """A fresh state of this agent in ``session_id``."""
+        ...
+
+    async def resume(self, session_id: str, agent_id: str | None = None) -> AgentState | None:
+        """The latest saved state of this agent in ``session_id``, or None."""
+        ...
+
+    async def decide(
+        self,
+        state: AgentState,
+        tool_call_id: str,
+        *,
+        approved: bool,
+        reason: str | None = None,
+        decided_by: str | None = None,
+        events: EventSink | None = None,
+        announce: bool = True,
+    ) -> AgentState:
+        """Record the decision on the call ``state`` waits for."""
+        ...
+
+    async def run(
+        self,
+        state: AgentState,
+        *,
+        events: EventSink | None = None,
+        approvals: ApprovalChannel | None = None,
+    ) -> AgentState:
+        """Run the execution ``state`` holds until it stops or waits for approval."""
+        ...
+
+    async def reopen_approval(
+        self,
+        state: AgentState,
+        *,
+        events: EventSink | None = None,
+        approvals: ApprovalChannel | None = None,
+    ) -> AgentState:
+        """Announce again the approval ``state`` waits for."""
+        ...
 
 
 class TextRequest(BaseModel):
@@ -151,7 +232,7 @@ def _decision(result: ResultContext) -> tuple[bool, str | None, str | None, bool
 class WorkerHost:
     """The handlers that run an :class:`AgentRunner` on a :class:`Worker`."""
 
-    def __init__(self, runner: AgentRunner, worker: Worker, event_type: str) -> None:
+    def __init__(self, runner: HostedRunner, worker: Worker, event_type: str) -> None:
         self.runner = runner
         self.worker = worker
         self.event_type = event_type
@@ -404,7 +485,7 @@ def _arguments_text(arguments: Any) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
-def host_on_worker(runner: AgentRunner, worker: Worker, event_type: str) -> WorkerHost:
+def host_on_worker(runner: HostedRunner, worker: Worker, event_type: str) -> WorkerHost:
     """Register the runner's handlers on ``worker`` (see :meth:`AgentRunner.attach_worker`)."""
     host = WorkerHost(runner, worker, event_type)
 
@@ -428,7 +509,7 @@ def host_on_worker(runner: AgentRunner, worker: Worker, event_type: str) -> Work
     return host
 
 
-def host_on_tool(runner: AgentRunner, tool: Tool, event_type: str) -> None:
+def host_on_tool(runner: HostedRunner, tool: Tool, event_type: str) -> None:
     """Register the runner as a one-shot handler on ``tool`` (see :meth:`AgentRunner.attach_tool`).
 
     Raises:

@@ -32,6 +32,7 @@ from disco.runtime._events import (
     StepStarted,
     StreamChunk,
 )
+from disco.runtime._hosting import host_on_tool, host_on_worker
 from disco.runtime._messages import CompletionOptions, Message, Usage
 from disco.runtime._snapshots import SnapshotStore
 from disco.runtime._state import (
@@ -145,8 +146,6 @@ class AgentRunner:
         Raises:
             AgentDefinitionError: ``event_type`` is handled already.
         """
-        from disco.runtime._hosting import host_on_worker
-
         host_on_worker(self, worker, event_type)
 
     def attach_tool(self, tool: Tool, event_type: str) -> None:
@@ -159,8 +158,6 @@ class AgentRunner:
             AgentDefinitionError: a tool may need approval (host on a Worker), or
                 ``event_type`` is handled already.
         """
-        from disco.runtime._hosting import host_on_tool
-
         host_on_tool(self, tool, event_type)
 
     # -- sessions ---------------------------------------------------------------------

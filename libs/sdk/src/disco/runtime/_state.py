@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import Field, JsonValue
 
-from disco.runtime._continuation import ContinuationOutcome
 from disco.runtime._messages import CompletionOptions, Message, ToolCall, Usage, _Frozen
+from disco.runtime._outcomes import ContinuationOutcome
 from disco_common.ids import UtcDatetime, new_id, utcnow
 
 __all__ = [

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from disco._context import maybe_current_context
-from disco.runtime._continuation import ContinuationOutcome
 from disco.runtime._events import (
     ApprovalDecided,
     ApprovalRequested,
@@ -34,6 +33,7 @@ from disco.runtime._events import (
     ToolStarted,
 )
 from disco.runtime._json_safe import to_json_safe
+from disco.runtime._outcomes import ContinuationOutcome
 from disco_common.envelope import Notification
 from disco_common.notifications import AgentUIEvent, AgentUIEventType
 from disco_common.topics import Topic
