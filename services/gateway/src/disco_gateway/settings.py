@@ -12,6 +12,7 @@ from pydantic import AliasChoices, Field, SecretStr, field_validator, model_vali
 from pydantic_settings import NoDecode
 
 from disco_common.ids import Id, TenantId
+from disco_gateway.cards.signing import load_retired_keys, load_signing_key
 from disco_service import GatewayLinkSettings
 
 __all__ = ["GatewaySettings"]
@@ -412,9 +413,6 @@ class GatewaySettings(GatewayLinkSettings):
             raise ValueError(
                 f"DISCO_GATEWAY_CARD_SIGNING_KEY_FILE {self.card_signing_key_file} is not a file"
             )
-        # Imported here: the signing module imports these settings.
-        from disco_gateway.cards.signing import load_retired_keys, load_signing_key
-
         pem = self.card_signing_pem()
         if pem is not None:
             load_signing_key(pem)  # refused at startup, not at the first card

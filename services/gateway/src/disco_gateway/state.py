@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from disco_gateway.a2a.side import A2AService
 from disco_gateway.mcp.metrics import McpMetrics
+from disco_gateway.mcp.side import McpService
 from disco_gateway.push.metrics import PushMetrics
 from disco_gateway.ratelimits import CallLimits, parse_limits
 from disco_gateway.sessions.metrics import StreamMetrics
@@ -12,9 +14,7 @@ from disco_gateway.settings import GatewaySettings
 from disco_service import ServiceState, ServiceUnavailable
 
 if TYPE_CHECKING:
-    from disco_gateway.a2a.service import A2AService
     from disco_gateway.console.clients import ConsoleClients
-    from disco_gateway.mcp.service import McpService
     from disco_gateway.sessions.hub import SessionHub
     from disco_gateway.sessions.service import SessionService
 

@@ -14,17 +14,20 @@ admit a call here before the a2a-sdk sees it:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Protocol
 
 from disco_common.a2a_cards import A2ACardSource
 from disco_common.auth import Role
+from disco_gateway.a2a.side import A2AService
 from disco_gateway.errors import AgentNotFound, no_agent_message
+from disco_gateway.ratelimits import CallLimits
 from disco_gateway.scope import CallScope
 from disco_gateway.settings import GatewaySettings
-from disco_gateway.state import GatewayState
-from disco_service import Identity, Unauthenticated, identify_token
+from disco_service import Identity, ServiceState, Unauthenticated, identify_token
 
 __all__ = [
     "NEEDS_TOKEN",
+    "CallGate",
     "admit",
     "anonymous_scope",
     "authenticate",
@@ -56,8 +59,22 @@ def grpc_status_name(http_status: int) -> str:
     return _GRPC_STATUS.get(http_status, "FAILED_PRECONDITION")
 
 
+class CallGate(Protocol):
+    """What :func:`admit` uses of the running instance
+    (:class:`~disco_gateway.state.GatewayState` satisfies it)."""
+
+    @property
+    def call_limits(self) -> CallLimits:
+        """The rate limits calls are counted against."""
+        ...
+
+    def require_a2a(self) -> A2AService:
+        """The A2A side (its agent directory), or a 503 while starting or stopping."""
+        ...
+
+
 async def authenticate(
-    state: GatewayState, agent: str | None, headers: Mapping[str, str]
+    state: ServiceState[GatewaySettings], agent: str | None, headers: Mapping[str, str]
 ) -> CallScope:
     """Who a call of ``agent`` (None: the gateway's own endpoint) with ``headers`` acts for.
 
@@ -86,7 +103,7 @@ def anonymous_scope(settings: GatewaySettings, agent: str | None) -> CallScope:
     return CallScope(identity, agent=agent, anonymous=True)
 
 
-async def admit(state: GatewayState, scope: CallScope, address: str | None) -> A2ACardSource | None:
+async def admit(state: CallGate, scope: CallScope, address: str | None) -> A2ACardSource | None:
     """Count the call of ``scope`` (from ``address``) and find its agent (None: the gateway's
     own endpoint).
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -26,6 +25,7 @@ from disco_gateway.a2a.applier import AnswerApplier
 from disco_gateway.a2a.handler import GatewayRequestHandler
 from disco_gateway.a2a.mapping import ROUTES
 from disco_gateway.a2a.runtime import A2ARuntime
+from disco_gateway.a2a.side import A2AService
 from disco_gateway.agents.service import AgentDirectory
 from disco_gateway.bus.applier import GroupApplier
 from disco_gateway.bus.fanout import BusFanout, FanoutRoute
@@ -45,23 +45,6 @@ _log = structlog.get_logger("disco_gateway")
 _FANOUT_KEYS = ("correlation_id", "task_id", "session_id")
 _FED = Topic.NOTIFICATION_EVENTS.value
 """The topic the session hub's reader reads for the fan-out (sessions/lifespan.py)."""
-
-
-@dataclass
-class A2AService:
-    """What the A2A routes, the cards and the publish bridge use while the instance runs."""
-
-    runtime: A2ARuntime
-    handler: GatewayRequestHandler
-    publisher: Publisher
-
-    @property
-    def directory(self) -> AgentDirectory:
-        return self.runtime.directory
-
-    @property
-    def card_signer(self) -> CardSigner:
-        return self.runtime.card_signer
 
 
 class LiveHandler(RequestHandler):

@@ -26,7 +26,8 @@ import hashlib
 import json
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from a2a.types import a2a_pb2
 from a2a.utils.signing import ProtectedHeader, create_agent_card_signer
@@ -39,13 +40,13 @@ from jwt.exceptions import PyJWTError
 
 from disco_common.a2a_cards import A2AAgentCard, A2AAgentCardSignature
 from disco_gateway.a2a.mapping import to_proto
-from disco_gateway.settings import GatewaySettings
 
 __all__ = [
     "JWKS_PATH",
     "CardSigner",
     "DeterministicECKey",
     "SigningKey",
+    "SigningSettings",
     "jwk_thumbprint",
     "load_retired_keys",
     "load_signing_key",
@@ -198,6 +199,30 @@ def _signing_key(pem: bytes) -> Any:
     return pem
 
 
+class SigningSettings(Protocol):
+    """The settings a :class:`CardSigner` is made from
+    (:class:`~disco_gateway.settings.GatewaySettings` satisfies it)."""
+
+    @property
+    def card_signing_key_id(self) -> str | None:
+        """The ``kid`` of the signing key (None: its RFC 7638 thumbprint)."""
+        ...
+
+    @property
+    def card_retired_keys_file(self) -> Path | None:
+        """A JWKS of retired keys still published (None: none)."""
+        ...
+
+    @property
+    def gateway_public_url(self) -> str:
+        """The gateway's public URL (the ``jku`` of signatures)."""
+        ...
+
+    def card_signing_pem(self) -> bytes | None:
+        """The signing key's PEM (None: cards are not signed)."""
+        ...
+
+
 class CardSigner:
     """Signs the cards the gateway serves (or leaves them as they are, with no key).
 
@@ -229,7 +254,7 @@ class CardSigner:
             self._sign = create_agent_card_signer(_signing_key(key.pem), header)
 
     @classmethod
-    def from_settings(cls, settings: GatewaySettings) -> CardSigner:
+    def from_settings(cls, settings: SigningSettings) -> CardSigner:
         """The signer of ``DISCO_GATEWAY_CARD_SIGNING_KEY[_FILE]`` (none: signs nothing)."""
         pem = settings.card_signing_pem()
         key = None if pem is None else load_signing_key(pem, kid=settings.card_signing_key_id)

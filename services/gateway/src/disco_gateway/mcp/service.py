@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from importlib.metadata import version
 
 import structlog
@@ -17,6 +16,7 @@ from disco_gateway.mcp.changes import ToolChanges
 from disco_gateway.mcp.events import AskSeal
 from disco_gateway.mcp.server import build_server, initialization_options, state_security
 from disco_gateway.mcp.sessions import McpSessions
+from disco_gateway.mcp.side import McpService
 from disco_gateway.mcp.transport import McpTransport, transport_security
 from disco_gateway.state import GatewayState
 
@@ -25,16 +25,6 @@ __all__ = ["McpService", "mcp_lifespan"]
 _log = structlog.get_logger("disco_gateway.mcp")
 
 _PURGE_SECONDS = 600.0
-
-
-@dataclass
-class McpService:
-    """What ``/mcp`` uses while the instance runs."""
-
-    transport: McpTransport
-    catalog: ToolCatalog
-    changes: ToolChanges
-    sessions: McpSessions
 
 
 @contextlib.asynccontextmanager
@@ -58,6 +48,7 @@ async def mcp_lifespan(state: GatewayState) -> AsyncIterator[None]:
         async with manager.run():
             transport = McpTransport(
                 state=state,
+                call_limits=state.call_limits,
                 runtime=runtime,
                 server=server,
                 manager=manager,

@@ -60,9 +60,10 @@ from disco_gateway.mcp.events import AskSeal, announce_cancel, publish_answer
 from disco_gateway.mcp.mapping import form_answer
 from disco_gateway.mcp.metrics import McpMetrics
 from disco_gateway.mcp.sessions import McpSessions
+from disco_gateway.ratelimits import CallLimits
 from disco_gateway.scope import CallScope
-from disco_gateway.state import GatewayState
-from disco_service import DiscoHTTPError, Unauthenticated, error_response
+from disco_gateway.settings import GatewaySettings
+from disco_service import DiscoHTTPError, ServiceState, Unauthenticated, error_response
 
 __all__ = ["METADATA_PATH", "McpTransport", "resource_metadata_url", "transport_security"]
 
@@ -134,7 +135,8 @@ def _not_found() -> Response:
 class McpTransport:
     """Serves ``/mcp`` (see the module docs)."""
 
-    state: GatewayState
+    state: ServiceState[GatewaySettings]
+    call_limits: CallLimits
     runtime: A2ARuntime
     server: Server[Any]
     manager: StreamableHTTPSessionManager
@@ -176,7 +178,7 @@ class McpTransport:
             caller = anonymous_scope(state.settings, None)
         else:
             raise Unauthenticated("A bearer token is required (Authorization: Bearer <jwt>).")
-        await state.call_limits.count(caller, request.client.host if request.client else None)
+        await self.call_limits.count(caller, request.client.host if request.client else None)
         return caller
 
     def _refusal(self, exc: DiscoHTTPError) -> Response:
