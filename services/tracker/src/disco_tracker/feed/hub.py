@@ -13,17 +13,14 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import structlog
 
-from disco_service import listening
+from disco_service import Database, listening
 from disco_tracker.ingest.repository import FEED_CHANNEL
 
-if TYPE_CHECKING:
-    from disco_tracker.state import TrackerState
-
-__all__ = ["FeedHub", "feed_listener"]
+__all__ = ["FeedHub", "FeedState", "feed_listener"]
 
 log = structlog.get_logger("disco_tracker.feed")
 
@@ -57,8 +54,22 @@ class FeedHub:
                 await ticket.wait()
 
 
+class FeedState(Protocol):
+    """What :func:`feed_listener` uses of the running service
+    (:class:`~disco_tracker.state.TrackerState` satisfies it)."""
+
+    @property
+    def feed(self) -> FeedHub:
+        """The hub whose streams a notification wakes."""
+        ...
+
+    def require_database(self) -> Database:
+        """The database to listen on."""
+        ...
+
+
 @asynccontextmanager
-async def feed_listener(state: TrackerState) -> AsyncIterator[None]:
+async def feed_listener(state: FeedState) -> AsyncIterator[None]:
     """Lifespan hook: listen for feed notifications for the service's lifetime."""
     # Streams poll meanwhile when the connection is lost (a lost notification
     # delays a change, never loses it).
