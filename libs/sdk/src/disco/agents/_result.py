@@ -2,23 +2,45 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic import JsonValue
 
 from disco._context import maybe_current_context
 from disco.agents._answers import AnswerView
+from disco.agents._durable import SavedCopies
 from disco.agents._errors import StaleResultError
 from disco.agents._task import TaskContext
 from disco_common.envelope import Envelope
-from disco_common.tasks import SubTaskStatus
+from disco_common.tasks import SubTaskStatus, TaskContextData
 from disco_common.topics import Topic
 
 if TYPE_CHECKING:
     from disco.agents._platform import PlatformContext
-    from disco.agents._worker import Worker
 
-__all__ = ["ResultContext"]
+__all__ = ["ResultContext", "TaskOwner", "restored_task"]
+
+
+@dataclass(frozen=True, slots=True)
+class TaskOwner:
+    """What a :class:`ResultContext` needs of the Worker whose task asked.
+
+    Attributes:
+        name: the Worker's name (a task of another agent is not restored).
+        ttl_seconds: how long the restored task's context is kept.
+        copies: the copies of tasks this process saved last, waiting for answers.
+        recover: publishes again what a saved task promised (the envelope being
+            handled is the cause); returns how many envelopes went out.
+        task_input: the task's input, as the Worker's handler typed it.
+    """
+
+    name: str
+    ttl_seconds: int | None
+    copies: SavedCopies[TaskContextData]
+    recover: Callable[[TaskContextData, str | None], Awaitable[int]]
+    task_input: Callable[[TaskContextData], Any]
 
 
 class ResultContext(AnswerView):
@@ -31,14 +53,14 @@ class ResultContext(AnswerView):
     back the task that asked, with this answer already recorded.
     """
 
-    def __init__(self, envelope: Envelope, platform: PlatformContext, worker: Worker) -> None:
+    def __init__(self, envelope: Envelope, platform: PlatformContext, owner: TaskOwner) -> None:
         super().__init__(
             envelope,
             from_human=_is_human_answer(envelope),
             timeout_message="nobody answered within the timeout",
         )
         self._platform = platform
-        self._worker = worker
+        self._owner = owner
         self._task: TaskContext[Any] | None = None
 
     @property
@@ -72,7 +94,7 @@ class ResultContext(AnswerView):
         # The copy this process last saved, when it waits for this answer (a copy
         # another instance moved past fails the save; the Worker then runs the
         # handler again, and this reads the stored task).
-        taken = self._worker._copies.take(correlation_id)
+        taken = self._owner.copies.take(correlation_id)
         if taken is not None:
             _, version, data = taken
         else:
@@ -80,38 +102,43 @@ class ResultContext(AnswerView):
             if record is None:
                 raise StaleResultError(f"no task waits for {correlation_id!r}")
             version, data = record.version, record.context
-        if data.agent_name is not None and data.agent_name != self._worker.name:
+        if data.agent_name is not None and data.agent_name != self._owner.name:
             raise StaleResultError(
                 f"{correlation_id!r} belongs to a task of {data.agent_name!r}, not "
-                f"{self._worker.name!r}"
+                f"{self._owner.name!r}"
             )
         if data.status.is_final:
             # Its context normally goes right after the answer: finish a
             # publication the process that ended it may not have made.
-            await self._worker._recover(data, self.envelope.id)
+            await self._owner.recover(data, self.envelope.id)
             raise StaleResultError(f"task {data.task_id!r} is already {data.status.value}")
         info = data.sub_tasks.get(correlation_id)
         if info is None or info.status is not SubTaskStatus.PENDING:
             # Already recorded: a duplicate, or this very answer redelivered
             # because the handler that recorded it died before publishing
             # what it saved (then send that now).
-            await self._worker._recover(data, self.envelope.id)
+            await self._owner.recover(data, self.envelope.id)
             raise StaleResultError(
                 f"sub-task {correlation_id!r} of task {data.task_id!r} already answered"
             )
         task: TaskContext[Any] = TaskContext(
             data,
             self._platform,
-            input=self._worker._task_input(data),
+            input=self._owner.task_input(data),
             version=version,
-            ttl_seconds=self._worker.task_ttl_seconds,
-            copies=self._worker._copies,
+            ttl_seconds=self._owner.ttl_seconds,
+            copies=self._owner.copies,
         )
         task.update_sub_task_result(
             correlation_id, self.result, success=self.success, error=self.error
         )
         self._task = task
         return task
+
+
+def restored_task(result: ResultContext) -> TaskContext[Any] | None:
+    """The task ``result`` restored (None: its handler did not ask for it)."""
+    return result._task
 
 
 def _is_human_answer(envelope: Envelope) -> bool:

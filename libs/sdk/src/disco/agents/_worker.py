@@ -53,7 +53,7 @@ from disco.agents._durable import (
 from disco.agents._errors import StaleResultError, StateConflictError, TaskConflictError
 from disco.agents._handlers import HandlerSpec, describe, error_info, inspect_handler
 from disco.agents._options import AgentOptions
-from disco.agents._result import ResultContext
+from disco.agents._result import ResultContext, TaskOwner, restored_task
 from disco.agents._task import DEFAULT_TASK_TTL_SECONDS, TaskContext
 from disco.agents._task_wire import announce_task, publish_due, publish_outcome, task_fields
 from disco_common.a2a import A2AMessageContext
@@ -391,10 +391,17 @@ class Worker(Agent):
 
         async def step() -> None:
             # A fresh answer context each time: it restores the task afresh.
-            result = ResultContext(envelope, platform, self)
+            owner = TaskOwner(
+                self.name,
+                self.task_ttl_seconds,
+                self._copies,
+                self._recover,
+                self._task_input,
+            )
+            result = ResultContext(envelope, platform, owner)
             try:
                 await handler.call(result, platform)
-                task = result._task
+                task = restored_task(result)
                 if task is not None and not task.finished and task.dirty:
                     await task.save()
             except StaleResultError as exc:
