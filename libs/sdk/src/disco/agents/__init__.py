@@ -33,13 +33,12 @@ from disco.agents._errors import (
 )
 from disco.agents._goal import GoalContext
 from disco.agents._options import AgentOptions
-from disco.agents._plan import PlanContext
+from disco.agents._plan import PlanContext, TransitionContext
 from disco.agents._planner import Planner
 from disco.agents._ports import AgentMemory
 from disco.agents._result import ResultContext
 from disco.agents._task import TaskContext
 from disco.agents._tool import InvocationContext, Tool
-from disco.agents._transition import TransitionContext
 from disco.agents._worker import Worker
 
 __all__ = [

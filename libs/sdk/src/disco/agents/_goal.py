@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import JsonValue
@@ -11,7 +12,7 @@ from disco.agents._common import derived_id
 from disco.agents._durable import as_error, utc_now
 from disco.agents._errors import PlanError
 from disco.agents._handlers import to_json
-from disco.agents._plan import PlanContext
+from disco.agents._plan import PlanContext, PlanOwner
 from disco.agents._plan_machine import States, plan_definition
 from disco_common.a2a import A2AMessageContext
 from disco_common.envelope import ActionRequest
@@ -19,12 +20,28 @@ from disco_common.plans import PlanContextData
 from disco_common.tasks import ActionResultData, ErrorInfo
 
 if TYPE_CHECKING:
-    from disco.agents._planner import Planner
     from disco.agents._platform import PlatformContext
 
-__all__ = ["GoalContext"]
+__all__ = ["GoalContext", "GoalOwner"]
 
 InputT = TypeVar("InputT")
+
+
+@dataclass(frozen=True, slots=True)
+class GoalOwner:
+    """What a :class:`GoalContext` needs of the Planner the goal came to.
+
+    Attributes:
+        name: the Planner's name (its plans' ``agent_name``).
+        agent_id: the Planner's agent id (its plans' ``agent_id``).
+        plan_type_version: the version the Planner runs a plan type as.
+        plans: what the plan started for the goal needs of the Planner.
+    """
+
+    name: str
+    agent_id: str
+    plan_type_version: Callable[[str | None], str | None]
+    plans: PlanOwner
 
 
 class GoalContext(Generic[InputT]):
@@ -35,12 +52,12 @@ class GoalContext(Generic[InputT]):
     """
 
     def __init__(
-        self, envelope: ActionRequest, platform: PlatformContext, planner: Planner, input: InputT
+        self, envelope: ActionRequest, platform: PlatformContext, owner: GoalOwner, input: InputT
     ) -> None:
         self.envelope = envelope
         self.input: InputT = input
         self._platform = platform
-        self._planner = planner
+        self._owner = owner
         self.plan: PlanContext | None = None
         self._answered = False
 
@@ -99,7 +116,7 @@ class GoalContext(Generic[InputT]):
         data = PlanContextData(
             plan_id=derived_id(request.id, "plan"),
             plan_type=chosen_type,
-            plan_type_version=self._planner.plan_type_version(chosen_type),
+            plan_type_version=self._owner.plan_type_version(chosen_type),
             goal_event=request.type,
             goal_data=goal_data,
             response_event=request.response_event,
@@ -114,13 +131,13 @@ class GoalContext(Generic[InputT]):
             session_id=request.session_id,
             tenant_id=request.tenant_id,
             user_id=request.user_id,
-            agent_id=self._planner.identity.agent_id,
-            agent_name=self._planner.name,
+            agent_id=self._owner.agent_id,
+            agent_name=self._owner.name,
             traceparent=request.traceparent,
             created_at=created,
             updated_at=created,
         )
-        plan = PlanContext(data, self._platform, self._planner)
+        plan = PlanContext(data, self._platform, self._owner.plans)
         self.plan = plan
         return plan
 

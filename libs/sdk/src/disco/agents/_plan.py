@@ -1,4 +1,5 @@
-"""A running plan: :class:`PlanContext`, its state machine, where it is and what it gathered.
+"""A running plan: :class:`PlanContext`, its state machine, where it is and what it gathered;
+and :class:`TransitionContext`, an event that may move it.
 
 Entering a state with an action saves the plan with the action as it will be
 published (:class:`~disco_common.plans.PendingAction`), then publishes it;
@@ -9,16 +10,19 @@ for why, and ``_plan_wire.py`` for what is published).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import structlog
 from pydantic import JsonValue
 
 from disco._faults import CrashPoint, crash_point
+from disco.agents._answers import AnswerView
 from disco.agents._common import derived_id
 from disco.agents._durable import (
     KEPT_PAYLOAD_MAX_BYTES,
     DurableContext,
+    SavedCopies,
     as_error,
     current_cause,
     json_size,
@@ -38,7 +42,6 @@ from disco.agents._plan_wire import (
     state_changed,
 )
 from disco.agents._ports import PlanRecords
-from disco.agents._transition import TransitionContext
 from disco.conditions import TemplateError, evaluate_condition, render_template
 from disco_common.envelope import Envelope
 from disco_common.memory import PlanContextRecord
@@ -55,10 +58,9 @@ from disco_common.tasks import ActionResultData, ErrorInfo
 from disco_common.topics import Topic
 
 if TYPE_CHECKING:
-    from disco.agents._planner import Planner
     from disco.agents._platform import PlatformContext
 
-__all__ = ["HELD", "PlanContext"]
+__all__ = ["HELD", "PlanContext", "PlanOwner", "TransitionContext"]
 
 _log = structlog.get_logger("disco.agents")
 
@@ -66,6 +68,20 @@ HELD = "_disco_held_answer"
 """The key in a plan's ``state`` of an answer that arrived while the plan was paused."""
 HUMAN_KEYS = frozenset({"question", "timeout_seconds", "options"})
 """Keys of a human action's data that make the question; the others are its context."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlanOwner:
+    """What a :class:`PlanContext` needs of the Planner that runs it.
+
+    Attributes:
+        copies: the copies of plans this process saved last, waiting for answers.
+        correlation_id: the correlation id of a plan's action at a step (the
+            Planner reads its answers by it).
+    """
+
+    copies: SavedCopies[PlanContextData]
+    correlation_id: Callable[[str, int], str]
 
 
 class PlanContext(DurableContext[PlanContextData]):
@@ -79,12 +95,12 @@ class PlanContext(DurableContext[PlanContextData]):
         self,
         data: PlanContextData,
         platform: PlatformContext,
-        planner: Planner,
+        owner: PlanOwner,
         *,
         version: int | None = None,
     ) -> None:
-        super().__init__(data, platform, version=version, copies=planner._copies)
-        self._planner = planner
+        super().__init__(data, platform, version=version, copies=owner.copies)
+        self._owner = owner
 
     # -- what the plan is ---------------------------------------------------------------
 
@@ -443,7 +459,7 @@ class PlanContext(DurableContext[PlanContextData]):
         action = config.action
         assert action is not None
         payload = self._action_payload(config)
-        correlation_id = self._planner._correlation_id(self.plan_id, len(self._data.history))
+        correlation_id = self._owner.correlation_id(self.plan_id, len(self._data.history))
         self._data.correlation_ids.append(correlation_id)
         human = is_human_action(config)
         # Kept so that any instance can publish it again after a crash; one too
@@ -578,3 +594,51 @@ class PlanContext(DurableContext[PlanContextData]):
             await self._store()
         except Exception as exc:
             _log.info("plan end not noted as sent", plan_id=self.plan_id, error=repr(exc))
+
+
+class TransitionContext(AnswerView):
+    """An event that may move a plan: the answer to one of its actions (or a human's answer).
+
+    ``success``/``result``/``error`` read an :class:`ActionResultData` answer; a
+    human's answer reads as ``result`` = the answer (``success`` false when it
+    timed out). ``next_state`` is where the state machine would go.
+    """
+
+    def __init__(self, envelope: Envelope, plan: PlanContext, topic: str) -> None:
+        super().__init__(
+            envelope,
+            from_human=topic == Topic.NOTIFICATION_EVENTS.value,
+            timeout_message="nobody answered in time",
+        )
+        self.plan = plan
+        self.topic = topic
+
+    @property
+    def correlation_id(self) -> str | None:
+        """The id of the action this answers."""
+        return self.envelope.correlation_id
+
+    @property
+    def next_state(self) -> str | None:
+        """The state the plan's transitions lead to on this event, if any."""
+        return self.plan.get_next_state(self)
+
+    def variables(self) -> dict[str, Any]:
+        """What conditions and templates see (see :mod:`disco.conditions`)."""
+        variables = self.plan.variables()
+        variables.update(
+            {
+                "success": self.success,
+                "result": self.result,
+                "error": self.error.model_dump(mode="json") if self.error else None,
+                "data": self.envelope.data,
+                "event": {
+                    "type": self.envelope.type,
+                    "id": self.envelope.id,
+                    "correlation_id": self.envelope.correlation_id,
+                    "source": self.envelope.source,
+                    "topic": self.topic,
+                },
+            }
+        )
+        return variables

@@ -25,7 +25,7 @@ waited longer than a grace period.
 The goal is :class:`~disco.agents.GoalContext` (``_goal.py``), the plan
 :class:`~disco.agents.PlanContext` (``_plan.py``, what it publishes in
 ``_plan_wire.py``), an answer :class:`~disco.agents.TransitionContext`
-(``_transition.py``); the machinery shared with Workers is in ``_durable.py``.
+(``_plan.py`` too); the machinery shared with Workers is in ``_durable.py``.
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ import structlog
 from pydantic import ValidationError
 from typing_extensions import Unpack
 
+from disco._completion import LLMDriver
+from disco._reasoning import next_step_from_llm, plan_from_llm
 from disco.agents._agent import Agent
 from disco.agents._common import derived_id
 from disco.agents._durable import (
@@ -56,14 +58,13 @@ from disco.agents._errors import (
     PlanConflictError,
     StateConflictError,
 )
-from disco.agents._goal import GoalContext
+from disco.agents._goal import GoalContext, GoalOwner
 from disco.agents._handlers import HandlerSpec, describe, inspect_handler
 from disco.agents._options import AgentOptions
-from disco.agents._plan import PlanContext
+from disco.agents._plan import PlanContext, PlanOwner, TransitionContext
 from disco.agents._plan_machine import is_human_action, plan_definition
 from disco.agents._plan_types import DeclaredPlanType, PlanTypeRegistrar
 from disco.agents._plan_wire import announce_again, send_action
-from disco.agents._transition import TransitionContext
 from disco.bus import ANY_EVENT
 from disco_common.envelope import ActionRequest, Envelope
 from disco_common.notifications import NotificationType
@@ -77,7 +78,6 @@ from disco_common.topics import Topic
 
 if TYPE_CHECKING:
     from disco.agents._platform import PlatformContext
-    from disco.llm import LLMDriver
 
 __all__ = ["Planner"]
 
@@ -140,6 +140,7 @@ class Planner(Agent):
         self._resent = ResendMemo()
         # The plans this process last saved, by the answers they wait for (see _load).
         self._copies: SavedCopies[PlanContextData] = SavedCopies(_awaited_answers)
+        self._plans = PlanOwner(self._copies, self._correlation_id)
         self._plan_types: dict[str, DeclaredPlanType] = {}
         self._plan_type_registrar: PlanTypeRegistrar | None = None
 
@@ -147,6 +148,9 @@ class Planner(Agent):
 
     def _correlation_id(self, plan_id: str, step: int) -> str:
         return f"plan.{self._marker}.{plan_id}.{step}"
+
+    def _goal_owner(self) -> GoalOwner:
+        return GoalOwner(self.name, self.identity.agent_id, self.plan_type_version, self._plans)
 
     def _plan_id_of(self, correlation_id: str | None) -> str | None:
         if not correlation_id or not correlation_id.startswith("plan."):
@@ -193,9 +197,9 @@ class Planner(Agent):
                 try:
                     goal_input = model.model_validate(request.data) if model else request.data
                 except ValidationError as exc:
-                    await GoalContext(request, platform, planner, None).fail(exc)
+                    await GoalContext(request, platform, planner._goal_owner(), None).fail(exc)
                     return
-                goal = GoalContext(request, platform, planner, goal_input)
+                goal = GoalContext(request, platform, planner._goal_owner(), goal_input)
                 await planner._run_goal(goal, spec, name)
 
             self._serve_requests(
@@ -384,11 +388,11 @@ class Planner(Agent):
         if answer is not None:
             taken = self._copies.take(answer)
             if taken is not None and taken[0] == plan_id:
-                return PlanContext(taken[2], platform, self, version=taken[1])
+                return PlanContext(taken[2], platform, self._plans, version=taken[1])
         record = await platform.context_memory.get_plan_context(plan_id)
         if record is None:
             return None
-        return PlanContext(record.context, platform, self, version=record.version)
+        return PlanContext(record.context, platform, self._plans, version=record.version)
 
     async def find_plan(self, correlation_id: str) -> PlanContext | None:
         """The plan waiting for ``correlation_id`` (its own actions' ids, or ids it registered)."""
@@ -399,7 +403,7 @@ class Planner(Agent):
         record = await platform.context_memory.get_plan_by_correlation(correlation_id)
         if record is None:
             return None
-        plan = PlanContext(record.context, platform, self, version=record.version)
+        plan = PlanContext(record.context, platform, self._plans, version=record.version)
         await self._recover(plan, current_cause(), by_age=False)
         return plan
 
@@ -544,8 +548,6 @@ class Planner(Agent):
             AgentError: the planner has no LLM.
             PlanError: the LLM did not produce a valid plan.
         """
-        from disco.llm import plan_from_llm
-
         llm = self._require_llm("create_plan")
         definition = await plan_from_llm(llm, goal.goal_event, goal.data, agents or [])
         return goal.new_plan(definition, plan_type=definition.plan_type)
@@ -559,8 +561,6 @@ class Planner(Agent):
         Raises:
             AgentError: the planner has no LLM.
         """
-        from disco.llm import next_step_from_llm
-
         llm = self._require_llm("reason_next_action")
         plan = transition.plan
         plan.record(transition)

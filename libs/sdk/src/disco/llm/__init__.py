@@ -11,6 +11,7 @@
 ``Planner.create_plan`` and ``Planner.reason_next_action`` use.
 """
 
+from disco._reasoning import NextStep, next_step_from_llm, plan_from_llm
 from disco.llm._drivers import (
     ChatMessage,
     Completion,
@@ -19,7 +20,6 @@ from disco.llm._drivers import (
     OpenAICompatibleDriver,
     ScriptedDriver,
 )
-from disco.llm._reasoning import NextStep, next_step_from_llm, plan_from_llm
 
 __all__ = [
     "ChatMessage",

@@ -8,10 +8,7 @@ There is one OpenAI-compatible driver in disco, :class:`disco.runtime.OpenAIChat
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Literal, Protocol, TypedDict
-
-from disco.runtime._drivers import Completion, LLMError
+from disco._completion import ChatMessage, Completion, LLMDriver, LLMError
 from disco.runtime._openai import OpenAIChatDriver
 from disco.runtime._scripted import ScriptedDriver
 
@@ -24,28 +21,6 @@ __all__ = [
     "OpenAICompatibleDriver",
     "ScriptedDriver",
 ]
-
-
-class ChatMessage(TypedDict):
-    """One chat message."""
-
-    role: Literal["system", "user", "assistant"]
-    content: str
-
-
-class LLMDriver(Protocol):
-    """Completes a chat."""
-
-    async def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        json_mode: bool = False,
-    ) -> Completion:
-        """The model's answer to ``messages`` (``json_mode``: ask for one JSON object)."""
-        ...
 
 
 OpenAICompatibleDriver = OpenAIChatDriver

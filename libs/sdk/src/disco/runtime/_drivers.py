@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass, field
 from typing import Any
 
+from disco._completion import Completion, LLMError
 from disco._lifecycle import StartStop
 from disco.runtime._messages import CompletionOptions, Message, Role, ToolCall, Usage
 
@@ -27,21 +28,6 @@ __all__ = [
     "ToolCallDelta",
     "ToolSpec",
 ]
-
-
-class LLMError(RuntimeError):
-    """The model could not be reached or answered with an error."""
-
-
-@dataclass(frozen=True, slots=True)
-class Completion:
-    """What the model answered (the simple form of :meth:`ChatDriver.complete`)."""
-
-    content: str
-    finish_reason: str | None = None
-    model: str | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from disco.llm._drivers import ChatMessage, LLMDriver, LLMError
+from disco._completion import ChatMessage, LLMDriver, LLMError
 from disco_common.plans import PlanContextData, PlanDefinition, StateAction
 
 __all__ = ["NextStep", "next_step_from_llm", "parse_json_object", "plan_from_llm"]
