@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import uuid
@@ -14,7 +15,7 @@ import structlog
 from typing_extensions import Unpack
 
 from disco._lifecycle import StartStop
-from disco.agents._agent_parts import durable_dedup_store, start_parts, stop_parts
+from disco.agents._agent_parts import durable_dedup_store, step_log
 from disco.agents._agent_process import serve, start_when_reachable
 from disco.agents._common import capability_for
 from disco.agents._errors import AgentDefinitionError, AgentError
@@ -23,8 +24,17 @@ from disco.agents._options import AgentOptions, check_options
 from disco.agents._partition_watch import PartitionWatch
 from disco.agents._platform import AgentIdentity, PlatformContext
 from disco.agents._ports import AgentMemory, Registrar, RequestValidator
-from disco.bus import ANY_EVENT, BusClient, BusConsumer, DedupStore
-from disco.settings import BusSettings
+from disco.bus import (
+    ANY_EVENT,
+    BusClient,
+    BusConsumer,
+    CredentialSigner,
+    DedupStore,
+    serve_metrics,
+    stop_metrics,
+)
+from disco.bus._metrics import default_bus_metrics
+from disco.settings import BusSettings, ServiceClientSettings
 from disco_common.envelope import Envelope
 from disco_common.registry import (
     AgentCapability,
@@ -40,7 +50,6 @@ if TYPE_CHECKING:
         MemoryClient,
         RegistryClient,
         ServiceClient,
-        ServiceClientSettings,
         TrackerClient,
     )
 
@@ -149,7 +158,6 @@ class Agent(StartStop):
         self._context: PlatformContext | None = None
         self._lifecycle = asyncio.Lock()
         self._metrics_served: tuple[int, str] | None = None
-        self._stopping_task: asyncio.Task[None] | None = None
 
     # -- declaring -------------------------------------------------------------
 
@@ -361,7 +369,90 @@ class Agent(StartStop):
                 raise
 
     async def _start_parts(self) -> None:
-        await start_parts(self)
+        """Build and start what the agent runs on, in order: the metrics endpoint (if
+        a port is set), the bus client, the service clients it was not given (through
+        the ``_build_*`` hooks, so the agent owns and stops them), the request
+        validator, the :class:`PlatformContext`, the layer's ``_on_starting`` hook,
+        the registrar, and last the consumer with the agent's routes and its dedup
+        store.
+
+        A part that fails leaves the ones before it started: the caller stops them
+        (:meth:`_stop_parts`).
+        """
+        bus_settings = self.bus_settings
+        metrics = None
+        if bus_settings.metrics_port is not None:
+            metrics = default_bus_metrics()
+            serve_metrics(bus_settings.metrics_port, bus_settings.metrics_host)
+            self._metrics_served = (bus_settings.metrics_port, bus_settings.metrics_host)
+        # The agent's identity vouches for the tenant of what it publishes.
+        signer = (
+            CredentialSigner.from_settings(bus_settings, self._client_settings)
+            if self._client_settings is not None
+            else None
+        )
+        bus = BusClient(bus_settings, name=self.name, metrics=metrics, credentials=signer)
+        self._bus = bus
+        await bus.start()
+        memory, registry, tracker = self._memory, self._registry, self._tracker
+        needs_registry = self._register or self._validate_requests
+        if memory is None or tracker is None or (registry is None and needs_registry):
+            settings = (
+                self._client_settings
+                if self._client_settings is not None
+                else ServiceClientSettings()
+            )
+            if memory is None:
+                memory = self._build_memory_client(settings)
+            if registry is None and needs_registry:
+                registry = self._build_registry_client(settings)
+            if tracker is None:
+                # No connection is made until it is used: cheap for agents that never do.
+                tracker = self._build_tracker_client(settings)
+        for client in self._owned:
+            await client.start()
+        validator: RequestValidator | None = None
+        if registry is not None and self._validate_requests:
+            validator = self._build_validator(registry)
+            bus.set_request_validator(validator.validate)
+        self._context = PlatformContext(
+            bus=bus,
+            memory=memory,
+            registry=registry,
+            agent=self.identity,
+            validator=validator,
+            tracker=tracker,
+        )
+        await self._on_starting(self._context)
+        if registry is not None and self._register:
+            self._registrar = self._build_registrar(registry, self.registration())
+            await self._registrar.start()
+        dedup = self._dedup_store(memory, bus_settings)
+        consumer = BusConsumer(
+            bus,
+            self.name,
+            dedup_store=dedup,
+            steps=step_log(self.name, memory, bus_settings, dedup),
+        )
+        for route in self._routes.values():
+            consumer.add_handler(route.topic, route.event_type, route.dispatch)
+        self._consumer = consumer
+        await consumer.start()
+        self._watch = PartitionWatch(
+            self.name,
+            self.identity.agent_id,
+            consumer,
+            bound=bus_settings.bus_no_partitions_warning_seconds,
+            registrar=self._registrar,
+        )
+        self._watch.start()
+        _log.info(
+            "agent started",
+            agent=self.name,
+            agent_id=self.identity.agent_id,
+            kind=self.kind,
+            routes=[f"{t}:{e}" for t, e in self._routes],
+        )
 
     def _dedup_store(self, memory: AgentMemory | None, settings: BusSettings) -> DedupStore | None:
         """The durable dedup store when it is on (None: the consumer's in-process one).
@@ -369,7 +460,13 @@ class Agent(StartStop):
         Raises:
             AgentError: ``durable_dedup=True`` with a memory that keeps no marks.
         """
-        return durable_dedup_store(self, memory, settings)
+        return durable_dedup_store(
+            self.name,
+            memory,
+            settings,
+            wanted=self._durable_dedup,
+            default=self.durable_dedup_default,
+        )
 
     def _build_memory_client(self, settings: ServiceClientSettings) -> MemoryClient:
         from disco.clients import MemoryClient
@@ -430,7 +527,33 @@ class Agent(StartStop):
             await self._stop_parts(grace)
 
     async def _stop_parts(self, grace: float) -> None:
-        await stop_parts(self, grace)
+        """Stop whatever parts were started, the other way round: the consumer first
+        (idempotent)."""
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            await watch.stop()
+        consumer, self._consumer = self._consumer, None
+        if consumer is not None:
+            await consumer.stop(grace)
+        registrar, self._registrar = self._registrar, None
+        if registrar is not None:
+            try:
+                await registrar.stop()
+            except Exception as exc:  # deregistration is best effort; the TTL expires it
+                _log.warning("deregistration failed", agent=self.name, error=repr(exc))
+        owned, self._owned = self._owned, []
+        for client in owned:
+            with contextlib.suppress(Exception):
+                await client.stop()
+        bus, self._bus = self._bus, None
+        if bus is not None:
+            await bus.stop()
+        served, self._metrics_served = self._metrics_served, None
+        if served is not None:
+            stop_metrics(*served)
+        if self._context is not None:
+            _log.info("agent stopped", agent=self.name, agent_id=self.identity.agent_id)
+        self._context = None
 
     async def run(self) -> None:
         """Start and consume until :meth:`stop`; then stop cleanly.
@@ -452,7 +575,10 @@ class Agent(StartStop):
         finally:
             await self.stop()
 
-    def _settings_of_bus(self) -> BusSettings:
+    @property
+    def bus_settings(self) -> BusSettings:
+        """The bus settings the agent runs with: those it was given, else read from the
+        ``DISCO_*`` environment now."""
         return self._bus_settings if self._bus_settings is not None else BusSettings()
 
     def serve(self) -> None:

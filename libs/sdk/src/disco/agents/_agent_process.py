@@ -12,26 +12,62 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol, TypeVar
 
 import structlog
 
 from disco._debug import DEBUG_HINT, debug_enabled, describe
 from disco.bus import BusUnavailableError
+from disco.settings import BusSettings
 
-if TYPE_CHECKING:
-    from disco.agents._agent import Agent
-
-__all__ = ["serve", "start_when_reachable", "stop_within"]
+__all__ = ["ServedAgent", "serve", "start_when_reachable", "stop_within"]
 
 _log = structlog.get_logger("disco.agents")
 
 _FIRST_RECONNECT_DELAY = 0.5
 
+_stopping: set[asyncio.Task[None]] = set()
+"""Stops under way (a task is kept referenced until it ends)."""
 
-async def start_when_reachable(agent: Agent) -> None:
+
+class ServedAgent(Protocol):
+    """What running an agent as a process uses of it (:class:`~disco.agents.Agent`
+    satisfies it)."""
+
+    @property
+    def name(self) -> str:
+        """The agent's name (logs, task names)."""
+        ...
+
+    @property
+    def bus_settings(self) -> BusSettings:
+        """The reconnect backoff and the shutdown bound."""
+        ...
+
+    @property
+    def running(self) -> bool:
+        """Whether it consumes (False: still starting, maybe waiting for the broker)."""
+        ...
+
+    async def start(self) -> None:
+        """Connect and start consuming."""
+        ...
+
+    async def run(self) -> None:
+        """Start and consume until stopped."""
+        ...
+
+    async def stop(self, grace: float = 10.0) -> None:
+        """Finish running handlers (up to ``grace`` seconds), commit, leave."""
+        ...
+
+
+AgentT = TypeVar("AgentT", bound=ServedAgent)
+
+
+async def start_when_reachable(agent: ServedAgent) -> None:
     """Start ``agent``, trying again with a doubling backoff while the broker is unreachable."""
-    settings = agent._settings_of_bus()
+    settings = agent.bus_settings
     delay = _FIRST_RECONNECT_DELAY
     while True:
         try:
@@ -48,7 +84,7 @@ async def start_when_reachable(agent: Agent) -> None:
         delay = min(delay * 2, settings.bus_reconnect_backoff_max_seconds)
 
 
-def serve(*agents: Agent) -> None:
+def serve(*agents: ServedAgent) -> None:
     """Run ``agents`` in this process until SIGINT or SIGTERM, then stop them all.
 
     The entry point of an agent script: ``disco.serve(planner, desk)`` (one agent
@@ -84,9 +120,9 @@ def serve(*agents: Agent) -> None:
     raise SystemExit(1)
 
 
-async def _serve(agents: Sequence[Agent]) -> tuple[Agent, BaseException] | None:
+async def _serve(agents: Sequence[AgentT]) -> tuple[AgentT, BaseException] | None:
     """Run until a signal or an agent's end; the first agent that failed, with its error."""
-    bound = max(agent._settings_of_bus().bus_shutdown_timeout_seconds for agent in agents)
+    bound = max(agent.bus_settings.bus_shutdown_timeout_seconds for agent in agents)
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -135,7 +171,9 @@ def _ignore_further_signals(loop: asyncio.AbstractEventLoop) -> None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
 
 
-def _first_failure(runners: dict[asyncio.Task[None], Agent]) -> tuple[Agent, BaseException] | None:
+def _first_failure(
+    runners: dict[asyncio.Task[None], AgentT],
+) -> tuple[AgentT, BaseException] | None:
     for runner, agent in runners.items():
         if runner.done() and not runner.cancelled() and runner.exception() is not None:
             error = runner.exception()
@@ -144,7 +182,7 @@ def _first_failure(runners: dict[asyncio.Task[None], Agent]) -> tuple[Agent, Bas
     return None
 
 
-async def stop_within(agent: Agent, runner: asyncio.Task[None], bound: float) -> bool:
+async def stop_within(agent: ServedAgent, runner: asyncio.Task[None], bound: float) -> bool:
     """Stop ``runner`` (``agent``'s :meth:`~disco.agents.Agent.run`) within ``bound`` seconds.
 
     Returns:
@@ -152,12 +190,12 @@ async def stop_within(agent: Agent, runner: asyncio.Task[None], bound: float) ->
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + bound
-    if agent._consumer is None:
+    if not agent.running:
         runner.cancel()  # still starting (maybe waiting for the broker)
     else:
-        agent._stopping_task = loop.create_task(
-            agent.stop(grace=bound / 2), name=f"disco-stop-{agent.name}"
-        )
+        stopping = loop.create_task(agent.stop(grace=bound / 2), name=f"disco-stop-{agent.name}")
+        _stopping.add(stopping)
+        stopping.add_done_callback(_stopping.discard)
     done, _ = await asyncio.wait({runner}, timeout=max(0.0, deadline - loop.time()))
     if runner in done:
         with contextlib.suppress(asyncio.CancelledError):
