@@ -54,6 +54,7 @@ from disco_common.canonical import canonical_json
 from disco_gateway.a2a.door import admit, authenticate, grpc_status_name, require_token
 from disco_gateway.a2a.handler import TARGET_KEY
 from disco_gateway.a2a.service import LiveHandler
+from disco_gateway.a2a.unavailable import RETRY_AFTER_SECONDS
 from disco_gateway.scope import CallScope, enter
 from disco_gateway.state import GatewayState
 from disco_service import DiscoHTTPError, Forbidden, cacheable_body
@@ -198,6 +199,9 @@ def _guarded(
             return response
         if method == "GetExtendedAgentCard" and response.status_code == 200:
             return _revalidatable(request, response, state)
+        if response.status_code == 503:
+            # The database or the bus is away for now (disco_gateway.a2a.unavailable).
+            response.headers.setdefault("Retry-After", str(RETRY_AFTER_SECONDS))
         return _as_json(response)
 
     return door

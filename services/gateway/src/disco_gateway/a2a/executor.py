@@ -22,9 +22,9 @@ message, so that an agent can answer with a message instead of a task.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
 import structlog
 from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -42,6 +42,7 @@ from disco_common.topics import Topic
 from disco_gateway.a2a.mapping import Translation, completed_with, translate, working
 from disco_gateway.a2a.prepare import Duplicate, Prepared, give_back
 from disco_gateway.a2a.runtime import A2ARuntime
+from disco_gateway.a2a.unavailable import Unavailable
 from disco_gateway.bus.fanout import Inbox, Key
 from disco_gateway.scope import CallScope
 from disco_gateway.tasks.repository import TurnRow
@@ -163,7 +164,9 @@ class BusAgentExecutor(AgentExecutor):
         Subscribe to the turn's keys first (:func:`keys_of`).
 
         Raises:
-            InternalError: the bus is unavailable, or the call ended (and gave the claim
+            Unavailable: the bus is unavailable (a request's turn is kept: sent again, the
+                message sends it once more).
+            InternalError: the call ended (and gave the claim
                 back) before the message went out.
         """
         claim = prepared.claim
@@ -175,44 +178,47 @@ class BusAgentExecutor(AgentExecutor):
             if prepared.answers_question:
                 await self._answer_question(scope, turn, prepared)
             elif claim.recorded:
-                await self._request(scope, turn, prepared)
+                await self.request(scope, turn, prepared)
             else:
                 await self._record_and_request(scope, turn, prepared)
         except BusError as exc:
             _log.warning("message not sent", task_id=turn.task_id, error=repr(exc))
-            claim.state = "held"
-            await give_back(runtime, scope.tenant_id, prepared)
-            raise InternalError(message="the bus is unavailable; send the message again") from None
+            if prepared.answers_question:
+                claim.state = "held"  # the question is asked again
+                await give_back(runtime, scope.tenant_id, prepared)
+            # A request's turn is kept: the request may be on the bus all the same (its
+            # answer then finds the turn); the message sent again sends it once more.
+            raise Unavailable("the bus is unavailable; send the message again") from None
         claim.state = "sent"
 
     async def _record_and_request(
         self, scope: CallScope, turn: TurnRow, prepared: Prepared
     ) -> None:
-        """Record the turn while its request travels (see :mod:`disco_gateway.a2a.prepare`):
-        the answer cannot be applied by the consumer group before the handover delay
-        anyway, and this instance follows it live. If recording fails, the call fails.
+        """Record the turn, then send its request (see :mod:`disco_gateway.a2a.prepare`):
+        recorded first, so that its answer always finds it. If recording fails, nothing
+        went out and the call fails.
 
         Raises:
-            Duplicate: the turn was recorded already, by this message's earlier sending
-                (whose request this one repeated: the same envelope).
-            BusError: the request did not go out (the turn, if recorded, is this one's).
+            Duplicate: the turn was recorded already, by this message's earlier sending;
+                its request was sent once more (the same envelope: it may never have
+                gone out).
+            BusError: the request did not go out (as far as this call knows).
         """
-        recorded, sent = await asyncio.gather(
-            self._runtime.add_turn(scope.tenant_id, turn),
-            self._request(scope, turn, prepared),
-            return_exceptions=True,
-        )
-        if isinstance(recorded, BaseException):
-            raise recorded
+        recorded = await self._runtime.add_turn(scope.tenant_id, turn)
         claim = prepared.claim
         claim.recorded = recorded
-        if not recorded:
-            claim.state = "sent"  # the turn is the earlier sending's: leave it be
-            raise Duplicate(turn.task_id, turn.turn, prepared.message.message_id)
-        if isinstance(sent, BaseException):
-            raise sent
+        if recorded:
+            await self.request(scope, turn, prepared)
+            return
+        claim.state = "sent"  # the turn is the earlier sending's: leave it be
+        earlier = await self._runtime.turn(scope.tenant_id, turn.task_id, turn.turn)
+        again = turn if earlier is None else earlier
+        await self.request(scope, again, replace(prepared, turn=again))
+        raise Duplicate(turn.task_id, turn.turn, prepared.message.message_id, resent=True)
 
-    async def _request(self, scope: CallScope, turn: TurnRow, prepared: Prepared) -> None:
+    async def request(self, scope: CallScope, turn: TurnRow, prepared: Prepared) -> None:
+        """Publish the request of ``turn`` (its envelope id is the turn's: sent again, it is
+        the same request, which agents deduplicate)."""
         assert prepared.capability is not None
         request = A2AGatewayHelper.message_to_request(
             prepared.message,

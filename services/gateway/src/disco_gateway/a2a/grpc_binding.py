@@ -58,6 +58,7 @@ from starlette.datastructures import Headers
 from disco_gateway.a2a.door import admit, authenticate, grpc_status_name, require_token
 from disco_gateway.a2a.handler import TARGET_KEY
 from disco_gateway.a2a.service import LiveHandler
+from disco_gateway.a2a.unavailable import RETRY_AFTER_SECONDS, UNAVAILABLE_REASON, Unavailable
 from disco_gateway.scope import enter
 from disco_gateway.state import GatewayState
 from disco_service import DiscoHTTPError, Unauthenticated
@@ -190,6 +191,17 @@ async def _unsupported_version(
     await _abort(context, grpc.StatusCode.UNIMPLEMENTED, error.message, [info])
 
 
+async def _unavailable(context: grpc.aio.ServicerContext, error: Unavailable) -> None:
+    """The database or the bus is away for now: ``UNAVAILABLE``, with when to call again."""
+    info = error_details_pb2.ErrorInfo(
+        reason=UNAVAILABLE_REASON, domain="disco", metadata=error.data or {}
+    )
+    retry = error_details_pb2.RetryInfo(
+        retry_delay=duration_pb2.Duration(seconds=RETRY_AFTER_SECONDS)
+    )
+    await _abort(context, grpc.StatusCode.UNAVAILABLE, error.message, [info, retry])
+
+
 class GatewayGrpcHandler(GrpcHandler):
     """The a2a-sdk's gRPC servicer, each call first admitted by the door.
 
@@ -248,6 +260,8 @@ class GatewayGrpcHandler(GrpcHandler):
                 await _refuse(context, exc)
             except VersionNotSupportedError as exc:
                 await _unsupported_version(context, exc)
+            except Unavailable as exc:
+                await _unavailable(context, exc)
             except A2AError as exc:
                 await self.abort_context(exc, context)
             except grpc.aio.AbortError:

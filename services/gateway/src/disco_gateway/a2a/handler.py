@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import cast
 
@@ -46,6 +46,7 @@ from a2a.utils.errors import A2AError, InternalError
 from a2a.utils.task import apply_history_length
 
 from disco.a2a import A2AGatewayHelper
+from disco.bus import BusError
 from disco_common.a2a_cards import A2AAgentCard
 from disco_common.system_events import SystemEventType, TaskCancelRequestedData
 from disco_common.topics import Topic
@@ -70,8 +71,11 @@ from disco_gateway.a2a.prepare import (
 )
 from disco_gateway.a2a.replay import Released, Replay, settled
 from disco_gateway.a2a.runtime import A2ARuntime
+from disco_gateway.a2a.unavailable import Unavailable
 from disco_gateway.scope import CallScope
+from disco_gateway.tasks.repository import TurnRow
 from disco_gateway.tasks.store import FRESH_TASK_KEY
+from disco_service import database_unavailable
 
 __all__ = ["TARGET_KEY", "GatewayRequestHandler"]
 
@@ -93,6 +97,9 @@ def _sanitized(operation: str) -> Iterator[None]:
     except A2AError:
         raise
     except Exception as exc:
+        if isinstance(exc, BusError) or database_unavailable(exc):
+            _log.warning("a2a_call_refused_for_now", operation=operation, error=repr(exc))
+            raise Unavailable from exc
         incident = uuid.uuid4().hex[:12]
         _log.exception("a2a_call_failed", operation=operation, incident=incident)
         raise InternalError(
@@ -205,13 +212,32 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
                 except Duplicate as duplicate:
                     until = None if params.configuration.return_immediately else settled
                     try:
-                        found = await self._replay.outcome(duplicate, context, until=until)
+                        found = await self._replay.outcome(
+                            duplicate, context, until=until, resend=self._resend(duplicate, context)
+                        )
                     except Released:
                         continue  # its earlier sending never went out: this one goes
                     if isinstance(found, a2a_pb2.Task):
                         return apply_history_length(found, params.configuration)
                     return found
             raise InternalError(message="the message could not be taken up; send it again")
+
+    def _resend(
+        self, duplicate: Duplicate, context: ServerCallContext
+    ) -> Callable[[TurnRow], Awaitable[None]] | None:
+        """What sends the request of a message sent before once more, when its task shows
+        nothing of it (None: it was sent once more already, or is not a request)."""
+        again = duplicate.again
+        if again is None or duplicate.resent:
+            return None
+        executor = cast(BusAgentExecutor, self.agent_executor)
+        scope = replace(CallScope.of(context), agent=again.agent)
+
+        async def resend(turn: TurnRow) -> None:
+            _log.info("message sent once more", task_id=turn.task_id, turn=turn.turn)
+            await executor.request(scope, turn, replace(again, turn=turn))
+
+        return resend
 
     async def _send(
         self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
@@ -267,7 +293,9 @@ class GatewayRequestHandler(DefaultRequestHandlerV2):
                     # Raised before the stream showed anything (by the preparation, or
                     # the fast path's send).
                     try:
-                        found = await self._replay.outcome(duplicate, context)
+                        found = await self._replay.outcome(
+                            duplicate, context, resend=self._resend(duplicate, context)
+                        )
                     except Released:
                         continue  # its earlier sending never went out: this one goes
                 async with contextlib.aclosing(self._resumed(found, params, context)) as events:

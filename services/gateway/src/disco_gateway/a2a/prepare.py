@@ -17,12 +17,17 @@ Every message (:meth:`MessagePreparer.prepare`):
   task has seen already is :class:`Duplicate`: the handler answers it with the
   task the first one made (:mod:`disco_gateway.a2a.replay`), on any instance.
 
-A claim is made before anything is sent, but for the commonest call: a first
-message the handler's fast path sends, whose turn is recorded while its request
-travels (``defer_claim``), as the write would otherwise add a commit to every
-call's wait. Sent again, such a message sends its request once more before it
-finds the turn taken: the very same envelope (its id is the turn's), which
-agents deduplicate.
+A claim is made before anything is sent; for the commonest call, a first message
+the handler's fast path sends, as part of sending it (``defer_claim``): the
+turn is recorded, then the request goes out. A turn is always recorded before
+its request can be answered, so that an answer always finds its turn (the
+consumer group applies it to the task whoever follows it, or nobody).
+
+A claim is never waited out. A request whose sending failed, or whose sender
+died, may or may not be on the bus; so the same message sent again, finding
+its turn taken while its task shows nothing of it yet, sends the turn's request
+once more: the very same envelope (its id is the turn's), which agents
+deduplicate. The message goes out at least once, and the agent handles it once.
 
 A caller without a token shares a user with every other one, so its first
 messages are not matched by ``messageId`` (one could find another's task by
@@ -88,11 +93,24 @@ class Duplicate(Exception):
         message_id: the message's id.
     """
 
-    def __init__(self, task_id: str, turn: int | None, message_id: str) -> None:
+    def __init__(
+        self,
+        task_id: str,
+        turn: int | None,
+        message_id: str,
+        *,
+        again: Prepared | None = None,
+        resent: bool = False,
+    ) -> None:
         super().__init__(f"message {message_id!r} was sent before (task {task_id})")
         self.task_id = task_id
         self.turn = turn
         self.message_id = message_id
+        self.again = again
+        """The message prepared once more on its recorded turn: what to send again if its
+        first sending shows nothing (it may never have gone out)."""
+        self.resent = resent
+        """Its request went out once more already (the very same envelope)."""
 
 
 ClaimState = Literal["held", "sending", "sent", "given back"]
@@ -275,7 +293,12 @@ class MessagePreparer:
         elif await self._runtime.add_turn(scope.tenant_id, turn):
             claim = Claim()
         else:
-            raise Duplicate(task_id, 1, message.message_id)
+            # Its earlier sending's turn: the request as that turn sends it (its context).
+            recorded = await self._runtime.turn(scope.tenant_id, task_id, 1)
+            again = None
+            if recorded is not None:
+                again = Prepared(message, target.name, capability, payload, recorded, incoming.a2a)
+            raise Duplicate(task_id, 1, message.message_id, again=again)
         return Prepared(message, target.name, capability, payload, turn, incoming.a2a, claim)
 
     async def _next_message(self, scope: CallScope, incoming: _Incoming) -> Prepared:

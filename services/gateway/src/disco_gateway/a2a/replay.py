@@ -11,16 +11,19 @@ with the task the first one made, as the caller asked for it:
   then its updates, as ``SubscribeToTask`` does), or the direct message.
 
 While the first sending is still under way the task may not be stored yet (a
-task is stored when the agent first answers): the second waits for it, woken
-by the task's log (``NOTIFY``) or a poll that backs off to a second, for at most
-:data:`PATIENCE_SECONDS`.
+task is stored when the agent first answers): the second sends the turn's
+request once more (the same envelope: the first sending may have failed, or its
+sender died, before it went out; agents deduplicate) and waits for the task,
+woken by the task's log (``NOTIFY``) or a poll that backs off to a second, for
+at most :data:`PATIENCE_SECONDS` (the agent's answer, not a claim, is waited
+for: whichever instance gets it, the consumer group applies it to the task).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from a2a.server.context import ServerCallContext
 from a2a.types import a2a_pb2
@@ -31,7 +34,7 @@ from disco_common.a2a import A2A_TERMINAL_STATES, A2ATaskState
 from disco_gateway.a2a.prepare import Duplicate
 from disco_gateway.a2a.runtime import A2ARuntime
 from disco_gateway.scope import CallScope
-from disco_gateway.tasks.repository import TaskRow
+from disco_gateway.tasks.repository import TaskRow, TurnRow
 from disco_gateway.tasks.store import task_of
 
 __all__ = ["PATIENCE_SECONDS", "Released", "Replay", "settled"]
@@ -81,9 +84,14 @@ class Replay:
         context: ServerCallContext,
         *,
         until: Callable[[TaskRow], bool] | None = None,
+        resend: Callable[[TurnRow], Awaitable[None]] | None = None,
     ) -> a2a_pb2.Task | a2a_pb2.Message:
         """The task that shows the message (once ``until`` holds for it too), or the direct
         message the agent answered it with.
+
+        ``resend``: when nothing shows the message yet, its turn's request is sent once more
+        with it (the same envelope: the first sending may never have gone out, its sender
+        gone; agents deduplicate), rather than waited for.
 
         Raises:
             Released: the first sending never went out (send this one on).
@@ -107,6 +115,9 @@ class Replay:
                         raise Released
                     if turn.reply is not None:
                         return ParseDict(turn.reply, a2a_pb2.Message(), ignore_unknown_fields=True)
+                    if resend is not None:
+                        await resend(turn)
+                        resend = None
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     raise UnsupportedOperationError(
