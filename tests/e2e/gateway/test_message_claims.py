@@ -1,0 +1,180 @@
+"""A message's claim on its turn never loses the message (issue 39 part 6, issue 34).
+
+Through the real gateway, broker and Postgres:
+
+- the claim's write refused by the database (its table held by a lock, as a stalled
+  server holds it, until the statement's bound) is a retryable refusal: ``503`` with
+  ``Retry-After`` and ``status: UNAVAILABLE`` on HTTP+JSON, the internal error with
+  reason ``UNAVAILABLE`` on JSON-RPC; nothing half-written blocks the message sent again,
+  which completes;
+- a claim its holder left behind (the turn recorded, the request never published: the
+  gateway died or its publish failed in between) is taken over at once by the message
+  sent again, which sends the turn's request (the same envelope) and completes, instead
+  of waiting for a task that never comes.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import asyncpg
+import httpx
+
+from disco_common.topics import Topic
+from disco_gateway.a2a.mapping import message_task_id, turn_correlation_id
+from tests.e2e.gateway.conftest import (
+    PUBLIC_AGENT,
+    TENANT,
+    USER,
+    GatewayProcess,
+    GatewayStack,
+    bearer,
+)
+from tests.e2e.gateway.support import BusSide, bus_side
+from tests.fixtures.waiting import eventually
+
+COMPLETED = "TASK_STATE_COMPLETED"
+_ADD_TURN = "SELECT gateway.a2a_add_turn($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb)"
+
+
+def _message(message_id: str) -> dict[str, Any]:
+    return {
+        "message": {
+            "messageId": message_id,
+            "role": "ROLE_USER",
+            "parts": [{"data": {"name": "Ada"}}],
+        }
+    }
+
+
+def _headers() -> dict[str, str]:
+    return {**bearer(), "A2A-Version": "1.0"}
+
+
+@asynccontextmanager
+async def _turns_locked(stack: GatewayStack) -> AsyncIterator[None]:
+    """The turns' table held as a stalled server holds it: the claim's write waits until its
+    statement bound, then fails."""
+    admin = await asyncpg.connect(stack.database_admin)
+    try:
+        async with admin.transaction():
+            await admin.execute("LOCK TABLE gateway.a2a_turns IN ACCESS EXCLUSIVE MODE")
+            yield
+    finally:
+        await admin.close()
+
+
+async def _requests_of(bus: BusSide, task_id: str) -> list[str]:
+    """The ids of every request published for the task: a marker published after them on
+    their partition (the same key) is seen last."""
+    marker = uuid.uuid4().hex
+    await bus.bus.publish(
+        Topic.ACTION_REQUESTS,
+        "e2e.marker",
+        {"marker": marker},
+        correlation_id=task_id,
+        response_event="e2e.marker.answered",
+        tenant_id=TENANT,
+    )
+    await bus.first(lambda topic, e: e.type == "e2e.marker" and e.correlation_id == task_id)
+    return [
+        e.id
+        for e in bus.matching(
+            lambda topic, e: (
+                topic == "action-requests" and e.task_id == task_id and e.type != "e2e.marker"
+            )
+        )
+    ]
+
+
+async def test_a_claim_the_database_refuses_is_a_503_and_the_message_goes_out_when_sent_again(
+    gateway: GatewayProcess, gateway_stack: GatewayStack
+) -> None:
+    rest_id, rpc_id = str(uuid.uuid4()), str(uuid.uuid4())
+    rpc_body = {"jsonrpc": "2.0", "id": 7, "method": "SendMessage", "params": _message(rpc_id)}
+    url = f"{gateway.url}/a2a/{PUBLIC_AGENT}"
+    async with httpx.AsyncClient(timeout=30.0, headers=_headers()) as http:
+        async with _turns_locked(gateway_stack):
+            refused = await http.post(f"{url}/message:send", json=_message(rest_id))
+            rpc_refused = await http.post(url, json=rpc_body)
+        again = await http.post(f"{url}/message:send", json=_message(rest_id))
+        rpc_again = await http.post(url, json=rpc_body)
+
+    assert refused.status_code == 503, refused.text
+    assert refused.headers["Retry-After"].isdigit()
+    error = refused.json()["error"]
+    assert (error["code"], error["status"]) == (503, "UNAVAILABLE")
+    assert error["details"][0]["reason"] == "UNAVAILABLE"
+    rpc_error = rpc_refused.json()["error"]
+    assert rpc_error["code"] == -32603
+    assert rpc_error["data"][0]["reason"] == "UNAVAILABLE"
+    assert rpc_error["data"][0]["metadata"]["retryAfterSeconds"].isdigit()
+    # Sent again once the database answers: it goes out and completes.
+    assert again.status_code == 200, again.text
+    assert again.json()["task"]["status"]["state"] == COMPLETED
+    assert rpc_again.json()["result"]["task"]["status"]["state"] == COMPLETED
+
+
+async def test_a_claim_whose_holder_died_before_sending_is_taken_over_at_once(
+    gateway: GatewayProcess, gateway_stack: GatewayStack
+) -> None:
+    url = f"{gateway.url}/a2a/{PUBLIC_AGENT}/message:send"
+    async with (
+        bus_side(gateway_stack) as bus,
+        httpx.AsyncClient(timeout=60.0, headers=_headers()) as http,
+    ):
+        # A message as the gateway records it, for its skill and event type.
+        sample = await http.post(url, json=_message(str(uuid.uuid4())))
+        assert sample.status_code == 200, sample.text
+        admin = await asyncpg.connect(gateway_stack.database_admin)
+        try:
+            row = await admin.fetchrow(
+                "SELECT skill, event_type FROM gateway.a2a_turns WHERE task_id = $1",
+                sample.json()["task"]["id"],
+            )
+            assert row is not None
+            # A sender that died between its claim and its publish: the turn, no request.
+            message_id = str(uuid.uuid4())
+            task_id = message_task_id(TENANT, USER, PUBLIC_AGENT, message_id)
+            document = {
+                **_message(message_id)["message"],
+                "taskId": task_id,
+                "contextId": "ctx-of-the-dead-sender",
+            }
+            await admin.execute(
+                _ADD_TURN,
+                TENANT,
+                USER,
+                task_id,
+                1,
+                turn_correlation_id(task_id, 1),
+                "ctx-of-the-dead-sender",
+                PUBLIC_AGENT,
+                row["skill"],
+                row["event_type"],
+                json.dumps(document),
+            )
+        finally:
+            await admin.close()
+        # The caller heard nothing and sends the message again: it is not made to wait for
+        # the dead sender (that was 300 s, then a refusal, and the message was lost).
+        # Not the fast path (returnImmediately): its claim is written before anything is sent.
+        again = await http.post(
+            url, json={**_message(message_id), "configuration": {"returnImmediately": True}}
+        )
+        assert again.status_code == 200, again.text
+
+        async def completed() -> dict[str, Any] | None:
+            got = (await http.get(f"{gateway.url}/a2a/{PUBLIC_AGENT}/tasks/{task_id}")).json()
+            return got if got["status"]["state"] == COMPLETED else None
+
+        task = await eventually(completed, timeout=30, what="the task sent again completed")
+        published = await _requests_of(bus, task_id)
+
+    assert again.json()["task"]["id"] == task_id
+    assert task["contextId"] == "ctx-of-the-dead-sender"
+    assert published == [f"{task_id}.request"]  # once: the dead sender never sent it
