@@ -442,14 +442,19 @@ class Soak:
         url = self.stack.urls["gateway"]
         headers = {"Authorization": f"Bearer {self.token}", "A2A-Version": "1.0"}
         async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as http:
+            calls: list[asyncio.Task[None]] = []
             n = 0
             while not self.stopping:
                 await self.running.wait()
                 n += 1
                 key = f"a2a-{n}"
                 self.tally.ask(key, "a2a")
-                self.tasks.append(asyncio.create_task(self._a2a_call(http, key, n)))
+                calls.append(asyncio.create_task(self._a2a_call(http, key, n)))
+                self.tasks.append(calls[-1])
                 await asyncio.sleep(random.expovariate(rate))
+            # The load stopped: the calls under way go on to their end, and their client
+            # with them (closing it under them made them fail as if the gateway lost them).
+            await asyncio.gather(*calls, return_exceptions=True)
 
     async def _a2a_call(self, http: httpx.AsyncClient, key: str, n: int) -> None:
         try:
