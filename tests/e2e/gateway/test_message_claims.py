@@ -5,8 +5,10 @@ Through the real gateway, broker and Postgres:
 - the claim's write refused by the database (its table held by a lock, as a stalled
   server holds it, until the statement's bound) is a retryable refusal: ``503`` with
   ``Retry-After`` and ``status: UNAVAILABLE`` on HTTP+JSON, the internal error with
-  reason ``UNAVAILABLE`` on JSON-RPC; nothing half-written blocks the message sent again,
-  which completes;
+  reason ``UNAVAILABLE`` on JSON-RPC, ``UNAVAILABLE`` with a ``RetryInfo`` on gRPC;
+  nothing half-written blocks the message sent again, which completes (the request
+  published beside a failed claim was lost that way: its answer found no turn, and the
+  agent deduplicated the request sent again);
 - a claim its holder left behind (the turn recorded, the request never published: the
   gateway died or its publish failed in between) is taken over at once by the message
   sent again, which sends the turn's request (the same envelope) and completes, instead
@@ -22,7 +24,12 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg
+import grpc
+import grpc.aio
 import httpx
+import pytest
+from a2a.types import a2a_pb2, a2a_pb2_grpc
+from google.rpc import error_details_pb2, status_pb2
 
 from disco_common.topics import Topic
 from disco_gateway.a2a.mapping import message_task_id, turn_correlation_id
@@ -33,8 +40,9 @@ from tests.e2e.gateway.conftest import (
     GatewayProcess,
     GatewayStack,
     bearer,
+    token,
 )
-from tests.e2e.gateway.support import BusSide, bus_side
+from tests.e2e.gateway.support import BusSide, bus_side, send_request, user_message
 from tests.fixtures.waiting import eventually
 
 COMPLETED = "TASK_STATE_COMPLETED"
@@ -96,13 +104,23 @@ async def test_a_claim_the_database_refuses_is_a_503_and_the_message_goes_out_wh
 ) -> None:
     rest_id, rpc_id = str(uuid.uuid4()), str(uuid.uuid4())
     rpc_body = {"jsonrpc": "2.0", "id": 7, "method": "SendMessage", "params": _message(rpc_id)}
+    on_grpc = send_request(user_message({"name": "Ada"}))
+    on_grpc.tenant = PUBLIC_AGENT
+    metadata = (("authorization", f"Bearer {token()}"), ("a2a-version", "1.0"))
     url = f"{gateway.url}/a2a/{PUBLIC_AGENT}"
-    async with httpx.AsyncClient(timeout=30.0, headers=_headers()) as http:
+    async with (
+        httpx.AsyncClient(timeout=30.0, headers=_headers()) as http,
+        grpc.aio.insecure_channel(gateway.grpc_address) as channel,
+    ):
+        stub = a2a_pb2_grpc.A2AServiceStub(channel)  # type: ignore[no-untyped-call]
         async with _turns_locked(gateway_stack):
             refused = await http.post(f"{url}/message:send", json=_message(rest_id))
             rpc_refused = await http.post(url, json=rpc_body)
+            with pytest.raises(grpc.aio.AioRpcError) as grpc_refused:
+                await stub.SendMessage(on_grpc, metadata=metadata)
         again = await http.post(f"{url}/message:send", json=_message(rest_id))
         rpc_again = await http.post(url, json=rpc_body)
+        grpc_again = await stub.SendMessage(on_grpc, metadata=metadata)
 
     assert refused.status_code == 503, refused.text
     assert refused.headers["Retry-After"].isdigit()
@@ -113,10 +131,19 @@ async def test_a_claim_the_database_refuses_is_a_503_and_the_message_goes_out_wh
     assert rpc_error["code"] == -32603
     assert rpc_error["data"][0]["reason"] == "UNAVAILABLE"
     assert rpc_error["data"][0]["metadata"]["retryAfterSeconds"].isdigit()
+    status = status_pb2.Status()
+    for key, value in grpc_refused.value.trailing_metadata() or ():
+        if key == "grpc-status-details-bin":
+            status.ParseFromString(value)
+    retry = error_details_pb2.RetryInfo()
+    assert grpc_refused.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert any(detail.Unpack(retry) for detail in status.details)
+    assert retry.retry_delay.seconds > 0
     # Sent again once the database answers: it goes out and completes.
     assert again.status_code == 200, again.text
     assert again.json()["task"]["status"]["state"] == COMPLETED
     assert rpc_again.json()["result"]["task"]["status"]["state"] == COMPLETED
+    assert grpc_again.task.status.state == a2a_pb2.TaskState.TASK_STATE_COMPLETED
 
 
 async def test_a_claim_whose_holder_died_before_sending_is_taken_over_at_once(
