@@ -12,11 +12,15 @@ Through the real gateway, broker and Postgres:
 - a claim its holder left behind (the turn recorded, the request never published: the
   gateway died or its publish failed in between) is taken over at once by the message
   sent again, which sends the turn's request (the same envelope) and completes, instead
-  of waiting for a task that never comes.
+  of waiting for a task that never comes;
+- an answer that comes while the gateway that sent the request is down is applied to the
+  task (its turn was recorded before the request went out) and answers the message sent
+  again.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -46,6 +50,8 @@ from tests.e2e.gateway.support import BusSide, bus_side, send_request, user_mess
 from tests.fixtures.waiting import eventually
 
 COMPLETED = "TASK_STATE_COMPLETED"
+RELAY = "gw-relay"
+"""An agent whose answer waits on a gate the test opens."""
 _ADD_TURN = "SELECT gateway.a2a_add_turn($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb)"
 
 
@@ -195,13 +201,70 @@ async def test_a_claim_whose_holder_died_before_sending_is_taken_over_at_once(
         )
         assert again.status_code == 200, again.text
 
-        async def completed() -> dict[str, Any] | None:
-            got = (await http.get(f"{gateway.url}/a2a/{PUBLIC_AGENT}/tasks/{task_id}")).json()
-            return got if got["status"]["state"] == COMPLETED else None
+        async def completed() -> dict[str, Any]:
+            got: dict[str, Any] = (
+                await http.get(f"{gateway.url}/a2a/{PUBLIC_AGENT}/tasks/{task_id}")
+            ).json()
+            return got if got["status"]["state"] == COMPLETED else {}
 
-        task = await eventually(completed, timeout=30, what="the task sent again completed")
+        task: dict[str, Any] = await eventually(
+            completed, timeout=30, what="the task sent again completed"
+        )
         published = await _requests_of(bus, task_id)
 
     assert again.json()["task"]["id"] == task_id
     assert task["contextId"] == "ctx-of-the-dead-sender"
     assert published == [f"{task_id}.request"]  # once: the dead sender never sent it
+
+
+async def test_an_answer_that_comes_while_its_gateway_is_down_completes_the_message_sent_again(
+    gateway_stack: GatewayStack,
+) -> None:
+    marker, message_id = uuid.uuid4().hex, str(uuid.uuid4())
+    task_id = message_task_id(TENANT, USER, RELAY, message_id)
+    body = {
+        "message": {
+            "messageId": message_id,
+            "role": "ROLE_USER",
+            "parts": [{"data": {"text": marker}}],
+        }
+    }
+    doomed = gateway_stack.new_gateway().start()
+    url = f"{doomed.url}/a2a/{RELAY}/message:send"
+    async with (
+        bus_side(gateway_stack) as bus,
+        httpx.AsyncClient(timeout=60.0, headers=_headers()) as http,
+    ):
+        # A blocking call (the fast path): its request goes out, the agent waits on its gate.
+        call = asyncio.create_task(http.post(url, json=body))
+        await bus.first(
+            lambda topic, e: (
+                topic == "action-requests"
+                and e.type == "gw.gate.requested"
+                and (e.data or {}).get("text") == marker  # type: ignore[union-attr]
+            )
+        )
+        doomed.kill()
+        with pytest.raises(httpx.HTTPError):
+            await call
+        # The agent answers while no gateway is up: the answer waits on the bus.
+        await bus.open_gate(task_id, marker)
+        await bus.first(
+            lambda topic, e: (
+                topic == "action-results"
+                and e.correlation_id == task_id
+                and e.type == "a2a.answered"
+            )
+        )
+        doomed.start()
+        # The caller heard nothing and sends the same message again, once the gateway is back.
+        again = await http.post(url, json=body)
+        published = await _requests_of(bus, task_id)
+    doomed.stop()
+
+    assert again.status_code == 200, again.text
+    task = again.json()["task"]
+    assert (task["id"], task["status"]["state"]) == (task_id, COMPLETED)
+    assert task["artifacts"][0]["parts"][0]["data"] == {"text": f"relayed: {marker.upper()}"}
+    # The request went out once more (the same envelope, which the agent deduplicated).
+    assert set(published) == {f"{task_id}.request"}
