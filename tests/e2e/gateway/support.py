@@ -16,6 +16,7 @@ from google.protobuf.json_format import MessageToDict, ParseDict
 from disco._dev.ports import free_port
 from disco.bus import BusClient
 from disco_common.envelope import Envelope
+from disco_common.topics import Topic
 from tests.e2e.conftest import Watcher
 from tests.e2e.gateway.conftest import TENANT, GatewayStack
 
@@ -135,6 +136,28 @@ class BusSide(Watcher):
     ) -> Envelope:
         """The first envelope matching ``predicate`` (waits for it)."""
         return (await self.wait_for(predicate, timeout=timeout))[0]
+
+    async def requests_for(self, task_id: str, event_type: str | None = None) -> list[Envelope]:
+        """Every request (of ``event_type``, or any) published for the task, all of them: a
+        marker published after them on their partition (the same key) is seen last."""
+        marker = uuid.uuid4().hex
+        await self.bus.publish(
+            Topic.ACTION_REQUESTS,
+            "e2e.marker",
+            {"marker": marker},
+            correlation_id=task_id,
+            response_event="e2e.marker.answered",
+            tenant_id=TENANT,
+        )
+        await self.first(lambda topic, e: e.type == "e2e.marker" and e.correlation_id == task_id)
+        return self.matching(
+            lambda topic, e: (
+                topic == "action-requests"
+                and e.task_id == task_id
+                and e.type != "e2e.marker"
+                and (event_type is None or e.type == event_type)
+            )
+        )
 
     async def open_gate(self, task_id: str, text: str) -> None:
         """Answer gw-relay's ``gw.gate.requested`` carrying ``text`` (as the agent nobody runs)."""

@@ -35,7 +35,6 @@ import pytest
 from a2a.types import a2a_pb2, a2a_pb2_grpc
 from google.rpc import error_details_pb2, status_pb2
 
-from disco_common.topics import Topic
 from disco_gateway.a2a.mapping import message_task_id, turn_correlation_id
 from tests.e2e.gateway.conftest import (
     PUBLIC_AGENT,
@@ -46,7 +45,7 @@ from tests.e2e.gateway.conftest import (
     bearer,
     token,
 )
-from tests.e2e.gateway.support import BusSide, bus_side, send_request, user_message
+from tests.e2e.gateway.support import bus_side, send_request, user_message
 from tests.fixtures.waiting import eventually
 
 COMPLETED = "TASK_STATE_COMPLETED"
@@ -80,29 +79,6 @@ async def _turns_locked(stack: GatewayStack) -> AsyncIterator[None]:
             yield
     finally:
         await admin.close()
-
-
-async def _requests_of(bus: BusSide, task_id: str) -> list[str]:
-    """The ids of every request published for the task: a marker published after them on
-    their partition (the same key) is seen last."""
-    marker = uuid.uuid4().hex
-    await bus.bus.publish(
-        Topic.ACTION_REQUESTS,
-        "e2e.marker",
-        {"marker": marker},
-        correlation_id=task_id,
-        response_event="e2e.marker.answered",
-        tenant_id=TENANT,
-    )
-    await bus.first(lambda topic, e: e.type == "e2e.marker" and e.correlation_id == task_id)
-    return [
-        e.id
-        for e in bus.matching(
-            lambda topic, e: (
-                topic == "action-requests" and e.task_id == task_id and e.type != "e2e.marker"
-            )
-        )
-    ]
 
 
 async def test_a_claim_the_database_refuses_is_a_503_and_the_message_goes_out_when_sent_again(
@@ -210,7 +186,7 @@ async def test_a_claim_whose_holder_died_before_sending_is_taken_over_at_once(
         task: dict[str, Any] = await eventually(
             completed, timeout=30, what="the task sent again completed"
         )
-        published = await _requests_of(bus, task_id)
+        published = [e.id for e in await bus.requests_for(task_id)]
 
     assert again.json()["task"]["id"] == task_id
     assert task["contextId"] == "ctx-of-the-dead-sender"
@@ -259,7 +235,7 @@ async def test_an_answer_that_comes_while_its_gateway_is_down_completes_the_mess
         doomed.start()
         # The caller heard nothing and sends the same message again, once the gateway is back.
         again = await http.post(url, json=body)
-        published = await _requests_of(bus, task_id)
+        published = [e.id for e in await bus.requests_for(task_id)]
     doomed.stop()
 
     assert again.status_code == 200, again.text

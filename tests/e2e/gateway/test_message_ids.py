@@ -16,17 +16,14 @@ from a2a.types import a2a_pb2
 from google.protobuf.json_format import MessageToDict
 
 from disco_common.a2a import A2A_MESSAGE_ATTRIBUTE
-from disco_common.envelope import Envelope
-from disco_common.topics import Topic
 from tests.e2e.gateway.conftest import (
     BINDINGS,
     PUBLIC_AGENT,
-    TENANT,
     GatewayProcess,
     GatewayStack,
     a2a_client,
 )
-from tests.e2e.gateway.support import BusSide, bus_side, events_of, send_request, user_message
+from tests.e2e.gateway.support import bus_side, events_of, send_request, user_message
 
 COMPLETED = a2a_pb2.TaskState.TASK_STATE_COMPLETED
 WORKING = a2a_pb2.TaskState.TASK_STATE_WORKING
@@ -38,24 +35,6 @@ def shape(name: str, *, message_id: str | None = None, task_id: str = "") -> a2a
     if message_id is not None:
         message.message_id = message_id
     return message
-
-
-async def requests_for(bus: BusSide, task_id: str) -> list[Envelope]:
-    """Every request the gateway published for the task, all of them: a marker published
-    after them on their partition (the same key) is seen last."""
-    marker = uuid.uuid4().hex
-    await bus.bus.publish(
-        Topic.ACTION_REQUESTS,
-        "e2e.marker",
-        {"marker": marker},
-        correlation_id=task_id,
-        response_event="e2e.marker.answered",
-        tenant_id=TENANT,
-    )
-    await bus.first(lambda topic, e: e.type == "e2e.marker" and e.correlation_id == task_id)
-    return bus.matching(
-        lambda topic, e: topic == "action-requests" and e.type == REQUESTED and e.task_id == task_id
-    )
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
@@ -79,7 +58,7 @@ async def test_the_agent_is_told_the_callers_message_on_every_binding(
         client._config.streaming = False
         (answer,) = [event async for event in client.send_message(request, context=call)]
         task_id = answer.task.id
-        (sent,) = await requests_for(bus, task_id)
+        (sent,) = await bus.requests_for(task_id, REQUESTED)
 
     told = {
         "messageId": message.message_id,
@@ -120,7 +99,7 @@ async def test_a_message_sent_again_to_another_instance_is_the_same_task(
             client._config.streaming = True
             streamed = await events_of(client, send_request(shape("data", message_id=message_id)))
             stored = await client.get_task(a2a_pb2.GetTaskRequest(id=first.task.id))
-        published = await requests_for(bus, first.task.id)
+        published = await bus.requests_for(first.task.id, REQUESTED)
         answered = bus.matching(
             lambda topic, e: (
                 topic == "action-results"
@@ -194,7 +173,7 @@ async def test_a_direct_message_and_a_next_message_sent_again_get_what_the_first
                 twin, send_request(shape("message", message_id=greeted))
             )
             (done_again,) = await events_of(twin, send_request(next_message))
-        published = await requests_for(bus, task_id)
+        published = await bus.requests_for(task_id, REQUESTED)
         answers = bus.matching(
             lambda topic, e: (
                 topic == "notification-events"
