@@ -159,6 +159,16 @@ class BusSide(Watcher):
             )
         )
 
+    async def answered(self, task_id: str) -> Envelope:
+        """The agent's answer to the task's first request (``a2a.answered``), once on the bus."""
+        return await self.first(
+            lambda topic, e: (
+                topic == "action-results"
+                and e.correlation_id == task_id
+                and e.type == "a2a.answered"
+            )
+        )
+
     async def open_gate(self, task_id: str, text: str) -> None:
         """Answer gw-relay's ``gw.gate.requested`` carrying ``text`` (as the agent nobody runs)."""
         del task_id

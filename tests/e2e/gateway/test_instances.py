@@ -40,13 +40,7 @@ async def test_a_gateway_killed_mid_task_shows_it_completed_once_restarted(
         doomed.kill()
         # The agent answers while no gateway is up: the answer waits on the bus.
         await bus.open_gate(task_id, marker)
-        await bus.first(
-            lambda topic, e: (
-                topic == "action-results"
-                and e.correlation_id == task_id
-                and e.type == "a2a.answered"
-            )
-        )
+        await bus.answered(task_id)
     doomed.start()
     async with a2a_client(doomed.url, "HTTP+JSON", agent="gw-relay") as client:
         done = await task_in(client, task_id, COMPLETED)

@@ -225,13 +225,7 @@ async def test_an_answer_that_comes_while_its_gateway_is_down_completes_the_mess
             await call
         # The agent answers while no gateway is up: the answer waits on the bus.
         await bus.open_gate(task_id, marker)
-        await bus.first(
-            lambda topic, e: (
-                topic == "action-results"
-                and e.correlation_id == task_id
-                and e.type == "a2a.answered"
-            )
-        )
+        await bus.answered(task_id)
         doomed.start()
         # The caller heard nothing and sends the same message again, once the gateway is back.
         again = await http.post(url, json=body)
