@@ -1,23 +1,31 @@
-"""Benchmark: every hot path of issue 15 beside its raw baseline, in one run.
+"""Benchmark: every hot path of issues 15 and 37 beside its raw baseline (and the tool
+rows beside FastStream), in one run.
 
     uv run python bench/table.py [--quick] [--only bus,tool,idle,memory,registry]
                                  [--soak-seconds 600]
     make bench                   # the full table
-    make bench-quick             # the same rows with small counts, under 2 minutes
+    make bench-quick             # the same rows with small counts, a few minutes
 
 Starts one embedded Tansu broker and one embedded PostgreSQL (pgvector) on free
 loopback ports unless ``DISCO_KAFKA_BOOTSTRAP`` / ``DISCO_DATABASE_ADMIN_URL``
 name existing ones; every row is measured on them, beside a raw baseline on
 the same broker or database, with the settings printed first:
 
-- tool round trip p50/p99: ``bus.request(wait=...)`` to a :class:`disco.Tool` in
-  its own process vs plain aiokafka on the same two hops (a raw responder in a
-  group, a raw requester reading results group-less), one request at a time,
-  the raw clients at disco's busy fetch wait;
-- tool invocations/s with at most ``--window`` (50) in flight, for
-  ``--tool-seconds`` (or ``--soak-seconds``), vs a raw aiokafka responder
-  process; the rate of the first and the last tenth of the run shows whether
-  it holds as the topics grow;
+- tool round trip p50/p99, one request at a time, and tool invocations/s with
+  at most ``--window`` (50) in flight for ``--tool-seconds`` (or
+  ``--soak-seconds``; the rate of the first and the last tenth shows whether it
+  holds as the topics grow), each with a responder process of its own: a
+  :class:`disco.Tool` asked with ``bus.request(wait=...)`` (sent with
+  ``bus.send``), FastStream (``bench/_faststream.py``: publish with
+  ``reply_to`` and a reply subscriber, its tool returning the answer; a
+  bench-only dependency, ``uv run --group bench``), and plain aiokafka (a raw
+  responder in a group, a raw requester reading results group-less); each
+  side's fetch waits are printed (FastStream and raw at disco's busy wait,
+  ``--peer-wait``; FastStream's own default, 500 ms, is sampled too);
+- the same two rows on a grown broker: each side's own topics filled by its own
+  responder (at most ``--window`` in flight) until ``--grown`` (100,000)
+  envelopes have passed through them, with the record batches they then hold
+  (what the embedded broker's fetch walks);
 - an idle agent's CPU: a Tool process with nothing to do, CPU seconds over
   ``--idle-seconds`` (target: under 2% of a core), and the broker's meanwhile;
 - bus produce and produce -> consume rates vs raw aiokafka (``bench/bus.py``);
@@ -35,6 +43,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import functools
 import json
 import os
 import random
@@ -45,7 +55,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -57,6 +67,7 @@ import memory as memory_bench
 import numpy as np
 import pydantic_core
 import registry as registry_bench
+from _batches import batch_counts
 from _common import (
     LeanHttp,
     LeanResponse,
@@ -67,7 +78,7 @@ from _common import (
     raw_fetch_wait,
     wait_ready,
 )
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from disco._dev.broker import EmbeddedBroker
 from disco._dev.dburl import with_database, with_user
@@ -81,6 +92,11 @@ from disco_common.auth import Role
 from disco_common.topics import Topic
 from disco_service import driver_sql
 from disco_service.migration_helpers import load_migration
+
+try:  # the bench dependency group (make bench installs it)
+    import _faststream as faststream_peer
+except ImportError:  # pragma: no cover - without it, the tool rows have no FastStream column
+    faststream_peer = None  # type: ignore[assignment]
 
 ANSWERED = "bench.tool.answered"
 HERE = str(Path(__file__).resolve().parent)
@@ -96,6 +112,9 @@ class Row:
     ratio: str
     target: str
     note: str = ""
+    peer: str = "-"
+    """The framework a developer would pick instead (FastStream), where there is one."""
+    peer_ratio: str = "-"
 
 
 @dataclass
@@ -104,16 +123,19 @@ class Table:
 
     def add(self, row: Row) -> None:
         self.rows.append(row)
-        print(f"  -> {row.path}: disco {row.disco} | raw {row.raw} | {row.ratio}", flush=True)
+        peer = f" | FastStream {row.peer} | {row.peer_ratio}" if row.peer != "-" else ""
+        print(f"  -> {row.path}: disco {row.disco}{peer} | raw {row.raw} | {row.ratio}", flush=True)
 
     def print(self) -> None:
-        widths = [44, 22, 22, 11, 22]
-        head = ("path", "disco", "raw baseline", "disco/raw", "target")
+        widths = [44, 22, 22, 22, 11, 11, 22]
+        head = ("path", "disco", "FastStream", "raw baseline", "disco/peer", "disco/raw",
+                "target")  # fmt: skip
         print()
         print("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)))
         print("  ".join("-" * w for w in widths))
         for row in self.rows:
-            cells = (row.path, row.disco, row.raw, row.ratio, row.target)
+            cells = (row.path, row.disco, row.peer, row.raw, row.peer_ratio, row.ratio,
+                     row.target)  # fmt: skip
             print("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)))
             if row.note:
                 print(f"    {row.note}")
@@ -225,12 +247,151 @@ def start_process(args: list[str]) -> subprocess.Popen[bytes]:
 
 # -- tool rows ---------------------------------------------------------------------------
 
+SIDES = ("raw", "faststream", "disco")
+LABELS = {"raw": "raw", "faststream": "FastStream", "disco": "disco"}
+
+
+async def provisioned(bootstrap: str, partitions: int) -> BusSettings:
+    settings = agents_bench.settings_for(bootstrap, f"t{uuid.uuid4().hex[:6]}.", partitions)
+    await agents_bench.provision(settings)
+    return settings
+
+
+def responder_command(side: str, bootstrap: str, prefix: str, peer_wait: int) -> list[str]:
+    """The answering process of ``side``: raw aiokafka, a FastStream tool or a disco Tool."""
+    if side == "raw":
+        return [sys.executable, __file__, "--serve-raw-responder", bootstrap, prefix]
+    if side == "faststream":
+        return [
+            sys.executable,
+            __file__,
+            "--serve-faststream-tool",
+            bootstrap,
+            prefix,
+            str(peer_wait),
+        ]
+    return [sys.executable, f"{HERE}/agents.py", "--serve-tool", bootstrap, prefix]
+
+
+def raw_request(correlation_id: str) -> dict[str, Any]:
+    """A request envelope as disco's bus writes it (CloudEvents wire names)."""
+    return {
+        "specversion": "1.0",
+        "id": uuid.uuid4().hex,
+        "source": "raw",
+        "type": "bench.tool.requested",
+        "correlationid": correlation_id,
+        "responseevent": ANSWERED,
+        "responsetopic": str(Topic.ACTION_RESULTS),
+        "data": agents_bench.PAYLOAD,
+    }
+
+
+async def raw_round_trips(settings: BusSettings, rounds: int) -> list[float]:
+    """Plain aiokafka, one request at a time, to the raw responder process: produce the
+    request, read action-results group-less (from its end) until the answer."""
+    await raw_fetch_wait(settings)
+    requests = f"{settings.topic_prefix}{Topic.ACTION_REQUESTS}"
+    producer = AIOKafkaProducer(**bus_bench._producer_options(settings))
+    await producer.start()
+    reader = await agents_bench.results_reader(settings)
+    try:
+        latencies = []
+        for index in range(rounds + 20):  # 20 to warm up
+            correlation_id = uuid.uuid4().hex
+            started = time.perf_counter()
+            await producer.send_and_wait(
+                requests,
+                json.dumps(raw_request(correlation_id)).encode(),
+                key=correlation_id.encode(),
+                headers=[("ce_type", b"bench.tool.requested")],
+            )
+            answered = False
+            while not answered:
+                batches = await asyncio.wait_for(reader.getmany(timeout_ms=1000), 30)
+                answered = any(
+                    json.loads(r.value or b"{}").get("correlation_id") == correlation_id
+                    for records in batches.values()
+                    for r in records
+                )
+            if index >= 20:
+                latencies.append(time.perf_counter() - started)
+        return latencies
+    finally:
+        await reader.stop()
+        await producer.stop()
+
+
+async def faststream_round_trips(
+    settings: BusSettings, rounds: int, wait_ms: int, warm_up: int = 20
+) -> list[float]:
+    """FastStream, one request at a time: publish with ``reply_to``, await the reply."""
+    requester = faststream_peer.Requester(settings.kafka_bootstrap, settings.topic_prefix, wait_ms)
+    await requester.start()
+    try:
+        latencies = []
+        for index in range(rounds + warm_up):
+            started = time.perf_counter()
+            await requester.request(agents_bench.PAYLOAD, 30)
+            if index >= warm_up:
+                latencies.append(time.perf_counter() - started)
+        return latencies
+    finally:
+        await requester.stop()
+
+
+async def round_trips(side: str, settings: BusSettings, rounds: int, peer_wait: int) -> list[float]:
+    if side == "raw":
+        return await raw_round_trips(settings, rounds)
+    if side == "faststream":
+        return await faststream_round_trips(settings, rounds, peer_wait)
+    return await agents_bench.tool_round_trips(settings, rounds)
+
+
+@contextlib.asynccontextmanager
+async def sender(
+    side: str, settings: BusSettings, peer_wait: int
+) -> AsyncIterator[Callable[[], Awaitable[Any]]]:
+    """How ``side``'s own client sends one request without waiting for its ack: disco's
+    ``bus.send`` (also for the raw responder, which answers disco's envelopes), or
+    FastStream's ``publish(..., reply_to=..., no_confirm=True)``."""
+    if side == "faststream":
+        requester = faststream_peer.Requester(
+            settings.kafka_bootstrap, settings.topic_prefix, peer_wait
+        )
+        await requester.start()
+        try:
+            yield functools.partial(requester.send, agents_bench.PAYLOAD)
+        finally:
+            await requester.stop()
+        return
+    async with BusClient(settings, name="bench-load") as bus:
+
+        async def send() -> None:
+            await bus.send(
+                Topic.ACTION_REQUESTS,
+                "bench.tool.requested",
+                agents_bench.PAYLOAD,
+                response_event=ANSWERED,
+                correlation_id=uuid.uuid4().hex,
+            )
+
+        yield send
+
 
 async def sustained(
-    settings: BusSettings, seconds: float, window: int, slices: int = 10
-) -> tuple[float, list[float]]:
-    """Answers/s over ``seconds`` with at most ``window`` requests unanswered, and the
-    rate of each of ``slices`` equal parts of the run."""
+    send: Callable[[], Awaitable[Any]],
+    settings: BusSettings,
+    window: int,
+    *,
+    seconds: float = float("inf"),
+    until: int | None = None,
+    slices: int = 10,
+) -> tuple[float, list[float], int]:
+    """Answers/s with at most ``window`` requests unanswered, for ``seconds`` or until
+    ``until`` answers came; the rate of each of ``slices`` equal parts of the run; and
+    the answers counted. Answers are counted by a raw group-less reader of
+    action-results, unparsed, so the load generator costs little."""
     await raw_fetch_wait(settings)
     reader = await agents_bench.results_reader(settings)
     try:
@@ -243,118 +404,249 @@ async def sustained(
             nonlocal answered
             while not stop:
                 for records in (await reader.getmany(timeout_ms=50)).values():
-                    for record in records:
-                        if ("ce_type", ANSWERED.encode()) in record.headers:
-                            answered += 1
-                            stamps.append(time.perf_counter())
+                    answered += len(records)
+                    now = time.perf_counter()
+                    stamps.extend(now for _ in records)
                 progress.set()
 
-        async with BusClient(settings, name="bench-load") as bus:
-            counter = asyncio.create_task(count())
-            started = time.perf_counter()
-            deadline = started + seconds
-            sent = 0
-            while time.perf_counter() < deadline:
-                if sent - answered >= window:
-                    progress.clear()
-                    await progress.wait()
-                    continue
-                await bus.send(
-                    Topic.ACTION_REQUESTS,
-                    "bench.tool.requested",
-                    agents_bench.PAYLOAD,
-                    response_event=ANSWERED,
-                    correlation_id=uuid.uuid4().hex,
-                )
-                sent += 1
-            elapsed = time.perf_counter() - started
-            stop = True
-            await counter
+        counter = asyncio.create_task(count())
+        started = time.perf_counter()
+        deadline = started + seconds
+        sent = 0
+        while time.perf_counter() < deadline and (until is None or answered < until):
+            if sent - answered >= window:
+                progress.clear()
+                await progress.wait()
+                continue
+            await send()
+            sent += 1
+        elapsed = time.perf_counter() - started
+        stop = True
+        await counter
         width = elapsed / slices
         per_slice = [0] * slices
         for stamp in stamps:
             index = int((stamp - started) / width)
             if 0 <= index < slices:
                 per_slice[index] += 1
-        done = sum(per_slice)
-        return done / elapsed, [n / width for n in per_slice]
+        return sum(per_slice) / elapsed, [n / width for n in per_slice], answered
     finally:
         await reader.stop()
 
 
-async def provisioned(bootstrap: str, partitions: int) -> BusSettings:
-    settings = agents_bench.settings_for(bootstrap, f"t{uuid.uuid4().hex[:6]}.", partitions)
-    await agents_bench.provision(settings)
-    return settings
+async def envelopes_in(settings: BusSettings) -> int:
+    """Records on the side's action-requests and action-results topics (end offsets)."""
+    consumer = AIOKafkaConsumer(**settings.kafka_connection_options())
+    await consumer.start()
+    try:
+        await consumer.topics()
+        partitions = [
+            TopicPartition(name, partition)
+            for name in (
+                f"{settings.topic_prefix}{t}" for t in (Topic.ACTION_REQUESTS, Topic.ACTION_RESULTS)
+            )
+            for partition in consumer.partitions_for_topic(name) or ()
+        ]
+        return sum((await consumer.end_offsets(partitions)).values())
+    finally:
+        await consumer.stop()
 
 
-async def tool_rows(table: Table, bootstrap: str, args: argparse.Namespace) -> None:
-    here = HERE
-    # Round trips: raw two hops vs a Tool process.
-    raw_settings = await provisioned(bootstrap, 3)
-    raw_rt = await bus_bench.raw_round_trips(raw_settings, args.round_trips)
-    settings = await provisioned(bootstrap, agents_bench.PARTITIONS)
-    tool = start_process(
-        [sys.executable, f"{here}/agents.py", "--serve-tool", bootstrap, settings.topic_prefix]
+@dataclass
+class ToolRun:
+    """What one side measured in one phase."""
+
+    rt: list[float]
+    rate: float
+    slices: list[float]
+    cores: float
+    envelopes: int
+
+
+async def tool_phase(
+    side: str, settings: BusSettings, args: argparse.Namespace, seconds: float
+) -> ToolRun:
+    """``side``'s responder process alone: round trips one at a time, then answers/s at
+    ``args.window`` in flight for ``seconds``."""
+    process = start_process(
+        responder_command(side, settings.kafka_bootstrap, settings.topic_prefix, args.peer_wait)
     )
     try:
         await asyncio.sleep(2.5)  # the group settles after the join
-        tool_rt = await agents_bench.tool_round_trips(settings, args.round_trips)
+        rt = await round_trips(side, settings, args.round_trips, args.peer_wait)
+        cpu_before = cpu_seconds(process.pid)
+        wall = time.perf_counter()
+        async with sender(side, settings, args.peer_wait) as send:
+            rate, slices, _ = await sustained(send, settings, args.window, seconds=seconds)
+        cores = (cpu_seconds(process.pid) - cpu_before) / (time.perf_counter() - wall)
     finally:
-        agents_bench.stop_tools([tool])
-    table.add(
-        Row(
-            "tool round trip, one at a time, p50 / p99",
-            f"{ms(statistics.median(tool_rt)):.1f} / {ms(percentile(tool_rt, 0.99)):.1f} ms",
-            f"{ms(statistics.median(raw_rt)):.1f} / {ms(percentile(raw_rt, 0.99)):.1f} ms",
-            f"{statistics.median(tool_rt) / statistics.median(raw_rt):.2f} / "
-            f"{percentile(tool_rt, 0.99) / percentile(raw_rt, 0.99):.2f}",
-            "p50<=3, p99<=6 ms; <=1.2x",
-            f"{len(tool_rt)} round trips each; raw: aiokafka two-hop at the same fetch wait",
-        )
+        agents_bench.stop_tools([process])
+    envelopes = await envelopes_in(settings)
+    print(
+        f"  {LABELS[side]}: round trip p50 {ms(statistics.median(rt)):.2f} ms, p99 "
+        f"{ms(percentile(rt, 0.99)):.2f} ms; {rate:,.0f}/s, per tenth: "
+        + ", ".join(f"{s:,.0f}" for s in slices)
+        + f"; responder CPU {cores:.2f} cores; {envelopes:,} envelopes on its topics",
+        flush=True,
     )
-    # Sustained invocations: a Tool process vs a raw responder process.
-    seconds = args.soak_seconds or args.tool_seconds
-    rates: dict[str, tuple[float, list[float], float, float]] = {}
-    for kind in ("raw", "tool"):
-        settings = await provisioned(bootstrap, agents_bench.PARTITIONS)
-        command = (
-            [sys.executable, __file__, "--serve-raw-responder", bootstrap, settings.topic_prefix]
-            if kind == "raw"
-            else [sys.executable, f"{here}/agents.py", "--serve-tool", bootstrap,
-                  settings.topic_prefix]
+    return ToolRun(rt, rate, slices, cores, envelopes)
+
+
+async def grow(side: str, settings: BusSettings, args: argparse.Namespace, target: int) -> int:
+    """Requests through ``side``'s own responder, at most ``args.window`` in flight (the
+    traffic the throughput row times), until ``target`` envelopes (requests and
+    answers) have passed through its topics, or ``args.grow_seconds``; the envelopes
+    then on them."""
+    have = await envelopes_in(settings)
+    if have < target:
+        process = start_process(
+            responder_command(side, settings.kafka_bootstrap, settings.topic_prefix,
+                              args.peer_wait)
         )  # fmt: skip
-        process = start_process(command)
         try:
             await asyncio.sleep(2.5)
-            cpu_before = cpu_seconds(process.pid)
-            wall = time.perf_counter()
-            rate, slices = await sustained(settings, seconds, args.window)
-            wall = time.perf_counter() - wall
-            cores = (cpu_seconds(process.pid) - cpu_before) / wall
-            client = 0.0
+            async with sender(side, settings, args.peer_wait) as send:
+                await sustained(send, settings, args.window, seconds=args.grow_seconds,
+                                until=(target - have) // 2)  # fmt: skip
         finally:
             agents_bench.stop_tools([process])
-        rates[kind] = (rate, slices, cores, client)
-        print(
-            f"  {kind}: {rate:,.0f}/s; per tenth: "
-            + ", ".join(f"{s:,.0f}" for s in slices)
-            + f"; responder CPU {cores:.2f} cores",
-            flush=True,
-        )
-    tool_rate, tool_slices, tool_cores, _ = rates["tool"]
-    raw_rate, raw_slices, raw_cores, _ = rates["raw"]
-    table.add(
-        Row(
-            f"tool invocations/s, <= {args.window} in flight",
-            f"{tool_rate:,.0f}/s (first {tool_slices[0]:,.0f}, last {tool_slices[-1]:,.0f})",
-            f"{raw_rate:,.0f}/s (first {raw_slices[0]:,.0f}, last {raw_slices[-1]:,.0f})",
-            f"{tool_rate / raw_rate:.2f}",
-            ">=3,000/s, flat",
-            f"{seconds:.0f} s each, 1 process, {agents_bench.PARTITIONS} partitions; responder "
-            f"CPU: Tool {tool_cores:.2f} cores, raw {raw_cores:.2f} cores",
-        )
+        have = await envelopes_in(settings)
+    print(f"  {LABELS[side]}: {have:,} envelopes on its topics", flush=True)
+    return have
+
+
+async def stored_batches(settings: BusSettings) -> str:
+    """How many record batches the side's two topics hold (what the embedded broker's
+    fetch walks), and records per batch."""
+    names = [f"{settings.topic_prefix}{t}" for t in (Topic.ACTION_REQUESTS, Topic.ACTION_RESULTS)]
+    counts = await batch_counts(settings.kafka_bootstrap, names)
+    batches = sum(b for b, _ in counts.values())
+    records = sum(r for _, r in counts.values())
+    return f"{batches:,} batches ({records / max(1, batches):.1f} records each)"
+
+
+def rt_cell(rt: list[float]) -> str:
+    return f"{ms(statistics.median(rt)):.2f} / {ms(percentile(rt, 0.99)):.1f} ms"
+
+
+def rt_ratio(a: list[float], b: list[float]) -> str:
+    return (
+        f"{statistics.median(a) / statistics.median(b):.2f} / "
+        f"{percentile(a, 0.99) / percentile(b, 0.99):.2f}"
     )
+
+
+def rate_cell_tool(run: ToolRun) -> str:
+    return f"{run.rate:,.0f}/s ({run.slices[0]:,.0f} -> {run.slices[-1]:,.0f})"
+
+
+async def tool_rows(table: Table, bootstrap: str, args: argparse.Namespace) -> None:
+    sample = agents_bench.settings_for(bootstrap, "x.")
+    peer = (
+        f"FastStream {args.peer_wait} ms fixed (fetch_max_wait_ms of both its subscribers; "
+        f"its default is {faststream_peer.DEFAULT_FETCH_WAIT_MS} ms)"
+        if faststream_peer is not None
+        else "FastStream not installed (`uv run --group bench`): no peer column"
+    )
+    print(
+        f"  fetch waits: disco {describe_fetch(sample)}; {peer}; raw "
+        f"{await raw_fetch_wait(sample)} ms fixed; every side {agents_bench.PARTITIONS} "
+        "partitions, its responder in a process of its own, one side at a time",
+        flush=True,
+    )
+    seconds = args.soak_seconds or args.tool_seconds
+    sides = [s for s in SIDES if s != "faststream" or faststream_peer is not None]
+    # Each side's fresh rows and grown rows run on topics of their own: the grown ones
+    # are filled to the same count for every side, whatever each side's fresh rate.
+    fresh = {side: await provisioned(bootstrap, agents_bench.PARTITIONS) for side in sides}
+    grown = {side: await provisioned(bootstrap, agents_bench.PARTITIONS) for side in sides}
+    default_peer: list[float] = []
+    for phase in ("fresh", "grown"):
+        settings = fresh if phase == "fresh" else grown
+        if phase == "grown":
+            print(
+                f"  growing each side's own topics to {args.grown:,} envelopes through its own "
+                f"responder, <= {args.window} in flight",
+                flush=True,
+            )
+            for side in sides:
+                await grow(side, settings[side], args, args.grown)
+        print(f"  -- {phase} broker", flush=True)
+        runs = {side: await tool_phase(side, settings[side], args, seconds) for side in sides}
+        if phase == "fresh" and "faststream" in runs and args.peer_default_samples:
+            default_peer = await faststream_default_sample(settings["faststream"], args)
+        disco, raw = runs["disco"], runs["raw"]
+        peer = runs.get("faststream")
+        batches = (
+            {side: await stored_batches(settings[side]) for side in sides}
+            if phase == "grown"
+            else {}
+        )
+        title = "" if phase == "fresh" else f", grown broker ({args.grown:,}+ envelopes)"
+        table.add(
+            Row(
+                f"tool round trip, one at a time, p50 / p99{title}",
+                rt_cell(disco.rt),
+                rt_cell(raw.rt),
+                rt_ratio(disco.rt, raw.rt),
+                "<= FastStream; grown: <= 1.2x raw",
+                f"{len(disco.rt)} round trips each"
+                + (
+                    f"; FastStream at its default {faststream_peer.DEFAULT_FETCH_WAIT_MS} ms "
+                    f"fetch wait: p50 {ms(statistics.median(default_peer)):.0f} ms "
+                    f"({len(default_peer)} round trips)"
+                    if default_peer and phase == "fresh"
+                    else ""
+                )
+                + (
+                    ""
+                    if phase == "fresh"
+                    else "; on each side's topics after it: "
+                    + ", ".join(
+                        f"{LABELS[s]} {r.envelopes:,} envelopes in {batches[s]}"
+                        for s, r in runs.items()
+                    )
+                ),
+                peer=rt_cell(peer.rt) if peer else "-",
+                peer_ratio=rt_ratio(disco.rt, peer.rt) if peer else "-",
+            )
+        )
+        table.add(
+            Row(
+                f"tool invocations/s, <= {args.window} in flight{title}",
+                rate_cell_tool(disco),
+                rate_cell_tool(raw),
+                f"{disco.rate / raw.rate:.2f}",
+                ">= 3,000/s; grown: >= 0.8x raw",
+                f"{seconds:.0f} s each (first -> last tenth), 1 process, "
+                f"{agents_bench.PARTITIONS} partitions; responder CPU: disco "
+                f"{disco.cores:.2f}, "
+                + (f"FastStream {peer.cores:.2f}, " if peer else "")
+                + f"raw {raw.cores:.2f} cores",
+                peer=rate_cell_tool(peer) if peer else "-",
+                peer_ratio=f"{disco.rate / peer.rate:.2f}" if peer else "-",
+            )
+        )
+
+
+async def faststream_default_sample(settings: BusSettings, args: argparse.Namespace) -> list[float]:
+    """A few FastStream round trips at its own default fetch wait, for the record."""
+    wait = faststream_peer.DEFAULT_FETCH_WAIT_MS
+    process = start_process(
+        [
+            sys.executable,
+            __file__,
+            "--serve-faststream-tool",
+            settings.kafka_bootstrap,
+            settings.topic_prefix,
+            str(wait),
+        ]
+    )
+    try:
+        await asyncio.sleep(2.5)
+        return await faststream_round_trips(settings, args.peer_default_samples, wait, warm_up=3)
+    finally:
+        agents_bench.stop_tools([process])
 
 
 async def idle_row(table: Table, bootstrap: str, broker_pid: int | None, seconds: float) -> None:
@@ -727,6 +1019,8 @@ async def main(args: argparse.Namespace, bootstrap: str, broker_pid: int | None,
                                                          "registry"}  # fmt: skip
     sample = agents_bench.settings_for(bootstrap, "x.")
     raw_wait = await raw_fetch_wait(sample)
+    if args.peer_wait is None:
+        args.peer_wait = raw_wait
     print(
         f"broker {bootstrap}: {describe_fetch(sample)}; raw clients fetch at {raw_wait} ms; "
         f"linger {sample.kafka_linger_ms} ms; database {admin_root and admin_root.split('@')[-1]}; "
@@ -775,18 +1069,42 @@ def cli() -> int:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--seconds", type=float)
     parser.add_argument(
+        "--grown",
+        type=int,
+        help="envelopes on each side's tool topics for the grown-broker rows (100,000)",
+    )
+    parser.add_argument(
+        "--grow-seconds", type=float, default=300.0, help="bound on growing one side's topics"
+    )
+    parser.add_argument(
+        "--peer-wait", type=int, help="FastStream's fetch wait (ms; default: the raw clients')"
+    )
+    parser.add_argument(
+        "--peer-default-samples",
+        type=int,
+        default=12,
+        help="FastStream round trips at its default fetch wait (0: none)",
+    )
+    parser.add_argument(
         "--serve-raw-responder", nargs=2, metavar=("BOOTSTRAP", "PREFIX"), help=argparse.SUPPRESS
     )
+    parser.add_argument("--serve-faststream-tool", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_raw_responder:
         asyncio.run(serve_raw_responder(*args.serve_raw_responder))
         return 0
+    if args.serve_faststream_tool:
+        bootstrap, prefix, wait = args.serve_faststream_tool
+        asyncio.run(faststream_peer.serve_tool(bootstrap, prefix, int(wait)))
+        return 0
     defaults = (
         {"round_trips": 200, "tool_seconds": 8.0, "idle_seconds": 5.0, "messages": 10_000,
-         "repeats": 1, "memories": 10_000, "queries": 150, "agents": 1_000, "seconds": 3.0}
+         "repeats": 1, "memories": 10_000, "queries": 150, "agents": 1_000, "seconds": 3.0,
+         "grown": 20_000}
         if args.quick else
         {"round_trips": 500, "tool_seconds": 60.0, "idle_seconds": 20.0, "messages": 100_000,
-         "repeats": 3, "memories": 100_000, "queries": 300, "agents": 10_000, "seconds": 8.0}
+         "repeats": 3, "memories": 100_000, "queries": 300, "agents": 10_000, "seconds": 8.0,
+         "grown": 100_000}
     )  # fmt: skip
     for key, value in defaults.items():
         if getattr(args, key) is None:
