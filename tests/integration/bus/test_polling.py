@@ -57,24 +57,29 @@ async def test_bursts_between_idle_gaps_reach_the_handler_exactly_once(
     assert len(recorder.ids) == len(set(recorder.ids))
 
 
-async def test_a_reply_arriving_while_the_listener_backs_off_is_delivered_once(
+async def _echoing(bus: BusClient, answered: list[str]) -> BusConsumer:
+    responder = BusConsumer(bus, "slow-to-wake")
+
+    @responder.on(Topic.ACTION_REQUESTS, "echo.requested")
+    async def echo(envelope: Envelope) -> None:
+        request = envelope.as_(ActionRequest)
+        answered.append(request.id)
+        await bus.respond(
+            request.response_event,
+            request.data,
+            correlation_id=request.correlation_id or request.id,
+        )
+
+    return responder
+
+
+async def test_a_listener_nobody_waits_on_goes_quiet_and_a_request_after_gets_its_reply_once(
     bus_settings: BusSettings,
 ) -> None:
     settings = backing_off_fast(bus_settings)
     answered: list[str] = []
     async with BusClient(settings, name="asker") as bus:
-        responder = BusConsumer(bus, "slow-to-wake")
-
-        @responder.on(Topic.ACTION_REQUESTS, "echo.requested")
-        async def echo(envelope: Envelope) -> None:
-            request = envelope.as_(ActionRequest)
-            answered.append(request.id)
-            await bus.respond(
-                request.response_event,
-                request.data,
-                correlation_id=request.correlation_id or request.id,
-            )
-
+        responder = await _echoing(bus, answered)
         await bus.ensure_topics([Topic.ACTION_REQUESTS, Topic.ACTION_RESULTS])
         listener = ReplyListener(settings, Topic.ACTION_RESULTS.value)
         async with responder:
@@ -83,17 +88,18 @@ async def test_a_reply_arriving_while_the_listener_backs_off_is_delivered_once(
             try:
                 replies = []
                 for n in range(3):
-                    # The listener is idle: its in-flight fetch holds the longest wait
-                    # when the request goes out, so the reply lands during the back-off.
-                    await eventually(lambda: listener.fetch_wait_ms == 300)
+                    # Nobody waits: the listener stops fetching (no fetch is held at
+                    # the broker for the idle wait when the next request goes out).
+                    await eventually(lambda: listener.quiet)
                     async with listener.expect(f"corr-{n}") as reply:
+                        assert not listener.quiet
+                        assert listener.fetch_wait_ms == 1  # awaited: short waits from now
                         await bus.request(
                             "echo.requested",
                             {"n": n},
                             response_event="echo.completed",
                             correlation_id=f"corr-{n}",
                         )
-                        assert listener.fetch_wait_ms == 1  # awaited: short waits from now
                         replies.append(await asyncio.wait_for(reply, 20))
             finally:
                 await listener.stop()
@@ -102,6 +108,52 @@ async def test_a_reply_arriving_while_the_listener_backs_off_is_delivered_once(
         (f"corr-{n}", {"n": n}) for n in range(3)
     ]
     assert len(answered) == 3
+
+
+async def test_what_was_written_while_the_listener_was_quiet_is_not_taken_for_a_reply(
+    bus_settings: BusSettings,
+) -> None:
+    settings = backing_off_fast(bus_settings)
+    async with BusClient(settings, name="asker") as bus:
+        await bus.ensure_topics([Topic.ACTION_RESULTS])
+        listener = ReplyListener(settings, Topic.ACTION_RESULTS.value)
+        await listener.start()
+        try:
+            await eventually(lambda: listener.quiet)
+            # An answer for a correlation id nobody waits on yet: for nobody here.
+            await bus.respond("echo.completed", {"stale": True}, correlation_id="corr-late")
+            async with listener.expect("corr-late") as reply:
+                await bus.respond("echo.completed", {"stale": False}, correlation_id="corr-late")
+                answer = await asyncio.wait_for(reply, 20)
+            # Quiet again, and woken again by the next waiter.
+            await eventually(lambda: listener.quiet)
+            async with listener.expect("corr-next") as reply:
+                await bus.respond("echo.completed", {"n": 2}, correlation_id="corr-next")
+                following = await asyncio.wait_for(reply, 20)
+        finally:
+            await listener.stop()
+
+    assert answer.data == {"stale": False}
+    assert following.data == {"n": 2}
+
+
+async def test_a_listener_on_a_long_polling_broker_never_goes_quiet(
+    bus_settings: BusSettings,
+) -> None:
+    # Kafka answers a fetch as soon as a record arrives: one fixed wait, nothing to skip.
+    settings = bus_settings.model_copy(update={"kafka_broker_kind": "kafka"})
+    async with BusClient(settings, name="asker") as bus:
+        await bus.ensure_topics([Topic.ACTION_RESULTS])
+        listener = ReplyListener(settings, Topic.ACTION_RESULTS.value)
+        await listener.start()
+        try:
+            async with listener.expect("corr-1") as reply:
+                await bus.respond("echo.completed", {"n": 1}, correlation_id="corr-1")
+                await asyncio.wait_for(reply, 20)
+            await asyncio.sleep(0.3)  # well past when an adaptive listener goes quiet
+            assert not listener.quiet
+        finally:
+            await listener.stop()
 
 
 async def test_the_embedded_broker_is_recognised_and_gets_short_busy_waits(

@@ -183,6 +183,32 @@ class TopicReader(StartStop):
                 )
             await asyncio.sleep(0.1)
 
+    def pause(self) -> None:
+        """Stop fetching: no fetch is sent until :meth:`resume_at_end` (one already at the
+        broker still comes back, and its records are dropped)."""
+        consumer = self._require()
+        consumer.pause(*consumer.assignment())
+
+    async def resume_at_end(self) -> None:
+        """Fetch again, from the end of every partition as it is now: what was written
+        while paused is skipped.
+
+        Raises:
+            BusUnavailableError: the broker did not say where the ends are.
+        """
+        consumer = self._require()
+        partitions = list(consumer.assignment())
+        try:
+            ends = await consumer.end_offsets(partitions)
+        except KafkaError as exc:
+            raise BusUnavailableError(
+                f"cannot read {sorted(self._names.values())} at {self.settings.kafka_bootstrap}: "
+                f"{exc}"
+            ) from exc
+        for partition, offset in ends.items():
+            consumer.seek(partition, offset)
+        consumer.resume(*partitions)
+
     async def end_offsets(self) -> dict[tuple[str, int], int]:
         """Each assigned partition's end offset now (``{(topic, partition): offset}``)."""
         consumer = self._require()

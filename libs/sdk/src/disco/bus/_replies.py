@@ -30,6 +30,12 @@ _log = structlog.get_logger("disco.bus")
 
 _CORRELATION_HEADER = BINARY_HEADER_PREFIX + WIRE_NAMES["correlation_id"]
 
+QUIET_WAIT_MS = 5
+"""An adaptive listener nobody waits on stops fetching once its wait reaches this
+(with the default back-off, after 100 ms without a waiter): a request after that
+pays one ``ListOffsets`` round trip instead of a fetch held at the broker for up to
+the idle wait."""
+
 
 class ReplyListener:
     """Reads every partition of one response topic without joining a consumer group.
@@ -39,6 +45,15 @@ class ReplyListener:
     ``correlation_id`` someone waits for to that waiter. Register a waiter with
     :meth:`expect` *before* publishing the request: the listener is already
     positioned by then, so a response cannot slip past it.
+
+    While nobody waits and its fetch wait has grown to :data:`QUIET_WAIT_MS` (on a
+    broker that does not long-poll, the embedded one), the listener stops fetching
+    altogether: an idle listener costs neither it nor the broker anything, and the
+    next :meth:`expect` does not find a fetch held at the broker for the idle wait
+    (up to ``kafka_fetch_max_wait_ms``) in its way. It then positions every
+    partition at its end again (one ``ListOffsets`` request, before the request
+    leaves) and fetches at the shortest wait. What was written meanwhile was for
+    nobody here.
 
     A response is taken only from the tenant the request was made for, and,
     where tenant credentials are required, only when a valid credential vouches
@@ -60,6 +75,10 @@ class ReplyListener:
         self._guard = tenant_guard(settings)
         self._failure: BaseException | None = None
         self._lock = asyncio.Lock()
+        # Quiet: fetching stopped while nobody waits (see the class docs).
+        self._quiet = False
+        self._wanted = asyncio.Event()
+        self._waking = asyncio.Lock()
 
     @property
     def fetch_wait_ms(self) -> int | None:
@@ -67,6 +86,11 @@ class ReplyListener:
         longer while idle); None when not started."""
         reader = self._reader
         return reader.pacer.current_wait_ms if reader is not None else None
+
+    @property
+    def quiet(self) -> bool:
+        """Whether the listener stopped fetching because nobody waits (see the class docs)."""
+        return self._quiet
 
     @property
     def running(self) -> bool:
@@ -84,6 +108,7 @@ class ReplyListener:
             await reader.start()
             self._reader = reader
             self._failure = None
+            self._quiet = False
             self._task = asyncio.create_task(
                 self._listen(reader), name=f"disco-replies-{self.topic}"
             )
@@ -126,6 +151,8 @@ class ReplyListener:
         assert reader is not None
         try:
             with reader.pacer.urgent():
+                if self._quiet:
+                    await self._wake(reader)
                 yield future
         finally:
             del by_tenant[tenant_id]
@@ -134,10 +161,36 @@ class ReplyListener:
             if not future.done():
                 future.cancel()
 
+    async def _wake(self, reader: TopicReader) -> None:
+        """Fetch again (from the end) for a waiter that found the listener quiet."""
+        async with self._waking:
+            if self._quiet:
+                await reader.resume_at_end()
+                self._quiet = False
+                self._wanted.set()
+
+    def _should_quiet(self, reader: TopicReader) -> bool:
+        pacer = reader.pacer
+        return (
+            not self._waiters
+            and pacer.adaptive
+            and pacer.wait_ms() >= max(QUIET_WAIT_MS, pacer.min_wait_ms + 1)
+        )
+
     async def _listen(self, reader: TopicReader) -> None:
         try:
             while True:
-                records = await reader.read(timeout=1.0)
+                if self._should_quiet(reader):
+                    # No await between the check and the pause: a waiter registered
+                    # from now on finds the listener quiet and wakes it.
+                    reader.pause()
+                    self._quiet = True
+                    self._wanted.clear()
+                    await self._wanted.wait()
+                    continue
+                # Short reads (the fetches go on meanwhile), so that quiet comes when
+                # it is due, also right after the last waiter was answered.
+                records = await reader.read(timeout=0.05)
                 if not self._waiters:
                     continue
                 for record in records:
