@@ -287,9 +287,10 @@ def raw_request(correlation_id: str) -> dict[str, Any]:
     }
 
 
-async def raw_round_trips(settings: BusSettings, rounds: int) -> list[float]:
-    """Plain aiokafka, one request at a time, to the raw responder process: produce the
-    request, read action-results group-less (from its end) until the answer."""
+async def raw_round_trips(settings: BusSettings, rounds: int, pause: float = 0.0) -> list[float]:
+    """Plain aiokafka, one request at a time (``pause`` seconds before each), to the raw
+    responder process: produce the request, read action-results group-less (from its
+    end) until the answer."""
     await raw_fetch_wait(settings)
     requests = f"{settings.topic_prefix}{Topic.ACTION_REQUESTS}"
     producer = AIOKafkaProducer(**bus_bench._producer_options(settings))
@@ -299,6 +300,8 @@ async def raw_round_trips(settings: BusSettings, rounds: int) -> list[float]:
         latencies = []
         for index in range(rounds + 20):  # 20 to warm up
             correlation_id = uuid.uuid4().hex
+            if pause and index >= 20:
+                await asyncio.sleep(pause)
             started = time.perf_counter()
             await producer.send_and_wait(
                 requests,
@@ -323,7 +326,7 @@ async def raw_round_trips(settings: BusSettings, rounds: int) -> list[float]:
 
 
 async def faststream_round_trips(
-    settings: BusSettings, rounds: int, wait_ms: int, warm_up: int = 20
+    settings: BusSettings, rounds: int, wait_ms: int, warm_up: int = 20, pause: float = 0.0
 ) -> list[float]:
     """FastStream, one request at a time: publish with ``reply_to``, await the reply."""
     requester = faststream_peer.Requester(settings.kafka_bootstrap, settings.topic_prefix, wait_ms)
@@ -331,6 +334,8 @@ async def faststream_round_trips(
     try:
         latencies = []
         for index in range(rounds + warm_up):
+            if pause and index >= warm_up:
+                await asyncio.sleep(pause)
             started = time.perf_counter()
             await requester.request(agents_bench.PAYLOAD, 30)
             if index >= warm_up:
@@ -340,12 +345,31 @@ async def faststream_round_trips(
         await requester.stop()
 
 
-async def round_trips(side: str, settings: BusSettings, rounds: int, peer_wait: int) -> list[float]:
+async def disco_round_trips(settings: BusSettings, rounds: int, pause: float = 0.0) -> list[float]:
+    """``bus.request(wait=...)`` to the Tool process, one at a time (``pause`` seconds
+    before each)."""
+    async with BusClient(settings, name="bench-caller") as bus:
+        latencies = []
+        for index in range(rounds + 20):  # 20 to warm up
+            if pause and index >= 20:
+                await asyncio.sleep(pause)
+            started = time.perf_counter()
+            await bus.request(
+                "bench.tool.requested", agents_bench.PAYLOAD, response_event=ANSWERED, wait=30
+            )
+            if index >= 20:
+                latencies.append(time.perf_counter() - started)
+        return latencies
+
+
+async def round_trips(
+    side: str, settings: BusSettings, rounds: int, peer_wait: int, pause: float = 0.0
+) -> list[float]:
     if side == "raw":
-        return await raw_round_trips(settings, rounds)
+        return await raw_round_trips(settings, rounds, pause)
     if side == "faststream":
-        return await faststream_round_trips(settings, rounds, peer_wait)
-    return await agents_bench.tool_round_trips(settings, rounds)
+        return await faststream_round_trips(settings, rounds, peer_wait, pause=pause)
+    return await disco_round_trips(settings, rounds, pause)
 
 
 @contextlib.asynccontextmanager
@@ -457,6 +481,7 @@ class ToolRun:
     """What one side measured in one phase."""
 
     rt: list[float]
+    paused_rt: list[float]
     rate: float
     slices: list[float]
     cores: float
@@ -464,7 +489,7 @@ class ToolRun:
 
 
 async def tool_phase(
-    side: str, settings: BusSettings, args: argparse.Namespace, seconds: float
+    side: str, settings: BusSettings, args: argparse.Namespace, seconds: float, paused: int
 ) -> ToolRun:
     """``side``'s responder process alone: round trips one at a time, then answers/s at
     ``args.window`` in flight for ``seconds``."""
@@ -474,6 +499,7 @@ async def tool_phase(
     try:
         await asyncio.sleep(2.5)  # the group settles after the join
         rt = await round_trips(side, settings, args.round_trips, args.peer_wait)
+        paused_rt = await round_trips(side, settings, paused, args.peer_wait, 1.0) if paused else []
         cpu_before = cpu_seconds(process.pid)
         wall = time.perf_counter()
         async with sender(side, settings, args.peer_wait) as send:
@@ -489,7 +515,7 @@ async def tool_phase(
         + f"; responder CPU {cores:.2f} cores; {envelopes:,} envelopes on its topics",
         flush=True,
     )
-    return ToolRun(rt, rate, slices, cores, envelopes)
+    return ToolRun(rt, paused_rt, rate, slices, cores, envelopes)
 
 
 async def grow(side: str, settings: BusSettings, args: argparse.Namespace, target: int) -> int:
@@ -572,7 +598,10 @@ async def tool_rows(table: Table, bootstrap: str, args: argparse.Namespace) -> N
             for side in sides:
                 await grow(side, settings[side], args, args.grown)
         print(f"  -- {phase} broker", flush=True)
-        runs = {side: await tool_phase(side, settings[side], args, seconds) for side in sides}
+        paused = args.paused_round_trips if phase == "fresh" else 0
+        runs = {
+            side: await tool_phase(side, settings[side], args, seconds, paused) for side in sides
+        }
         if phase == "fresh" and "faststream" in runs and args.peer_default_samples:
             default_peer = await faststream_default_sample(settings["faststream"], args)
         disco, raw = runs["disco"], runs["raw"]
@@ -611,6 +640,21 @@ async def tool_rows(table: Table, bootstrap: str, args: argparse.Namespace) -> N
                 peer_ratio=rt_ratio(disco.rt, peer.rt) if peer else "-",
             )
         )
+        if phase == "fresh" and disco.paused_rt:
+            table.add(
+                Row(
+                    "tool round trip after 1 s idle, p50 / p99",
+                    rt_cell(disco.paused_rt),
+                    rt_cell(raw.paused_rt),
+                    rt_ratio(disco.paused_rt, raw.paused_rt),
+                    "(fetch waits after idle)",
+                    f"{len(disco.paused_rt)} requests, each after 1 s without traffic: "
+                    "disco's consumers have backed off (its reply listener stopped "
+                    "fetching), FastStream and raw poll at their fixed waits",
+                    peer=rt_cell(peer.paused_rt) if peer else "-",
+                    peer_ratio=rt_ratio(disco.paused_rt, peer.paused_rt) if peer else "-",
+                )
+            )
         table.add(
             Row(
                 f"tool invocations/s, <= {args.window} in flight{title}",
@@ -649,22 +693,49 @@ async def faststream_default_sample(settings: BusSettings, args: argparse.Namesp
         agents_bench.stop_tools([process])
 
 
-async def idle_row(table: Table, bootstrap: str, broker_pid: int | None, seconds: float) -> None:
-    here = HERE
-    settings = await provisioned(bootstrap, agents_bench.PARTITIONS)
-    tool = start_process(
-        [sys.executable, f"{here}/agents.py", "--serve-tool", bootstrap, settings.topic_prefix]
-    )
+async def idle_cpu(
+    command: list[str], broker_pid: int | None, seconds: float
+) -> tuple[float, float, float]:
+    """(CPU s of the process, CPU s of the broker, wall s) over ``seconds`` of nothing
+    to do, once it is past its start, its join and its back-off ramp."""
+    process = start_process(command)
     try:
-        await asyncio.sleep(4)  # past the join and the back-off ramp
-        before, broker_before = cpu_seconds(tool.pid), cpu_seconds(broker_pid or 0)
+        await asyncio.sleep(4)
+        before, broker_before = cpu_seconds(process.pid), cpu_seconds(broker_pid or 0)
         wall = time.perf_counter()
         await asyncio.sleep(seconds)
         wall = time.perf_counter() - wall
-        used = cpu_seconds(tool.pid) - before
+        used = cpu_seconds(process.pid) - before
         broker = cpu_seconds(broker_pid or 0) - broker_before
     finally:
-        agents_bench.stop_tools([tool])
+        agents_bench.stop_tools([process])
+    return used, broker, wall
+
+
+async def idle_row(
+    table: Table, bootstrap: str, broker_pid: int | None, args: argparse.Namespace
+) -> None:
+    seconds = args.idle_seconds
+    settings = await provisioned(bootstrap, agents_bench.PARTITIONS)
+    used, broker, wall = await idle_cpu(
+        responder_command("disco", bootstrap, settings.topic_prefix, args.peer_wait),
+        broker_pid,
+        seconds,
+    )
+    peer = "-"
+    peer_note = ""
+    if faststream_peer is not None:
+        settings = await provisioned(bootstrap, agents_bench.PARTITIONS)
+        peer_used, peer_broker, peer_wall = await idle_cpu(
+            responder_command("faststream", bootstrap, settings.topic_prefix, args.peer_wait),
+            broker_pid,
+            seconds,
+        )
+        peer = f"{100 * peer_used / peer_wall:.2f}% of a core"
+        peer_note = (
+            f"; FastStream (its tool at the {args.peer_wait} ms fetch wait of its rows): broker "
+            + (f"{100 * peer_broker / peer_wall:.2f}%" if broker_pid else "not measured")
+        )
     table.add(
         Row(
             "idle agent, CPU of its process",
@@ -674,7 +745,9 @@ async def idle_row(table: Table, bootstrap: str, broker_pid: int | None, seconds
             "< 2% of a core",
             f"{used:.2f} CPU s over {wall:.0f} s (a Tool, 1 consumer group, "
             f"{agents_bench.PARTITIONS} partitions); broker meanwhile "
-            + (f"{100 * broker / wall:.2f}% of a core" if broker_pid else "not measured"),
+            + (f"{100 * broker / wall:.2f}% of a core" if broker_pid else "not measured")
+            + peer_note,
+            peer=peer,
         )
     )
 
@@ -1035,7 +1108,7 @@ async def main(args: argparse.Namespace, bootstrap: str, broker_pid: int | None,
         await tool_rows(table, bootstrap, args)
     if "idle" in only:
         print("== idle agent", flush=True)
-        await idle_row(table, bootstrap, broker_pid, args.idle_seconds)
+        await idle_row(table, bootstrap, broker_pid, args)
     if "bus" in only:
         print("== bus", flush=True)
         await bus_rows(table, bootstrap, args)
@@ -1057,6 +1130,9 @@ def cli() -> int:
     parser.add_argument("--only", default="", help="comma list: bus,tool,idle,memory,registry")
     parser.add_argument("--round-trips", type=int)
     parser.add_argument("--window", type=int, default=50)
+    parser.add_argument(
+        "--paused-round-trips", type=int, help="round trips each after 1 s idle (10; 0: none)"
+    )
     parser.add_argument("--tool-seconds", type=float)
     parser.add_argument("--soak-seconds", type=float, default=0.0)
     parser.add_argument("--idle-seconds", type=float)
@@ -1100,11 +1176,11 @@ def cli() -> int:
     defaults = (
         {"round_trips": 200, "tool_seconds": 8.0, "idle_seconds": 5.0, "messages": 10_000,
          "repeats": 1, "memories": 10_000, "queries": 150, "agents": 1_000, "seconds": 3.0,
-         "grown": 20_000}
+         "grown": 20_000, "paused_round_trips": 6}
         if args.quick else
         {"round_trips": 500, "tool_seconds": 60.0, "idle_seconds": 20.0, "messages": 100_000,
          "repeats": 3, "memories": 100_000, "queries": 300, "agents": 10_000, "seconds": 8.0,
-         "grown": 100_000}
+         "grown": 100_000, "paused_round_trips": 15}
     )  # fmt: skip
     for key, value in defaults.items():
         if getattr(args, key) is None:

@@ -17,6 +17,7 @@ from opentelemetry.sdk.trace.sampling import (
     ParentBased,
     Sampler,
     SamplingResult,
+    TraceIdRatioBased,
 )
 from opentelemetry.trace import SpanKind, StatusCode
 
@@ -491,3 +492,46 @@ async def test_a_batch_processor_exports_every_publish_span_across_many_batches(
     provider.shutdown()
     # After shutdown spans are dropped (as the SDK's own are), never an error.
     await bus.publish("business-facts", "order.placed", {})
+
+
+async def test_a_parent_based_ratio_sampler_samples_new_traces_by_their_id_as_the_sdk_would(
+    exporter: InMemorySpanExporter,
+) -> None:
+    # ParentBased(TraceIdRatioBased(r)) is decided by the bus itself (no sampler call per
+    # span): exactly the traces the SDK's sampler would take, and every publish carries
+    # its trace on, sampled or not.
+    sampler = ParentBased(TraceIdRatioBased(0.25))
+    provider = TracerProvider(sampler=sampler)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    bus = _client(provider)
+
+    sent = [await bus.publish("business-facts", "order.placed", {"n": n}) for n in range(400)]
+
+    exported = {span.context.trace_id for span in exporter.get_finished_spans()}
+    flags = {}
+    for envelope in sent:
+        assert envelope.traceparent is not None
+        _, trace_id, _, flag = envelope.traceparent.split("-")
+        flags[int(trace_id, 16)] = int(flag, 16) & 0x01
+    expected = {
+        trace_id
+        for trace_id in flags
+        if sampler.should_sample(None, trace_id, "send").decision is Decision.RECORD_AND_SAMPLE
+    }
+    assert exported == expected == {trace_id for trace_id, sampled in flags.items() if sampled}
+    assert 40 < len(exported) < 160  # about a quarter of 400 new traces
+
+
+@pytest.mark.parametrize(("incoming", "recorded"), [(INCOMING, True), (UNSAMPLED, False)])
+def test_a_parent_based_ratio_sampler_follows_an_incoming_trace_whatever_its_ratio(
+    exporter: InMemorySpanExporter, incoming: str, recorded: bool
+) -> None:
+    provider = TracerProvider(sampler=ParentBased(TraceIdRatioBased(0.0)))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = BusTracer(provider)
+
+    with tracer.consume("t", _envelope(incoming), incoming, group="g", partition=0, offset=0):
+        send = tracer.start_send("x.action-results")
+        tracer.end(send)
+
+    assert len(exporter.get_finished_spans()) == (2 if recorded else 0)

@@ -145,7 +145,24 @@ def _add_service(service: str) -> Processor:
     return processor
 
 
-def configure_tracing(service_name: str, *, endpoint: str | None = None) -> bool:
+_SAMPLE_RATIO_VARIABLE = "DISCO_OTEL_TRACES_SAMPLE_RATIO"
+
+
+def _ratio_from_env() -> float | None:
+    value = os.environ.get(_SAMPLE_RATIO_VARIABLE, "").strip()
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        raise ValueError(
+            f"{_SAMPLE_RATIO_VARIABLE}={value!r} is not a number from 0 to 1"
+        ) from None
+
+
+def configure_tracing(
+    service_name: str, *, endpoint: str | None = None, sample_ratio: float | None = None
+) -> bool:
     """Install the OpenTelemetry SDK as the global tracer provider (once per process).
 
     Spans are recorded from then on (trace ids reach the logs and every
@@ -157,12 +174,18 @@ def configure_tracing(service_name: str, *, endpoint: str | None = None) -> bool
     Args:
         service_name: ``service.name`` of the spans (e.g. the agent's name).
         endpoint: the collector's base URL (``http://collector:4318``).
+        sample_ratio: the share of new traces sampled (else
+            ``DISCO_OTEL_TRACES_SAMPLE_RATIO``), parent-based: a handler's spans
+            follow the sampling of the trace its envelope carries, so a trace is
+            whole or absent. Unset: the SDK's own choice (``OTEL_TRACES_SAMPLER``,
+            default every trace).
 
     Returns:
         Whether spans are exported.
 
     Raises:
         RuntimeError: the OpenTelemetry SDK is not installed (``pip install 'disco-sdk[otel]'``).
+        ValueError: the ratio is not a number from 0 to 1.
     """
     try:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -170,6 +193,7 @@ def configure_tracing(service_name: str, *, endpoint: str | None = None) -> bool
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
     except ImportError as exc:
         raise RuntimeError(
             f"configure_tracing needs the OpenTelemetry SDK ({exc.name} is missing): "
@@ -180,10 +204,14 @@ def configure_tracing(service_name: str, *, endpoint: str | None = None) -> bool
         or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
         or os.environ.get("DISCO_OTEL_EXPORTER_OTLP_ENDPOINT")
     )
+    ratio = sample_ratio if sample_ratio is not None else _ratio_from_env()
+    if ratio is not None and not 0 <= ratio <= 1:
+        raise ValueError(f"the trace sample ratio must be from 0 to 1, not {ratio}")
     provider = trace.get_tracer_provider()
     if not isinstance(provider, TracerProvider):
         provider = TracerProvider(
-            resource=Resource.create({"service.name": service_name, "service.namespace": "disco"})
+            resource=Resource.create({"service.name": service_name, "service.namespace": "disco"}),
+            sampler=None if ratio is None else ParentBased(TraceIdRatioBased(ratio)),
         )
         trace.set_tracer_provider(provider)
     exporting = False

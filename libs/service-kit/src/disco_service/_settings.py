@@ -174,6 +174,17 @@ class ServiceSettings(BusSettings):
     otel_exporter_otlp_endpoint: str | None = Field(
         default=None, description="OTLP/HTTP endpoint for traces; unset means no export."
     )
+    otel_traces_sample_ratio: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description=(
+            "Sample this share of new traces (parent-based: a span whose caller's trace is "
+            "sampled is sampled, one whose caller's is not is not, so a trace is whole or "
+            "absent). Unset: the OpenTelemetry SDK's own choice (OTEL_TRACES_SAMPLER, "
+            "default every trace). 0.1 is a usual production value."
+        ),
+    )
 
     readiness_timeout_seconds: float = Field(default=2.0, gt=0, le=30)
     outbox_sweep_interval_seconds: float = Field(default=5.0, gt=0)

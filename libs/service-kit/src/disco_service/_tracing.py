@@ -12,6 +12,7 @@ from opentelemetry.metrics import NoOpMeter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.sampling import ParentBased, Sampler, TraceIdRatioBased
 
 from disco_service._db import Database
 from disco_service._settings import ServiceSettings
@@ -26,8 +27,15 @@ __all__ = [
 _TRACES_PATH = "/v1/traces"
 
 
+def _ratio_sampler(ratio: float | None) -> Sampler | None:
+    """``ParentBased(TraceIdRatioBased(ratio))``, or None (the SDK's own choice, from
+    ``OTEL_TRACES_SAMPLER``) when no ratio is set."""
+    return None if ratio is None else ParentBased(TraceIdRatioBased(ratio))
+
+
 def create_tracer_provider(settings: ServiceSettings) -> TracerProvider:
-    """A provider whose spans name the service (no exporter yet)."""
+    """A provider whose spans name the service (no exporter yet), sampled as
+    ``DISCO_OTEL_TRACES_SAMPLE_RATIO`` says."""
     resource = Resource.create(
         {
             "service.name": f"disco-{settings.service_name}",
@@ -35,7 +43,9 @@ def create_tracer_provider(settings: ServiceSettings) -> TracerProvider:
             "deployment.environment.name": settings.env,
         }
     )
-    return TracerProvider(resource=resource)
+    return TracerProvider(
+        resource=resource, sampler=_ratio_sampler(settings.otel_traces_sample_ratio)
+    )
 
 
 def traces_endpoint(endpoint: str) -> str:

@@ -53,7 +53,12 @@ from opentelemetry.sdk.trace import (
 from opentelemetry.sdk.trace import Tracer as SdkTracer
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
-from opentelemetry.sdk.trace.sampling import Decision, ParentBased, StaticSampler
+from opentelemetry.sdk.trace.sampling import (
+    Decision,
+    ParentBased,
+    StaticSampler,
+    TraceIdRatioBased,
+)
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import (
     Link,
@@ -127,16 +132,42 @@ def _static_decision(sampler: Any) -> Decision | None:
     return None
 
 
-def _parent_based_decisions(sampler: Any) -> tuple[Decision, ...] | None:
-    """For a ``ParentBased`` sampler whose delegates are all static (the SDK's default,
-    ``ParentBased(ALWAYS_ON)``): its five decisions (root, remote parent sampled / not,
-    local parent sampled / not), which only depend on the parent. Else None."""
+RootDecision = Decision | int
+"""A root span's decision: made (a static root sampler), or the bound a root trace id's
+low 64 bits must stay under to be sampled (a ``TraceIdRatioBased`` root sampler)."""
+
+
+ParentBasedDecisions = tuple[RootDecision, Decision, Decision, Decision, Decision]
+
+
+def _parent_based_decisions(sampler: Any) -> ParentBasedDecisions | None:
+    """For a ``ParentBased`` sampler whose delegates for a parent are all static (the
+    SDK's default, ``ParentBased(ALWAYS_ON)``, and ``ParentBased(TraceIdRatioBased(r))``,
+    what ``parentbased_traceidratio`` and ``DISCO_OTEL_TRACES_SAMPLE_RATIO`` install):
+    the root's decision (or its ratio's bound) and the four decisions for a parent
+    (remote sampled / not, local sampled / not), which only depend on the parent.
+    Else None."""
     if type(sampler) is not ParentBased:
         return None
-    decisions = [_static_decision(getattr(sampler, name, None)) for name in _PARENT_BASED_DELEGATES]
-    if any(decision is None for decision in decisions):
+    root_sampler = getattr(sampler, _PARENT_BASED_DELEGATES[0], None)
+    root: RootDecision | None = _static_decision(root_sampler)
+    if root is None and type(root_sampler) is TraceIdRatioBased:
+        root = root_sampler.bound
+    remote_sampled, remote_not, local_sampled, local_not = (
+        _static_decision(getattr(sampler, name, None)) for name in _PARENT_BASED_DELEGATES[1:]
+    )
+    if (
+        root is None
+        or remote_sampled is None
+        or remote_not is None
+        or local_sampled is None
+        or local_not is None
+    ):
         return None
-    return tuple(decision for decision in decisions if decision is not None)
+    return (root, remote_sampled, remote_not, local_sampled, local_not)
+
+
+_TRACE_ID_LIMIT = TraceIdRatioBased.TRACE_ID_LIMIT
 
 
 def light_tracer(tracer: Tracer) -> LightTracer | None:
@@ -222,15 +253,22 @@ class LightTracer:
                 on_end.append(each.on_end)
         self._batches, self._on_end = tuple(batches), tuple(on_end)
 
-    def _decision(self, parent: SpanContext, valid: bool) -> Decision | None:
-        """The sampler's decision when it needs no call, else None."""
+    def _decision(self, parent: SpanContext, valid: bool, trace_id: int) -> Decision | None:
+        """The sampler's decision for a span of ``trace_id`` when it needs no call, else
+        None."""
         if self._static is not None:
             return self._static
         decisions = self._parent_based
         if decisions is None:
             return None
         if not valid:
-            return decisions[0]
+            root = decisions[0]
+            if isinstance(root, Decision):
+                return root
+            # TraceIdRatioBased.should_sample, without the call and its result object.
+            if trace_id & _TRACE_ID_LIMIT < root:
+                return Decision.RECORD_AND_SAMPLE
+            return Decision.DROP
         sampled = parent.trace_flags & TraceFlags.SAMPLED
         if parent.is_remote:
             return decisions[1] if sampled else decisions[2]
@@ -264,7 +302,7 @@ class LightTracer:
             random_id = self._random_ids
         decision = self._static
         if decision is None:
-            decision = self._decision(parent, valid)
+            decision = self._decision(parent, valid, trace_id)
         context: Context | None = None
         if not current and (decision is None or self._start_needed):
             context = trace.set_span_in_context(NonRecordingSpan(parent))
@@ -313,14 +351,14 @@ class LightTracer:
             return None
         trace_id, _, _, parent_flags, trace_state, valid = parent
         decision = self._static
-        if decision is None:
-            if self._parent_based is None:
-                return None
-            decision = self._decision(parent, valid)
+        if decision is None and self._parent_based is None:
+            return None
         if valid:
             random_id = bool(parent_flags & _RANDOM)
         else:
             trace_id, random_id, trace_state = _new_trace_id(), True, _DEFAULT_STATE
+        if decision is None:
+            decision = self._decision(parent, valid, trace_id)
         span_id = _new_span_id()
         flags = _FLAGS[decision is Decision.RECORD_AND_SAMPLE, random_id]
         context = tuple.__new__(SpanContext, (trace_id, span_id, False, flags, trace_state, True))
