@@ -53,7 +53,7 @@ from _common import describe_fetch, known_fetch_wait, percentile, raw_fetch_wait
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
-from opentelemetry.sdk.trace.sampling import ALWAYS_ON
+from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased, TraceIdRatioBased
 from prometheus_client import CollectorRegistry
 
 from disco._dev.broker import EmbeddedBroker
@@ -308,12 +308,13 @@ class _CountingExporter(SpanExporter):
 EXPORTED = _CountingExporter()
 
 
-def _client(settings: BusSettings, observed: bool | str) -> BusClient:
-    """A bus client with tracing (100% sampled) and metrics on (``True``), tracing
-    only (``"trace"``), or both off."""
+def _client(settings: BusSettings, observed: bool | str, sample_ratio: float = 1.0) -> BusClient:
+    """A bus client with tracing (100% sampled, or parent-based at ``sample_ratio``) and
+    metrics on (``True``), tracing only (``"trace"``), or both off."""
     if not observed:
         return BusClient(settings, name="bench")
-    provider = TracerProvider(sampler=ALWAYS_ON)
+    sampler = ALWAYS_ON if sample_ratio >= 1 else ParentBased(TraceIdRatioBased(sample_ratio))
+    provider = TracerProvider(sampler=sampler)
     provider.add_span_processor(BatchSpanProcessor(EXPORTED, max_queue_size=65536))
     return BusClient(
         settings,
@@ -346,9 +347,14 @@ async def _publish_all_tasks(bus: BusClient, topic: str, n: int, window: int = W
 
 
 async def disco_publish(
-    settings: BusSettings, topic: str, n: int, *, observed: bool | str = False
+    settings: BusSettings,
+    topic: str,
+    n: int,
+    *,
+    observed: bool | str = False,
+    sample_ratio: float = 1.0,
 ) -> float:
-    async with _client(settings, observed) as bus:
+    async with _client(settings, observed, sample_ratio) as bus:
         await bus.publish(topic, "bench.happened", PAYLOAD)
         started = time.perf_counter()
         await _publish_all(bus, topic, n)
@@ -377,9 +383,14 @@ async def disco_publish_awaited(settings: BusSettings, topic: str, n: int) -> fl
 
 
 async def disco_publish_handle(
-    settings: BusSettings, topic: str, n: int, *, observed: bool | str = False
+    settings: BusSettings,
+    topic: str,
+    n: int,
+    *,
+    observed: bool | str = False,
+    sample_ratio: float = 1.0,
 ) -> float:
-    async with _client(settings, observed) as bus:
+    async with _client(settings, observed, sample_ratio) as bus:
         seen = 0
         done = asyncio.Event()
 

@@ -756,11 +756,33 @@ async def idle_row(
 
 
 async def bus_rows(table: Table, bootstrap: str, args: argparse.Namespace) -> None:
+    ratio = args.trace_ratio
+    traced = f"traced {ratio:.0%}"
     jobs: list[tuple[str, Callable[[BusSettings, str, int], Awaitable[float]], bool]] = [
         ("raw produce", bus_bench.raw_produce, True),
         ("disco publish", bus_bench.disco_publish, False),
         ("raw produce->consume", bus_bench.raw_produce_consume, True),
         ("disco publish->handler", bus_bench.disco_publish_handle, False),
+        (
+            f"disco publish, {traced}",
+            functools.partial(bus_bench.disco_publish, observed="trace", sample_ratio=ratio),
+            False,
+        ),
+        (
+            f"disco publish->handler, {traced}",
+            functools.partial(bus_bench.disco_publish_handle, observed="trace", sample_ratio=ratio),
+            False,
+        ),
+        (
+            "disco publish, traced 100%",
+            functools.partial(bus_bench.disco_publish, observed="trace"),
+            False,
+        ),
+        (
+            "disco publish->handler, traced 100%",
+            functools.partial(bus_bench.disco_publish_handle, observed="trace"),
+            False,
+        ),
     ]
     best: dict[str, float] = {}
     cpu: dict[str, float] = {}  # least CPU seconds of this process per message
@@ -793,6 +815,48 @@ async def bus_rows(table: Table, bootstrap: str, args: argparse.Namespace) -> No
                 f"{args.messages:,} envelopes of ~400 bytes, best of {args.repeats}; CPU of "
                 f"this process per message: disco {cpu[disco_label] * 1e6:.0f} us, raw "
                 f"{cpu[raw_label] * 1e6:.0f} us",
+            )
+        )
+    for name, raw_label, disco_label, target in (
+        ("CPU per message, publish", "raw produce", "disco publish", ""),
+        (
+            "CPU per message, publish -> handler",
+            "raw produce->consume",
+            "disco publish->handler",
+            "<= 1.3x",
+        ),
+    ):
+        table.add(
+            Row(
+                f"{name} (us)",
+                f"{cpu[disco_label] * 1e6:.1f} us",
+                f"{cpu[raw_label] * 1e6:.1f} us",
+                f"{cpu[disco_label] / cpu[raw_label]:.2f}",
+                target,
+                "the least CPU seconds of this process (producer, consumer, client) per "
+                f"message over {args.repeats} run(s); the broker is another process",
+            )
+        )
+    for sampled in (traced, "traced 100%"):
+        changes = [
+            best[f"{label}, {sampled}"] / best[label] - 1
+            for label in ("disco publish", "disco publish->handler")
+        ]
+        table.add(
+            Row(
+                f"bus {sampled}: publish / publish->handler",
+                " / ".join(f"{change:+.1%}" for change in changes),
+                "untraced",
+                "-",
+                ">= -10%" if sampled == traced else "(documented)",
+                "rate with an OpenTelemetry SDK provider (parent-based "
+                + (f"TraceIdRatioBased({ratio})" if sampled == traced else "ALWAYS_ON")
+                + ", a batch processor, an exporter that drops the spans) against the same "
+                "client untraced, same run; CPU per message: "
+                + ", ".join(
+                    f"{cpu[f'{label}, {sampled}'] * 1e6:.1f} us (untraced {cpu[label] * 1e6:.1f})"
+                    for label in ("disco publish", "disco publish->handler")
+                ),
             )
         )
 
@@ -1137,6 +1201,12 @@ def cli() -> int:
     parser.add_argument("--soak-seconds", type=float, default=0.0)
     parser.add_argument("--idle-seconds", type=float)
     parser.add_argument("--messages", type=int)
+    parser.add_argument(
+        "--trace-ratio",
+        type=float,
+        default=0.1,
+        help="the production sampling ratio the bus's tracing row uses (0.1)",
+    )
     parser.add_argument("--repeats", type=int)
     parser.add_argument("--memories", type=int)
     parser.add_argument("--queries", type=int)

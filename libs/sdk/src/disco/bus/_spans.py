@@ -335,6 +335,37 @@ class LightTracer:
             processor.on_start(span, context)  # type: ignore[arg-type]
         return span
 
+    def dropped(self, parent: SpanContext) -> trace.Span | None:
+        """The span :meth:`start` makes for a child of the valid ``parent`` when the
+        sampler drops it and says so without a call (a static sampler, or a
+        ``ParentBased`` one over static ones for a parent): a non-recording span with
+        ids of its own, which carries the trace on unsampled, made without the
+        attributes a recorded span needs. None otherwise (use :meth:`start`).
+
+        Only for a valid parent: a new trace's decision may hang on its trace id, which
+        :meth:`start` draws itself.
+        """
+        trace_id, _, _, parent_flags, parent_state, valid = parent
+        if not valid or not self._trusted_ids:
+            return None
+        decision = self._static
+        if decision is None:
+            decision = self._decision(parent, True, trace_id)
+        if decision is not Decision.DROP:
+            return None
+        context = tuple.__new__(
+            SpanContext,
+            (
+                trace_id,
+                _new_span_id(),
+                False,
+                _FLAGS[False, bool(parent_flags & _RANDOM)],
+                parent_state or _DEFAULT_STATE,
+                True,
+            ),
+        )
+        return NonRecordingSpan(context)
+
     def open(self, parent: SpanContext) -> OpenedSpan | None:
         """The ids of a new span child of ``parent`` (valid or not: a root), decided
         and numbered as :meth:`start` would, for a span whose attributes are only
@@ -419,6 +450,11 @@ class OpenedSpan(NamedTuple):
     """The W3C ``traceparent`` of ``context``."""
     started: int
     """Its start time (ns since the epoch)."""
+
+    @property
+    def recorded(self) -> bool:
+        """Whether the span will record (the sampler did not drop it)."""
+        return self.decision is not Decision.DROP
 
 
 class LightSpan(trace.Span, ReadableSpan):

@@ -311,9 +311,13 @@ class BusTracer:
     ) -> Span:
         """The ``send`` span :meth:`open_send` numbered, describing ``envelope`` (None:
         it could not be built)."""
+        light = self._light
+        assert light is not None  # opened by it
         known = self._send_attributes.get(name)
         if known is None:
             known = self._send_attributes[name] = _shared("send", name, {})
+        if not opened.recorded:  # dropped: no attributes to give
+            return light.span(opened, known[0], SpanKind.PRODUCER, {})
         if envelope is None:
             attributes = known[1].copy()
         else:
@@ -328,8 +332,6 @@ class BusTracer:
                 "cloudevents.event_id": message_id,
                 "cloudevents.event_type": envelope.type,
             }
-        light = self._light
-        assert light is not None  # opened by it
         return light.span(opened, known[0], SpanKind.PRODUCER, attributes)
 
     def describe_send(self, span: Span, envelope: Envelope, client_id: str) -> None:
@@ -421,6 +423,14 @@ class BusTracer:
 
         The ``traceparent`` header is parsed as the envelope's own (validated) when it
         is the same text, else checked in full."""
+        parent = _remote(traceparent, checked=traceparent == envelope.traceparent)
+        light = self._light
+        if light is not None and parent is not None:
+            # An unsampled trace (most, at a production sampling ratio): the span only
+            # carries the trace on; none of what a recorded span is given is needed.
+            dropped = light.dropped(parent)
+            if dropped is not None:
+                return dropped, attach_span(dropped)
         key = (name, group, partition)
         known = self._process_attributes.get(key)
         if known is None:
@@ -438,7 +448,6 @@ class BusTracer:
         attributes["messaging.message.id"] = message_id
         attributes["cloudevents.event_id"] = message_id
         attributes["cloudevents.event_type"] = envelope.type
-        parent = _remote(traceparent, checked=traceparent == envelope.traceparent)
         span = self._start(known[0], SpanKind.CONSUMER, parent, attributes)
         return span, attach_span(span)
 
