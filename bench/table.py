@@ -22,10 +22,11 @@ the same broker or database, with the settings printed first:
   responder in a group, a raw requester reading results group-less); each
   side's fetch waits are printed (FastStream and raw at disco's busy wait,
   ``--peer-wait``; FastStream's own default, 500 ms, is sampled too);
-- the same two rows on a grown broker: each side's own topics filled by its own
-  responder (at most ``--window`` in flight) until ``--grown`` (100,000)
-  envelopes have passed through them, with the record batches they then hold
-  (what the embedded broker's fetch walks);
+- the same two rows on a grown broker: each side's own topics holding
+  ``--grown`` (100,000) envelopes in batches of ``--grown-batch`` (4) records,
+  what traffic at 50 in flight leaves (the embedded broker's fetch walks every
+  stored batch), the side's responder group committed after them; the batches
+  each side's own traffic left are printed with its fresh throughput;
 - an idle agent's CPU: a Tool process with nothing to do, CPU seconds over
   ``--idle-seconds`` (target: under 2% of a core), and the broker's meanwhile;
 - bus produce and produce -> consume rates vs raw aiokafka (``bench/bus.py``);
@@ -237,7 +238,8 @@ def stop_service(process: subprocess.Popen[bytes], log: IO[bytes]) -> None:
 
 
 def start_process(args: list[str]) -> subprocess.Popen[bytes]:
-    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    stderr = subprocess.DEVNULL if not os.environ.get("BENCH_STDERR") else None
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=stderr)
     assert process.stdout is not None
     for line in process.stdout:
         if line.strip() == b"ready":
@@ -408,14 +410,13 @@ async def sustained(
     settings: BusSettings,
     window: int,
     *,
-    seconds: float = float("inf"),
-    until: int | None = None,
+    seconds: float,
     slices: int = 10,
 ) -> tuple[float, list[float], int]:
-    """Answers/s with at most ``window`` requests unanswered, for ``seconds`` or until
-    ``until`` answers came; the rate of each of ``slices`` equal parts of the run; and
-    the answers counted. Answers are counted by a raw group-less reader of
-    action-results, unparsed, so the load generator costs little."""
+    """Answers/s with at most ``window`` requests unanswered, for ``seconds``; the rate of
+    each of ``slices`` equal parts of the run; and the answers counted. Answers are
+    counted by a raw group-less reader of action-results, unparsed, so the load
+    generator costs little."""
     await raw_fetch_wait(settings)
     reader = await agents_bench.results_reader(settings)
     try:
@@ -424,20 +425,25 @@ async def sustained(
         progress = asyncio.Event()
         stop = False
 
+        # Only answers written from now on: the embedded broker's end offset can lie
+        # a batch short of the real end, so the reader may start a few records early.
+        since_ms = int(time.time() * 1000)
+
         async def count() -> None:
             nonlocal answered
             while not stop:
                 for records in (await reader.getmany(timeout_ms=50)).values():
-                    answered += len(records)
+                    new = sum(1 for record in records if record.timestamp >= since_ms)
+                    answered += new
                     now = time.perf_counter()
-                    stamps.extend(now for _ in records)
+                    stamps.extend(now for _ in range(new))
                 progress.set()
 
         counter = asyncio.create_task(count())
         started = time.perf_counter()
         deadline = started + seconds
         sent = 0
-        while time.perf_counter() < deadline and (until is None or answered < until):
+        while time.perf_counter() < deadline:
             if sent - answered >= window:
                 progress.clear()
                 await progress.wait()
@@ -518,25 +524,64 @@ async def tool_phase(
     return ToolRun(rt, paused_rt, rate, slices, cores, envelopes)
 
 
-async def grow(side: str, settings: BusSettings, args: argparse.Namespace, target: int) -> int:
-    """Requests through ``side``'s own responder, at most ``args.window`` in flight (the
-    traffic the throughput row times), until ``target`` envelopes (requests and
-    answers) have passed through its topics, or ``args.grow_seconds``; the envelopes
-    then on them."""
+GROUPS = {"raw": "raw-responder", "faststream": "faststream-tool", "disco": "bench-tool"}
+"""Each side's responder group, as its process names it (without the topic prefix)."""
+
+
+async def grow(settings: BusSettings, side: str, target: int, per_batch: int) -> int:
+    """Write ``target`` envelopes into the side's two topics (half requests, half
+    answers, disco's ~400-byte envelopes) in batches of ``per_batch`` records, spread
+    over the partitions, and commit the side's responder group at the end of
+    action-requests (its responder starts after them, as after traffic it answered);
+    the envelopes then on the topics.
+
+    Every side gets the same stored log (what the embedded broker's fetch walks: its
+    batches), written by a producer: grown through each side's own responder, the
+    topics took minutes to reach 100,000 envelopes, the broker's fetches slowing as
+    they filled, and each side's log would differ in its batches.
+    """
+    producer = AIOKafkaProducer(**bus_bench._producer_options(settings))
+    await producer.start()
+    try:
+        value, headers = bus_bench._sample_record()
+        written: dict[int, int] = {}  # action-requests: records per partition
+        for topic in (Topic.ACTION_REQUESTS, Topic.ACTION_RESULTS):
+            name = f"{settings.topic_prefix}{topic}"
+            partitions = sorted(await producer.partitions_for(name))
+            pending = []
+            for index in range(target // 2 // per_batch):
+                batch = producer.create_batch()
+                for _ in range(per_batch):
+                    batch.append(key=uuid.uuid4().bytes, value=value, timestamp=None,
+                                 headers=headers)  # fmt: skip
+                batch.close()
+                partition = partitions[index % len(partitions)]
+                pending.append(await producer.send_batch(batch, name, partition=partition))
+                if topic == Topic.ACTION_REQUESTS:
+                    written[partition] = written.get(partition, 0) + per_batch
+                if len(pending) >= 64:
+                    await asyncio.gather(*pending)
+                    pending.clear()
+            await asyncio.gather(*pending)
+    finally:
+        await producer.stop()
+    group = AIOKafkaConsumer(
+        group_id=f"{settings.topic_prefix}{GROUPS[side]}",
+        enable_auto_commit=False,
+        **settings.kafka_connection_options(),
+    )
+    await group.start()
+    try:
+        # The topics are new: each partition's end is what was written to it. (Not the
+        # end the embedded broker reports: its "latest" offset is the start of the
+        # last batch plus one, so a batch of several records would be read again.)
+        requests = f"{settings.topic_prefix}{Topic.ACTION_REQUESTS}"
+        ends = {TopicPartition(requests, p): count for p, count in written.items()}
+        group.assign(list(ends))
+        await group.commit(ends)
+    finally:
+        await group.stop()
     have = await envelopes_in(settings)
-    if have < target:
-        process = start_process(
-            responder_command(side, settings.kafka_bootstrap, settings.topic_prefix,
-                              args.peer_wait)
-        )  # fmt: skip
-        try:
-            await asyncio.sleep(2.5)
-            async with sender(side, settings, args.peer_wait) as send:
-                await sustained(send, settings, args.window, seconds=args.grow_seconds,
-                                until=(target - have) // 2)  # fmt: skip
-        finally:
-            agents_bench.stop_tools([process])
-        have = await envelopes_in(settings)
     print(f"  {LABELS[side]}: {have:,} envelopes on its topics", flush=True)
     return have
 
@@ -591,12 +636,12 @@ async def tool_rows(table: Table, bootstrap: str, args: argparse.Namespace) -> N
         settings = fresh if phase == "fresh" else grown
         if phase == "grown":
             print(
-                f"  growing each side's own topics to {args.grown:,} envelopes through its own "
-                f"responder, <= {args.window} in flight",
+                f"  growing each side's own topics to {args.grown:,} envelopes, "
+                f"{args.grown_batch} records a batch",
                 flush=True,
             )
             for side in sides:
-                await grow(side, settings[side], args, args.grown)
+                await grow(settings[side], side, args.grown, args.grown_batch)
         print(f"  -- {phase} broker", flush=True)
         paused = args.paused_round_trips if phase == "fresh" else 0
         runs = {
@@ -606,11 +651,7 @@ async def tool_rows(table: Table, bootstrap: str, args: argparse.Namespace) -> N
             default_peer = await faststream_default_sample(settings["faststream"], args)
         disco, raw = runs["disco"], runs["raw"]
         peer = runs.get("faststream")
-        batches = (
-            {side: await stored_batches(settings[side]) for side in sides}
-            if phase == "grown"
-            else {}
-        )
+        batches = {side: await stored_batches(settings[side]) for side in sides}
         title = "" if phase == "fresh" else f", grown broker ({args.grown:,}+ envelopes)"
         table.add(
             Row(
@@ -663,7 +704,15 @@ async def tool_rows(table: Table, bootstrap: str, args: argparse.Namespace) -> N
                 f"{disco.rate / raw.rate:.2f}",
                 ">= 3,000/s; grown: >= 0.8x raw",
                 f"{seconds:.0f} s each (first -> last tenth), 1 process, "
-                f"{agents_bench.PARTITIONS} partitions; responder CPU: disco "
+                f"{agents_bench.PARTITIONS} partitions; "
+                + (
+                    "each side's topics after its own traffic: "
+                    + ", ".join(f"{LABELS[s]} {batches[s]}" for s in runs)
+                    + "; "
+                    if phase == "fresh"
+                    else ""
+                )
+                + "responder CPU: disco "
                 f"{disco.cores:.2f}, "
                 + (f"FastStream {peer.cores:.2f}, " if peer else "")
                 + f"raw {raw.cores:.2f} cores",
@@ -1220,7 +1269,10 @@ def cli() -> int:
         help="envelopes on each side's tool topics for the grown-broker rows (100,000)",
     )
     parser.add_argument(
-        "--grow-seconds", type=float, default=300.0, help="bound on growing one side's topics"
+        "--grown-batch",
+        type=int,
+        default=4,
+        help="records per stored batch of the grown topics (what <= 50 in flight writes: ~3-4)",
     )
     parser.add_argument(
         "--peer-wait", type=int, help="FastStream's fetch wait (ms; default: the raw clients')"
