@@ -193,3 +193,32 @@ async def test_a_consumer_with_a_wait_floor_never_fetches_faster_and_loses_nothi
     assert len(recorder.ids) == len(set(recorder.ids))
     # While records flowed the wait stayed at the floor, never at the settings' 1 ms.
     assert min(wait or 0 for wait in waits) >= 200
+
+
+async def test_a_batch_of_answers_written_while_the_listener_was_quiet_is_not_taken(
+    bus_settings: BusSettings,
+) -> None:
+    # Several answers in one batch: the embedded broker's ListOffsets says the end is
+    # the start of that batch plus one, so a listener positioned by it would read the
+    # rest of the batch as if it were new.
+    settings = backing_off_fast(bus_settings.model_copy(update={"kafka_partitions": 1}))
+    async with BusClient(settings, name="asker") as bus:
+        await bus.ensure_topics([Topic.ACTION_RESULTS])
+        listener = ReplyListener(settings, Topic.ACTION_RESULTS.value)
+        await listener.start()
+        try:
+            await eventually(lambda: listener.quiet)
+            stale = [
+                await bus.send(
+                    Topic.ACTION_RESULTS, "echo.completed", {"stale": n}, correlation_id="corr-1"
+                )
+                for n in range(5)
+            ]
+            await asyncio.gather(*stale)
+            async with listener.expect("corr-1") as reply:
+                await bus.respond("echo.completed", {"stale": None}, correlation_id="corr-1")
+                answer = await asyncio.wait_for(reply, 20)
+        finally:
+            await listener.stop()
+
+    assert answer.data == {"stale": None}

@@ -9,10 +9,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import structlog
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.errors import KafkaError
+from aiokafka.errors import KafkaError, for_code
+from aiokafka.protocol.fetch import FetchRequest
 
 from disco._lifecycle import StartStop
 from disco.bus._errors import BusError, BusUnavailableError
@@ -49,6 +51,38 @@ class ReadRecord:
             return self.envelope()
         except EnvelopeError:
             return None
+
+
+_CLIENT = "_client"
+"""The consumer's ``AIOKafkaClient`` (aiokafka has no public accessor): the fetch that
+finds the partitions' ends goes through its connections."""
+
+
+async def _high_watermarks(
+    consumer: AIOKafkaConsumer, positions: Mapping[TopicPartition, int]
+) -> dict[TopicPartition, int]:
+    """Each partition's high watermark, from one fetch at ``positions`` per leader (at
+    most a batch of each partition comes back, and is dropped)."""
+    client: Any = getattr(consumer, _CLIENT)
+    by_leader: dict[int, dict[str, list[tuple[int, int, int]]]] = {}
+    for tp, offset in positions.items():
+        leader = client.cluster.leader_for_partition(tp)
+        if leader is None or leader < 0:
+            raise KafkaError(f"no leader for {tp.topic}[{tp.partition}]")
+        by_leader.setdefault(leader, {}).setdefault(tp.topic, []).append((tp.partition, offset, 1))
+    ends: dict[TopicPartition, int] = {}
+    for leader, topics in by_leader.items():
+        request = FetchRequest(1, 1, 1, 0, list(topics.items()))
+        response = await client.send(leader, request)
+        for topic, answered in response.topics:
+            for partition, error_code, highwater, *_ in answered:
+                if error_code:
+                    raise for_code(error_code)()
+                ends[TopicPartition(topic, partition)] = highwater
+    missing = set(positions) - set(ends)
+    if missing:
+        raise KafkaError(f"no high watermark for {describe_partitions(missing)}")
+    return ends
 
 
 class TopicReader(StartStop):
@@ -193,14 +227,21 @@ class TopicReader(StartStop):
         """Fetch again, from the end of every partition as it is now: what was written
         while paused is skipped.
 
+        The ends are the high watermarks of one fetch from the paused positions (a
+        batch at most per partition, at the shortest wait), not ``ListOffsets``: the
+        embedded broker answers that with the start of a partition's last batch plus
+        one, so a batch of several records written while paused would be read.
+
         Raises:
             BusUnavailableError: the broker did not say where the ends are.
         """
         consumer = self._require()
         partitions = list(consumer.assignment())
         try:
-            ends = await consumer.end_offsets(partitions)
-        except KafkaError as exc:
+            ends = await _high_watermarks(
+                consumer, {tp: await consumer.position(tp) for tp in partitions}
+            )
+        except (KafkaError, OSError) as exc:
             raise BusUnavailableError(
                 f"cannot read {sorted(self._names.values())} at {self.settings.kafka_bootstrap}: "
                 f"{exc}"
