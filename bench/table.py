@@ -651,7 +651,13 @@ async def tool_rows(table: Table, bootstrap: str, args: argparse.Namespace) -> N
             default_peer = await faststream_default_sample(settings["faststream"], args)
         disco, raw = runs["disco"], runs["raw"]
         peer = runs.get("faststream")
-        batches = {side: await stored_batches(settings[side]) for side in sides}
+        # The grown topics' batches are known (written so); the fresh ones', each
+        # side's own traffic's.
+        batches = (
+            {side: await stored_batches(settings[side]) for side in sides}
+            if phase == "fresh"
+            else {}
+        )
         title = "" if phase == "fresh" else f", grown broker ({args.grown:,}+ envelopes)"
         table.add(
             Row(
@@ -671,11 +677,9 @@ async def tool_rows(table: Table, bootstrap: str, args: argparse.Namespace) -> N
                 + (
                     ""
                     if phase == "fresh"
-                    else "; on each side's topics after it: "
-                    + ", ".join(
-                        f"{LABELS[s]} {r.envelopes:,} envelopes in {batches[s]}"
-                        for s, r in runs.items()
-                    )
+                    else f"; written in batches of {args.grown_batch} records; envelopes on "
+                    "each side's topics after it: "
+                    + ", ".join(f"{LABELS[s]} {r.envelopes:,}" for s, r in runs.items())
                 ),
                 peer=rt_cell(peer.rt) if peer else "-",
                 peer_ratio=rt_ratio(disco.rt, peer.rt) if peer else "-",
