@@ -22,24 +22,14 @@ import asyncio
 import uuid
 from typing import Any
 
+from agents import Done, Work  # the disco Tool's request and answer models
 from aiokafka import AIOKafkaConsumer
 from faststream.kafka import KafkaBroker, KafkaMessage, TopicPartition
-from pydantic import BaseModel
 
 from disco_common.topics import Topic
 
 DEFAULT_FETCH_WAIT_MS = 500
 """aiokafka's ``fetch_max_wait_ms``, which FastStream's subscribers keep by default."""
-
-
-class Work(BaseModel):
-    blob: str
-    n: int = 0
-
-
-class Done(BaseModel):
-    n: int
-    size: int
 
 
 async def serve_tool(bootstrap: str, prefix: str, wait_ms: int) -> None:
