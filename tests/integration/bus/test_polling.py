@@ -4,6 +4,7 @@ longer ones while idle, and nothing lost or doubled across the changes."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 
 from disco.bus import BusClient, BusConsumer, ReplyListener
@@ -222,3 +223,83 @@ async def test_a_batch_of_answers_written_while_the_listener_was_quiet_is_not_ta
             await listener.stop()
 
     assert answer.data == {"stale": None}
+
+
+def _counting_fetches(listener: ReplyListener) -> list[int]:
+    """A one-element list counting the fetch requests ``listener`` sends from now on."""
+    client = listener._reader._consumer._client  # type: ignore[union-attr]
+    sent = client.send
+    fetches = [0]
+
+    async def send(node_id: int, request: object, **kwargs: object) -> object:
+        if getattr(request, "API_KEY", None) == 1:  # Fetch
+            fetches[0] += 1
+        return await sent(node_id, request, **kwargs)
+
+    client.send = send
+    return fetches
+
+
+async def test_a_quiet_listener_sends_no_fetch_until_a_waiter_comes(
+    bus_settings: BusSettings,
+) -> None:
+    settings = backing_off_fast(bus_settings)
+    async with BusClient(settings, name="asker") as bus:
+        await bus.ensure_topics([Topic.ACTION_RESULTS])
+        listener = ReplyListener(settings, Topic.ACTION_RESULTS.value)
+        await listener.start()
+        try:
+            await eventually(lambda: listener.quiet)
+            # (A fetch sent just before the pause may still be at the broker: it was
+            # sent already, and none follows it.)
+            fetches = _counting_fetches(listener)
+            # Longer than the idle wait (300 ms): a listener still fetching would have
+            # sent at least one fetch meanwhile.
+            await asyncio.sleep(1.0)
+            assert listener.quiet
+            assert fetches[0] == 0
+            async with listener.expect("corr-1") as reply:
+                await bus.respond("echo.completed", {"n": 1}, correlation_id="corr-1")
+                await asyncio.wait_for(reply, 20)
+            # Woken, it fetched again (the count sees the listener's fetches).
+            assert fetches[0] > 0
+        finally:
+            await listener.stop()
+
+
+async def test_answers_written_in_one_batch_to_waiters_that_woke_a_quiet_listener_all_arrive(
+    bus_settings: BusSettings,
+) -> None:
+    settings = backing_off_fast(bus_settings.model_copy(update={"kafka_partitions": 1}))
+    waiting = 8
+    async with BusClient(settings, name="asker") as bus:
+        await bus.ensure_topics([Topic.ACTION_RESULTS])
+        listener = ReplyListener(settings, Topic.ACTION_RESULTS.value)
+        await listener.start()
+        try:
+            for round_ in range(2):
+                await eventually(lambda: listener.quiet)
+                async with contextlib.AsyncExitStack() as stack:
+                    # Several waiters arrive together at a quiet listener.
+                    replies = await asyncio.gather(
+                        *(
+                            stack.enter_async_context(listener.expect(f"corr-{round_}-{n}"))
+                            for n in range(waiting)
+                        )
+                    )
+                    assert not listener.quiet
+                    # Their answers go out without a wait between them: one batch.
+                    acks = [
+                        await bus.send(
+                            Topic.ACTION_RESULTS,
+                            "echo.completed",
+                            {"n": n},
+                            correlation_id=f"corr-{round_}-{n}",
+                        )
+                        for n in range(waiting)
+                    ]
+                    await asyncio.gather(*acks)
+                    answers = await asyncio.wait_for(asyncio.gather(*replies), 20)
+                assert [answer.data for answer in answers] == [{"n": n} for n in range(waiting)]
+        finally:
+            await listener.stop()

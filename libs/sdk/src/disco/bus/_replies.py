@@ -33,8 +33,8 @@ _CORRELATION_HEADER = BINARY_HEADER_PREFIX + WIRE_NAMES["correlation_id"]
 QUIET_WAIT_MS = 5
 """An adaptive listener nobody waits on stops fetching once its wait reaches this
 (with the default back-off, after 100 ms without a waiter): a request after that
-pays one ``ListOffsets`` round trip instead of a fetch held at the broker for up to
-the idle wait."""
+pays one short fetch (for the partitions' high watermarks) instead of a fetch held
+at the broker for up to the idle wait."""
 
 
 class ReplyListener:
@@ -51,8 +51,8 @@ class ReplyListener:
     altogether: an idle listener costs neither it nor the broker anything, and the
     next :meth:`expect` does not find a fetch held at the broker for the idle wait
     (up to ``kafka_fetch_max_wait_ms``) in its way. It then positions every
-    partition at its end again (one ``ListOffsets`` request, before the request
-    leaves) and fetches at the shortest wait. What was written meanwhile was for
+    partition at its end again (the high watermarks of one short fetch, before the
+    request leaves) and fetches at the shortest wait. What was written meanwhile was for
     nobody here.
 
     A response is taken only from the tenant the request was made for, and,
