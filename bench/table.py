@@ -33,7 +33,11 @@ the same broker or database, with the settings printed first:
 - memory: semantic query by vector through the API vs the same SQL with asyncpg
   (binary vector codec, same tenant settings, same HNSW options), p50;
 - registry: register and discover-by-consumed-event at ``--concurrency`` (16)
-  through the API vs the same SQL with asyncpg, at ``--agents`` registrations.
+  through the API vs the same SQL with asyncpg, at ``--agents`` registrations;
+- the gateway's CPU per A2A task: ``bench/gateway.py`` (registry, the hello tool and
+  a gateway, processes of their own) on the same broker and database, blocking
+  ``SendMessage`` from 50 clients for ``--seconds``, and what A2A JSON-RPC adds to
+  ``request(wait=)`` one at a time.
 
 Rates are the best of ``--repeats`` alternating runs; latencies are over all
 samples. CPU seconds of each part are printed where they matter: the machine's
@@ -1005,6 +1009,49 @@ async def memory_rows(
     )
 
 
+# -- gateway -----------------------------------------------------------------------------
+
+_GATEWAY_CPU = re.compile(r"CPU ms per task, less what the stack spends idle: gateway ([0-9.]+)")
+_GATEWAY_RATE = re.compile(r"concurrent clients, [0-9]+ s: ([0-9,]+) tasks/s .*p50 ([0-9.]+) ms")
+_A2A_ADDS = re.compile(r"A2A SendMessage, JSON-RPC .* p50 +([0-9.]+) ms.*A2A adds ([-+0-9.]+) ms")
+_SDK_P50 = re.compile(r"SDK request\(wait=\) to the hello tool +p50 +([0-9.]+) ms")
+
+
+async def gateway_rows(
+    table: Table, admin_root: str, bootstrap: str, args: argparse.Namespace
+) -> None:
+    """The gateway's CPU per A2A task: ``bench/gateway.py`` (registry, the hello tool
+    and a gateway as processes of their own) on this run's broker and database, its
+    figures read from what it prints."""
+    env = {**os.environ, "DISCO_KAFKA_BOOTSTRAP": bootstrap, "DISCO_DATABASE_ADMIN_URL": admin_root}
+    command = [sys.executable, str(Path(HERE) / "gateway.py"), "--round-trips",
+               str(args.gateway_round_trips), "--seconds", str(args.seconds),
+               "--clients", "50", "--agents", "0"]  # fmt: skip
+    process = await asyncio.create_subprocess_exec(
+        *command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    output, _ = await process.communicate()
+    text = output.decode(errors="replace")
+    cpu, rate, adds, sdk = (pattern.search(text) for pattern in
+                            (_GATEWAY_CPU, _GATEWAY_RATE, _A2A_ADDS, _SDK_P50))  # fmt: skip
+    if process.returncode != 0 or cpu is None or rate is None or adds is None or sdk is None:
+        raise RuntimeError(f"bench/gateway.py failed ({process.returncode}):\n{text[-3000:]}")
+    print("\n".join(f"  {line}" for line in text.splitlines() if "p50" in line or "CPU" in line))
+    table.add(
+        Row(
+            "gateway CPU per A2A task (ms)",
+            f"{float(cpu[1]):.2f} ms",
+            "-",
+            "-",
+            "<= 1.0 ms",
+            f"blocking SendMessage (HTTP+JSON) from 50 clients for {args.seconds:.0f} s: "
+            f"{rate[1]} tasks/s, p50 {rate[2]} ms; the gateway process's CPU per task less "
+            f"what it spends idle; one at a time, A2A JSON-RPC p50 {adds[1]} ms, "
+            f"{adds[2]} ms over request(wait=)'s {sdk[1]} ms (bench/gateway.py)",
+        )
+    )
+
+
 # -- registry ----------------------------------------------------------------------------
 
 
@@ -1206,7 +1253,7 @@ async def registry_rows(
 async def main(args: argparse.Namespace, bootstrap: str, broker_pid: int | None,
                admin_root: str | None) -> None:  # fmt: skip
     only = set(args.only.split(",")) if args.only else {"bus", "tool", "idle", "memory",
-                                                         "registry"}  # fmt: skip
+                                                         "registry", "gateway"}  # fmt: skip
     sample = agents_bench.settings_for(bootstrap, "x.")
     raw_wait = await raw_fetch_wait(sample)
     if args.peer_wait is None:
@@ -1235,6 +1282,9 @@ async def main(args: argparse.Namespace, bootstrap: str, broker_pid: int | None,
     if admin_root is not None and "registry" in only:
         print("== registry", flush=True)
         await registry_rows(table, admin_root, bootstrap, args)
+    if admin_root is not None and "gateway" in only:
+        print("== gateway", flush=True)
+        await gateway_rows(table, admin_root, bootstrap, args)
     table.print()
     print(f"\n({time.perf_counter() - started:.0f} s; load average {os.getloadavg()[0]:.2f})")
 
@@ -1244,7 +1294,9 @@ def cli() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--quick", action="store_true", help="small counts, under 2 minutes")
-    parser.add_argument("--only", default="", help="comma list: bus,tool,idle,memory,registry")
+    parser.add_argument(
+        "--only", default="", help="comma list: bus,tool,idle,memory,registry,gateway"
+    )
     parser.add_argument("--round-trips", type=int)
     parser.add_argument("--window", type=int, default=50)
     parser.add_argument(
@@ -1266,6 +1318,7 @@ def cli() -> int:
     parser.add_argument("--ef-search", type=int, default=64)
     parser.add_argument("--agents", type=int)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--gateway-round-trips", type=int, default=100)
     parser.add_argument("--seconds", type=float)
     parser.add_argument(
         "--grown",
