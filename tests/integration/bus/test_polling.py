@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+from collections.abc import AsyncIterator
 
 from disco.bus import BusClient, BusConsumer, ReplyListener
 from disco.bus._polling import broker_kind
@@ -25,6 +26,19 @@ def backing_off_fast(settings: BusSettings) -> BusSettings:
             "kafka_fetch_backoff_ratio": 1.0,
         }
     )
+
+
+@contextlib.asynccontextmanager
+async def _asking(settings: BusSettings) -> AsyncIterator[tuple[BusClient, ReplyListener]]:
+    """A client and a started reply listener on action-results (stopped afterwards)."""
+    async with BusClient(settings, name="asker") as bus:
+        await bus.ensure_topics([Topic.ACTION_RESULTS])
+        listener = ReplyListener(settings, Topic.ACTION_RESULTS.value)
+        await listener.start()
+        try:
+            yield bus, listener
+        finally:
+            await listener.stop()
 
 
 async def test_bursts_between_idle_gaps_reach_the_handler_exactly_once(
@@ -115,24 +129,18 @@ async def test_what_was_written_while_the_listener_was_quiet_is_not_taken_for_a_
     bus_settings: BusSettings,
 ) -> None:
     settings = backing_off_fast(bus_settings)
-    async with BusClient(settings, name="asker") as bus:
-        await bus.ensure_topics([Topic.ACTION_RESULTS])
-        listener = ReplyListener(settings, Topic.ACTION_RESULTS.value)
-        await listener.start()
-        try:
-            await eventually(lambda: listener.quiet)
-            # An answer for a correlation id nobody waits on yet: for nobody here.
-            await bus.respond("echo.completed", {"stale": True}, correlation_id="corr-late")
-            async with listener.expect("corr-late") as reply:
-                await bus.respond("echo.completed", {"stale": False}, correlation_id="corr-late")
-                answer = await asyncio.wait_for(reply, 20)
-            # Quiet again, and woken again by the next waiter.
-            await eventually(lambda: listener.quiet)
-            async with listener.expect("corr-next") as reply:
-                await bus.respond("echo.completed", {"n": 2}, correlation_id="corr-next")
-                following = await asyncio.wait_for(reply, 20)
-        finally:
-            await listener.stop()
+    async with _asking(settings) as (bus, listener):
+        await eventually(lambda: listener.quiet)
+        # An answer for a correlation id nobody waits on yet: for nobody here.
+        await bus.respond("echo.completed", {"stale": True}, correlation_id="corr-late")
+        async with listener.expect("corr-late") as reply:
+            await bus.respond("echo.completed", {"stale": False}, correlation_id="corr-late")
+            answer = await asyncio.wait_for(reply, 20)
+        # Quiet again, and woken again by the next waiter.
+        await eventually(lambda: listener.quiet)
+        async with listener.expect("corr-next") as reply:
+            await bus.respond("echo.completed", {"n": 2}, correlation_id="corr-next")
+            following = await asyncio.wait_for(reply, 20)
 
     assert answer.data == {"stale": False}
     assert following.data == {"n": 2}
@@ -143,18 +151,12 @@ async def test_a_listener_on_a_long_polling_broker_never_goes_quiet(
 ) -> None:
     # Kafka answers a fetch as soon as a record arrives: one fixed wait, nothing to skip.
     settings = bus_settings.model_copy(update={"kafka_broker_kind": "kafka"})
-    async with BusClient(settings, name="asker") as bus:
-        await bus.ensure_topics([Topic.ACTION_RESULTS])
-        listener = ReplyListener(settings, Topic.ACTION_RESULTS.value)
-        await listener.start()
-        try:
-            async with listener.expect("corr-1") as reply:
-                await bus.respond("echo.completed", {"n": 1}, correlation_id="corr-1")
-                await asyncio.wait_for(reply, 20)
-            await asyncio.sleep(0.3)  # well past when an adaptive listener goes quiet
-            assert not listener.quiet
-        finally:
-            await listener.stop()
+    async with _asking(settings) as (bus, listener):
+        async with listener.expect("corr-1") as reply:
+            await bus.respond("echo.completed", {"n": 1}, correlation_id="corr-1")
+            await asyncio.wait_for(reply, 20)
+        await asyncio.sleep(0.3)  # well past when an adaptive listener goes quiet
+        assert not listener.quiet
 
 
 async def test_the_embedded_broker_is_recognised_and_gets_short_busy_waits(
@@ -203,24 +205,18 @@ async def test_a_batch_of_answers_written_while_the_listener_was_quiet_is_not_ta
     # the start of that batch plus one, so a listener positioned by it would read the
     # rest of the batch as if it were new.
     settings = backing_off_fast(bus_settings.model_copy(update={"kafka_partitions": 1}))
-    async with BusClient(settings, name="asker") as bus:
-        await bus.ensure_topics([Topic.ACTION_RESULTS])
-        listener = ReplyListener(settings, Topic.ACTION_RESULTS.value)
-        await listener.start()
-        try:
-            await eventually(lambda: listener.quiet)
-            stale = [
-                await bus.send(
-                    Topic.ACTION_RESULTS, "echo.completed", {"stale": n}, correlation_id="corr-1"
-                )
-                for n in range(5)
-            ]
-            await asyncio.gather(*stale)
-            async with listener.expect("corr-1") as reply:
-                await bus.respond("echo.completed", {"stale": None}, correlation_id="corr-1")
-                answer = await asyncio.wait_for(reply, 20)
-        finally:
-            await listener.stop()
+    async with _asking(settings) as (bus, listener):
+        await eventually(lambda: listener.quiet)
+        stale = [
+            await bus.send(
+                Topic.ACTION_RESULTS, "echo.completed", {"stale": n}, correlation_id="corr-1"
+            )
+            for n in range(5)
+        ]
+        await asyncio.gather(*stale)
+        async with listener.expect("corr-1") as reply:
+            await bus.respond("echo.completed", {"stale": None}, correlation_id="corr-1")
+            answer = await asyncio.wait_for(reply, 20)
 
     assert answer.data == {"stale": None}
 
@@ -244,27 +240,21 @@ async def test_a_quiet_listener_sends_no_fetch_until_a_waiter_comes(
     bus_settings: BusSettings,
 ) -> None:
     settings = backing_off_fast(bus_settings)
-    async with BusClient(settings, name="asker") as bus:
-        await bus.ensure_topics([Topic.ACTION_RESULTS])
-        listener = ReplyListener(settings, Topic.ACTION_RESULTS.value)
-        await listener.start()
-        try:
-            await eventually(lambda: listener.quiet)
-            # (A fetch sent just before the pause may still be at the broker: it was
-            # sent already, and none follows it.)
-            fetches = _counting_fetches(listener)
-            # Longer than the idle wait (300 ms): a listener still fetching would have
-            # sent at least one fetch meanwhile.
-            await asyncio.sleep(1.0)
-            assert listener.quiet
-            assert fetches[0] == 0
-            async with listener.expect("corr-1") as reply:
-                await bus.respond("echo.completed", {"n": 1}, correlation_id="corr-1")
-                await asyncio.wait_for(reply, 20)
-            # Woken, it fetched again (the count sees the listener's fetches).
-            assert fetches[0] > 0
-        finally:
-            await listener.stop()
+    async with _asking(settings) as (bus, listener):
+        await eventually(lambda: listener.quiet)
+        # (A fetch sent just before the pause may still be at the broker: it was
+        # sent already, and none follows it.)
+        fetches = _counting_fetches(listener)
+        # Longer than the idle wait (300 ms): a listener still fetching would have
+        # sent at least one fetch meanwhile.
+        await asyncio.sleep(1.0)
+        assert listener.quiet
+        assert fetches[0] == 0
+        async with listener.expect("corr-1") as reply:
+            await bus.respond("echo.completed", {"n": 1}, correlation_id="corr-1")
+            await asyncio.wait_for(reply, 20)
+        # Woken, it fetched again (the count sees the listener's fetches).
+        assert fetches[0] > 0
 
 
 async def test_answers_written_in_one_batch_to_waiters_that_woke_a_quiet_listener_all_arrive(
@@ -272,34 +262,28 @@ async def test_answers_written_in_one_batch_to_waiters_that_woke_a_quiet_listene
 ) -> None:
     settings = backing_off_fast(bus_settings.model_copy(update={"kafka_partitions": 1}))
     waiting = 8
-    async with BusClient(settings, name="asker") as bus:
-        await bus.ensure_topics([Topic.ACTION_RESULTS])
-        listener = ReplyListener(settings, Topic.ACTION_RESULTS.value)
-        await listener.start()
-        try:
-            for round_ in range(2):
-                await eventually(lambda: listener.quiet)
-                async with contextlib.AsyncExitStack() as stack:
-                    # Several waiters arrive together at a quiet listener.
-                    replies = await asyncio.gather(
-                        *(
-                            stack.enter_async_context(listener.expect(f"corr-{round_}-{n}"))
-                            for n in range(waiting)
-                        )
-                    )
-                    assert not listener.quiet
-                    # Their answers go out without a wait between them: one batch.
-                    acks = [
-                        await bus.send(
-                            Topic.ACTION_RESULTS,
-                            "echo.completed",
-                            {"n": n},
-                            correlation_id=f"corr-{round_}-{n}",
-                        )
+    async with _asking(settings) as (bus, listener):
+        for round_ in range(2):
+            await eventually(lambda: listener.quiet)
+            async with contextlib.AsyncExitStack() as stack:
+                # Several waiters arrive together at a quiet listener.
+                replies = await asyncio.gather(
+                    *(
+                        stack.enter_async_context(listener.expect(f"corr-{round_}-{n}"))
                         for n in range(waiting)
-                    ]
-                    await asyncio.gather(*acks)
-                    answers = await asyncio.wait_for(asyncio.gather(*replies), 20)
-                assert [answer.data for answer in answers] == [{"n": n} for n in range(waiting)]
-        finally:
-            await listener.stop()
+                    )
+                )
+                assert not listener.quiet
+                # Their answers go out without a wait between them: one batch.
+                acks = [
+                    await bus.send(
+                        Topic.ACTION_RESULTS,
+                        "echo.completed",
+                        {"n": n},
+                        correlation_id=f"corr-{round_}-{n}",
+                    )
+                    for n in range(waiting)
+                ]
+                await asyncio.gather(*acks)
+                answers = await asyncio.wait_for(asyncio.gather(*replies), 20)
+            assert [answer.data for answer in answers] == [{"n": n} for n in range(waiting)]
