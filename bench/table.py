@@ -648,13 +648,22 @@ async def tool_rows(table: Table, bootstrap: str, args: argparse.Namespace) -> N
                 await grow(settings[side], side, args.grown, args.grown_batch)
         print(f"  -- {phase} broker", flush=True)
         paused = args.paused_round_trips if phase == "fresh" else 0
-        runs = {
-            side: await tool_phase(side, settings[side], args, seconds, paused) for side in sides
-        }
+        runs: dict[str, ToolRun] = {}
+        for side in sides:
+            try:
+                runs[side] = await tool_phase(side, settings[side], args, seconds, paused)
+            except TimeoutError:
+                if side != "faststream":
+                    raise
+                # The peer stalled (as it does on a grown topic): its cells say so, and
+                # the table goes on.
+                print(f"  FastStream ({phase}): no answer within 30 s, stalled", flush=True)
         if phase == "fresh" and "faststream" in runs and args.peer_default_samples:
-            default_peer = await faststream_default_sample(settings["faststream"], args)
+            with contextlib.suppress(TimeoutError):
+                default_peer = await faststream_default_sample(settings["faststream"], args)
         disco, raw = runs["disco"], runs["raw"]
         peer = runs.get("faststream")
+        missing = "stalled (no answer in 30 s)" if "faststream" in sides and not peer else "-"
         # The grown topics' batches are known (written so); the fresh ones', each
         # side's own traffic's.
         batches = (
@@ -685,7 +694,7 @@ async def tool_rows(table: Table, bootstrap: str, args: argparse.Namespace) -> N
                     "each side's topics after it: "
                     + ", ".join(f"{LABELS[s]} {r.envelopes:,}" for s, r in runs.items())
                 ),
-                peer=rt_cell(peer.rt) if peer else "-",
+                peer=rt_cell(peer.rt) if peer else missing,
                 peer_ratio=rt_ratio(disco.rt, peer.rt) if peer else "-",
             )
         )
@@ -700,7 +709,7 @@ async def tool_rows(table: Table, bootstrap: str, args: argparse.Namespace) -> N
                     f"{len(disco.paused_rt)} requests, each after 1 s without traffic: "
                     "disco's consumers have backed off (its reply listener stopped "
                     "fetching), FastStream and raw poll at their fixed waits",
-                    peer=rt_cell(peer.paused_rt) if peer else "-",
+                    peer=rt_cell(peer.paused_rt) if peer else missing,
                     peer_ratio=rt_ratio(disco.paused_rt, peer.paused_rt) if peer else "-",
                 )
             )
@@ -724,7 +733,7 @@ async def tool_rows(table: Table, bootstrap: str, args: argparse.Namespace) -> N
                 f"{disco.cores:.2f}, "
                 + (f"FastStream {peer.cores:.2f}, " if peer else "")
                 + f"raw {raw.cores:.2f} cores",
-                peer=rate_cell_tool(peer) if peer else "-",
+                peer=rate_cell_tool(peer) if peer else missing,
                 peer_ratio=f"{disco.rate / peer.rate:.2f}" if peer else "-",
             )
         )
