@@ -19,7 +19,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MOST_CIRCLES = 2
+# The issue allowed two; none is left, so a new one fails here (cut it by a Protocol the
+# helper declares, as the rest of the tree does).
+MOST_CIRCLES = 0
 UPWARD = ("disco.agents", ("disco.runtime", "disco.llm"))
 
 
