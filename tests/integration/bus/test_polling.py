@@ -8,7 +8,7 @@ import contextlib
 import os
 from collections.abc import AsyncIterator
 
-from disco.bus import BusClient, BusConsumer, ReplyListener
+from disco.bus import BusClient, BusConsumer, ReplyListener, TopicReader
 from disco.bus._polling import broker_kind
 from disco.settings import BusSettings
 from disco_common.envelope import ActionRequest, Envelope
@@ -287,3 +287,56 @@ async def test_answers_written_in_one_batch_to_waiters_that_woke_a_quiet_listene
                 await asyncio.gather(*acks)
                 answers = await asyncio.wait_for(asyncio.gather(*replies), 20)
             assert [answer.data for answer in answers] == [{"n": n} for n in range(waiting)]
+
+
+def _fetches_in_flight(reader: TopicReader) -> list[int]:
+    """A one-element list counting the fetch requests of ``reader`` not answered yet."""
+    client = reader._require()._client
+    sent = client.send
+    in_flight = [0]
+
+    async def send(node_id: int, request: object, **kwargs: object) -> object:
+        fetch = getattr(request, "API_KEY", None) == 1
+        in_flight[0] += fetch
+        try:
+            return await sent(node_id, request, **kwargs)
+        finally:
+            in_flight[0] -= fetch
+
+    client.send = send
+    return in_flight
+
+
+async def test_a_reader_woken_at_the_end_of_a_grown_log_does_not_take_it_for_a_restart(
+    bus_settings: BusSettings,
+) -> None:
+    # Woken past records written while it was paused, the reader's position lies beyond
+    # the end its consumer last fetched; the restart check (every read here) must
+    # compare with the end the wake found, or it reads the whole log again.
+    settings = bus_settings.model_copy(update={"kafka_partitions": 1})
+    async with BusClient(settings, name="writer") as bus:
+        await bus.ensure_topics([Topic.ACTION_RESULTS])
+        async with TopicReader(
+            settings, [Topic.ACTION_RESULTS.value], realign_interval=0.0
+        ) as reader:
+            in_flight = _fetches_in_flight(reader)
+            assert await reader.read(timeout=0.3) == []  # fetched once: an end is known
+            reader.pause()
+            # A fetch sent before the pause comes back with the end as it was then.
+            await eventually(lambda: in_flight[0] == 0)
+            written = [
+                await bus.send(
+                    Topic.ACTION_RESULTS, "echo.completed", {"n": n}, correlation_id="stale"
+                )
+                for n in range(5)
+            ]
+            await asyncio.gather(*written)
+            await reader.resume_at_end()
+            # Read at once, as a woken listener does: before any fetch of its own.
+            reading = asyncio.create_task(reader.read(timeout=5.0))
+            after = await bus.publish(
+                Topic.ACTION_RESULTS, "echo.completed", {"n": "after"}, correlation_id="new"
+            )
+            read = await reading
+
+    assert [record.envelope().id for record in read] == [after.id]

@@ -57,6 +57,10 @@ _CLIENT = "_client"
 """The consumer's ``AIOKafkaClient`` (aiokafka has no public accessor): the fetch that
 finds the partitions' ends goes through its connections."""
 
+_SUBSCRIPTION = "_subscription"
+"""The consumer's subscription state (aiokafka has no public setter for a partition's
+high watermark, which only its own fetches update)."""
+
 
 async def _high_watermarks(
     consumer: AIOKafkaConsumer, positions: Mapping[TopicPartition, int]
@@ -246,8 +250,13 @@ class TopicReader(StartStop):
                 f"cannot read {sorted(self._names.values())} at {self.settings.kafka_bootstrap}: "
                 f"{exc}"
             ) from exc
+        assignment = getattr(consumer, _SUBSCRIPTION).subscription.assignment
         for partition, offset in ends.items():
             consumer.seek(partition, offset)
+            # What this fetch saw is the partition's last known end: the broker-restart
+            # check compares positions with it, and the one the consumer kept from before
+            # the pause lies below the new position (a live log, read as a restart).
+            assignment.state_value(partition).highwater = offset
         consumer.resume(*partitions)
 
     async def end_offsets(self) -> dict[tuple[str, int], int]:
