@@ -20,6 +20,57 @@ ERAS = ("legacy", "2026-07-28")
 the stateless 2026-07-28 protocol."""
 
 
+class Answered(httpx2.AsyncBaseTransport):
+    """Counts the POSTs whose answers the client has not read to their end yet
+    (``unread``; a session's standing GET stream is not counted): a test waits for none
+    before it closes its client, so that no late answer lands on a client being closed
+    (the SDK's client then fails its own exit)."""
+
+    def __init__(self) -> None:
+        self._inner = httpx2.AsyncHTTPTransport()
+        self.unread = 0
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if request.method != "POST":
+            return await self._inner.handle_async_request(request)
+        self.unread += 1
+        try:
+            response = await self._inner.handle_async_request(request)
+        except BaseException:
+            self.unread -= 1
+            raise
+        return httpx2.Response(
+            status_code=response.status_code,
+            headers=response.headers,
+            stream=_Counted(response.stream, self),  # type: ignore[arg-type]
+            extensions=response.extensions,
+            request=request,
+        )
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _Counted(httpx2.AsyncByteStream):
+    """A response body that tells its :class:`Answered` once it is closed."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream, owner: Answered) -> None:
+        self._inner = inner
+        self._owner: Answered | None = owner
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._inner:
+            yield chunk
+
+    async def aclose(self) -> None:
+        owner, self._owner = self._owner, None
+        try:
+            await self._inner.aclose()
+        finally:
+            if owner is not None:
+                owner.unread -= 1
+
+
 class RoundRobin(httpx2.AsyncBaseTransport):
     """Sends each request to the next of several gateways, as a balancer without affinity."""
 

@@ -18,8 +18,16 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from tests.e2e.gateway.conftest import OTHER_TENANT, TENANT, GatewayProcess, GatewayStack, bearer
-from tests.e2e.gateway.mcp_clients import ERAS, all_tools, answering, mcp_client, text_of
+from tests.e2e.gateway.mcp_clients import (
+    ERAS,
+    Answered,
+    all_tools,
+    answering,
+    mcp_client,
+    text_of,
+)
 from tests.e2e.gateway.support import bus_side
+from tests.fixtures.waiting import eventually
 
 pytestmark = pytest.mark.parametrize("era", ERAS)
 
@@ -129,7 +137,11 @@ async def test_a_cancelled_call_asks_the_agent_to_stop_and_it_does(
     gateway_stack: GatewayStack, gateway: GatewayProcess, era: str
 ) -> None:
     text = f"cancel-me-{uuid.uuid4().hex[:8]}"
-    async with bus_side(gateway_stack) as bus, mcp_client(gateway.url, era) as client:
+    answers = Answered()
+    async with (
+        bus_side(gateway_stack) as bus,
+        mcp_client(gateway.url, era, transport=answers) as client,
+    ):
 
         async def call() -> None:
             await client.call_tool("gw-slow__gw.slow", {"text": text})
@@ -155,6 +167,9 @@ async def test_a_cancelled_call_asks_the_agent_to_stop_and_it_does(
                 and e.task_id == request.task_id
             )
         )
+        # The cancelled call's own answer (a 2025 session answers it with a JSON body) is
+        # read before the client closes.
+        await eventually(lambda: answers.unread == 0, what="every answer read")
 
     assert cancelled.tenant_id == TENANT
 
