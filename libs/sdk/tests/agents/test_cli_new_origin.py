@@ -34,7 +34,9 @@ class FakeDistribution(Distribution):
         return None
 
     def locate_file(self, path: str | PathLike[str]) -> Path:
-        raise NotImplementedError
+        # Abstract in Distribution; the origin lookup reads only the texts above, so a
+        # call here would be a new dependency of the code under test: fail loudly.
+        raise AssertionError(f"the origin lookup asked for a file: {path}")
 
 
 def finder(**recorded: dict[str, object] | None) -> Callable[[str], Distribution]:

@@ -100,6 +100,11 @@ class ToolChanges:
 
         return stop
 
+    def recheck(self) -> None:
+        """Read the tools afresh soon (as after an agent event) and tell each listener
+        whose tools differ."""
+        self._changed.set()
+
     def listening(self, view: View) -> int:
         """How many listeners ``view`` has."""
         return len(self._listeners.get(view, {}))
@@ -143,7 +148,7 @@ class ToolChanges:
             for record in records:
                 kind = next((value for name, value in record.headers if name == "ce_type"), None)
                 if kind in _AGENT_EVENTS:
-                    self._changed.set()
+                    self.recheck()
 
     async def _settle(self) -> None:
         while True:
@@ -184,8 +189,11 @@ class ViewBus:
         self._changes = changes
 
     async def publish(self, event: ServerEvent) -> None:
-        """Not used: changes come from the agents' lifecycle (:class:`ToolChanges`)."""
-        raise NotImplementedError("tool changes are published by ToolChanges, per view")
+        """A tool change announced through the SDK is checked like an agent event: every
+        view whose tools differ is told (disco's door has no prompts or resources, so
+        other events have no listener)."""
+        if isinstance(event, ToolsListChanged):
+            self._changes.recheck()
 
     def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
         """Register ``listener`` for the calling view's tool changes."""
