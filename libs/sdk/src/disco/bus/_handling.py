@@ -86,6 +86,50 @@ class ConsumerView(Protocol):
         ...
 
 
+@dataclass(slots=True)
+class _Tries:
+    """The failed attempts of one handling (a record's or a batch's), and what each decides.
+
+    A failure because a dependency is unavailable is tried again until it is back (and
+    logged on its first and every 20th wait); any other counts against ``attempts``.
+    """
+
+    owner: ConsumerView
+    attempts: int
+    failures: int = 0
+    waits: int = 0
+    unavailable: bool = False
+
+    def failed(self, exc: Exception) -> tuple[bool, bool]:
+        """Count ``exc``: whether to give up now, and whether to log it."""
+        unavailable = self.unavailable = isinstance(exc, DependencyUnavailableError)
+        if unavailable:
+            self.waits += 1
+            return False, self.waits == 1 or self.waits % 20 == 0
+        self.failures += 1
+        return self.failures >= self.attempts or isinstance(exc, NonRetryableError), True
+
+    async def back_off(self, exc: Exception) -> None:
+        """Wait before the next attempt.
+
+        Raises:
+            Abandoned: the consumer is stopping (the record stays uncommitted).
+        """
+        owner = self.owner
+        if owner.stopping:
+            raise Abandoned from exc
+        settings = owner.client.settings
+        await asyncio.sleep(
+            _backoff(
+                self.waits if self.unavailable else self.failures,
+                settings.bus_retry_backoff_ms,
+                settings.bus_retry_backoff_max_ms,
+            )
+        )
+        if owner.stopping:
+            raise Abandoned from exc
+
+
 @dataclass(frozen=True, slots=True)
 class _Labelled:
     """The metric children one (topic, event type) of a group counts into."""
@@ -318,10 +362,8 @@ class RecordHandler:
         assert route.batch is not None
         handler = route.batch.handler
         owner = self._owner
-        settings = owner.client.settings
-        attempts = settings.bus_retry_attempts
+        tries = _Tries(owner, owner.client.settings.bus_retry_attempts)
         items = tuple(item for _, item in admitted)
-        failures = waits = 0
         attempt = 0
         while True:
             attempt += 1
@@ -345,26 +387,19 @@ class RecordHandler:
                 owner.client.metrics.handler_failures.labels(
                     owner.group, route.topic, ANY_EVENT, type(failure).__qualname__
                 ).inc()
-            unavailable = isinstance(failure, DependencyUnavailableError)
-            if unavailable:
-                waits += 1
-            else:
-                failures += 1
-            final = not unavailable and (
-                failures >= attempts or isinstance(failure, NonRetryableError)
-            )
-            if not unavailable or waits == 1 or waits % 20 == 0:
+            final, log = tries.failed(failure)
+            if log:
                 _log.warning(
                     "batch handler failed: a dependency is unavailable; trying again until "
                     "it is back"
-                    if unavailable
+                    if tries.unavailable
                     else "batch handler failed",
                     topic=route.topic,
                     partition=partition,
                     offsets=f"{items[0].offset}-{items[-1].offset}",
                     envelopes=len(items),
                     attempt=attempt,
-                    attempts=attempts,
+                    attempts=tries.attempts,
                     giving_up=final,
                     error=repr(failure),
                 )
@@ -383,17 +418,7 @@ class RecordHandler:
                 await self._batch_attempts(route, partition, admitted[:half], labels)
                 await self._batch_attempts(route, partition, admitted[half:], labels)
                 return
-            if owner.stopping:
-                raise Abandoned from failure
-            await asyncio.sleep(
-                _backoff(
-                    waits if unavailable else failures,
-                    settings.bus_retry_backoff_ms,
-                    settings.bus_retry_backoff_max_ms,
-                )
-            )
-            if owner.stopping:
-                raise Abandoned from failure
+            await tries.back_off(failure)
 
     def _labelled(self, topic: str, event_type: str) -> _Labelled:
         """The metric children of ``(topic, event_type)`` in this group (looked up once)."""
@@ -427,12 +452,10 @@ class RecordHandler:
         is unavailable (:class:`~disco.bus.DependencyUnavailableError`): that one is tried
         again for as long as the consumer runs."""
         owner = self._owner
-        settings = owner.client.settings
-        attempts = settings.bus_retry_attempts
+        tries = _Tries(owner, owner.client.settings.bus_retry_attempts)
         envelope, topic = context.envelope, context.topic
         tracer = owner.client.tracer if self.tracing else None
         metrics = owner.client.metrics
-        failures = waits = 0
         attempt = 0
         while True:
             attempt += 1
@@ -471,24 +494,17 @@ class RecordHandler:
                     metrics.handler_failures.labels(
                         owner.group, topic, envelope.type, type(exc).__qualname__
                     ).inc()
-                unavailable = isinstance(exc, DependencyUnavailableError)
-                if unavailable:
-                    waits += 1
-                else:
-                    failures += 1
-                final = not unavailable and (
-                    failures >= attempts or isinstance(exc, NonRetryableError)
-                )
-                if not unavailable or waits == 1 or waits % 20 == 0:
+                final, log = tries.failed(exc)
+                if log:
                     _log.warning(
                         "handler failed: a dependency is unavailable; trying again until it is back"
-                        if unavailable
+                        if tries.unavailable
                         else "handler failed",
                         topic=topic,
                         event_id=envelope.id,
                         event_type=envelope.type,
                         attempt=attempt,
-                        attempts=attempts,
+                        attempts=tries.attempts,
                         giving_up=final,
                         error=repr(exc),
                     )
@@ -497,17 +513,7 @@ class RecordHandler:
                         record, type(exc).__qualname__, str(exc) or repr(exc), attempt
                     )
                     return None
-                if owner.stopping:
-                    raise Abandoned from exc
-                await asyncio.sleep(
-                    _backoff(
-                        waits if unavailable else failures,
-                        settings.bus_retry_backoff_ms,
-                        settings.bus_retry_backoff_max_ms,
-                    )
-                )
-                if owner.stopping:
-                    raise Abandoned from exc
+                await tries.back_off(exc)
             else:
                 if labels is not None:
                     labels.duration.observe(time.perf_counter() - started)
