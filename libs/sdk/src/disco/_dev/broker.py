@@ -20,6 +20,7 @@ from typing import IO
 
 from disco._dev.errors import EmbeddedStartError, missing_dev_extra
 from disco._dev.ports import LOOPBACK, ensure_port_free, port_accepts
+from disco._dev.signals import launching
 
 __all__ = ["EmbeddedBroker", "broker_binary"]
 
@@ -80,26 +81,27 @@ class EmbeddedBroker:
         env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED_ENV}
         env["TOKIO_WORKER_THREADS"] = str(self.threads)
         self._log = self.log_path.open("ab")
-        self._process = subprocess.Popen(
-            [
-                broker_binary(),
-                "broker",
-                "--cluster-id",
-                self.cluster_id,
-                "--listener-url",
-                listener,
-                "--advertised-listener-url",
-                listener,
-                "--storage-engine",
-                "memory://tansu/",
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            # Our own stop() ends it, in order; a Ctrl-C at the terminal must not.
-            start_new_session=True,
-        )
+        with launching():
+            self._process = subprocess.Popen(
+                [
+                    broker_binary(),
+                    "broker",
+                    "--cluster-id",
+                    self.cluster_id,
+                    "--listener-url",
+                    listener,
+                    "--advertised-listener-url",
+                    listener,
+                    "--storage-engine",
+                    "memory://tansu/",
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                # Our own stop() ends it, in order; a Ctrl-C at the terminal must not.
+                start_new_session=True,
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._process.poll() is not None:

@@ -24,6 +24,7 @@ from typing import Any
 
 from disco._dev.errors import EmbeddedStartError, missing_dev_extra
 from disco._dev.ports import LOOPBACK, ensure_port_free
+from disco._dev.signals import launching
 
 __all__ = ["EmbeddedPostgres"]
 
@@ -86,23 +87,27 @@ class EmbeddedPostgres:
         """Initialise the data directory if new, then start the server and wait for it."""
         ensure_port_free(self.port, "PostgreSQL", "DISCO_POSTGRES_PORT", self.host)
         self._prepare_user_and_dirs()
+        # Neither is broken off half way by a Ctrl-C (see launching): a data
+        # directory initdb left half made would not start again, and a server
+        # pg_ctl was starting would outlive the stop.
         if not (self.data_dir / "PG_VERSION").exists():
-            try:
-                self._run(
-                    "initdb",
-                    "-D",
-                    str(self.data_dir),
-                    "-U",
-                    SUPERUSER,
-                    "--auth=trust",
-                    "--encoding=UTF8",
-                    "--locale=C",
-                    *([] if self.durable else ["--no-sync"]),
-                )
-            except subprocess.CalledProcessError as exc:
-                output = (exc.stderr or exc.stdout or "").strip() or f"exit {exc.returncode}"
-                detail = f"initdb could not create {self.data_dir}: {output}"
-                raise EmbeddedStartError("PostgreSQL", self.log_path, detail) from exc
+            with launching():
+                try:
+                    self._run(
+                        "initdb",
+                        "-D",
+                        str(self.data_dir),
+                        "-U",
+                        SUPERUSER,
+                        "--auth=trust",
+                        "--encoding=UTF8",
+                        "--locale=C",
+                        *([] if self.durable else ["--no-sync"]),
+                    )
+                except subprocess.CalledProcessError as exc:
+                    output = (exc.stderr or exc.stdout or "").strip() or f"exit {exc.returncode}"
+                    detail = f"initdb could not create {self.data_dir}: {output}"
+                    raise EmbeddedStartError("PostgreSQL", self.log_path, detail) from exc
         options = [
             f"-h {self.host}",
             f"-p {self.port}",
@@ -111,23 +116,24 @@ class EmbeddedPostgres:
         ]
         if not self.durable:
             options += ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"]
-        try:
-            self._run(
-                "pg_ctl",
-                "-D",
-                str(self.data_dir),
-                "-l",
-                str(self.log_path),
-                "-w",
-                "-t",
-                str(int(timeout)),
-                "-o",
-                " ".join(options),
-                "start",
-                timeout=timeout + 10,
-            )
-        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
-            raise EmbeddedStartError("PostgreSQL", self.log_path) from exc
+        with launching():
+            try:
+                self._run(
+                    "pg_ctl",
+                    "-D",
+                    str(self.data_dir),
+                    "-l",
+                    str(self.log_path),
+                    "-w",
+                    "-t",
+                    str(int(timeout)),
+                    "-o",
+                    " ".join(options),
+                    "start",
+                    timeout=timeout + 10,
+                )
+            except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+                raise EmbeddedStartError("PostgreSQL", self.log_path) from exc
 
     def stop(self, timeout: float = 60.0) -> None:
         """Stop the server (fast shutdown); a no-op when it is not running.

@@ -9,6 +9,12 @@ is in this process's hands, :class:`StopSignals` keeps SIGINT and SIGTERM: the
 first one stops the stack (at once while it starts: ``KeyboardInterrupt``; while
 it runs: a flag its loop reads), every later one is answered with a note and
 otherwise ignored until the stop is complete.
+
+A child process being started is the one place an interrupt must wait: raised
+inside ``subprocess.Popen`` after the fork, it loses the child's handle, and the
+service (or broker, or Postgres) that starts anyway is never stopped. So each
+launch runs inside :func:`launching`, and an interrupt that lands there is
+raised once the child is in hand (its handle kept where the stop finds it).
 """
 
 from __future__ import annotations
@@ -21,11 +27,38 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
-__all__ = ["StopSignals"]
+__all__ = ["StopSignals", "launching"]
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _STOPPING = b"\nstopping the stack\n"
 _NOTE = b"still stopping the stack: every process is being stopped, one moment\n"
+
+
+class _Launches:
+    """How many launches are under way, and whether an interrupt waits for their end."""
+
+    depth = 0
+    interrupt_waiting = False
+
+
+@contextlib.contextmanager
+def launching() -> Iterator[None]:
+    """Start a child process and keep its handle; an interrupt meanwhile waits for the end.
+
+    Wrap the ``Popen`` call together with the statement that stores its handle.
+    Nested launches raise the waiting interrupt once, at the outermost end.
+    """
+    _Launches.depth += 1
+    try:
+        yield
+    except BaseException:
+        _Launches.interrupt_waiting = False  # what broke the launch off is raised instead
+        raise
+    finally:
+        _Launches.depth -= 1
+    if _Launches.depth == 0 and _Launches.interrupt_waiting:
+        _Launches.interrupt_waiting = False
+        raise KeyboardInterrupt
 
 
 class StopSignals:
@@ -86,6 +119,10 @@ class StopSignals:
             self.requested = self.by_signal = True
             if self._raise:
                 self._raise = False
+                if _Launches.depth:
+                    _Launches.interrupt_waiting = True  # raised by launching() at its end
+                    _write(_STOPPING)
+                    return
                 raise KeyboardInterrupt
             _write(_STOPPING)
             return

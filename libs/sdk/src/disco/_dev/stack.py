@@ -30,7 +30,7 @@ from disco._dev.postgres import EmbeddedPostgres
 from disco._dev.progress import Steps
 from disco._dev.services import installed_services
 from disco._dev.settings import DevSettings
-from disco._dev.signals import StopSignals
+from disco._dev.signals import StopSignals, launching
 from disco_common.services import ServiceManifest
 
 __all__ = ["DevStack", "StackState", "read_state", "stop_from_state"]
@@ -289,7 +289,7 @@ class DevStack:
     def _start_service(self, service: ServiceManifest) -> None:
         port = self.settings.service_port(service)
         log_path = self.logs_dir / f"{service.name}.log"
-        with log_path.open("ab") as log:
+        with launching(), log_path.open("ab") as log:
             process = subprocess.Popen(
                 [sys.executable, "-m", service.module],
                 stdin=subprocess.DEVNULL,
@@ -298,7 +298,7 @@ class DevStack:
                 env=self.service_env(service),
                 start_new_session=True,
             )
-        self._processes[service.name] = process
+            self._processes[service.name] = process
         record = ServiceProcess(
             name=service.name, port=port, pid=process.pid, log=str(log_path), module=service.module
         )
