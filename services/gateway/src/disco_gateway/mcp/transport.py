@@ -9,7 +9,9 @@ Host and Origin headers are checked (DNS rebinding).
 
 Then by protocol era (the ``MCP-Protocol-Version`` header):
 
-- **2026-07-28**: the SDK's own handler serves the request; it stands alone.
+- **2026-07-28**: the SDK's own handler serves the request; it stands alone. A
+  ``tools/call`` without a progress token is answered with one JSON body, still
+  cancelled when its client goes away (:mod:`disco_gateway.mcp.plain`).
 - **2025 and older** (or no header: an ``initialize``): the SDK keeps such a
   session in one process's memory. Here it lives in Postgres instead
   (:mod:`disco_gateway.mcp.sessions`), and each request is served by a
@@ -17,7 +19,8 @@ Then by protocol era (the ``MCP-Protocol-Version`` header):
   session's id, version and client capabilities, and can send the client
   requests on the call's stream (``elicitation/create``); a request that needs
   no stream (no progress asked for, no form possible) is answered with one JSON
-  body, which costs less. What a client posts
+  body, which costs less (a tool call or listing without any transport made for
+  it: :mod:`disco_gateway.mcp.plain`). What a client posts
   back that an instance of its own cannot take, the door takes on any instance:
   the response to an elicitation (its id is the sealed question: it becomes
   the human's answer on the bus) and ``notifications/cancelled`` (the call's
@@ -32,6 +35,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import anyio
@@ -44,6 +48,7 @@ from mcp.server.runner import serve_connection
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from mcp.shared.inbound import ERROR_CODE_HTTP_STATUS, InboundModernRoute
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 from pydantic import ValidationError
@@ -59,6 +64,7 @@ from disco_gateway.mcp.context import McpCaller, McpSession, calling
 from disco_gateway.mcp.events import AskSeal, announce_cancel, publish_answer
 from disco_gateway.mcp.mapping import form_answer
 from disco_gateway.mcp.metrics import McpMetrics
+from disco_gateway.mcp.plain import PlainCall, modern_call, serve_alone, session_request
 from disco_gateway.mcp.sessions import McpSessions
 from disco_gateway.ratelimits import CallLimits
 from disco_gateway.scope import CallScope
@@ -164,7 +170,7 @@ class McpTransport:
         version = request.headers.get(_VERSION)
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
             with calling(McpCaller(caller, "modern")):
-                await self.manager.handle_request(scope, receive, send)
+                await self._modern(request, scope, receive, send)
             return
         await self._handshake(request, caller, scope, receive, send)
 
@@ -189,6 +195,45 @@ class McpTransport:
             separator = ", " if challenge != "Bearer" else " "
             headers["WWW-Authenticate"] = f'{challenge}{separator}resource_metadata="{metadata}"'
         return error_response(exc.status_code, exc.code, exc.message, exc.details, headers)
+
+    # -- 2026-07-28 ---------------------------------------------------------------------------
+
+    async def _modern(self, request: Request, scope: Scope, receive: Receive, send: Send) -> None:
+        """A call without progress is answered as one JSON body (see mcp.plain); the rest by
+        the SDK's entry, which may stream."""
+        if request.method == "POST":
+            body = await request.body()
+            plain = modern_call(request, _decoded(body))
+            if plain is not None:
+                call, route = plain
+                answer = partial(self._answer_modern, call, route)
+                await PlainCall(body, receive, send).run(answer, scope)
+                return
+            receive = _replaying(body, receive)
+        await self.manager.handle_request(scope, receive, send)
+
+    async def _answer_modern(
+        self,
+        call: types.JSONRPCRequest,
+        route: InboundModernRoute,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        connection = Connection.from_envelope(
+            route.protocol_version, route.client_info, route.client_capabilities
+        )
+        answer = await serve_alone(
+            self.server, Request(scope, receive), call, connection, modern=True
+        )
+        status = 200
+        if isinstance(answer, types.JSONRPCError):
+            status = ERROR_CODE_HTTP_STATUS.get(answer.error.code, 200)
+        await Response(
+            answer.model_dump_json(by_alias=True, exclude_none=True),
+            status_code=status,
+            media_type="application/json",
+        )(scope, receive, send)
 
     # -- the handshake era --------------------------------------------------------------------
 
@@ -215,6 +260,12 @@ class McpTransport:
                 await Response(status_code=202)(scope, receive, send)
                 return
             opened = await self._open(caller, session, message)
+            stream = _streams(message, session)
+            one = session_request(request, message) if session is not None and not stream else None
+            if one is not None and session is not None and opened is None:
+                with calling(McpCaller(caller, "handshake", session)):
+                    await (await self._answer_one(request, session, one))(scope, receive, send)
+                return
             with calling(McpCaller(caller, "handshake", opened or session)):
                 await self._serve(
                     scope,
@@ -223,7 +274,7 @@ class McpTransport:
                     session=opened or session,
                     opening=opened is not None,
                     version=request.headers.get(_VERSION),
-                    stream=_streams(message, session),
+                    stream=stream,
                 )
         else:
             allowed = "GET, POST, DELETE" if session is not None else "POST"
@@ -298,6 +349,22 @@ class McpTransport:
                 self.metrics.call("cancelled")
             return True
         return False
+
+    async def _answer_one(
+        self, request: Request, session: McpSession, call: types.JSONRPCRequest
+    ) -> Response:
+        """A session's request that needs no stream, without a transport, a dispatcher and a
+        task group made for it (see mcp.plain); the answer ``_serve``'s JSON mode gives."""
+        connection = Connection.from_envelope(
+            session.protocol_version, session.client_info, session.capabilities
+        )
+        connection.session_id = session.session_id
+        answer = await serve_alone(self.server, request, call, connection, modern=False)
+        return Response(
+            answer.model_dump_json(by_alias=True, exclude_unset=True),
+            media_type="application/json",
+            headers={_SESSION: session.session_id},
+        )
 
     async def _serve(
         self,
