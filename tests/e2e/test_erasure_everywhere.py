@@ -179,6 +179,18 @@ async def _rows_holding(admin_url: str, tenant: str) -> dict[str, int]:
         await conn.close()
 
 
+async def _outboxes_drained(admin_url: str, tenant: str) -> None:
+    """Wait until no service's outbox holds a row of ``tenant`` (all relayed)."""
+
+    async def drained() -> bool:
+        holding = await _rows_holding(admin_url, tenant)
+        return not any(table.endswith(".outbox") for table in holding)
+
+    await eventually(
+        drained, timeout=60, interval=0.2, what=f"every outbox relayed {tenant}'s rows"
+    )
+
+
 async def _completions(stack: Stack, tenant: str, scope: str) -> dict[str, dict[str, Any]]:
     """The followers' erasure.completed data for ``tenant`` and ``scope``, by service."""
 
@@ -291,6 +303,10 @@ async def test_erasure_covers_every_tenant_scoped_table_of_every_service(stack: 
         )
         assert by_tenant.status_code == 200, by_tenant.text
         tenant_done = await _completions(stack, erased, "tenant")
+        # Each follower's erasure.completed was in its outbox until relayed; the relay
+        # deletes a row just after publishing it, so one seen on the bus may still be
+        # there for a moment (the CI failure: tracker.outbox 1 -> 0 a moment later).
+        await _outboxes_drained(stack.database.admin, erased)
 
         after = await _rows_of(stack.database.admin, erased, catalog)
         holding_after = await _rows_holding(stack.database.admin, erased)
