@@ -180,7 +180,7 @@ class PlainCall:
         self._task: asyncio.Task[Any] | None = None  # the one answering, set by run()
         self.gone = False
         """The client closed its connection before the answer."""
-        self._started = False  # the SDK began its JSON response
+        self._started = False  # the app began its JSON response
         self._finished = False  # the answer is sent
         self._streaming = False  # committed to text/event-stream
         self._held: list[bytes] = []
@@ -219,7 +219,7 @@ class PlainCall:
                 self._finished = True
             await self._send(message)
             return
-        # Committed to a stream: the SDK's JSON answer becomes its one event.
+        # Committed to a stream: the app's JSON answer becomes its one event.
         if message["type"] != "http.response.body":
             return
         self._held.append(message.get("body", b""))
