@@ -19,6 +19,18 @@ ERAS = ("legacy", "2026-07-28")
 """The two ways a client connects: the initialize handshake (2025-11-25, a session), and
 the stateless 2026-07-28 protocol."""
 
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "curl", "version": "1"},
+    },
+}
+"""The ``initialize`` a raw HTTP client posts to open a 2025-11-25 session."""
+
 
 class Answered(httpx2.AsyncBaseTransport):
     """Counts the POSTs whose answers the client has not read to their end yet

@@ -30,19 +30,9 @@ from disco.runtime import (
 )
 from disco.runtime.mcp import MCPTools
 from tests.e2e.gateway.conftest import ROOT, GatewayProcess, GatewayStack, bearer, token
-from tests.e2e.gateway.mcp_clients import all_tools, mcp_client
+from tests.e2e.gateway.mcp_clients import INITIALIZE, all_tools, mcp_client
 from tests.e2e.gateway.support import metric_value, until
 
-_INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "curl", "version": "1"},
-    },
-}
 _ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 
@@ -52,7 +42,7 @@ async def test_a_bad_token_is_a_401_with_the_bearer_challenge_and_the_resource_m
     async with httpx.AsyncClient(timeout=30) as http:
         refused = await http.post(
             f"{gateway.url}/mcp",
-            json=_INITIALIZE,
+            json=INITIALIZE,
             headers={**_ACCEPT, "Authorization": "Bearer not-a-token"},
         )
         metadata_url = f"{gateway.url}/.well-known/oauth-protected-resource/mcp"
@@ -103,7 +93,7 @@ async def test_a_client_offering_2025_06_18_gets_it_and_lists_and_calls(
 async def test_a_session_is_found_only_by_whoever_opened_it(gateway: GatewayProcess) -> None:
     async with httpx.AsyncClient(timeout=30) as http:
         opened = await http.post(
-            f"{gateway.url}/mcp", json=_INITIALIZE, headers={**_ACCEPT, **bearer()}
+            f"{gateway.url}/mcp", json=INITIALIZE, headers={**_ACCEPT, **bearer()}
         )
         session_id = opened.headers["mcp-session-id"]
         listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}

@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from tests.e2e.gateway.conftest import GatewayProcess, bearer
+from tests.e2e.gateway.mcp_clients import INITIALIZE
 
 MODERN = "2026-07-28"
 _ENVELOPE = {
@@ -130,18 +131,7 @@ async def test_a_session_call_without_progress_is_answered_as_the_sdks_transport
 ) -> None:
     async with httpx.AsyncClient(timeout=60) as http:
         opened = await http.post(
-            f"{gateway.url}/mcp",
-            json={
-                "jsonrpc": "2.0",
-                "id": 0,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "curl", "version": "1"},
-                },
-            },
-            headers={**_ACCEPT, **bearer()},
+            f"{gateway.url}/mcp", json=INITIALIZE, headers={**_ACCEPT, **bearer()}
         )
         session = opened.headers["mcp-session-id"]
         headers = {

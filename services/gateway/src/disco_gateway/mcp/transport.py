@@ -261,8 +261,12 @@ class McpTransport:
                 return
             opened = await self._open(caller, session, message)
             stream = _streams(message, session)
-            one = session_request(request, message) if session is not None and not stream else None
-            if one is not None and session is not None and opened is None:
+            # A session's request that needs no stream (an initialize has no session yet).
+            if (
+                session is not None
+                and not stream
+                and (one := session_request(request, message)) is not None
+            ):
                 with calling(McpCaller(caller, "handshake", session)):
                     await (await self._answer_one(request, session, one))(scope, receive, send)
                 return
