@@ -110,6 +110,8 @@ def detach(token: object) -> None:
 
 def current_traceparent() -> str | None:
     """The W3C ``traceparent`` of the current span, or ``None`` if there is none."""
+    if _CONTEXT is not None and _SPAN_KEY not in _CONTEXT.get():
+        return None  # no current span (every publish outside a traced call, untraced)
     return span_traceparent(current_span())
 
 
