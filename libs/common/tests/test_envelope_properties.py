@@ -309,3 +309,36 @@ def test_any_bytes_either_parse_or_raise_envelope_error(value: bytes) -> None:
 def test_any_json_that_is_not_an_envelope_raises_envelope_error(value: Any) -> None:
     with pytest.raises(EnvelopeError):
         Envelope.from_kafka_value(to_json(value))
+
+
+@properties
+@given(
+    st.text(min_size=1, max_size=80).filter(
+        lambda s: (
+            not re.fullmatch(r"[a-z0-9]{1,64}", s)
+            and s not in Envelope.model_fields
+            and s not in WIRE_NAMES.values()
+        )
+    )
+)
+def test_an_attribute_that_is_not_an_extension_name_is_refused_with_the_reason(
+    name: str,
+) -> None:
+    value = to_json({"source": "s", "type": "t.x", name: "v"})
+
+    with pytest.raises(EnvelopeError) as refused:
+        Envelope.from_kafka_value(value)
+
+    assert f"unknown attribute {name!r}" in refused.value.reason
+    with pytest.raises(ValidationError):
+        Envelope(source="s", type="t.x", **{name: "v"})
+
+
+def test_extension_attributes_are_kept_and_base64_data_is_refused() -> None:
+    kept = Envelope.from_kafka_value(to_json({"source": "s", "type": "t.x", "myext2": [1]}))
+    assert kept.extensions == {"myext2": [1]}
+
+    with pytest.raises(EnvelopeError) as refused:
+        Envelope.from_dict({"source": "s", "type": "", "data_base64": "aGk="})
+    assert "data_base64 is not supported" in refused.value.reason
+    assert "type:" in refused.value.reason  # the other problems are still named

@@ -26,6 +26,7 @@ from disco.bus import BusClient
 from disco.bus._envelopes import fast_id
 from disco.bus._tracing import BusTracer, current_traceparent
 from disco.settings import BusSettings
+from disco.telemetry import add_trace_ids
 from disco_common.envelope import Envelope, EnvelopeError
 
 INCOMING = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -535,3 +536,112 @@ def test_a_parent_based_ratio_sampler_follows_an_incoming_trace_whatever_its_rat
         tracer.end(send)
 
     assert len(exporter.get_finished_spans()) == (2 if recorded else 0)
+
+
+def _ratio_provider(exporter: InMemorySpanExporter, ratio: float) -> TracerProvider:
+    """What ``DISCO_OTEL_TRACES_SAMPLE_RATIO`` installs: parent-based ratio sampling."""
+    provider = TracerProvider(sampler=ParentBased(TraceIdRatioBased(ratio)))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider
+
+
+async def test_an_unsampled_handler_call_records_no_span_and_carries_the_trace_on(
+    exporter: InMemorySpanExporter,
+) -> None:
+    # A production ratio: most incoming traces are unsampled. The handler call makes no
+    # span of its own; the incoming context is current as it came, so what happens
+    # inside follows its unsampled decision and keeps its trace id.
+    provider = _ratio_provider(exporter, 0.1)
+    bus = _client(provider)
+    trace_id, parent_id = UNSAMPLED.split("-")[1:3]
+    events: list[dict[str, Any]] = []
+    envelope = _envelope(UNSAMPLED)
+    with bus.tracer.consume("t", envelope, UNSAMPLED, group="g", partition=0, offset=3) as span:
+        current = trace.get_current_span()
+        entered = enter_handler(HandlerContext(envelope=envelope, topic="t"))
+        try:
+            sent = await bus.publish("business-facts", "order.done", {})
+            with provider.get_tracer("app").start_as_current_span("app work") as inner:
+                inner_context = inner.get_span_context()
+            events.append(add_trace_ids(None, "info", {}))
+        finally:
+            exit_handler(entered)
+
+    assert exporter.get_finished_spans() == ()
+    assert not span.is_recording()
+    assert current is span
+    context = current.get_span_context()
+    assert (format(context.trace_id, "032x"), format(context.span_id, "016x")) == (
+        trace_id,
+        parent_id,
+    )
+    assert context.is_remote
+    assert not context.trace_flags.sampled
+    # A span started in the handler: unsampled, same trace.
+    assert not inner_context.trace_flags.sampled
+    assert format(inner_context.trace_id, "032x") == trace_id
+    # A publish: the same trace, unsampled, a span id of its own.
+    assert sent.traceparent is not None
+    version, sent_trace, sent_span, flags = sent.traceparent.split("-")
+    assert (version, sent_trace, flags) == ("00", trace_id, "00")
+    assert sent_span not in {parent_id, "0" * 16}
+    # Log lines name the trace.
+    assert events == [{"trace_id": trace_id, "span_id": parent_id}]
+    assert trace.get_current_span() is trace.INVALID_SPAN  # detached after the call
+
+
+@pytest.mark.parametrize(
+    "incoming",
+    [
+        "00-00000000000000000000000000000000-b7ad6b7169203331-00",  # no trace id
+        "00-0af7651916cd43dd8448eb211c80319c-0000000000000000-00",  # no parent span id
+        "01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00",  # an unknown version
+    ],
+)
+def test_an_invalid_unsampled_traceparent_is_no_parent(
+    exporter: InMemorySpanExporter, incoming: str
+) -> None:
+    # Not a parent to follow: the call starts a new trace, decided by the root sampler
+    # (ratio 1: recorded).
+    tracer = BusTracer(_ratio_provider(exporter, 1.0))
+    envelope = Envelope(source="test://t", type="order.placed", traceparent=incoming)
+
+    with tracer.consume("t", envelope, incoming, group="g", partition=0, offset=0):
+        pass
+
+    [span] = exporter.get_finished_spans()
+    assert span.parent is None
+    assert format(span.context.trace_id, "032x") != incoming.split("-")[1]
+
+
+def test_a_sampled_parent_under_a_ratio_sampler_still_gets_its_process_span(
+    exporter: InMemorySpanExporter,
+) -> None:
+    tracer = BusTracer(_ratio_provider(exporter, 0.0))
+
+    with tracer.consume("t", _envelope(INCOMING), INCOMING, group="g", partition=0, offset=0):
+        pass
+
+    [span] = exporter.get_finished_spans()
+    assert span.parent is not None
+    assert format(span.parent.span_id, "016x") == "b7ad6b7169203331"
+
+
+async def test_a_dropped_new_trace_is_published_without_a_span_yet_with_its_trace(
+    exporter: InMemorySpanExporter,
+) -> None:
+    bus = _client(_ratio_provider(exporter, 0.0))
+
+    sent = [await bus.publish("business-facts", "order.placed", {"n": n}) for n in range(20)]
+
+    assert exporter.get_finished_spans() == ()
+    trace_ids = set()
+    for envelope in sent:
+        assert envelope.traceparent is not None
+        version, trace_id, span_id, flags = envelope.traceparent.split("-")
+        assert version == "00"
+        assert int(flags, 16) & 0x01 == 0
+        assert trace_id != "0" * 32
+        assert span_id != "0" * 16
+        trace_ids.add(trace_id)
+    assert len(trace_ids) == 20  # each publish outside a handler starts its own trace

@@ -201,11 +201,18 @@ class RecordHandler:
         route = self.routing.get(record.topic)
         if route is None:
             return None
-        admitted = await self.admit(record, route)
-        if admitted is None:
+        found = self.parse(record, route)
+        if found is None:
             return None
+        if type(found) is not tuple or self._guard is not None:
+            # To dead-letter, or a tenant to check: admit() awaits (the common case
+            # does not pay for a coroutine).
+            admitted = await self.admit(record, route, found)
+            if admitted is None:
+                return None
+            found = admitted
         owner = self._owner
-        envelope, traceparent = admitted
+        envelope, traceparent = found
         topic = route.topic
         handler = route.handlers.get(envelope.type) or route.handlers[ANY_EVENT]
         # In the envelope's context (a durable store acts for its tenant; the
@@ -452,7 +459,7 @@ class RecordHandler:
         is unavailable (:class:`~disco.bus.DependencyUnavailableError`): that one is tried
         again for as long as the consumer runs."""
         owner = self._owner
-        tries = _Tries(owner, owner.client.settings.bus_retry_attempts)
+        tries: _Tries | None = None  # made at the first failure
         envelope, topic = context.envelope, context.topic
         tracer = owner.client.tracer if self.tracing else None
         metrics = owner.client.metrics
@@ -466,7 +473,7 @@ class RecordHandler:
                 entered = enter_handler(
                     replace(context, attempt=attempt), log_fields=self.log_fields
                 )
-            started = time.perf_counter()
+            started = time.perf_counter() if labels is not None else 0.0
             try:
                 if tracer is not None:
                     span, token = tracer.start_process(
@@ -494,6 +501,8 @@ class RecordHandler:
                     metrics.handler_failures.labels(
                         owner.group, topic, envelope.type, type(exc).__qualname__
                     ).inc()
+                if tries is None:
+                    tries = _Tries(owner, owner.client.settings.bus_retry_attempts)
                 final, log = tries.failed(exc)
                 if log:
                     _log.warning(

@@ -126,7 +126,14 @@ class PartitionWorker:
                 self._wait(record)
                 continue
             entry = self._keys.get(key)
-            lane = entry[0] if entry is not None else self._idle_lane()
+            if entry is not None:
+                lane = entry[0]
+            elif self._waiting:
+                # Records wait only while every lane is busy (a lane going idle takes
+                # the first of them): no lane to look for.
+                lane = None
+            else:
+                lane = self._idle_lane()
             if lane is None:
                 self._wait(record)
             else:

@@ -125,10 +125,16 @@ class Publishing:
             )
         except BaseException as exc:
             if opened is not None:
+                if not opened.recorded:
+                    raise
                 span = tracer.send_span(opened, name, None, self.name)
             tracer.end(cast(Span, span), exc)
             raise
         if opened is not None:
+            if not opened.recorded:
+                # Dropped by the sampler: the envelope carries the trace on (its
+                # traceparent, sampled flag off); there is no span to make or end.
+                return envelope, None
             return envelope, tracer.send_span(opened, name, envelope, self.name)
         span = cast(Span, span)
         tracer.describe_send(span, envelope, self.name)

@@ -194,6 +194,7 @@ class LightTracer:
         "_start_needed",
         "_static",
         "_trusted_ids",
+        "drops_unsampled",
         "resource",
     )
 
@@ -212,6 +213,16 @@ class LightTracer:
         # state on); a ParentBased one over static samplers depends on the parent only.
         self._static = _static_decision(self._sampler)
         self._parent_based = _parent_based_decisions(self._sampler)
+        decisions = self._parent_based
+        self.drops_unsampled = self._static is Decision.DROP or (
+            decisions is not None
+            and decisions[2] is Decision.DROP
+            and decisions[4] is Decision.DROP
+        )
+        """Whether every child of an unsampled parent (remote or local) is dropped, as
+        the sampler would decide without being asked: such a child needs no span of
+        its own, its parent's context carries the trace on (see
+        :meth:`~disco.bus._tracing.BusTracer.start_process`)."""
         self._known: object = None
         self._start_needed = True
         self._on_end: tuple[Any, ...] = ()

@@ -110,6 +110,8 @@ def detach(token: object) -> None:
 
 def current_traceparent() -> str | None:
     """The W3C ``traceparent`` of the current span, or ``None`` if there is none."""
+    if _CONTEXT is not None and _SPAN_KEY not in _CONTEXT.get():
+        return None  # no current span (every publish outside a traced call, untraced)
     return span_traceparent(current_span())
 
 
@@ -169,6 +171,48 @@ def _remote(traceparent: str | None, *, checked: bool = False) -> SpanContext | 
 
 
 _TRACE_FLAGS = [trace.TraceFlags(flags) for flags in range(256)]
+_UNSAMPLED_LAST_DIGIT = frozenset("02468ace")
+"""The last hex digit of a ``traceparent``'s flags when the sampled bit (0x01) is off."""
+_ZERO_TRACE_ID = "0" * 32
+_ZERO_SPAN_ID = "0" * 16
+
+
+def _unsampled_parent(traceparent: str) -> bool:
+    """Whether an envelope's (validated) ``traceparent`` names a valid, unsampled parent
+    (version 00, non-zero ids, sampled flag off), read from its text alone."""
+    return (
+        traceparent[54] in _UNSAMPLED_LAST_DIGIT
+        and traceparent.startswith("00-")
+        and traceparent[3:35] != _ZERO_TRACE_ID
+        and traceparent[36:52] != _ZERO_SPAN_ID
+    )
+
+
+class UnsampledParent(NonRecordingSpan):
+    """The unsampled remote parent of a handler call, current while the handler runs:
+    what ``set_span_in_context(NonRecordingSpan(extracted))`` makes of a propagated
+    ``traceparent``, with the text parsed only if something asks for its context (a
+    span started inside the handler, a publish, a log line's trace ids); most
+    handler calls never do.
+    """
+
+    __slots__ = ("_traceparent",)
+
+    def __init__(self, traceparent: str) -> None:
+        # NonRecordingSpan.__init__ only sets the context, made on demand here.
+        self._traceparent = traceparent
+        self._context: SpanContext | None = None  # type: ignore[assignment]
+
+    def get_span_context(self) -> SpanContext:
+        context = self._context
+        if context is None:
+            context = self._context = (
+                _remote(self._traceparent, checked=True) or INVALID_SPAN.get_span_context()
+            )
+        return context
+
+    def __repr__(self) -> str:
+        return f"UnsampledParent({self._traceparent!r})"
 
 
 def _shared(
@@ -422,9 +466,24 @@ class BusTracer:
         ``traceparent``, and make it the current span; undo with :meth:`end_process`.
 
         The ``traceparent`` header is parsed as the envelope's own (validated) when it
-        is the same text, else checked in full."""
-        parent = _remote(traceparent, checked=traceparent == envelope.traceparent)
+        is the same text, else checked in full.
+
+        An unsampled parent whose children the sampler drops (most traces, at a
+        production sampling ratio) gets no span: its own context is made current as
+        it came (``traceparent`` unparsed until asked for), so spans started in the
+        handler follow its unsampled decision and a publish carries its trace on."""
         light = self._light
+        checked = traceparent == envelope.traceparent
+        if (
+            light is not None
+            and light.drops_unsampled
+            and traceparent is not None
+            and (checked or _TRACEPARENT.fullmatch(traceparent) is not None)
+            and _unsampled_parent(traceparent)
+        ):
+            unsampled = UnsampledParent(traceparent)
+            return unsampled, attach_span(unsampled)
+        parent = _remote(traceparent, checked=checked)
         if light is not None and parent is not None:
             # An unsampled trace (most, at a production sampling ratio): the span only
             # carries the trace on; none of what a recorded span is given is needed.
@@ -455,7 +514,8 @@ class BusTracer:
     def end_process(span: Span, token: object, error: BaseException | None = None) -> None:
         """Detach and end a ``process`` span (recording ``error``, as ``use_span`` does)."""
         detach(token)
-        BusTracer.end(span, error)
+        if type(span) is not UnsampledParent:  # not a span of this handler call
+            BusTracer.end(span, error)
 
     @contextmanager
     def consume(
