@@ -27,6 +27,10 @@ fresh database, migrated), then runs as real processes: the registry, the
   at the same rate): on a busy machine, few tasks complete and the idle share
   of each would hide what a task costs.
 
+Profiling the gateway: ``BENCH_PROFILE_GATEWAY=<file.prof>`` runs it under cProfile
+(with ``BENCH_PROFILE_WINDOW=1``, only during the concurrent run);
+``BENCH_PYSPY_GATEWAY=<file>`` samples the concurrent run with ``py-spy`` (on PATH).
+
 The load generator is a lean HTTP/1.1 client (``bench/_common.py``): it shares
 the machine's cores with the gateway, PostgreSQL, the broker and the tool.
 Targets (issue 10): A2A adds <= 3 ms p50 over the SDK path; >= 1,000 tasks/s.
@@ -39,6 +43,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -139,6 +144,20 @@ def _mcp_headers(token: str, method: str, name: str | None = None) -> dict[str, 
     if name is not None:
         headers["Mcp-Name"] = name
     return headers
+
+
+async def _sampler(pid: int, seconds: float) -> asyncio.subprocess.Process | None:
+    """py-spy sampling ``pid`` for ``seconds`` when ``BENCH_PYSPY_GATEWAY`` names an output
+    (folded stacks; ``BENCH_PYSPY_FLAGS``, default ``--nonblocking``, e.g. ``--native``)."""
+    output = os.environ.get("BENCH_PYSPY_GATEWAY")
+    if not output:
+        return None
+    flags = os.environ.get("BENCH_PYSPY_FLAGS", "--nonblocking").split()
+    command = ["record", "--pid", str(pid), "--duration", str(int(seconds)), "--rate", "250"]
+    return await asyncio.create_subprocess_exec(
+        "py-spy", *command, *flags, "--format", "raw", "--output", output,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
 
 
 def _line(label: str, samples: list[float], extra: str = "") -> None:
@@ -388,11 +407,18 @@ async def bench(args: argparse.Namespace, infra: Infra) -> None:
             await asyncio.sleep(IDLE_SECONDS)
             idle_to, idle_elapsed = cpu(), time.perf_counter() - idle_started
             deadline = time.perf_counter() + args.seconds
+            if profile and os.environ.get("BENCH_PROFILE_WINDOW") == "1":
+                gateway.send_signal(signal.SIGUSR1)  # bench/_profiled.py: this run only
+            sampler = await _sampler(gateway.pid, args.seconds)
             before = cpu()
             started = time.perf_counter()
             await asyncio.gather(*(client_loop() for _ in range(args.clients)))
             elapsed = time.perf_counter() - started
             after = cpu()
+            if profile and os.environ.get("BENCH_PROFILE_WINDOW") == "1":
+                gateway.send_signal(signal.SIGUSR2)
+            if sampler is not None:
+                await sampler.wait()
             tasks = max(completed, 1)
             per_task = ", ".join(
                 f"{name} {(after[name] - before[name]) / tasks * 1000:.2f}" for name in after
