@@ -67,6 +67,22 @@ def _validator(canonical: bytes) -> Validator:
 
 
 @functools.lru_cache(maxsize=_CACHE_SIZE)
+def _validator_of_written(written: bytes) -> Validator:
+    # Keyed as ``_checked`` is: every payload check repeats its schema, and writing it
+    # with pydantic-core costs a fraction of writing the canonical form in Python.
+    return _validator(canonical_json(json.loads(written)))
+
+
+def _written(document: dict[str, JsonValue]) -> bytes:
+    """``document`` as pydantic-core writes it (NaN and infinities as such, so that they
+    fail the canonical form's check)."""
+    try:
+        return pydantic_core.to_json(document, inf_nan_mode="constants")
+    except pydantic_core.PydanticSerializationError as exc:
+        raise ValueError(f"not a JSON document: {exc}") from None
+
+
+@functools.lru_cache(maxsize=_CACHE_SIZE)
 def _checked(written: bytes) -> None:
     # ``written`` is the document as pydantic-core writes it, keys in the order given:
     # a cheap key for the documents that arrive again and again (every registration
@@ -79,12 +95,7 @@ def check_json_schema(document: dict[str, JsonValue]) -> dict[str, JsonValue]:
 
     The draft is taken from ``$schema`` (Draft 2020-12 when absent).
     """
-    try:
-        # NaN and infinities as such, so that they fail the canonical form's check.
-        written = pydantic_core.to_json(document, inf_nan_mode="constants")
-    except pydantic_core.PydanticSerializationError as exc:
-        raise ValueError(f"not a JSON document: {exc}") from None
-    _checked(written)
+    _checked(_written(document))
     return document
 
 
@@ -120,7 +131,7 @@ def iter_violations(
     Raises:
         ValueError: ``document`` is not a valid JSON Schema.
     """
-    validator = _validator(canonical_json(document))
+    validator = _validator_of_written(_written(document))
     try:
         errors = list(validator.iter_errors(payload))
     except Unresolvable as exc:
