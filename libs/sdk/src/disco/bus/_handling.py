@@ -284,7 +284,13 @@ class RecordHandler:
             elif name not in _STRUCTURED_HEADERS:
                 structured = False
         every = route.batch is not None
-        if ce_type is not None and not every and not route.takes(ce_type):
+        handlers = route.handlers
+        if (
+            ce_type is not None
+            and not every
+            and ce_type not in handlers
+            and ANY_EVENT not in handlers
+        ):
             return None  # someone else's event: skip without parsing
         kind = route.kind
         try:
@@ -301,8 +307,8 @@ class RecordHandler:
                 f"the ce_type header {ce_type!r} does not match the envelope's type "
                 f"{envelope.type!r}",
             )
-        if not every and not route.takes(envelope.type):
-            return None
+        if ce_type is None and not every and not route.takes(envelope.type):
+            return None  # (with the header, its type was asked about above)
         return envelope, traceparent or envelope.traceparent
 
     async def admit(
