@@ -50,3 +50,22 @@ def test_the_idempotency_key_is_the_same_per_envelope_and_group_and_differs_othe
     assert key(envelope, "workers") != key(envelope, "planners")
     assert key(envelope, "workers") != key(other, "workers")
     assert key(envelope, None) == envelope.id
+
+
+def test_the_bus_per_record_context_is_built_on_first_question_and_undone_on_exit() -> None:
+    from disco._context import enter_record, exit_handler, maybe_current_context
+
+    envelope = Envelope(source="urn:t", type="x.happened", tenant_id="acme")
+    entered = enter_record((envelope, "business-facts", 2, 41, 1, "billing", None), True)
+    try:
+        context = disco.current_context()
+        assert context == disco.HandlerContext(
+            envelope=envelope, topic="business-facts", partition=2, offset=41, group="billing"
+        )
+        assert disco.current_context() is context  # built once per handling
+        assert structlog.contextvars.get_contextvars()["event_id"] == envelope.id
+    finally:
+        exit_handler(entered)
+
+    assert maybe_current_context() is None
+    assert "event_id" not in structlog.contextvars.get_contextvars()

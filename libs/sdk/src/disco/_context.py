@@ -26,6 +26,7 @@ __all__ = [
     "current_context",
     "current_envelope",
     "enter_handler",
+    "enter_record",
     "exit_handler",
     "handler_context",
     "maybe_current_context",
@@ -76,7 +77,14 @@ class NotInHandlerError(LookupError):
     """The handler context was asked for outside a handler."""
 
 
-_current: ContextVar[HandlerContext | None] = ContextVar("disco_handler_context", default=None)
+Origin = tuple[Envelope, str, int, int, int, str | None, StepRunner | None]
+"""A :class:`HandlerContext`'s fields in their order (envelope, topic, partition,
+offset, attempt, group, steps): what the bus sets per record, the context itself being
+built only when something asks for it (most handlers never do)."""
+
+_current: ContextVar[HandlerContext | Origin | None] = ContextVar(
+    "disco_handler_context", default=None
+)
 
 
 def current_context() -> HandlerContext:
@@ -85,7 +93,7 @@ def current_context() -> HandlerContext:
     Raises:
         NotInHandlerError: when no handler is running in this task.
     """
-    context = _current.get()
+    context = maybe_current_context()
     if context is None:
         raise NotInHandlerError(
             "no envelope is being handled here: current_envelope()/current_context() only "
@@ -105,7 +113,14 @@ def current_envelope() -> Envelope:
 
 def maybe_current_context() -> HandlerContext | None:
     """The running handler's context, or ``None`` outside a handler."""
-    return _current.get()
+    context = _current.get()
+    if not isinstance(context, tuple):
+        return context
+    # Set by enter_record: built now, once per handling (kept for the next question;
+    # exit_handler's reset undoes this set too).
+    built = HandlerContext(*context)
+    _current.set(built)
+    return built
 
 
 @contextmanager
@@ -141,7 +156,7 @@ def _structlog_variables() -> tuple[ContextVar[Any], ContextVar[Any], ContextVar
 _EVENT_ID, _EVENT_TYPE, _TENANT_ID = _structlog_variables()
 
 _LogTokens = tuple[Token[Any], Token[Any], Token[Any]]
-_Entered = tuple[Token[HandlerContext | None], _LogTokens | None]
+_Entered = tuple[Token[HandlerContext | Origin | None], _LogTokens | None]
 
 
 def enter_handler(context: HandlerContext, *, log_fields: bool = True) -> _Entered:
@@ -162,6 +177,21 @@ def enter_handler(context: HandlerContext, *, log_fields: bool = True) -> _Enter
     envelope = context.envelope
     # structlog's variables set directly (see _structlog_variables), as
     # bind_contextvars(event_id=..., event_type=..., tenant_id=...) would.
+    return token, (
+        _EVENT_ID.set(envelope.id),
+        _EVENT_TYPE.set(envelope.type),
+        _TENANT_ID.set(envelope.tenant_id),
+    )
+
+
+def enter_record(origin: Origin, log_fields: bool) -> _Entered:
+    """:func:`enter_handler` for the bus's per-record path: ``origin`` holds the
+    context's fields, and the :class:`HandlerContext` is built at the first
+    :func:`maybe_current_context` (a handler that never asks does not pay for it)."""
+    token = _current.set(origin)
+    if not log_fields:
+        return token, None
+    envelope = origin[0]
     return token, (
         _EVENT_ID.set(envelope.id),
         _EVENT_TYPE.set(envelope.type),

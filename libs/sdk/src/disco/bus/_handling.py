@@ -18,7 +18,14 @@ import structlog
 from aiokafka.errors import KafkaError
 from aiokafka.structs import ConsumerRecord
 
-from disco._context import HandlerContext, StepRunner, enter_handler, exit_handler
+from disco._context import (
+    HandlerContext,
+    Origin,
+    StepRunner,
+    enter_handler,
+    enter_record,
+    exit_handler,
+)
 from disco.bus._batches import Batch, BatchItem
 from disco.bus._client import BusClient
 from disco.bus._credentials import tenant_guard
@@ -213,36 +220,47 @@ class RecordHandler:
             found = admitted
         owner = self._owner
         envelope, traceparent = found
-        topic = route.topic
-        handler = route.handlers.get(envelope.type) or route.handlers[ANY_EVENT]
+        handlers = route.handlers
+        handler = handlers.get(envelope.type) or handlers[ANY_EVENT]
         # In the envelope's context (a durable store acts for its tenant; the
         # handler reads it): entered once for the dedup check, the handler's
-        # first attempt and the dedup mark.
-        context = HandlerContext(
-            envelope=envelope,
-            topic=topic,
-            partition=record.partition,
-            offset=record.offset,
-            group=owner.group,
-            steps=owner.steps,
+        # first attempt and the dedup mark. The HandlerContext itself is built
+        # only if something asks for it.
+        origin = (
+            envelope,
+            route.topic,
+            record.partition,
+            record.offset,
+            1,
+            owner.group,
+            owner.steps,
         )
-        entered = enter_handler(context, log_fields=self.log_fields)
+        entered = enter_record(origin, self.log_fields)
         try:
             store = owner.dedup_store
             # The in-process window answers at once: no coroutine per record.
+            memory = store if type(store) is InMemoryDedupStore else None
             if (
-                store.seen_now(envelope.id)
-                if type(store) is InMemoryDedupStore
+                memory.seen_now(envelope.id)
+                if memory is not None
                 else await store.seen(envelope.id)
             ):
-                _log.debug("duplicate envelope skipped", event_id=envelope.id, topic=topic)
+                _log.debug("duplicate envelope skipped", event_id=envelope.id, topic=route.topic)
                 return None
-            labels = self._labelled(topic, envelope.type) if owner.client.metrics else None
+            if memory is not None and not self.tracing and owner.client.metrics is None:
+                # The common case, in this coroutine: a failure goes on in _attempts.
+                try:
+                    await handler(envelope)
+                except Exception as exc:
+                    return await self._attempts(record, origin, handler, traceparent, None, exc)
+                memory.mark_now(envelope.id)
+                return None
+            labels = self._labelled(route.topic, envelope.type) if owner.client.metrics else None
             if labels is not None:
                 labels.consumed.inc()
                 labels.in_flight.count += 1
             try:
-                return await self._attempts(record, context, handler, traceparent, labels)
+                return await self._attempts(record, origin, handler, traceparent, labels)
             finally:
                 if labels is not None:
                     labels.in_flight.count -= 1
@@ -266,7 +284,13 @@ class RecordHandler:
             elif name not in _STRUCTURED_HEADERS:
                 structured = False
         every = route.batch is not None
-        if ce_type is not None and not every and not route.takes(ce_type):
+        handlers = route.handlers
+        if (
+            ce_type is not None
+            and not every
+            and ce_type not in handlers
+            and ANY_EVENT not in handlers
+        ):
             return None  # someone else's event: skip without parsing
         kind = route.kind
         try:
@@ -283,8 +307,8 @@ class RecordHandler:
                 f"the ce_type header {ce_type!r} does not match the envelope's type "
                 f"{envelope.type!r}",
             )
-        if not every and not route.takes(envelope.type):
-            return None
+        if ce_type is None and not every and not route.takes(envelope.type):
+            return None  # (with the header, its type was asked about above)
         return envelope, traceparent or envelope.traceparent
 
     async def admit(
@@ -447,34 +471,42 @@ class RecordHandler:
     async def _attempts(
         self,
         record: ConsumerRecord[bytes, bytes],
-        context: HandlerContext,
+        origin: Origin,
         handler: Handler,
         traceparent: str | None,
         labels: _Labelled | None,
+        failed: Exception | None = None,
     ) -> asyncio.Future[bool] | None:
-        """Call ``handler`` until it succeeds or gives up (``context`` is entered); the
-        future of the dedup mark when it is written after this returns.
+        """Call ``handler`` until it succeeds or gives up (the context of ``origin`` is
+        entered); the future of the dedup mark when it is written after this returns.
+        ``failed``: the first attempt was made, and raised it.
 
         A failure counts towards ``bus_retry_attempts``, except one that says a dependency
         is unavailable (:class:`~disco.bus.DependencyUnavailableError`): that one is tried
         again for as long as the consumer runs."""
         owner = self._owner
         tries: _Tries | None = None  # made at the first failure
-        envelope, topic = context.envelope, context.topic
+        envelope, topic = origin[0], origin[1]
         tracer = owner.client.tracer if self.tracing else None
         metrics = owner.client.metrics
-        attempt = 0
+        attempt = 0 if failed is None else 1
+        started = 0.0
         while True:
-            attempt += 1
             entered = None
-            if attempt > 1:
-                if labels is not None:
-                    labels.retries.inc()
-                entered = enter_handler(
-                    replace(context, attempt=attempt), log_fields=self.log_fields
-                )
-            started = time.perf_counter() if labels is not None else 0.0
+            if failed is None:
+                attempt += 1
+                if attempt > 1:
+                    if labels is not None:
+                        labels.retries.inc()
+                    entered = enter_handler(
+                        replace(HandlerContext(*origin), attempt=attempt),
+                        log_fields=self.log_fields,
+                    )
+                started = time.perf_counter() if labels is not None else 0.0
             try:
+                if failed is not None:
+                    exc, failed = failed, None
+                    raise exc
                 if tracer is not None:
                     span, token = tracer.start_process(
                         record.topic,

@@ -108,6 +108,7 @@ class PartitionWorker:
         handler wants are done at once."""
         wants = self._wants
         outstanding = self._outstanding
+        keys, waiting, waiting_keys = self._keys, self._waiting, self._waiting_keys
         skipped_to: int | None = None
         for record in records:
             if not wants(record):
@@ -122,20 +123,22 @@ class PartitionWorker:
                 skipped_to = None
             outstanding.append(record.offset)
             key = record.key
-            if key in self._waiting_keys:  # an earlier record of the key waits: keep order
-                self._wait(record)
+            if key in waiting_keys:  # an earlier record of the key waits: keep order
+                waiting.append(record)
+                waiting_keys[key] += 1
                 continue
-            entry = self._keys.get(key)
+            entry = keys.get(key)
             if entry is not None:
                 lane = entry[0]
-            elif self._waiting:
+            elif waiting:
                 # Records wait only while every lane is busy (a lane going idle takes
                 # the first of them): no lane to look for.
                 lane = None
             else:
                 lane = self._idle_lane()
             if lane is None:
-                self._wait(record)
+                waiting.append(record)
+                waiting_keys[key] = 1
             else:
                 self._assign(lane, record)
         if skipped_to is not None:
@@ -150,10 +153,6 @@ class PartitionWorker:
             lane.load -= len(lane.queue)
             lane.queue.clear()
             lane.ready.set()
-
-    def _wait(self, record: ConsumerRecord[bytes, bytes]) -> None:
-        self._waiting.append(record)
-        self._waiting_keys[record.key] = self._waiting_keys.get(record.key, 0) + 1
 
     def _assign(self, lane: _Lane, record: ConsumerRecord[bytes, bytes]) -> None:
         entry = self._keys.get(record.key)
@@ -180,40 +179,16 @@ class PartitionWorker:
         lanes.append(lane)
         return lane
 
-    def _take_waiting(self, lane: _Lane) -> None:
-        """``lane`` went idle: give it the next waiting record (records of keys other
-        lanes hold join those lanes on the way)."""
-        waiting, waiting_keys = self._waiting, self._waiting_keys
-        while waiting and lane.load == 0:
-            record = waiting.popleft()
-            left = waiting_keys[record.key] - 1
-            if left:
-                waiting_keys[record.key] = left
-            else:
-                del waiting_keys[record.key]
-            entry = self._keys.get(record.key)
-            self._assign(entry[0] if entry is not None else lane, record)
-
-    def _finished_record(
-        self,
-        lane: _Lane,
-        record: ConsumerRecord[bytes, bytes],
-        stored: asyncio.Future[bool] | None,
-    ) -> None:
-        lane.load -= 1
-        entry = self._keys.get(record.key)
-        if entry is not None:
-            entry[1] -= 1
-            if entry[1] <= 0:
-                del self._keys[record.key]
-        if stored is None or (stored.done() and stored.result()):
-            self._committable(record.offset)
-        elif not stored.done():
+    def _finished_later(self, offset: int, stored: asyncio.Future[bool]) -> None:
+        """A record handled whose dedup mark is written in the background: its offset
+        becomes committable once the mark is stored (never, when it was given up: the
+        record comes again)."""
+        if stored.done():
+            if stored.result():
+                self._committable(offset)
+        else:
             self._unstored.add(stored)
-            stored.add_done_callback(functools.partial(self._mark_stored, record.offset))
-        # else: given up: the offset never becomes committable (the record comes again)
-        if lane.load == 0 and self._waiting:
-            self._take_waiting(lane)
+            stored.add_done_callback(functools.partial(self._mark_stored, offset))
 
     def _mark_stored(self, offset: int, stored: asyncio.Future[bool]) -> None:
         self._unstored.discard(stored)
@@ -233,8 +208,13 @@ class PartitionWorker:
             self._finished.add(offset)
 
     async def _run(self, lane: _Lane) -> None:
+        # The bookkeeping of a record finished is inlined (once per record): its key's
+        # count, its offset's turn to be committed, and the next waiting record.
         handle = self._handle
         queue = lane.queue
+        keys, waiting, waiting_keys = self._keys, self._waiting, self._waiting_keys
+        outstanding, finished = self._outstanding, self._finished
+        done, tp = self._done, self.tp
         try:
             while True:
                 if not queue:
@@ -245,7 +225,42 @@ class PartitionWorker:
                     continue
                 record = queue.popleft()
                 stored = await handle(record)
-                self._finished_record(lane, record, stored)
+                lane.load -= 1
+                key = record.key
+                entry = keys.get(key)
+                if entry is not None:
+                    if entry[1] <= 1:
+                        del keys[key]
+                    else:
+                        entry[1] -= 1
+                offset = record.offset
+                if stored is not None:
+                    self._finished_later(offset, stored)
+                elif outstanding and outstanding[0] == offset:
+                    outstanding.popleft()
+                    while outstanding and outstanding[0] in finished:
+                        offset = outstanding.popleft()
+                        finished.discard(offset)
+                    done(tp, offset)
+                else:
+                    finished.add(offset)
+                # Idle: take the next waiting record (records of keys other lanes hold
+                # join those lanes on the way).
+                while waiting and lane.load == 0:
+                    record = waiting.popleft()
+                    key = record.key
+                    left = waiting_keys[key] - 1
+                    if left:
+                        waiting_keys[key] = left
+                    else:
+                        del waiting_keys[key]
+                    entry = keys.get(key)
+                    if entry is None:
+                        keys[key] = [lane, 1]
+                        queue.append(record)  # this lane's: it runs, no wake-up
+                        lane.load += 1
+                    else:
+                        self._assign(entry[0], record)
         except Abandoned:
             return
         except asyncio.CancelledError:
