@@ -139,6 +139,9 @@ def tracing_enabled() -> bool:
 
 
 _DEFAULT_STATE = trace.DEFAULT_TRACE_STATE
+# Enum members read once (each ``SpanKind.X`` is a lookup through the enum's metaclass).
+_PRODUCER = SpanKind.PRODUCER
+_CONSUMER = SpanKind.CONSUMER
 
 
 _TRACEPARENT = re.compile(r"00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")
@@ -327,13 +330,18 @@ class BusTracer:
         known = self._send_attributes.get(name)
         if known is None:
             known = self._send_attributes[name] = _shared("send", name, {})
-        return self._start(known[0], SpanKind.PRODUCER, parent, known[1].copy(), current=current)
+        return self._start(known[0], _PRODUCER, parent, known[1].copy(), current=current)
 
-    def open_send(self, name: str) -> OpenedSpan | None:
+    def open_send(self, name: str) -> OpenedSpan | str | None:
         """Number the ``send`` span of a publish to broker topic ``name`` (child of the
         current span, else of the handled envelope's ``traceparent``), to be made by
         :meth:`send_span` once its envelope, which carries that ``traceparent``, is
         built: the span is made once, with all its attributes.
+
+        A ``str`` when the sampler drops the span: the ``traceparent`` its envelope
+        carries (sampled flag off), with no span to make or end (most publishes, at a
+        production sampling ratio: a new trace decided on its id's bits, or a child of
+        an unsampled handler call, made from the incoming text without parsing it).
 
         None when the span cannot be numbered ahead (an SDK set-up that must see it
         start): use :meth:`start_send` and :meth:`describe_send`.
@@ -341,13 +349,20 @@ class BusTracer:
         light = self._light
         if light is None:
             return None
-        parent = current_span().get_span_context()
-        if not parent.is_valid:
+        span = current_span()
+        if type(span) is UnsampledParent:  # inside an unsampled handler call
+            dropped = light.dropped_child(span._traceparent)
+            if dropped is not None:
+                return dropped
+        parent: SpanContext | None = (
+            None if span is INVALID_SPAN else span.get_span_context()  # no current span
+        )
+        if parent is None or not parent.is_valid:
             handled = maybe_current_context()
             if handled is not None:
-                remote = _remote(handled.envelope.traceparent, checked=True)
-                if remote is not None:
-                    parent = remote
+                # A handler publishing without a current span continues the handled
+                # envelope's trace; else a new trace.
+                parent = _remote(handled.envelope.traceparent, checked=True)
         return light.open(parent)
 
     def send_span(
@@ -360,8 +375,6 @@ class BusTracer:
         known = self._send_attributes.get(name)
         if known is None:
             known = self._send_attributes[name] = _shared("send", name, {})
-        if not opened.recorded:  # dropped: no attributes to give
-            return light.span(opened, known[0], SpanKind.PRODUCER, {})
         if envelope is None:
             attributes = known[1].copy()
         else:
@@ -376,7 +389,7 @@ class BusTracer:
                 "cloudevents.event_id": message_id,
                 "cloudevents.event_type": envelope.type,
             }
-        return light.span(opened, known[0], SpanKind.PRODUCER, attributes)
+        return light.span(opened, known[0], _PRODUCER, attributes)
 
     def describe_send(self, span: Span, envelope: Envelope, client_id: str) -> None:
         """Add what the envelope says to its ``send`` span."""
@@ -507,7 +520,7 @@ class BusTracer:
         attributes["messaging.message.id"] = message_id
         attributes["cloudevents.event_id"] = message_id
         attributes["cloudevents.event_type"] = envelope.type
-        span = self._start(known[0], SpanKind.CONSUMER, parent, attributes)
+        span = self._start(known[0], _CONSUMER, parent, attributes)
         return span, attach_span(span)
 
     @staticmethod
