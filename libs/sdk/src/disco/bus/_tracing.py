@@ -177,18 +177,9 @@ _TRACE_FLAGS = [trace.TraceFlags(flags) for flags in range(256)]
 _UNSAMPLED_LAST_DIGIT = frozenset("02468ace")
 """The last hex digit of a ``traceparent``'s flags when the sampled bit (0x01) is off."""
 _ZERO_TRACE_ID = "0" * 32
-_ZERO_SPAN_ID = "0" * 16
-
-
-def _unsampled_parent(traceparent: str) -> bool:
-    """Whether an envelope's (validated) ``traceparent`` names a valid, unsampled parent
-    (version 00, non-zero ids, sampled flag off), read from its text alone."""
-    return (
-        traceparent[54] in _UNSAMPLED_LAST_DIGIT
-        and traceparent.startswith("00-")
-        and traceparent[3:35] != _ZERO_TRACE_ID
-        and traceparent[36:52] != _ZERO_SPAN_ID
-    )
+_ZERO_SPAN_ID = "-" + "0" * 16 + "-"
+"""In a ``traceparent`` of the header's shape, 32 zeros can only be its trace id and a
+dash-framed 16 its parent id: looked for in the whole text, without slicing it."""
 
 
 class UnsampledParent(NonRecordingSpan):
@@ -201,10 +192,11 @@ class UnsampledParent(NonRecordingSpan):
 
     __slots__ = ("_traceparent",)
 
+    _context: SpanContext | None = None  # type: ignore[assignment]  # made on demand
+
     def __init__(self, traceparent: str) -> None:
         # NonRecordingSpan.__init__ only sets the context, made on demand here.
         self._traceparent = traceparent
-        self._context: SpanContext | None = None  # type: ignore[assignment]
 
     def get_span_context(self) -> SpanContext:
         context = self._context
@@ -492,10 +484,21 @@ class BusTracer:
             and light.drops_unsampled
             and traceparent is not None
             and (checked or _TRACEPARENT.fullmatch(traceparent) is not None)
-            and _unsampled_parent(traceparent)
+            # a valid, unsampled parent (sampled flag off, version 00, non-zero ids),
+            # read from its (validated) text alone
+            and traceparent[54] in _UNSAMPLED_LAST_DIGIT
+            and traceparent[:3] == "00-"
+            and _ZERO_TRACE_ID not in traceparent
+            and _ZERO_SPAN_ID not in traceparent
         ):
             unsampled = UnsampledParent(traceparent)
-            return unsampled, attach_span(unsampled)
+            if _CONTEXT is None:
+                return unsampled, attach_span(unsampled)
+            # attach_span(unsampled), inline; a handler mostly runs in an empty context.
+            base = _CONTEXT.get()
+            return unsampled, _CONTEXT.set(
+                Context({**base, _SPAN_KEY: unsampled}) if base else Context({_SPAN_KEY: unsampled})
+            )
         parent = _remote(traceparent, checked=checked)
         if light is not None and parent is not None:
             # An unsampled trace (most, at a production sampling ratio): the span only
@@ -526,9 +529,18 @@ class BusTracer:
     @staticmethod
     def end_process(span: Span, token: object, error: BaseException | None = None) -> None:
         """Detach and end a ``process`` span (recording ``error``, as ``use_span`` does)."""
+        if type(span) is UnsampledParent:  # not a span of this handler call: nothing to end
+            if _CONTEXT is not None:
+                try:
+                    _CONTEXT.reset(token)  # type: ignore[arg-type]
+                except (ValueError, RuntimeError):
+                    pass  # not this context's token: detach() says so
+                else:
+                    return
+            detach(token)
+            return
         detach(token)
-        if type(span) is not UnsampledParent:  # not a span of this handler call
-            BusTracer.end(span, error)
+        BusTracer.end(span, error)
 
     @contextmanager
     def consume(
