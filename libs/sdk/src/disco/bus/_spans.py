@@ -191,6 +191,7 @@ class LightTracer:
     """Starts :class:`LightSpan` s with an SDK tracer's ids, sampler and processors."""
 
     __slots__ = (
+        "_ahead",
         "_batches",
         "_ids",
         "_known",
@@ -273,6 +274,8 @@ class LightTracer:
             processors = (processor,)
             self._known = None
             self._start_needed = True
+        # Whether open() may decide and number a span ahead (see there).
+        self._ahead = self._root is not None and not self._start_needed and self._trusted_ids
         batches, on_end = [], []
         for each in processors:
             batch = getattr(each, "_batch_processor", None)
@@ -415,7 +418,7 @@ class LightTracer:
         if self._known is not None and processor._span_processors is not self._known:
             self._plan()
         root = self._root
-        if root is None or self._start_needed or not self._trusted_ids:
+        if not self._ahead or root is None:
             return None
         if parent is None or not parent[5]:  # a new trace
             trace_id = _random_bits(128) or _new_trace_id()

@@ -324,11 +324,11 @@ class BusTracer:
             known = self._send_attributes[name] = _shared("send", name, {})
         return self._start(known[0], _PRODUCER, parent, known[1].copy(), current=current)
 
-    def open_send(self, name: str) -> OpenedSpan | str | None:
-        """Number the ``send`` span of a publish to broker topic ``name`` (child of the
-        current span, else of the handled envelope's ``traceparent``), to be made by
-        :meth:`send_span` once its envelope, which carries that ``traceparent``, is
-        built: the span is made once, with all its attributes.
+    def open_send(self) -> OpenedSpan | str | None:
+        """Number the ``send`` span of a publish (child of the current span, else of
+        the handled envelope's ``traceparent``), to be made by :meth:`send_span` once
+        its envelope, which carries that ``traceparent``, is built: the span is made
+        once, with all its attributes.
 
         A ``str`` when the sampler drops the span: the ``traceparent`` its envelope
         carries (sampled flag off), with no span to make or end (most publishes, at a
@@ -341,14 +341,16 @@ class BusTracer:
         light = self._light
         if light is None:
             return None
-        span = current_span()
-        if type(span) is UnsampledParent:  # inside an unsampled handler call
-            dropped = light.dropped_child(span._traceparent)
-            if dropped is not None:
-                return dropped
-        parent: SpanContext | None = (
-            None if span is INVALID_SPAN else span.get_span_context()  # no current span
-        )
+        # current_span(), inline: most publishes have none.
+        span = _CONTEXT.get().get(_SPAN_KEY) if _CONTEXT is not None else current_span()
+        parent: SpanContext | None = None
+        if span is not None and span is not INVALID_SPAN:
+            if type(span) is UnsampledParent:  # inside an unsampled handler call
+                dropped = light.dropped_child(span._traceparent)
+                if dropped is not None:
+                    return dropped
+            if isinstance(span, Span):
+                parent = span.get_span_context()
         if parent is None or not parent.is_valid:
             handled = maybe_current_context()
             if handled is not None:
