@@ -4,9 +4,6 @@ carries its trace on, and what a handler does follows the incoming decision."""
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
-
 import pytest
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -18,8 +15,8 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 from disco._context import HandlerContext, enter_handler, exit_handler
 from disco.bus import BusClient
-from disco.settings import BusSettings
 from disco_common.envelope import Envelope
+from tests.fixtures.tracing import acknowledging_client
 
 
 class _Seen(SpanProcessor):
@@ -66,18 +63,7 @@ def _client(
     """A client under ``ParentBased(TraceIdRatioBased(ratio))`` whose records go nowhere."""
     provider = TracerProvider(sampler=ParentBased(TraceIdRatioBased(ratio)))
     provider.add_span_processor(seen.processor)
-    bus = BusClient(
-        BusSettings(kafka_bootstrap="127.0.0.1:1", topic_prefix="x."),
-        name="billing",
-        tracer_provider=provider,
-    )
-
-    async def acknowledged(name: str, envelope: Envelope, receiver: Any = None) -> Any:
-        delivery = asyncio.get_running_loop().create_future()
-        delivery.set_result(None)
-        return delivery
-
-    bus._write_envelope = acknowledged  # type: ignore[method-assign]
+    bus = acknowledging_client(provider)
     return bus, provider, seen
 
 
