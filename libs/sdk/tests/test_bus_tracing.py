@@ -25,9 +25,9 @@ from disco._context import HandlerContext, enter_handler, exit_handler
 from disco.bus import BusClient
 from disco.bus._envelopes import fast_id
 from disco.bus._tracing import BusTracer, current_traceparent
-from disco.settings import BusSettings
 from disco.telemetry import add_trace_ids
 from disco_common.envelope import Envelope, EnvelopeError
+from tests.fixtures.tracing import acknowledging_client
 
 INCOMING = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
@@ -361,19 +361,7 @@ def test_a_recorded_but_unsampled_span_is_not_exported_by_a_batch_processor() ->
 
 def _client(provider: TracerProvider) -> BusClient:
     """A client whose records go nowhere: each is acknowledged at once."""
-    bus = BusClient(
-        BusSettings(kafka_bootstrap="127.0.0.1:1", topic_prefix="x."),
-        name="billing",
-        tracer_provider=provider,
-    )
-
-    async def acknowledged(name: str, envelope: Envelope, receiver: Any = None) -> Any:
-        delivery = asyncio.get_running_loop().create_future()
-        delivery.set_result(None)
-        return delivery
-
-    bus._write_envelope = acknowledged  # type: ignore[method-assign]
-    return bus
+    return acknowledging_client(provider)
 
 
 def _provider(exporter: InMemorySpanExporter, *, batch: bool = False) -> TracerProvider:

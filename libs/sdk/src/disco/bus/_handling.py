@@ -247,10 +247,27 @@ class RecordHandler:
             ):
                 _log.debug("duplicate envelope skipped", event_id=envelope.id, topic=route.topic)
                 return None
-            if memory is not None and not self.tracing and owner.client.metrics is None:
+            if memory is not None and owner.client.metrics is None:
                 # The common case, in this coroutine: a failure goes on in _attempts.
+                tracer = owner.client.tracer if self.tracing else None
                 try:
-                    await handler(envelope)
+                    if tracer is None:
+                        await handler(envelope)
+                    else:  # as _attempts traces an attempt
+                        span, token = tracer.start_process(
+                            record.topic,
+                            envelope,
+                            traceparent,
+                            group=owner.group,
+                            partition=record.partition,
+                            offset=record.offset,
+                        )
+                        try:
+                            await handler(envelope)
+                        except BaseException as exc:
+                            tracer.end_process(span, token, exc)
+                            raise
+                        tracer.end_process(span, token)
                 except Exception as exc:
                     return await self._attempts(record, origin, handler, traceparent, None, exc)
                 memory.mark_now(envelope.id)

@@ -109,10 +109,16 @@ class Publishing:
         tracer = self.tracer
         if not tracer.enabled:
             return build_envelope(topic, event_type, data, attributes, source=self.source), None
-        name = self._broker_name(topic)
         # The common case: the span is numbered first and made once the envelope is
         # (opened); else it starts now and is described once the envelope is.
-        opened = tracer.open_send(name)
+        opened = tracer.open_send()
+        if isinstance(opened, str):
+            # Dropped by the sampler: the envelope carries the trace on (this
+            # traceparent, sampled flag off); there is no span to make or end.
+            return build_envelope(
+                topic, event_type, data, attributes, source=self.source, traceparent=opened
+            ), None
+        name = self._broker_name(topic)
         span: Span | None = None
         if opened is None:
             span = tracer.start_send(name)
@@ -125,16 +131,10 @@ class Publishing:
             )
         except BaseException as exc:
             if opened is not None:
-                if not opened.recorded:
-                    raise
                 span = tracer.send_span(opened, name, None, self.name)
             tracer.end(cast(Span, span), exc)
             raise
         if opened is not None:
-            if not opened.recorded:
-                # Dropped by the sampler: the envelope carries the trace on (its
-                # traceparent, sampled flag off); there is no span to make or end.
-                return envelope, None
             return envelope, tracer.send_span(opened, name, envelope, self.name)
         span = cast(Span, span)
         tracer.describe_send(span, envelope, self.name)

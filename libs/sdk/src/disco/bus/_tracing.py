@@ -139,6 +139,9 @@ def tracing_enabled() -> bool:
 
 
 _DEFAULT_STATE = trace.DEFAULT_TRACE_STATE
+# Enum members read once (each ``SpanKind.X`` is a lookup through the enum's metaclass).
+_PRODUCER = SpanKind.PRODUCER
+_CONSUMER = SpanKind.CONSUMER
 
 
 _TRACEPARENT = re.compile(r"00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")
@@ -174,18 +177,9 @@ _TRACE_FLAGS = [trace.TraceFlags(flags) for flags in range(256)]
 _UNSAMPLED_LAST_DIGIT = frozenset("02468ace")
 """The last hex digit of a ``traceparent``'s flags when the sampled bit (0x01) is off."""
 _ZERO_TRACE_ID = "0" * 32
-_ZERO_SPAN_ID = "0" * 16
-
-
-def _unsampled_parent(traceparent: str) -> bool:
-    """Whether an envelope's (validated) ``traceparent`` names a valid, unsampled parent
-    (version 00, non-zero ids, sampled flag off), read from its text alone."""
-    return (
-        traceparent[54] in _UNSAMPLED_LAST_DIGIT
-        and traceparent.startswith("00-")
-        and traceparent[3:35] != _ZERO_TRACE_ID
-        and traceparent[36:52] != _ZERO_SPAN_ID
-    )
+_ZERO_SPAN_ID = "-" + "0" * 16 + "-"
+"""In a ``traceparent`` of the header's shape, 32 zeros can only be its trace id and a
+dash-framed 16 its parent id: looked for in the whole text, without slicing it."""
 
 
 class UnsampledParent(NonRecordingSpan):
@@ -198,10 +192,11 @@ class UnsampledParent(NonRecordingSpan):
 
     __slots__ = ("_traceparent",)
 
+    _context: SpanContext | None = None  # type: ignore[assignment]  # made on demand
+
     def __init__(self, traceparent: str) -> None:
         # NonRecordingSpan.__init__ only sets the context, made on demand here.
         self._traceparent = traceparent
-        self._context: SpanContext | None = None  # type: ignore[assignment]
 
     def get_span_context(self) -> SpanContext:
         context = self._context
@@ -327,13 +322,18 @@ class BusTracer:
         known = self._send_attributes.get(name)
         if known is None:
             known = self._send_attributes[name] = _shared("send", name, {})
-        return self._start(known[0], SpanKind.PRODUCER, parent, known[1].copy(), current=current)
+        return self._start(known[0], _PRODUCER, parent, known[1].copy(), current=current)
 
-    def open_send(self, name: str) -> OpenedSpan | None:
-        """Number the ``send`` span of a publish to broker topic ``name`` (child of the
-        current span, else of the handled envelope's ``traceparent``), to be made by
-        :meth:`send_span` once its envelope, which carries that ``traceparent``, is
-        built: the span is made once, with all its attributes.
+    def open_send(self) -> OpenedSpan | str | None:
+        """Number the ``send`` span of a publish (child of the current span, else of
+        the handled envelope's ``traceparent``), to be made by :meth:`send_span` once
+        its envelope, which carries that ``traceparent``, is built: the span is made
+        once, with all its attributes.
+
+        A ``str`` when the sampler drops the span: the ``traceparent`` its envelope
+        carries (sampled flag off), with no span to make or end (most publishes, at a
+        production sampling ratio: a new trace decided on its id's bits, or a child of
+        an unsampled handler call, made from the incoming text without parsing it).
 
         None when the span cannot be numbered ahead (an SDK set-up that must see it
         start): use :meth:`start_send` and :meth:`describe_send`.
@@ -341,13 +341,22 @@ class BusTracer:
         light = self._light
         if light is None:
             return None
-        parent = current_span().get_span_context()
-        if not parent.is_valid:
+        # current_span(), inline: most publishes have none.
+        span = _CONTEXT.get().get(_SPAN_KEY) if _CONTEXT is not None else current_span()
+        parent: SpanContext | None = None
+        if span is not None and span is not INVALID_SPAN:
+            if type(span) is UnsampledParent:  # inside an unsampled handler call
+                dropped = light.dropped_child(span._traceparent)
+                if dropped is not None:
+                    return dropped
+            if isinstance(span, Span):
+                parent = span.get_span_context()
+        if parent is None or not parent.is_valid:
             handled = maybe_current_context()
             if handled is not None:
-                remote = _remote(handled.envelope.traceparent, checked=True)
-                if remote is not None:
-                    parent = remote
+                # A handler publishing without a current span continues the handled
+                # envelope's trace; else a new trace.
+                parent = _remote(handled.envelope.traceparent, checked=True)
         return light.open(parent)
 
     def send_span(
@@ -360,8 +369,6 @@ class BusTracer:
         known = self._send_attributes.get(name)
         if known is None:
             known = self._send_attributes[name] = _shared("send", name, {})
-        if not opened.recorded:  # dropped: no attributes to give
-            return light.span(opened, known[0], SpanKind.PRODUCER, {})
         if envelope is None:
             attributes = known[1].copy()
         else:
@@ -376,7 +383,7 @@ class BusTracer:
                 "cloudevents.event_id": message_id,
                 "cloudevents.event_type": envelope.type,
             }
-        return light.span(opened, known[0], SpanKind.PRODUCER, attributes)
+        return light.span(opened, known[0], _PRODUCER, attributes)
 
     def describe_send(self, span: Span, envelope: Envelope, client_id: str) -> None:
         """Add what the envelope says to its ``send`` span."""
@@ -479,10 +486,21 @@ class BusTracer:
             and light.drops_unsampled
             and traceparent is not None
             and (checked or _TRACEPARENT.fullmatch(traceparent) is not None)
-            and _unsampled_parent(traceparent)
+            # a valid, unsampled parent (sampled flag off, version 00, non-zero ids),
+            # read from its (validated) text alone
+            and traceparent[54] in _UNSAMPLED_LAST_DIGIT
+            and traceparent[:3] == "00-"
+            and _ZERO_TRACE_ID not in traceparent
+            and _ZERO_SPAN_ID not in traceparent
         ):
             unsampled = UnsampledParent(traceparent)
-            return unsampled, attach_span(unsampled)
+            if _CONTEXT is None:
+                return unsampled, attach_span(unsampled)
+            # attach_span(unsampled), inline; a handler mostly runs in an empty context.
+            base = _CONTEXT.get()
+            return unsampled, _CONTEXT.set(
+                Context({**base, _SPAN_KEY: unsampled}) if base else Context({_SPAN_KEY: unsampled})
+            )
         parent = _remote(traceparent, checked=checked)
         if light is not None and parent is not None:
             # An unsampled trace (most, at a production sampling ratio): the span only
@@ -507,15 +525,24 @@ class BusTracer:
         attributes["messaging.message.id"] = message_id
         attributes["cloudevents.event_id"] = message_id
         attributes["cloudevents.event_type"] = envelope.type
-        span = self._start(known[0], SpanKind.CONSUMER, parent, attributes)
+        span = self._start(known[0], _CONSUMER, parent, attributes)
         return span, attach_span(span)
 
     @staticmethod
     def end_process(span: Span, token: object, error: BaseException | None = None) -> None:
         """Detach and end a ``process`` span (recording ``error``, as ``use_span`` does)."""
+        if type(span) is UnsampledParent:  # not a span of this handler call: nothing to end
+            if _CONTEXT is not None:
+                try:
+                    _CONTEXT.reset(token)  # type: ignore[arg-type]
+                except (ValueError, RuntimeError):
+                    pass  # not this context's token: detach() says so
+                else:
+                    return
+            detach(token)
+            return
         detach(token)
-        if type(span) is not UnsampledParent:  # not a span of this handler call
-            BusTracer.end(span, error)
+        BusTracer.end(span, error)
 
     @contextmanager
     def consume(
