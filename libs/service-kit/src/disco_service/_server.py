@@ -1,4 +1,4 @@
-"""The HTTP server's own guards: slow clients (slowloris) get a bounded time.
+"""The HTTP server's own guards (slow clients get a bounded time) and its writes.
 
 uvicorn bounds an idle keep-alive connection (``timeout_keep_alive``) but not
 a client that opens a connection and sends its request head a byte at a
@@ -12,6 +12,14 @@ closes. A slow *body* is bounded in the ASGI middleware instead
 is reading it. Written here because uvicorn has no such setting, and swapping
 the server for one that has (hypercorn's ``read_timeout``) would change more
 than this.
+
+Writes: uvicorn writes a response's head and its body with a write each, so a
+small response left the process as two sends (two segments, with TCP_NODELAY)
+and woke its client twice. :class:`_TurnWriter` joins what a connection's
+response writes within one turn of the event loop into one send: the head and
+a body sent right after it (every non-streamed response) leave together; a
+streamed response's head still leaves at the end of the turn it was written
+in, never later.
 """
 
 from __future__ import annotations
@@ -57,6 +65,54 @@ def _timeout_response() -> bytes:
 _TIMEOUT_RESPONSE = _timeout_response()
 
 
+class _TurnWriter:
+    """The transport a response writes to, joining the writes of one loop turn.
+
+    The first write of a turn is held and a flush is scheduled for the end of
+    the turn (``call_soon``); later writes of the same turn join it. Closing
+    flushes first. One per connection, so responses keep their order.
+    """
+
+    __slots__ = ("_flush_scheduled", "_held", "_loop", "transport")
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self.transport = transport
+        self._loop = loop
+        self._held: list[bytes] = []
+        self._flush_scheduled = False
+
+    def write(self, data: bytes) -> None:
+        if not data:
+            return
+        self._held.append(data)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        self._flush_scheduled = False
+        held, self._held = self._held, []
+        if not held or self.transport.is_closing():
+            return
+        if len(held) == 1:
+            self.transport.write(held[0])
+        else:
+            self.transport.writelines(held)
+
+    def close(self) -> None:
+        self.flush()
+        self.transport.close()
+
+    def is_closing(self) -> bool:
+        return self.transport.is_closing()
+
+
+def _coalesced(cycle: object, writer: _TurnWriter) -> None:
+    """Point a request's response cycle at the connection's :class:`_TurnWriter`."""
+    if cycle is not None and getattr(cycle, "transport", None) is writer.transport:
+        cycle.transport = writer  # type: ignore[attr-defined]
+
+
 class _HeadTimer:
     """The head bound, mixed into a uvicorn protocol class (see the module docs)."""
 
@@ -65,6 +121,14 @@ class _HeadTimer:
     transport: asyncio.Transport
     _head_timer: asyncio.TimerHandle | None = None
     _awaiting_head = False
+    _writer: _TurnWriter | None = None
+
+    def _make_writer(self) -> None:
+        self._writer = _TurnWriter(self.transport, self.loop)
+
+    def _coalesce(self, cycle: object) -> None:
+        if self._writer is not None:
+            _coalesced(cycle, self._writer)
 
     def _arm_head_timer(self) -> None:
         self._disarm_head_timer()
@@ -88,6 +152,7 @@ class _HeadTimer:
 class _GuardedH11(_HeadTimer, H11Protocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self._make_writer()
         self._arm_head_timer()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -96,6 +161,7 @@ class _GuardedH11(_HeadTimer, H11Protocol):
 
     def handle_events(self) -> None:
         super().handle_events()
+        self._coalesce(self.cycle)
         if self.conn.their_state is not h11.IDLE:
             self._disarm_head_timer()  # the head is in: the app takes it from here
 
@@ -108,6 +174,7 @@ class _GuardedH11(_HeadTimer, H11Protocol):
 class _GuardedHttpTools(_HeadTimer, HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self._make_writer()
         self._arm_head_timer()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -117,6 +184,8 @@ class _GuardedHttpTools(_HeadTimer, HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._disarm_head_timer()
         super().on_headers_complete()
+        # The cycle's task has not run yet: its writes all go through the writer.
+        self._coalesce(self.cycle)
 
     def on_response_complete(self) -> None:
         super().on_response_complete()

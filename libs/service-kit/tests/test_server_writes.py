@@ -1,0 +1,99 @@
+"""The server's writes: what a response writes within one loop turn leaves in one send."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import pytest
+import uvicorn
+from starlette.types import Receive, Scope, Send
+
+from disco_service._server import _TurnWriter, guarded_http_protocol
+
+
+class _Recorder(asyncio.Transport):
+    """A transport that records each send it is asked for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sends: list[bytes] = []
+        self.closed = False
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.sends.append(bytes(data))
+
+    def writelines(self, list_of_data: object) -> None:
+        self.sends.append(b"".join(list_of_data))  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        self.closed = True
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+
+async def test_the_writes_of_one_turn_leave_together_and_each_turn_leaves_at_its_end() -> None:
+    transport = _Recorder()
+    writer = _TurnWriter(transport, asyncio.get_running_loop())
+
+    writer.write(b"HTTP/1.1 200 OK\r\n\r\n")
+    writer.write(b"")
+    writer.write(b"body")
+    assert transport.sends == []  # held until the end of the turn
+    await asyncio.sleep(0)
+    assert transport.sends == [b"HTTP/1.1 200 OK\r\n\r\nbody"]
+
+    writer.write(b"more")
+    await asyncio.sleep(0)
+    assert transport.sends[1:] == [b"more"]
+
+
+async def test_closing_sends_what_is_held_first_and_nothing_is_sent_after() -> None:
+    transport = _Recorder()
+    writer = _TurnWriter(transport, asyncio.get_running_loop())
+
+    writer.write(b"last words")
+    writer.close()
+    assert transport.sends == [b"last words"]
+    assert transport.closed
+    assert writer.is_closing()
+
+    writer.write(b"too late")
+    await asyncio.sleep(0)
+    assert transport.sends == [b"last words"]
+
+
+@pytest.mark.parametrize("keep_alive", [True, False])
+async def test_a_served_response_arrives_whole_in_one_segment(keep_alive: bool) -> None:
+    """Through uvicorn with the kit's protocol: head and body of a small response arrive
+    in one read, and a kept-alive connection serves the next request the same way."""
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        assert scope["type"] == "http"
+        headers = [(b"content-length", b"5")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b"hello"})
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(app, lifespan="off", log_config=None, http=guarded_http_protocol(10.0))
+    server = uvicorn.Server(config)
+    serving = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        while not server.started:
+            await asyncio.sleep(0.01)
+        reader, writer = await asyncio.open_connection(*sock.getsockname())
+        connection = b"keep-alive" if keep_alive else b"close"
+        for _ in range(2 if keep_alive else 1):
+            writer.write(b"GET / HTTP/1.1\r\nhost: x\r\nconnection: " + connection + b"\r\n\r\n")
+            await writer.drain()
+            first = await asyncio.wait_for(reader.read(65536), 10)
+            assert first.startswith(b"HTTP/1.1 200 OK\r\n")
+            assert first.endswith(b"\r\n\r\nhello")
+        if not keep_alive:
+            assert await asyncio.wait_for(reader.read(), 10) == b""  # closed after it
+        writer.close()
+    finally:
+        server.should_exit = True
+        await serving
