@@ -33,20 +33,22 @@ class _Recorder(asyncio.Transport):
         return self.closed
 
 
-async def test_the_writes_of_one_turn_leave_together_and_each_turn_leaves_at_its_end() -> None:
+async def test_a_write_leaves_with_the_next_one_at_once_or_alone_at_the_end_of_the_turn() -> None:
     transport = _Recorder()
     writer = _TurnWriter(transport, asyncio.get_running_loop())
 
     writer.write(b"HTTP/1.1 200 OK\r\n\r\n")
     writer.write(b"")
+    assert transport.sends == []  # the head waits for the body
     writer.write(b"body")
-    assert transport.sends == []  # held until the end of the turn
-    await asyncio.sleep(0)
-    assert transport.sends == [b"HTTP/1.1 200 OK\r\n\r\nbody"]
+    assert transport.sends == [b"HTTP/1.1 200 OK\r\n\r\nbody"]  # together, at once
 
-    writer.write(b"more")
+    writer.write(b"a streamed part")
+    assert transport.sends[1:] == []
     await asyncio.sleep(0)
-    assert transport.sends[1:] == [b"more"]
+    assert transport.sends[1:] == [b"a streamed part"]  # alone, at the end of the turn
+    await asyncio.sleep(0)
+    assert len(transport.sends) == 2
 
 
 async def test_closing_sends_what_is_held_first_and_nothing_is_sent_after() -> None:

@@ -15,9 +15,9 @@ than this.
 
 Writes: uvicorn writes a response's head and its body with a write each, so a
 small response left the process as two sends (two segments, with TCP_NODELAY)
-and woke its client twice. :class:`_TurnWriter` joins what a connection's
-response writes within one turn of the event loop into one send: the head and
-a body sent right after it (every non-streamed response) leave together; a
+and woke its client twice. :class:`_TurnWriter` holds a write until the next
+one or the end of the loop turn: the head and a body sent right after it (every
+non-streamed response) leave together, the moment the body is written; a
 streamed response's head still leaves at the end of the turn it was written
 in, never later.
 """
@@ -66,11 +66,12 @@ _TIMEOUT_RESPONSE = _timeout_response()
 
 
 class _TurnWriter:
-    """The transport a response writes to, joining the writes of one loop turn.
+    """The transport a response writes to: a write is held until the next write (both
+    leave in one send, at once) or the end of the loop turn (``call_soon``).
 
-    The first write of a turn is held and a flush is scheduled for the end of
-    the turn (``call_soon``); later writes of the same turn join it. Closing
-    flushes first. One per connection, so responses keep their order.
+    Not until the end of the turn for both: what runs after the body is written
+    (the request's metrics, spans and logs) would delay the answer. Closing sends
+    what is held first. One per connection, so responses keep their order.
     """
 
     __slots__ = ("_flush_scheduled", "_held", "_loop", "transport")
@@ -78,26 +79,27 @@ class _TurnWriter:
     def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
         self.transport = transport
         self._loop = loop
-        self._held: list[bytes] = []
+        self._held: bytes | None = None
         self._flush_scheduled = False
 
     def write(self, data: bytes) -> None:
         if not data:
             return
-        self._held.append(data)
+        held = self._held
+        if held is not None:
+            self._held = None
+            self.transport.writelines((held, data))
+            return
+        self._held = data
         if not self._flush_scheduled:
             self._flush_scheduled = True
             self._loop.call_soon(self.flush)
 
     def flush(self) -> None:
         self._flush_scheduled = False
-        held, self._held = self._held, []
-        if not held or self.transport.is_closing():
-            return
-        if len(held) == 1:
-            self.transport.write(held[0])
-        else:
-            self.transport.writelines(held)
+        held, self._held = self._held, None
+        if held is not None and not self.transport.is_closing():
+            self.transport.write(held)
 
     def close(self) -> None:
         self.flush()
