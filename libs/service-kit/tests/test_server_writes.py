@@ -9,7 +9,7 @@ import pytest
 import uvicorn
 from starlette.types import Receive, Scope, Send
 
-from disco_service._server import _TurnWriter, guarded_http_protocol
+from disco_service._server import _GuardedH11, _TurnWriter, guarded_http_protocol
 
 
 class _Recorder(asyncio.Transport):
@@ -67,9 +67,18 @@ async def test_closing_sends_what_is_held_first_and_nothing_is_sent_after() -> N
 
 
 @pytest.mark.parametrize("keep_alive", [True, False])
-async def test_a_served_response_arrives_whole_in_one_segment(keep_alive: bool) -> None:
-    """Through uvicorn with the kit's protocol: head and body of a small response arrive
-    in one read, and a kept-alive connection serves the next request the same way."""
+@pytest.mark.parametrize("parser", ["httptools", "h11"])
+async def test_a_served_response_arrives_whole_in_one_segment(
+    keep_alive: bool, parser: str
+) -> None:
+    """Through uvicorn with the kit's protocol (either parser): head and body of a small
+    response arrive in one read, and a kept-alive connection serves the next request
+    the same way."""
+    protocol = (
+        guarded_http_protocol(10.0)
+        if parser == "httptools"
+        else type("GuardedH11", (_GuardedH11,), {"head_timeout": 10.0})
+    )
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         assert scope["type"] == "http"
@@ -79,7 +88,7 @@ async def test_a_served_response_arrives_whole_in_one_segment(keep_alive: bool) 
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(app, lifespan="off", log_config=None, http=guarded_http_protocol(10.0))
+    config = uvicorn.Config(app, lifespan="off", log_config=None, http=protocol)
     server = uvicorn.Server(config)
     serving = asyncio.create_task(server.serve(sockets=[sock]))
     try:
