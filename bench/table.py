@@ -95,8 +95,6 @@ from disco.bus import BusClient
 from disco.settings import BusSettings
 from disco_common.auth import Role
 from disco_common.topics import Topic
-from disco_service import driver_sql
-from disco_service.migration_helpers import load_migration
 
 try:  # the bench dependency group (make bench installs it)
     import _faststream as faststream_peer
@@ -1108,18 +1106,17 @@ async def registry_rows(
     table: Table, admin_root: str, bootstrap: str, args: argparse.Namespace
 ) -> None:
     from disco_common.registry import AgentRegistration
-    from disco_registry.agents.service import compile_registration
+
+    # The service's registration statement and the arguments it sends (private names:
+    # the raw side sends exactly what the service sends, computed beforehand).
+    from disco_registry.agents.repository import _REGISTER_NAMES, _REGISTER_SQL, _register_values
+    from disco_registry.agents.service import _prepare
     from disco_registry.discovery.repository import DISCOVER
 
-    migration = load_migration(
-        Path(HERE).parent
-        / "migrations"
-        / "registry"
-        / "versions"
-        / "0005_registry_one_round_trip.py"
-    )
-
     _, app_url = await migrated_database(admin_root, "registry")
+    # The raw registrations go to a database of their own: in the service's, its outbox
+    # relay would publish their announcements, taking CPU from both sides meanwhile.
+    _, raw_url = await migrated_database(admin_root, "registry")
     process, base_url, log = start_service(
         "registry", app_url, bootstrap, {"DISCO_DATABASE_POOL_SIZE": str(args.concurrency)}
     )
@@ -1128,6 +1125,8 @@ async def registry_rows(
     raw_bodies = [registry_bench.registration(i, rng) for i in range(args.agents)]
     pool = await asyncpg.create_pool(app_url, min_size=args.concurrency,
                                      max_size=args.concurrency)  # fmt: skip
+    raw_pool = await asyncpg.create_pool(raw_url, min_size=args.concurrency,
+                                         max_size=args.concurrency)  # fmt: skip
     try:
         await wait_ready("registry", base_url, process, limit_seconds=60)
         token = mint_dev_token(DEV_AUTH_SECRET, registry_bench.TENANT, "bench", (Role.SERVICE,),
@@ -1149,45 +1148,23 @@ async def registry_rows(
             args.concurrency, [api_register(body) for body in bodies]
         )
         register_cpu = (cpu_seconds(process.pid) - service_cpu) / len(api_lat)
-        # Raw: the same agent and instance rows, upserted in one transaction each, with
-        # what the registry derives from a registration computed beforehand (untimed).
-        # The agent and instance upsert the registration function runs (its p_ arguments
-        # as parameters).
-        upsert, upsert_names = driver_sql(re.sub(r"\bp_(\w+)", r":\1", migration.UPSERT_SQL))
-        raw_tenant = f"{registry_bench.TENANT}-raw"
+        # Raw: the service's own statement (registry.register_agent_as: tenant scope, lock,
+        # agent and instance upsert, owned events, the announcement's outbox row, the record
+        # read back; one statement, its own transaction), with the arguments the service
+        # would send for the same registration, computed beforehand (untimed).
 
         def raw_values(body: dict[str, Any]) -> list[Any]:
             registration = AgentRegistration.model_validate(body)
-            compiled = compile_registration(registration, {})
-            values = {
-                "tenant": raw_tenant, "agent": registration.agent_id,
-                "name": registration.name, "version": registration.version,
-                "description": registration.description, "tags": registration.tags,
-                "instance_id": registration.instance_id, "visibility": "tenant",
-                "ttl": registration.ttl_seconds or 60, "metadata": "{}",
-                "capabilities": json.dumps(
-                    [c.model_dump(mode="json") for c in registration.capabilities]),
-                "events": "[]", "discovery": json.dumps(compiled.discovery),
-                "capability_names": compiled.capability_names,
-                "consumed_events": compiled.consumed_events,
-                "produced_events": compiled.produced_events,
-                "search_text": compiled.search_text,
-                "definition_hash": compiled.definition_hash,
-                "instance_key": registration.instance_id or "",
-            }  # fmt: skip
-            return [values[n] for n in upsert_names]
+            write = _prepare(registry_bench.TENANT, registration, {}, 60)
+            values = _register_values(write, "bench")
+            return [values[name] for name in _REGISTER_NAMES]
 
         prepared = [raw_values(body) for body in raw_bodies]
 
         def raw_register(values: list[Any]) -> Callable[[], Awaitable[None]]:
             async def call() -> None:
-                async with pool.acquire() as conn, conn.transaction():
-                    await conn.execute(
-                        "SELECT set_config('disco.tenant_id', $1, true), "
-                        "set_config('disco.user_id', 'bench', true)",
-                        raw_tenant,
-                    )
-                    await conn.execute(upsert, *values)
+                async with raw_pool.acquire() as conn:
+                    await conn.fetchrow(_REGISTER_SQL, *values)
 
             return call
 
@@ -1201,8 +1178,10 @@ async def registry_rows(
                 rate_cell(raw_elapsed, raw_lat),
                 f"{(len(api_lat) / api_elapsed) / (len(raw_lat) / raw_elapsed):.2f}",
                 ">= 1,000/s",
-                f"{args.agents:,} registrations of 3 capabilities each; raw: the agent and "
-                "instance upserts in one transaction (asyncpg); registry CPU "
+                f"{args.agents:,} registrations of 3 capabilities each, into an empty "
+                "registry; raw: the service's statement (registry.register_agent_as, its own "
+                "transaction) with asyncpg, the same arguments, a database of its own; "
+                "registry CPU "
                 f"{ms(register_cpu):.2f} ms/request",
             )
         )
@@ -1253,6 +1232,7 @@ async def registry_rows(
         await lean.close()
     finally:
         await pool.close()
+        await raw_pool.close()
         stop_service(process, log)
 
 

@@ -15,7 +15,7 @@ from typing import Annotated
 
 import structlog
 from fastapi import Depends, Request
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security import HTTPBearer
 from opentelemetry import trace
 from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import HTTPConnection
@@ -38,8 +38,6 @@ __all__ = [
     "identify_token",
     "require_role",
 ]
-
-_bearer = HTTPBearer(auto_error=False, bearerFormat="JWT", description="A disco JWT.")
 
 
 async def identify(connection: HTTPConnection, token: str) -> Identity:
@@ -74,14 +72,23 @@ async def identify_token(
     return identity
 
 
-async def get_identity(
-    request: Request,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> Identity:
-    """FastAPI dependency: the caller's :class:`Identity` from its bearer token."""
-    if credentials is None:
-        raise Unauthenticated("A bearer token is required (Authorization: Bearer <jwt>).")
-    return await identify(request, credentials.credentials)
+class _BearerIdentity(HTTPBearer):
+    """FastAPI's bearer scheme (the OpenAPI document names it as before), answering the
+    caller's :class:`Identity` itself: one dependency per request rather than the
+    scheme and a dependency on it (each one FastAPI resolves costs)."""
+
+    async def __call__(self, request: HTTPConnection) -> Identity:  # type: ignore[override]
+        credentials = await super().__call__(request)
+        if credentials is None:
+            raise Unauthenticated("A bearer token is required (Authorization: Bearer <jwt>).")
+        return await identify(request, credentials.credentials)
+
+
+get_identity = _BearerIdentity(
+    auto_error=False, bearerFormat="JWT", description="A disco JWT.", scheme_name="HTTPBearer"
+)
+"""FastAPI dependency: the caller's :class:`Identity` from its bearer token (401 without a
+valid one)."""
 
 
 IdentityDep = Annotated[Identity, Depends(get_identity)]

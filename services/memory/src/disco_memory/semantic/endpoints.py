@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response, status
@@ -17,7 +16,6 @@ from disco_common.memory import (
     SemanticQuery,
 )
 from disco_memory.deps import RuntimeDep
-from disco_memory.runtime import MemoryRuntime
 from disco_memory.semantic import service
 from disco_memory.semantic.repository import SemanticRepository, SemanticSearch
 from disco_memory.state import MemoryState
@@ -32,23 +30,6 @@ async def _repository(session: SessionDep, identity: IdentityDep) -> SemanticRep
 
 RepositoryDep = Annotated[SemanticRepository, Depends(_repository)]
 
-
-@dataclass(frozen=True)
-class _Query:
-    search: SemanticSearch
-    runtime: MemoryRuntime
-
-
-async def _query(request: Request, identity: IdentityDep) -> _Query:
-    # One dependency for the hot path (each one FastAPI resolves costs about as
-    # much as the rest of the route): the search pool and the runtime from the state.
-    state = MemoryState.of(request)
-    search = SemanticSearch(state.require_search(), identity.tenant_id, identity.user_id)
-    return _Query(search, state.runtime)
-
-
-# Queries are reads of one statement each: no unit of work (no BEGIN, no COMMIT).
-QueryDep = Annotated[_Query, Depends(_query)]
 
 # The hot path answers with JSON serialized once from the models the service built
 # (returning the models would make FastAPI validate them again against
@@ -69,10 +50,15 @@ async def upsert_memory(
 
 
 @router.post("/query", response_model=list[SemanticHit], responses=error_responses(422, 503))
-async def query_memories(body: SemanticQuery, query: QueryDep) -> Response:
+async def query_memories(body: SemanticQuery, identity: IdentityDep, request: Request) -> Response:
     """The caller's (and the tenant's public) memories nearest to a text or vector, best
     first, with their cosine similarity; filter by metadata and a minimum score."""
-    hits = await service.query(query.search, query.runtime, body)
+    # A read of one statement: no unit of work (no BEGIN, no COMMIT). The search pool
+    # and the runtime come from the state rather than a dependency of their own (each
+    # one FastAPI resolves costs).
+    state = MemoryState.of(request)
+    search = SemanticSearch(state.require_search(), identity.tenant_id, identity.user_id)
+    hits = await service.query(search, state.runtime, body)
     return Response(content=_HITS.dump_json(hits), media_type="application/json")
 
 

@@ -253,8 +253,6 @@ def _prepare(
         visibility=registration.visibility.value,
         ttl_seconds=ttl,
         metadata=registration.metadata,
-        capabilities=[cap.model_dump(mode="json") for cap in registration.capabilities],
-        events=[event.model_dump(mode="json") for event in registration.events],
         discovery=compiled.discovery,
         capability_names=compiled.capability_names,
         consumed_events=compiled.consumed_events,

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import pydantic_core
 from sqlalchemy import Row, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from disco_common.canonical import canonical_json
 from disco_common.registry import EventRecord
 from disco_service import Keyset
 
@@ -69,8 +69,10 @@ class EventFilters:
 def owned_events_json(events: list[OwnedEvent]) -> str:
     """``events`` as the JSON list the registration statement writes them from
     (``registry.register_agent``'s ``p_owned``)."""
-    # Field by field rather than dataclasses.asdict, which deep-copies every schema.
-    return canonical_json(
+    # Field by field rather than dataclasses.asdict, which deep-copies every schema;
+    # pydantic-core rather than canonical JSON: a jsonb parameter, whose keys the
+    # database orders itself (about five times faster).
+    return pydantic_core.to_json(
         [
             {
                 "event_type": event.event_type,
