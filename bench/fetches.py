@@ -47,6 +47,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.client import AIOKafkaClient
 
 from disco.settings import BusSettings
+from disco_service import in_background
 
 HERE = Path(__file__).resolve().parent
 
@@ -134,17 +135,11 @@ async def disco_tool(settings: BusSettings) -> AsyncIterator[None]:
         await tool.stop()
 
 
-@contextlib.asynccontextmanager
-async def raw_responder(settings: BusSettings) -> AsyncIterator[None]:
-    task = asyncio.create_task(
-        table_bench.serve_raw_responder(settings.kafka_bootstrap, settings.topic_prefix)
+def raw_responder(settings: BusSettings) -> contextlib.AbstractAsyncContextManager[None]:
+    return in_background(
+        table_bench.serve_raw_responder(settings.kafka_bootstrap, settings.topic_prefix),
+        "raw-responder",
     )
-    try:
-        yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 async def per_round_trip(bootstrap: str, rounds: int) -> list[str]:

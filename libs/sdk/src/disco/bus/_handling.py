@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import structlog
 from aiokafka.errors import KafkaError
 from aiokafka.structs import ConsumerRecord
+from opentelemetry.trace import Span
 
 from disco._context import (
     HandlerContext,
@@ -38,6 +39,7 @@ from disco.bus._errors import (
 )
 from disco.bus._metrics import InFlight
 from disco.bus._routes import ANY_EVENT, Handler, TopicRoute
+from disco.bus._tracing import BusTracer
 from disco_common.auth import TENANT_CREDENTIAL_HEADER, UNAUTHENTICATED_TENANT
 from disco_common.envelope import TENANT_HEADER, Envelope, EnvelopeError
 from disco_common.topics import dlq_topic
@@ -254,14 +256,7 @@ class RecordHandler:
                     if tracer is None:
                         await handler(envelope)
                     else:  # as _attempts traces an attempt
-                        span, token = tracer.start_process(
-                            record.topic,
-                            envelope,
-                            traceparent,
-                            group=owner.group,
-                            partition=record.partition,
-                            offset=record.offset,
-                        )
+                        span, token = self._start_process(tracer, record, envelope, traceparent)
                         try:
                             await handler(envelope)
                         except BaseException as exc:
@@ -485,6 +480,23 @@ class RecordHandler:
             )
         return labelled
 
+    def _start_process(
+        self,
+        tracer: BusTracer,
+        record: ConsumerRecord[bytes, bytes],
+        envelope: Envelope,
+        traceparent: str | None,
+    ) -> tuple[Span, object]:
+        """The ``process`` span of a handler call on ``record``, made current."""
+        return tracer.start_process(
+            record.topic,
+            envelope,
+            traceparent,
+            group=self._owner.group,
+            partition=record.partition,
+            offset=record.offset,
+        )
+
     async def _attempts(
         self,
         record: ConsumerRecord[bytes, bytes],
@@ -525,14 +537,7 @@ class RecordHandler:
                     exc, failed = failed, None
                     raise exc
                 if tracer is not None:
-                    span, token = tracer.start_process(
-                        record.topic,
-                        envelope,
-                        traceparent,
-                        group=owner.group,
-                        partition=record.partition,
-                        offset=record.offset,
-                    )
+                    span, token = self._start_process(tracer, record, envelope, traceparent)
                     try:
                         await handler(envelope)
                     except BaseException as exc:
