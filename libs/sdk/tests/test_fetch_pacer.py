@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+from types import SimpleNamespace
 
 import pytest
+from aiokafka import TopicPartition
 from aiokafka.consumer.fetcher import Fetcher
 from pydantic import ValidationError
 
 from disco.bus import BusClient, BusConsumer
+from disco.bus._commits import OffsetCommitter
 from disco.bus._polling import FetchPacer, fetch_options
 from disco.settings import BusSettings
 
@@ -108,6 +112,52 @@ def test_fetch_waits_default_per_broker_kind_and_settings_override_them() -> Non
     assert tuned.fetch_waits("embedded") == (2, 50)
     assert tuned.fetch_waits("kafka") == (2, 50)
     assert BusSettings(kafka_fetch_max_wait_ms=20).fetch_waits("kafka") == (20, 20)
+
+
+def test_commit_interval_defaults_per_broker_kind_and_the_setting_overrides_it() -> None:
+    defaults = BusSettings()
+    assert defaults.commit_interval_ms("embedded") == 0
+    assert defaults.commit_interval_ms("kafka") == 100
+
+    tuned = BusSettings(bus_commit_interval_ms=25)
+    assert tuned.commit_interval_ms("embedded") == 25
+    assert tuned.commit_interval_ms("kafka") == 25
+    assert BusSettings(bus_commit_interval_ms=0).commit_interval_ms("kafka") == 0
+
+
+@pytest.mark.parametrize(("kind", "commits"), [("embedded", 2), ("kafka", 1)])
+async def test_the_committer_spaces_commits_only_on_kafka(kind: str, commits: int) -> None:
+    # Two records handled a few loop turns apart: on the embedded broker each is
+    # committed at once; on Kafka the second waits out the 100 ms interval.
+    tp = TopicPartition("t", 0)
+    settings = BusSettings(kafka_broker_kind=kind)  # type: ignore[arg-type]
+    committed: list[dict[TopicPartition, int]] = []
+
+    class Consumer:
+        def assignment(self) -> set[TopicPartition]:
+            return {tp}
+
+        async def commit(self, offsets: dict[TopicPartition, int]) -> None:
+            committed.append(dict(offsets))
+
+    class Owner:
+        group = "g"
+        stopping = False
+        client = SimpleNamespace(settings=settings)
+
+    committer = OffsetCommitter(Owner(), fail=pytest.fail)  # type: ignore[arg-type]
+    committer.start(Consumer())  # type: ignore[arg-type]
+    try:
+        committer.record_done(tp, 0)
+        for _ in range(20):
+            await asyncio.sleep(0)
+        committer.record_done(tp, 1)
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert committed[:commits] == [{tp: 1}, {tp: 2}][:commits]
+        assert len(committed) == commits
+    finally:
+        await committer.stop()
 
 
 def test_waits_the_embedded_broker_cannot_serve_are_refused() -> None:

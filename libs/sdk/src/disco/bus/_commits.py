@@ -13,6 +13,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 
 from disco.bus._client import BusClient
+from disco.bus._polling import broker_kind
 
 __all__ = ["CommitHost", "OffsetCommitter", "commit_offsets"]
 
@@ -46,7 +47,8 @@ class OffsetCommitter:
 
     A partition's offset is recorded once its record and every record before it
     finished (:meth:`record_done`); a loop commits what was recorded, at most
-    once per ``bus_commit_interval_ms``, and :meth:`commit` commits at once (on
+    once per ``BusSettings.commit_interval_ms`` (spaced on Kafka, not on the embedded
+    broker), and :meth:`commit` commits at once (on
     stop and rebalance). Only partitions the member still owns are committed,
     and only past what was committed before. A commit the group rejects after a
     rebalance is dropped (the new owner reads again, as at-least-once allows);
@@ -97,8 +99,9 @@ class OffsetCommitter:
         # At most one commit per interval: under load, one commit covers many
         # records (each commit is a write at the broker); stop() and a rebalance
         # commit at once whatever the interval.
-        interval = self._owner.client.settings.bus_commit_interval_ms / 1000
+        settings = self._owner.client.settings
         try:
+            interval = settings.commit_interval_ms(await broker_kind(settings)) / 1000
             while True:
                 await self._wanted.wait()
                 self._wanted.clear()
