@@ -28,43 +28,24 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import importlib.util
 import io
 import os
 import statistics
-import sys
 import time
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+import agents as agents_bench
+import table as table_bench
 from _common import percentile, raw_fetch_wait, scratch_broker
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.client import AIOKafkaClient
 
 from disco.settings import BusSettings
 from disco_service import in_background
-
-HERE = Path(__file__).resolve().parent
-
-
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", HERE / f"{name}.py")
-    if spec is None or spec.loader is None:
-        raise RuntimeError(f"cannot load {HERE / name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-agents_bench = _load("agents")
-table_bench = _load("table")
-
 
 # -- counting the requests of every client in this process --------------------------------
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import importlib.util
 import json
 import os
 import statistics
@@ -31,9 +30,9 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+import table as table_bench
 from _common import raw_fetch_wait, scratch_broker
 from aiokafka.client import AIOKafkaClient
 from aiokafka.consumer.consumer import AIOKafkaConsumer
@@ -41,21 +40,9 @@ from aiokafka.consumer.consumer import AIOKafkaConsumer
 from disco import Tool
 from disco.bus import BusClient
 
-HERE = Path(__file__).resolve().parent
 STEPS = ("fetched", "handed over", "handler", "answer sent", "answer acked", "caller fetched")
 
 
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", HERE / f"{name}.py")
-    if spec is None or spec.loader is None:
-        raise RuntimeError(f"cannot load {HERE / name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-table_bench = _load("table")
 agents_bench = table_bench.agents_bench
 Work, Done = agents_bench.Work, agents_bench.Done  # the bench Tool's request and answer
 
@@ -138,12 +125,11 @@ async def serve(side: str, bootstrap: str, prefix: str, out: str) -> None:
 
 
 async def timeline(bootstrap: str, side: str, rounds: int) -> dict[str, list[float]]:
-    table = table_bench
-    settings = await table.provisioned(bootstrap, table.agents_bench.PARTITIONS)
+    settings = await table_bench.provisioned(bootstrap, agents_bench.PARTITIONS)
     await raw_fetch_wait(settings)
     with tempfile.TemporaryDirectory() as scratch:
         out = f"{scratch}/stamps.json"
-        process = table.start_process(
+        process = table_bench.start_process(
             [sys.executable, __file__, "--serve", side, bootstrap, settings.topic_prefix, out]
         )
         caller: list[tuple[str, float]] = []
@@ -155,7 +141,7 @@ async def timeline(bootstrap: str, side: str, rounds: int) -> dict[str, list[flo
                         started = time.time()
                         await bus.request(
                             "bench.tool.requested",
-                            table.agents_bench.PAYLOAD,
+                            agents_bench.PAYLOAD,
                             response_event="bench.tool.answered",
                             wait=30,
                         )

@@ -172,16 +172,7 @@ def enter_handler(context: HandlerContext, *, log_fields: bool = True) -> _Enter
             tenth of handling a record, for lines that are rarely written.
     """
     token = _current.set(context)
-    if not log_fields:
-        return token, None
-    envelope = context.envelope
-    # structlog's variables set directly (see _structlog_variables), as
-    # bind_contextvars(event_id=..., event_type=..., tenant_id=...) would.
-    return token, (
-        _EVENT_ID.set(envelope.id),
-        _EVENT_TYPE.set(envelope.type),
-        _TENANT_ID.set(envelope.tenant_id),
-    )
+    return token, _bind_log_fields(context.envelope) if log_fields else None
 
 
 def enter_record(origin: Origin, log_fields: bool) -> _Entered:
@@ -189,10 +180,13 @@ def enter_record(origin: Origin, log_fields: bool) -> _Entered:
     context's fields, and the :class:`HandlerContext` is built at the first
     :func:`maybe_current_context` (a handler that never asks does not pay for it)."""
     token = _current.set(origin)
-    if not log_fields:
-        return token, None
-    envelope = origin[0]
-    return token, (
+    return token, _bind_log_fields(origin[0]) if log_fields else None
+
+
+def _bind_log_fields(envelope: Envelope) -> _LogTokens:
+    # structlog's variables set directly (see _structlog_variables), as
+    # bind_contextvars(event_id=..., event_type=..., tenant_id=...) would.
+    return (
         _EVENT_ID.set(envelope.id),
         _EVENT_TYPE.set(envelope.type),
         _TENANT_ID.set(envelope.tenant_id),

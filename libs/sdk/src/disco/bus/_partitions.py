@@ -209,12 +209,10 @@ class PartitionWorker:
 
     async def _run(self, lane: _Lane) -> None:
         # The bookkeeping of a record finished is inlined (once per record): its key's
-        # count, its offset's turn to be committed, and the next waiting record.
+        # count and the next waiting record.
         handle = self._handle
         queue = lane.queue
         keys, waiting, waiting_keys = self._keys, self._waiting, self._waiting_keys
-        outstanding, finished = self._outstanding, self._finished
-        done, tp = self._done, self.tp
         try:
             while True:
                 if not queue:
@@ -233,17 +231,10 @@ class PartitionWorker:
                         del keys[key]
                     else:
                         entry[1] -= 1
-                offset = record.offset
-                if stored is not None:
-                    self._finished_later(offset, stored)
-                elif outstanding and outstanding[0] == offset:
-                    outstanding.popleft()
-                    while outstanding and outstanding[0] in finished:
-                        offset = outstanding.popleft()
-                        finished.discard(offset)
-                    done(tp, offset)
+                if stored is None:
+                    self._committable(record.offset)
                 else:
-                    finished.add(offset)
+                    self._finished_later(record.offset, stored)
                 # Idle: take the next waiting record (records of keys other lanes hold
                 # join those lanes on the way).
                 while waiting and lane.load == 0:

@@ -187,6 +187,15 @@ def light_tracer(tracer: Tracer) -> LightTracer | None:
     return LightTracer(tracer)
 
 
+def _dropped_traceparent(trace_id: int, random_id: bool) -> str:
+    """The ``traceparent`` of a new span the sampler drops: a new span id, sampled off."""
+    span_id = _random_bits(64) or _new_span_id()
+    return (
+        f"00-{trace_id.to_bytes(16, 'big').hex()}-"
+        f"{span_id.to_bytes(8, 'big').hex()}-{_DROPPED_TEXT[random_id]}"
+    )
+
+
 class LightTracer:
     """Starts :class:`LightSpan` s with an SDK tracer's ids, sampler and processors."""
 
@@ -428,11 +437,7 @@ class LightTracer:
             else:
                 decision = root
             if decision is _DROP:
-                return (
-                    f"00-{trace_id.to_bytes(16, 'big').hex()}-"
-                    f"{(_random_bits(64) or _new_span_id()).to_bytes(8, 'big').hex()}-"
-                    f"{_DROPPED_TEXT[True]}"
-                )
+                return _dropped_traceparent(trace_id, True)
             random_id, trace_state, parent = True, _DEFAULT_STATE, None
         else:
             trace_id, _, _, parent_flags, trace_state, _ = parent
@@ -442,11 +447,7 @@ class LightTracer:
                 return None
             decision = decided
             if decision is _DROP:
-                return (
-                    f"00-{trace_id.to_bytes(16, 'big').hex()}-"
-                    f"{(_random_bits(64) or _new_span_id()).to_bytes(8, 'big').hex()}-"
-                    f"{_DROPPED_TEXT[random_id]}"
-                )
+                return _dropped_traceparent(trace_id, random_id)
         span_id = _random_bits(64) or _new_span_id()
         flags = _FLAGS[decision is _SAMPLE, random_id]
         context = tuple.__new__(SpanContext, (trace_id, span_id, False, flags, trace_state, True))
