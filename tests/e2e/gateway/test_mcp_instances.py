@@ -41,9 +41,11 @@ def second(gateway_stack: GatewayStack) -> Iterator[GatewayProcess]:
 
 @pytest.mark.parametrize("era", ERAS)
 async def test_two_instances_serve_one_clients_consecutive_requests(
-    gateway: GatewayProcess, second: GatewayProcess, era: str
+    gateway: GatewayProcess, twin_gateway: GatewayProcess, era: str
 ) -> None:
-    spread = RoundRobin([gateway.url, second.url])
+    # Two instances configured alike: the short-wait ``second`` would turn a slow answer on a
+    # loaded machine into a "still working" result, which is the next test's subject.
+    spread = RoundRobin([gateway.url, twin_gateway.url])
     form = answering({"name": "Grace", "age": 85})
     async with mcp_client(gateway.url, era, elicitation=form, transport=spread) as client:
         tools = {tool.name for tool in await all_tools(client)}
