@@ -165,7 +165,12 @@ async def raw_produce_awaited(settings: BusSettings, topic: str, n: int) -> floa
     return await _raw_timed(settings, topic, n, publishers)
 
 
-async def raw_produce_consume(settings: BusSettings, topic: str, n: int) -> float:
+async def raw_produce_consume(
+    settings: BusSettings, topic: str, n: int, *, decode: bool = False
+) -> float:
+    """Seconds to produce ``n`` records and consume them in one group; the consumer only
+    counts them, or (``decode``) also decodes each value with ``json.loads``, the least
+    any consumer of JSON envelopes does."""
     value, headers = _sample_record()
     keys = _keys(n)
     consumer = AIOKafkaConsumer(
@@ -182,7 +187,11 @@ async def raw_produce_consume(settings: BusSettings, topic: str, n: int) -> floa
             seen = 0
             while seen < n:
                 batches = await consumer.getmany(timeout_ms=100)
-                seen += sum(len(records) for records in batches.values())
+                for records in batches.values():
+                    seen += len(records)
+                    if decode:
+                        for record in records:
+                            json.loads(record.value)
                 if batches:
                     await consumer.commit()
             done.set()
