@@ -31,7 +31,8 @@ the same broker or database, with the settings printed first:
   ``--idle-seconds`` (target: under 2% of a core), and the broker's meanwhile;
 - bus produce and produce -> consume rates vs raw aiokafka (``bench/bus.py``);
 - memory: semantic query by vector through the API vs the same SQL with asyncpg
-  (binary vector codec, same tenant settings, same HNSW options), p50;
+  (binary vector codec, same tenant settings, same HNSW options), p50; and the same
+  statement behind a bare ASGI app (the least HTTP a Python service adds);
 - registry: register and discover-by-consumed-event at ``--concurrency`` (16)
   through the API vs the same SQL with asyncpg, at ``--agents`` registrations;
 - the gateway's CPU per A2A task: ``bench/gateway.py`` (registry, the hello tool and
@@ -957,23 +958,29 @@ async def memory_rows(
         "memory", app_url, bootstrap, {"DISCO_MEMORY_HNSW_EF_SEARCH": str(args.ef_search)}
     )
     raw = await memory_bench.RawQuery.open(app_url, args.ef_search)
+    bare_port = free_port()
+    bare = start_process([sys.executable, str(Path(HERE) / "memory.py"), "--serve-bare",
+                          app_url, str(args.ef_search), str(bare_port)])  # fmt: skip
     try:
         await wait_ready("memory service", base_url, process, limit_seconds=120)
         token = mint_dev_token(DEV_AUTH_SECRET, memory_bench.TENANT, memory_bench.USER,
                                (Role.USER,), 3600)  # fmt: skip
         lean = LeanHttp([base_url], {"Authorization": f"Bearer {token}"}, connections=4)
+        bare_http = LeanHttp([f"http://127.0.0.1:{bare_port}"], {}, connections=1)
         try:
             bodies = [{"embedding": [float(x) for x in v], "limit": 10} for v in vectors]
             for body in bodies[:20]:
                 await lean.json("POST", "/v1/memory/semantic/query", body)
-            # Raw and API queries alternate, so that both see the same load on a
+                await bare_http.json("POST", "/", body)
+            # Raw, API and floor queries alternate, so that all see the same load on a
             # shared machine (measured apart, minutes apart, their ratio was noise).
-            # Both sides query the same vector, and the second to walk its part of the
+            # All sides query the same vector, and a later walk of its part of the
             # graph finds those pages in shared buffers (measured at 100k memories: the
             # second query about 1 ms faster than the first), so which goes first
-            # alternates too.
+            # rotates too.
             api: list[float] = []
             raw_tx: list[float] = []
+            floor: list[float] = []
             service_cpu = 0.0
 
             async def raw_query(vector: np.ndarray) -> None:
@@ -994,18 +1001,27 @@ async def memory_rows(
                 if response.status_code != 200:
                     raise RuntimeError(f"{response.status_code}: {response.text[:300]}")
 
+            async def floor_query(body: dict[str, Any]) -> None:
+                started = time.perf_counter()
+                response = await bare_http.request("POST", "/", pydantic_core.to_json(body))
+                floor.append(time.perf_counter() - started)
+                if response.status_code != 200:
+                    raise RuntimeError(f"{response.status_code}: {response.text[:300]}")
+
             for index, (vector, body) in enumerate(zip(vectors, bodies, strict=True)):
-                if index % 2:
-                    await api_query(body)
-                    await raw_query(vector)
-                else:
-                    await raw_query(vector)
-                    await api_query(body)
+                sides = [functools.partial(raw_query, vector), functools.partial(api_query, body),
+                         functools.partial(floor_query, body)]  # fmt: skip
+                # Each side goes first for a third of the vectors.
+                for side in sides[index % 3 :] + sides[: index % 3]:
+                    await side()
             service_cpu /= len(bodies)
         finally:
             await lean.close()
+            await bare_http.close()
     finally:
         await raw.conn.close()
+        bare.kill()
+        bare.wait()
         stop_service(process, log)
     recall = statistics.fmean(
         len(set(a) & set(e)) / max(1, len(e)) for a, e in zip(approximate, exact, strict=False)
@@ -1018,12 +1034,16 @@ async def memory_rows(
             f"{percentile(api, 0.5) / percentile(raw_tx, 0.5):.2f}",
             "<= 1.3x",
             f"API: HTTP+auth+RLS+JSON (body encoded as the SDK does), one at a time, "
-            f"alternating with raw on the same vectors (each side first for half of them): "
-            f"the service's "
-            f"statement (one, its own transaction) with asyncpg, prepared, binary vectors; "
+            f"alternating with raw and the floor below on the same vectors (each side first "
+            f"for a third of them): the service's statement (one, its own transaction) with "
+            f"asyncpg, prepared, binary vectors; "
             f"ef_search "
             f"{args.ef_search}, m 16, ef_construction 64; "
-            f"recall@10 {recall:.3f}; memory service CPU {ms(service_cpu):.2f} ms/query",
+            f"recall@10 {recall:.3f}; memory service CPU {ms(service_cpu):.2f} ms/query; "
+            f"the same statement behind a bare ASGI app (uvicorn, httptools, json, ids only, "
+            f"no auth), the least HTTP a Python service adds: p50 "
+            f"{ms(percentile(floor, 0.5)):.2f} ms, "
+            f"{percentile(floor, 0.5) / percentile(raw_tx, 0.5):.2f}x raw",
         )
     )
 
