@@ -47,6 +47,7 @@ import asyncio
 import json
 import os
 import random
+import socket
 import subprocess
 import time
 import uuid
@@ -54,7 +55,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlencode
 
+import asyncpg
 import httpx
+import uvicorn
+import uvloop
 from _common import (
     LeanHttp,
     LeanResponse,
@@ -476,6 +480,66 @@ async def bench_discovery(
         stop_processes(processes)
 
 
+async def serve_bare(database_url: str, pool_size: int, port: int) -> None:
+    """``POST /v1/agents``'s own domain code behind a bare ASGI app: the body checked as
+    an ``AgentRegistration``, prepared, registered by the service's statement and its
+    record answered as JSON, as the registry does, with no FastAPI, middleware or auth
+    (the caller is tenant ``bench``, user ``bench``). Prints ``ready`` once it listens;
+    serves until killed."""
+    from disco_common.registry import AgentRegistration
+    from disco_registry.agents.repository import (
+        _REGISTER_NAMES,
+        _REGISTER_SQL,
+        _register_values,
+        _registered,
+    )
+    from disco_registry.agents.service import _prepare
+
+    async def json_columns(conn: asyncpg.Connection) -> None:
+        # JSON columns read as values, as the service's driver set-up does; the
+        # statement's JSON arguments are written as text already.
+        for name in ("json", "jsonb"):
+            await conn.set_type_codec(
+                name,
+                encoder=lambda value: value if isinstance(value, str) else json.dumps(value),
+                decoder=json.loads,
+                schema="pg_catalog",
+            )
+
+    pool = await asyncpg.create_pool(
+        database_url, min_size=pool_size, max_size=pool_size, init=json_columns
+    )
+    head = [(b"content-type", b"application/json")]
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        body = b""
+        more = True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        registration = AgentRegistration.model_validate_json(body)
+        write = _prepare(TENANT, registration, {}, 60)
+        values = _register_values(write, "bench")
+        async with pool.acquire() as conn:
+            row = await conn.fetchrow(_REGISTER_SQL, *[values[name] for name in _REGISTER_NAMES])
+        record, created = _registered(write, dict(row))
+        content = record.model_dump_json(by_alias=True).encode()
+        headers = [*head, (b"content-length", str(len(content)).encode())]
+        await send({"type": "http.response.start", "status": 201 if created else 200,
+                    "headers": headers})  # fmt: skip
+        await send({"type": "http.response.body", "body": content})
+
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, loop="none", http="httptools", lifespan="off",
+        log_level="warning", access_log=False,
+    )  # fmt: skip
+    # Listening before uvicorn starts: connections wait in the backlog meanwhile.
+    listening = socket.create_server(("127.0.0.1", port))
+    print("ready", flush=True)
+    await uvicorn.Server(config).serve(sockets=[listening])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--agents", type=int, default=10_000)
@@ -492,7 +556,12 @@ def main() -> None:
     parser.add_argument("--asyncapi-agents", type=int, default=1_000)
     parser.add_argument("--asyncapi-cold-requests", type=int, default=30)
     parser.add_argument("--asyncapi-kept-requests", type=int, default=200)
+    parser.add_argument("--serve-bare", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve_bare:
+        database_url, pool_size, port = args.serve_bare
+        uvloop.run(serve_bare(database_url, int(pool_size), int(port)))
+        return
 
     with scratch_infra("registry") as infra:
         asyncio.run(bench(args, infra.database_url, infra.bootstrap, infra.postmaster_pid))
