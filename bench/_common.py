@@ -6,17 +6,20 @@ import asyncio
 import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import httpx
+import uvicorn
 
 from disco._dev.broker import EmbeddedBroker
 from disco._dev.dburl import with_database, with_user
@@ -358,3 +361,37 @@ def stop_processes(processes: list[subprocess.Popen[bytes]]) -> None:
             process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+# -- bare ASGI floors ----------------------------------------------------------------------
+
+BareHandler = Callable[[bytes], Awaitable[tuple[int, bytes]]]
+"""A request body -> (status, JSON answer): the whole of a bare floor's route."""
+
+
+async def serve_bare(port: int, handle: BareHandler) -> None:
+    """``handle`` as the one route of a bare ASGI app on uvicorn (httptools, on the running
+    loop, as the services run): no framework, middleware or auth. Prints ``ready`` once it
+    listens; serves until killed."""
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        body = b""
+        more = True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        status, content = await handle(body)
+        headers = [(b"content-type", b"application/json"),
+                   (b"content-length", str(len(content)).encode())]  # fmt: skip
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": content})
+
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, loop="none", http="httptools", lifespan="off",
+        log_level="warning", access_log=False,
+    )  # fmt: skip
+    # Listening before uvicorn starts: connections wait in the backlog meanwhile.
+    listening = socket.create_server(("127.0.0.1", port))
+    print("ready", flush=True)
+    await uvicorn.Server(config).serve(sockets=[listening])

@@ -48,7 +48,6 @@ import io
 import json
 import os
 import random
-import socket
 import statistics
 import subprocess
 import tempfile
@@ -60,13 +59,13 @@ from typing import Any
 
 import asyncpg
 import numpy as np
-import uvicorn
 import uvloop
 from _common import (
     LeanHttp,
     LeanResponse,
     create_database,
     percentile,
+    serve_bare,
     start_service,
     wait_ready,
 )
@@ -231,36 +230,18 @@ class RawQuery:
         return [row["memory_id"] for row in rows]
 
 
-async def serve_bare(app_url: str, ef_search: int, port: int) -> None:
-    """The service's statement behind the least HTTP a Python service adds: uvicorn
-    (httptools, uvloop, as the services run), a bare ASGI callable, ``json`` for the
-    body and the answer (the ids only), no auth, one :class:`RawQuery` connection.
-    Prints ``ready`` once it listens; serves until killed."""
+async def serve_floor(app_url: str, ef_search: int, port: int) -> None:
+    """The service's statement behind the least HTTP a Python service adds: a bare ASGI
+    app (:func:`_common.serve_bare`), ``json`` for the body and the answer (the ids
+    only), no auth, one :class:`RawQuery` connection."""
     raw = await RawQuery.open(app_url, ef_search)
-    head = [(b"content-type", b"application/json")]
 
-    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        body = b""
-        more = True
-        while more:
-            message = await receive()
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
+    async def nearest(body: bytes) -> tuple[int, bytes]:
         query = json.loads(body)
-        ids = await raw.nearest(np.asarray(query["embedding"], dtype=np.float32), query["limit"])
-        content = json.dumps(ids).encode()
-        headers = [*head, (b"content-length", str(len(content)).encode())]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": content})
+        vector = np.asarray(query["embedding"], dtype=np.float32)
+        return 200, json.dumps(await raw.nearest(vector, query["limit"])).encode()
 
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, loop="none", http="httptools", lifespan="off",
-        log_level="warning", access_log=False,
-    )  # fmt: skip
-    # Listening before uvicorn starts: connections wait in the backlog meanwhile.
-    listening = socket.create_server(("127.0.0.1", port))
-    print("ready", flush=True)
-    await uvicorn.Server(config).serve(sockets=[listening])
+    await serve_bare(port, nearest)
 
 
 async def raw_queries(
@@ -488,7 +469,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.serve_bare:
         app_url, ef_search, port = args.serve_bare
-        uvloop.run(serve_bare(app_url, int(ef_search), int(port)))
+        uvloop.run(serve_floor(app_url, int(ef_search), int(port)))
         return
 
     with tempfile.TemporaryDirectory(prefix="disco-bench-memory-") as folder:

@@ -47,7 +47,6 @@ import asyncio
 import json
 import os
 import random
-import socket
 import subprocess
 import time
 import uuid
@@ -57,7 +56,6 @@ from urllib.parse import urlencode
 
 import asyncpg
 import httpx
-import uvicorn
 import uvloop
 from _common import (
     LeanHttp,
@@ -66,6 +64,7 @@ from _common import (
     cpu_seconds,
     percentile,
     scratch_infra,
+    serve_bare,
     start_service,
     stop_processes,
     wait_ready,
@@ -480,12 +479,12 @@ async def bench_discovery(
         stop_processes(processes)
 
 
-async def serve_bare(database_url: str, pool_size: int, port: int) -> None:
-    """``POST /v1/agents``'s own domain code behind a bare ASGI app: the body checked as
-    an ``AgentRegistration``, prepared, registered by the service's statement and its
-    record answered as JSON, as the registry does, with no FastAPI, middleware or auth
-    (the caller is tenant ``bench``, user ``bench``). Prints ``ready`` once it listens;
-    serves until killed."""
+async def serve_floor(database_url: str, pool_size: int, port: int) -> None:
+    """``POST /v1/agents``'s own domain code behind a bare ASGI app
+    (:func:`_common.serve_bare`): the body checked as an ``AgentRegistration``, prepared,
+    registered by the service's statement and its record answered as JSON, as the
+    registry does, with no FastAPI, middleware or auth (the caller is tenant ``bench``,
+    user ``bench``)."""
     from disco_common.registry import AgentRegistration
     from disco_registry.agents.repository import (
         _REGISTER_NAMES,
@@ -509,35 +508,17 @@ async def serve_bare(database_url: str, pool_size: int, port: int) -> None:
     pool = await asyncpg.create_pool(
         database_url, min_size=pool_size, max_size=pool_size, init=json_columns
     )
-    head = [(b"content-type", b"application/json")]
 
-    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        body = b""
-        more = True
-        while more:
-            message = await receive()
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
-        registration = AgentRegistration.model_validate_json(body)
-        write = _prepare(TENANT, registration, {}, 60)
+    async def register(body: bytes) -> tuple[int, bytes]:
+        write = _prepare(TENANT, AgentRegistration.model_validate_json(body), {}, 60)
         values = _register_values(write, "bench")
         async with pool.acquire() as conn:
             row = await conn.fetchrow(_REGISTER_SQL, *[values[name] for name in _REGISTER_NAMES])
+        assert row is not None  # the function answers the registered record, always
         record, created = _registered(write, dict(row))
-        content = record.model_dump_json(by_alias=True).encode()
-        headers = [*head, (b"content-length", str(len(content)).encode())]
-        await send({"type": "http.response.start", "status": 201 if created else 200,
-                    "headers": headers})  # fmt: skip
-        await send({"type": "http.response.body", "body": content})
+        return 201 if created else 200, record.model_dump_json(by_alias=True).encode()
 
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, loop="none", http="httptools", lifespan="off",
-        log_level="warning", access_log=False,
-    )  # fmt: skip
-    # Listening before uvicorn starts: connections wait in the backlog meanwhile.
-    listening = socket.create_server(("127.0.0.1", port))
-    print("ready", flush=True)
-    await uvicorn.Server(config).serve(sockets=[listening])
+    await serve_bare(port, register)
 
 
 def main() -> None:
@@ -560,7 +541,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.serve_bare:
         database_url, pool_size, port = args.serve_bare
-        uvloop.run(serve_bare(database_url, int(pool_size), int(port)))
+        uvloop.run(serve_floor(database_url, int(pool_size), int(port)))
         return
 
     with scratch_infra("registry") as infra:
