@@ -3,7 +3,11 @@ walks): read every partition from its start with raw fetch requests and count th
 
 from __future__ import annotations
 
-from aiokafka import AIOKafkaClient
+import asyncio
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+from aiokafka import AIOKafkaClient, AIOKafkaProducer
 from aiokafka.protocol.fetch import FetchRequest
 from aiokafka.record.memory_records import MemoryRecords
 
@@ -45,3 +49,37 @@ async def batch_counts(bootstrap: str, topics: list[str]) -> dict[str, tuple[int
         return found
     finally:
         await client.close()
+
+
+Record = tuple[bytes | None, bytes, list[tuple[str, bytes]] | None]
+"""A record to write: (key, value, headers)."""
+
+
+async def write_batches(
+    producer: AIOKafkaProducer,
+    topic: str,
+    batches: int,
+    per_batch: int,
+    partitions: Sequence[int],
+    record: Callable[[], Record],
+    window: int = 64,
+) -> Counter[int]:
+    """Write ``batches`` record batches of ``per_batch`` records each (``record()`` makes
+    each) to ``topic``, one partition after another, at most ``window`` sends
+    unanswered: the records written per partition."""
+    written: Counter[int] = Counter()
+    pending = []
+    for index in range(batches):
+        batch = producer.create_batch()
+        for _ in range(per_batch):
+            key, value, headers = record()
+            batch.append(key=key, value=value, timestamp=None, headers=headers)
+        batch.close()
+        partition = partitions[index % len(partitions)]
+        pending.append(await producer.send_batch(batch, topic, partition=partition))
+        written[partition] += per_batch
+        if len(pending) >= window:
+            await asyncio.gather(*pending)
+            pending.clear()
+    await asyncio.gather(*pending)
+    return written

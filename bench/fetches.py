@@ -40,6 +40,7 @@ from typing import Any
 
 import agents as agents_bench
 import table as table_bench
+from _batches import Record, write_batches
 from _common import percentile, raw_fetch_wait, scratch_broker
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.client import AIOKafkaClient
@@ -162,20 +163,10 @@ async def topic_holding(bootstrap: str, partitions: int, records: int) -> str:
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=0)
     await producer.start()
     try:
-        value = b"x" * 400
-        pending = []
-        for index in range(0, records, 4):
-            batch = producer.create_batch()
-            for _ in range(4):
-                batch.append(key=None, value=value, timestamp=None)
-            batch.close()
-            pending.append(
-                await producer.send_batch(batch, name, partition=(index // 4) % partitions)
-            )
-            if len(pending) >= 200:
-                await asyncio.gather(*pending)
-                pending.clear()
-        await asyncio.gather(*pending)
+        record: Record = (None, b"x" * 400, None)
+        await write_batches(
+            producer, name, -(-records // 4), 4, range(partitions), lambda: record, window=200
+        )
     finally:
         await producer.stop()
     return name

@@ -74,7 +74,7 @@ import memory as memory_bench
 import numpy as np
 import pydantic_core
 import registry as registry_bench
-from _batches import batch_counts
+from _batches import Record, batch_counts, write_batches
 from _common import (
     LeanHttp,
     LeanResponse,
@@ -548,25 +548,19 @@ async def grow(settings: BusSettings, side: str, target: int, per_batch: int) ->
     await producer.start()
     try:
         value, headers = bus_bench._sample_record()
+
+        def record() -> Record:
+            return uuid.uuid4().bytes, value, headers
+
         written: dict[int, int] = {}  # action-requests: records per partition
         for topic in (Topic.ACTION_REQUESTS, Topic.ACTION_RESULTS):
             name = f"{settings.topic_prefix}{topic}"
             partitions = sorted(await producer.partitions_for(name))
-            pending = []
-            for index in range(target // 2 // per_batch):
-                batch = producer.create_batch()
-                for _ in range(per_batch):
-                    batch.append(key=uuid.uuid4().bytes, value=value, timestamp=None,
-                                 headers=headers)  # fmt: skip
-                batch.close()
-                partition = partitions[index % len(partitions)]
-                pending.append(await producer.send_batch(batch, name, partition=partition))
-                if topic == Topic.ACTION_REQUESTS:
-                    written[partition] = written.get(partition, 0) + per_batch
-                if len(pending) >= 64:
-                    await asyncio.gather(*pending)
-                    pending.clear()
-            await asyncio.gather(*pending)
+            counts = await write_batches(
+                producer, name, target // 2 // per_batch, per_batch, partitions, record
+            )
+            if topic == Topic.ACTION_REQUESTS:
+                written = dict(counts)
     finally:
         await producer.stop()
     group = AIOKafkaConsumer(
